@@ -1,0 +1,543 @@
+package rrpair
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"time"
+)
+
+// FieldError is what is wrong with one line: the field (as a dotted path,
+// "http.req.method") and why, or a JSON syntax error at a byte offset.
+type FieldError struct {
+	Field string // empty for a syntax error
+	Msg   string
+	Off   int // byte offset in the line of a syntax error, else -1
+}
+
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return e.Field + ": " + e.Msg
+}
+
+func fieldErr(field, format string, args ...any) *FieldError {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...), Off: -1}
+}
+
+func wantErr(field, want string, got byte) *FieldError {
+	return &FieldError{Field: field, Msg: "want " + want + ", got " + kind(got), Off: -1}
+}
+
+// decoder turns one line into a Pair. It owns the buffers that unescaped
+// strings and decoded bodies live in; they are reused from pair to pair, so
+// a warmed-up decoder does not allocate.
+type decoder struct {
+	// validate turns on the checks that only opening a file needs: header
+	// tokens, ts syntax, response fields. Decoding for a run trusts a file
+	// that passed them.
+	validate bool
+	// responses decodes recorded response headers and bodies.
+	responses bool
+
+	arena   []byte // unescaped strings; append-only between resets
+	body    []byte // decoded request body
+	resBody []byte // decoded response body
+}
+
+// decode fills p from line. On error p is partly filled.
+func (d *decoder) decode(line []byte, p *Pair) error {
+	p.reset()
+	d.arena = d.arena[:0]
+	s := scanner{b: line}
+	err := d.top(&s, p)
+	if err == nil {
+		err = s.end()
+	}
+	if err != nil {
+		if se, ok := err.(*syntaxError); ok {
+			return &FieldError{Msg: "invalid JSON: " + se.msg, Off: se.off}
+		}
+		return err
+	}
+	return d.check(p)
+}
+
+func (d *decoder) top(s *scanner, p *Pair) error {
+	if c := s.peek(); c != '{' {
+		at := s.i
+		if err := s.skip(0); err != nil {
+			return err
+		}
+		return &FieldError{Msg: "want a JSON object, got " + kind(c), Off: at}
+	}
+	s.i++
+	for first := true; ; first = false {
+		key, ok, err := s.nextKey(first)
+		if err != nil || !ok {
+			return err
+		}
+		switch string(key) {
+		case "http":
+			err = d.http(s, p)
+		case "ts":
+			p.TS, err = d.optString(s, "ts")
+		case "duration":
+			p.Duration, err = d.optNumber(s, "duration")
+		case "l7protocol":
+			var proto []byte
+			if proto, err = d.optString(s, "l7protocol"); err == nil {
+				p.Req.Scheme = schemeOf(proto)
+			}
+		case "tags":
+			err = d.tags(s, p)
+		default:
+			err = s.skip(0)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+var (
+	schemeHTTP  = []byte("http")
+	schemeHTTPS = []byte("https")
+	rootPath    = []byte("/")
+)
+
+// schemeOf maps l7protocol to a scheme; other protocols leave it unknown.
+func schemeOf(proto []byte) []byte {
+	switch {
+	case bytes.EqualFold(proto, schemeHTTPS):
+		return schemeHTTPS
+	case bytes.EqualFold(proto, schemeHTTP):
+		return schemeHTTP
+	}
+	return nil
+}
+
+func (d *decoder) http(s *scanner, p *Pair) error {
+	if c := s.peek(); c != '{' {
+		return wantErr("http", "an object", c)
+	}
+	s.i++
+	for first := true; ; first = false {
+		key, ok, err := s.nextKey(first)
+		if err != nil || !ok {
+			return err
+		}
+		switch string(key) {
+		case "req":
+			err = d.req(s, p)
+		case "res":
+			err = d.res(s, p)
+		default:
+			err = s.skip(0)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (d *decoder) req(s *scanner, p *Pair) error {
+	if c := s.peek(); c != '{' {
+		return wantErr("http.req", "an object", c)
+	}
+	s.i++
+	var uri, url, b64, text []byte
+	var hasB64, hasText bool
+	for first := true; ; first = false {
+		key, ok, err := s.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "method":
+			p.Req.Method, err = d.optString(s, "http.req.method")
+		case "uri":
+			uri, err = d.optString(s, "http.req.uri")
+		case "url":
+			url, err = d.optString(s, "http.req.url")
+		case "host":
+			p.Req.Host, err = d.optString(s, "http.req.host")
+		case "version":
+			p.Version, err = d.optString(s, "http.req.version")
+		case "headers":
+			p.Req.Headers, err = d.headers(s, "http.req.headers", p.Req.Headers)
+		case "bodyBase64":
+			hasB64 = s.peek() != 'n'
+			b64, err = d.optString(s, "http.req.bodyBase64")
+		case "body":
+			hasText = s.peek() != 'n'
+			text, err = d.optString(s, "http.req.body")
+		default:
+			err = s.skip(0)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	switch {
+	case hasB64:
+		var err error
+		if d.body, err = decodeBase64(d.body, b64, "http.req.bodyBase64"); err != nil {
+			return err
+		}
+		p.Req.Body = d.body
+	case hasText:
+		p.Req.Body = text
+	}
+	if uri == nil {
+		uri = url
+	}
+	p.Req.URI = uri
+	return nil
+}
+
+func (d *decoder) res(s *scanner, p *Pair) error {
+	if c := s.peek(); c != '{' {
+		return wantErr("http.res", "an object", c)
+	}
+	s.i++
+	full := d.validate || d.responses
+	var b64, text []byte
+	var hasB64, hasText bool
+	for first := true; ; first = false {
+		key, ok, err := s.nextKey(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch {
+		case string(key) == "statusCode":
+			p.Res.Status, err = d.status(s)
+		case full && string(key) == "headers":
+			p.Res.Headers, err = d.headers(s, "http.res.headers", p.Res.Headers)
+		case full && string(key) == "bodyBase64":
+			hasB64 = s.peek() != 'n'
+			b64, err = d.optString(s, "http.res.bodyBase64")
+		case full && string(key) == "body":
+			hasText = s.peek() != 'n'
+			text, err = d.optString(s, "http.res.body")
+		default:
+			err = s.skip(0)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	switch {
+	case hasB64:
+		var err error
+		if d.resBody, err = decodeBase64(d.resBody, b64, "http.res.bodyBase64"); err != nil {
+			return err
+		}
+		p.Res.Body = d.resBody
+	case hasText:
+		p.Res.Body = text
+	}
+	return nil
+}
+
+func (d *decoder) status(s *scanner) (int, error) {
+	c := s.peek()
+	if c == 'n' {
+		return 0, s.literal()
+	}
+	if c != '-' && (c < '0' || c > '9') {
+		return 0, wantErr("http.res.statusCode", "a number", c)
+	}
+	num, err := s.number()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range num {
+		if c < '0' || c > '9' || n > 999 {
+			return 0, fieldErr("http.res.statusCode", "want an integer from 100 to 999, got %s", num)
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n != 0 && (n < 100 || n > 999) {
+		return 0, fieldErr("http.res.statusCode", "want an integer from 100 to 999, got %s", num)
+	}
+	return n, nil
+}
+
+func (d *decoder) tags(s *scanner, p *Pair) error {
+	c := s.peek()
+	if c == 'n' {
+		return s.literal()
+	}
+	if c != '{' {
+		return wantErr("tags", "an object", c)
+	}
+	s.i++
+	for first := true; ; first = false {
+		key, ok, err := s.nextKey(first)
+		if err != nil || !ok {
+			return err
+		}
+		switch string(key) {
+		case "session":
+			p.Session, err = d.optString(s, "tags.session")
+		case "endpoint":
+			p.EndpointTag, err = d.optString(s, "tags.endpoint")
+		default:
+			err = s.skip(0)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// headers decodes {"Name": ["v1", "v2"], ...} into hs, one Header per value,
+// in key order.
+func (d *decoder) headers(s *scanner, field string, hs []Header) ([]Header, error) {
+	c := s.peek()
+	if c == 'n' {
+		return hs, s.literal()
+	}
+	if c != '{' {
+		return hs, wantErr(field, "an object of string arrays", c)
+	}
+	s.i++
+	for first := true; ; first = false {
+		rawName, ok, err := s.nextKey(first)
+		if err != nil || !ok {
+			return hs, err
+		}
+		name := rawName
+		if bytes.IndexByte(rawName, '\\') >= 0 {
+			start := len(d.arena)
+			d.arena, _ = unescape(d.arena, rawName)
+			name = d.arena[start:len(d.arena):len(d.arena)]
+		}
+		if d.validate && !isToken(name) && !isPseudo(name) {
+			return hs, fieldErr(field, "header name %q is not a valid token", name)
+		}
+		if c := s.peek(); c != '[' {
+			return hs, &FieldError{Field: field + "." + string(name), Msg: "want an array of strings, got " + kind(c), Off: -1}
+		}
+		s.i++
+		for efirst := true; ; efirst = false {
+			more, err := s.nextElem(efirst)
+			if err != nil {
+				return hs, err
+			}
+			if !more {
+				break
+			}
+			if c := s.peek(); c != '"' {
+				return hs, &FieldError{Field: field + "." + string(name), Msg: "want an array of strings, got an element that is " + kind(c), Off: -1}
+			}
+			v, err := d.string(s)
+			if err != nil {
+				return hs, err
+			}
+			if d.validate && bytes.ContainsAny(v, "\r\n\x00") {
+				return hs, fieldErr(field+"."+string(name), "value contains CR, LF or NUL")
+			}
+			hs = append(hs, Header{Name: name, Value: v})
+		}
+	}
+}
+
+// string reads a string, unescaping it into the arena when needed.
+func (d *decoder) string(s *scanner) ([]byte, error) {
+	raw, escaped, err := s.str()
+	if err != nil || !escaped {
+		return raw, err
+	}
+	start := len(d.arena)
+	d.arena, err = unescape(d.arena, raw)
+	if err != nil {
+		return nil, s.fail("bad escape in string")
+	}
+	// Cap the slice so an append by a rewrite cannot write over the
+	// strings that follow it in the arena.
+	return d.arena[start:len(d.arena):len(d.arena)], nil
+}
+
+// optString reads a string or null (nil).
+func (d *decoder) optString(s *scanner, field string) ([]byte, error) {
+	switch c := s.peek(); c {
+	case '"':
+		v, err := d.string(s)
+		if v == nil && err == nil {
+			v = []byte{} // present but empty, distinct from absent
+		}
+		return v, err
+	case 'n':
+		return nil, s.literal()
+	default:
+		return nil, wantErr(field, "a string", c)
+	}
+}
+
+func (d *decoder) optNumber(s *scanner, field string) ([]byte, error) {
+	switch c := s.peek(); {
+	case c == 'n':
+		return nil, s.literal()
+	case c == '-' || (c >= '0' && c <= '9'):
+		return s.number()
+	default:
+		return nil, wantErr(field, "a number", c)
+	}
+}
+
+func decodeBase64(dst, src []byte, field string) ([]byte, error) {
+	n := base64.StdEncoding.DecodedLen(len(src))
+	if cap(dst) < n {
+		dst = make([]byte, n)
+	}
+	dst = dst[:n]
+	n, err := base64.StdEncoding.Decode(dst, src)
+	if err != nil {
+		if ce, ok := err.(base64.CorruptInputError); ok {
+			return dst[:0], fieldErr(field, "bad base64 at byte %d", int64(ce))
+		}
+		return dst[:0], fieldErr(field, "bad base64: %v", err)
+	}
+	return dst[:n], nil
+}
+
+// check applies the rules that span fields, after the line was read.
+func (d *decoder) check(p *Pair) error {
+	if len(p.Req.Method) == 0 {
+		return fieldErr("http.req.method", "missing")
+	}
+	if len(p.Req.URI) == 0 {
+		return fieldErr("http.req.uri", "missing (and no http.req.url)")
+	}
+	if err := splitAbsolute(&p.Req); err != nil {
+		return err
+	}
+	if !d.validate {
+		return nil
+	}
+	if !isToken(p.Req.Method) {
+		return fieldErr("http.req.method", "%q is not a valid method", p.Req.Method)
+	}
+	if err := checkURI(p.Req.URI, p.Req.Method); err != nil {
+		return err
+	}
+	if len(p.Req.Host) > 0 && !validHost(p.Req.Host) {
+		return fieldErr("http.req.host", "%q is not a host[:port]", p.Req.Host)
+	}
+	if len(p.TS) > 0 {
+		if _, err := time.Parse(time.RFC3339Nano, string(p.TS)); err != nil {
+			return fieldErr("ts", "want RFC 3339 time such as 2026-11-01T10:00:00.123456789Z, got %q", p.TS)
+		}
+	}
+	return nil
+}
+
+// splitAbsolute turns an absolute-form URI ("https://host:8443/a?b") into
+// scheme, host (when the line has none) and origin-form URI.
+func splitAbsolute(r *Request) error {
+	u := r.URI
+	var scheme []byte
+	switch {
+	case hasPrefixFold(u, "http://"):
+		scheme, u = u[:4], u[7:]
+	case hasPrefixFold(u, "https://"):
+		scheme, u = u[:5], u[8:]
+	default:
+		return nil
+	}
+	host, path := u, rootPath
+	if i := bytes.IndexAny(u, "/?"); i >= 0 {
+		host, path = u[:i], u[i:]
+		if path[0] == '?' {
+			// "http://h?q" has an empty path; the request target is "/?q",
+			// which must not be written into the mapped file: use a static
+			// prefix only when the path is empty and there is no query.
+			return fieldErr("http.req.uri", "absolute URI %q has a query but no path", r.URI)
+		}
+	}
+	if len(host) == 0 {
+		return fieldErr("http.req.uri", "absolute URI %q has no host", r.URI)
+	}
+	if len(r.Host) == 0 {
+		r.Host = host
+	}
+	if len(r.Scheme) == 0 {
+		r.Scheme = schemeOf(scheme)
+	}
+	r.URI = path
+	return nil
+}
+
+func hasPrefixFold(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && bytes.EqualFold(b[:len(prefix)], []byte(prefix))
+}
+
+func checkURI(uri, method []byte) error {
+	if string(uri) == "*" {
+		if string(method) != "OPTIONS" {
+			return fieldErr("http.req.uri", `"*" is only valid with OPTIONS`)
+		}
+		return nil
+	}
+	if uri[0] != '/' {
+		return fieldErr("http.req.uri", "want a path starting with / (or an absolute http(s) URL), got %q", uri)
+	}
+	for i, c := range uri {
+		if c <= ' ' || c == 0x7f {
+			return fieldErr("http.req.uri", "byte %d of %q is a space or control character", i, uri)
+		}
+	}
+	return nil
+}
+
+func validHost(h []byte) bool {
+	for _, c := range h {
+		if c <= ' ' || c == '/' || c == '?' || c == '#' || c == '@' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// isToken reports whether b is an RFC 9110 token (method, header name).
+func isToken(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if c >= 0x80 || !tokenChars[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// isPseudo reports an HTTP/2 pseudo-header (":authority"): accepted in a
+// file, never sent by a replay.
+func isPseudo(b []byte) bool { return len(b) > 1 && b[0] == ':' && isToken(b[1:]) }
+
+var tokenChars = func() (t [128]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()

@@ -1,0 +1,438 @@
+package rrpair
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options say how to open a file.
+type Options struct {
+	// RequireHost makes a line without a host an error: nothing says where
+	// to send it (no target was given).
+	RequireHost bool
+	// MaxErrors is how many bad lines a ValidationError lists (default 10;
+	// all are counted).
+	MaxErrors int
+}
+
+// ErrEmpty is returned for a file with no pairs.
+var ErrEmpty = errors.New("no pairs: the file is empty")
+
+// LineError is a bad line: where, and what is wrong.
+type LineError struct {
+	File string
+	Line int
+	Col  int // byte column of a JSON syntax error, from 1; 0 when not known
+	Err  *FieldError
+}
+
+func (e *LineError) Error() string {
+	if e.Col > 0 {
+		return fmt.Sprintf("%s:%d:%d: %v", e.File, e.Line, e.Col, e.Err)
+	}
+	return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+}
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ValidationError reports the bad lines of a file: the first few in full and
+// how many there are in all. A file with any bad line is not opened, so no
+// traffic is sent from it.
+type ValidationError struct {
+	File  string
+	Lines []LineError // the first Options.MaxErrors
+	Total int
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	if e.Total == 1 {
+		fmt.Fprintf(&b, "%s: 1 bad line:", e.File)
+	} else {
+		fmt.Fprintf(&b, "%s: %d bad lines:", e.File, e.Total)
+	}
+	for i := range e.Lines {
+		b.WriteString("\n  ")
+		b.WriteString(e.Lines[i].Error())
+	}
+	if more := e.Total - len(e.Lines); more > 0 {
+		fmt.Fprintf(&b, "\n  ... and %d more", more)
+	}
+	return b.String()
+}
+
+// pairRef locates one pair in the mapping. It is what the line index costs:
+// 16 bytes a pair.
+type pairRef struct {
+	off      int64  // offset of the line in the mapping
+	line     uint32 // line number, from 1
+	endpoint uint16 // index into File.endpoints
+	flags    uint16
+}
+
+const flagHTTP2 = 1
+
+// File is an opened, validated traffic file, memory-mapped read-only. It is
+// shared by every VU: nothing in it changes after Open, so reading it needs
+// no lock. Each VU reads it through a Cursor of its own.
+type File struct {
+	name  string
+	data  []byte // the mapping
+	pairs []pairRef
+	// Iteration k is the pairs iterPairs[iterStart[k]:iterStart[k+1]]: one
+	// session in file order, or one pair without a session. Both are nil
+	// when no pair has a session, and iteration k is pair k.
+	iterStart []uint32
+	iterPairs []uint32
+	sessions  int
+	endpoints []string
+}
+
+// Open maps and validates the file at path. Every line is checked before
+// Open returns; a file with a bad line returns a *ValidationError naming the
+// lines. Blank lines are skipped.
+func Open(path string, opt Options) (*File, error) {
+	return openAs(path, path, opt)
+}
+
+// OpenReader spools r (standard input, say) to a temporary file, maps it and
+// validates it as Open does; name is how errors call it. The temporary file
+// is removed at once: the mapping keeps its bytes until Close.
+func OpenReader(r io.Reader, name string, opt Options) (*File, error) {
+	tmp, err := os.CreateTemp("", "replay-spool-*.jsonl")
+	if err != nil {
+		return nil, fmt.Errorf("spool %s: %w", name, err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if _, err := io.Copy(tmp, r); err != nil {
+		return nil, fmt.Errorf("spool %s: %w", name, err)
+	}
+	return openAs(tmp.Name(), name, opt)
+}
+
+func openAs(path, name string, opt Options) (*File, error) {
+	if opt.MaxErrors <= 0 {
+		opt.MaxErrors = 10
+	}
+	data, err := mapFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{name: name, data: data}
+	if err := f.index(opt); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func mapFile(path string) ([]byte, error) {
+	fd, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
+	st, err := fd.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	if st.Size() == 0 {
+		return nil, fmt.Errorf("%s: %w", path, ErrEmpty)
+	}
+	data, err := unix.Mmap(int(fd.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", path, err)
+	}
+	return data, nil
+}
+
+// Close unmaps the file. Pairs decoded from it must not be used afterwards.
+func (f *File) Close() error {
+	if f.data == nil {
+		return nil
+	}
+	err := unix.Munmap(f.data)
+	f.data = nil
+	return err
+}
+
+// index validates every line and builds the line, endpoint and session
+// indexes.
+func (f *File) index(opt Options) error {
+	_ = unix.Madvise(f.data, unix.MADV_SEQUENTIAL)
+	defer unix.Madvise(f.data, unix.MADV_NORMAL)
+
+	verr := &ValidationError{File: f.name}
+	d := decoder{validate: true}
+	var p Pair
+	epIDs := map[string]uint16{}   // name -> provisional id
+	var epNames []string           // provisional id -> name
+	var epCounts []int             // provisional id -> pairs
+	sessionIter := map[string]uint32{}
+	var iterOf []uint32 // pair -> iteration, while building
+	iters := uint32(0)
+	var name []byte
+
+	data := f.data
+	for off, line := 0, 1; off < len(data); line++ {
+		end := bytes.IndexByte(data[off:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += off
+		}
+		text := data[off:end]
+		start := off
+		off = end + 1
+		if isBlank(text) {
+			continue
+		}
+		err := d.decode(text, &p)
+		if err == nil && opt.RequireHost && len(p.Req.Host) == 0 {
+			err = fieldErr("http.req.host", "missing, and no target was given to send it to")
+		}
+		if err != nil {
+			verr.Total++
+			if len(verr.Lines) < opt.MaxErrors {
+				le := LineError{File: f.name, Line: line}
+				if fe, ok := err.(*FieldError); ok {
+					le.Err = fe
+				} else {
+					le.Err = &FieldError{Msg: err.Error(), Off: -1}
+				}
+				if le.Err.Off >= 0 {
+					le.Col = le.Err.Off + 1
+				}
+				verr.Lines = append(verr.Lines, le)
+			}
+			continue
+		}
+		if verr.Total > 0 {
+			continue // only look for more errors
+		}
+		if line > 1<<32-1 || len(f.pairs) >= 1<<32-1 {
+			return fmt.Errorf("%s: more than 2^32 lines", f.name)
+		}
+
+		if len(p.EndpointTag) > 0 {
+			name = append(name[:0], p.EndpointTag...)
+		} else {
+			name = AppendEndpointName(name[:0], p.Req.Method, p.Req.URI)
+		}
+		id, ok := epIDs[string(name)]
+		if !ok {
+			if len(epNames) >= 1<<16-1 {
+				id = 1<<16 - 1 // beyond 65535 names they all rank last
+			} else {
+				id = uint16(len(epNames))
+				epIDs[string(name)] = id
+				epNames = append(epNames, string(name))
+				epCounts = append(epCounts, 0)
+			}
+		}
+		if int(id) < len(epCounts) {
+			epCounts[id]++
+		}
+
+		ref := pairRef{off: int64(start), line: uint32(line), endpoint: id}
+		if p.IsHTTP2() {
+			ref.flags |= flagHTTP2
+		}
+		f.pairs = append(f.pairs, ref)
+
+		it := iters
+		if len(p.Session) > 0 {
+			if known, ok := sessionIter[string(p.Session)]; ok {
+				it = known
+			} else {
+				sessionIter[string(p.Session)] = iters
+				iters++
+			}
+		} else {
+			iters++
+		}
+		iterOf = append(iterOf, it)
+	}
+	if verr.Total > 0 {
+		return verr
+	}
+	if len(f.pairs) == 0 {
+		return fmt.Errorf("%s: %w", f.name, ErrEmpty)
+	}
+	f.sessions = len(sessionIter)
+	f.rankEndpoints(epNames, epCounts)
+	if f.sessions > 0 {
+		f.groupSessions(iterOf, iters)
+	}
+	return nil
+}
+
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// rankEndpoints keeps the MaxEndpoints most frequent names (ties: first seen
+// first) and maps the rest to OtherEndpoint, so the table depends only on
+// the file: every shard of a run derives the same one.
+func (f *File) rankEndpoints(names []string, counts []int) {
+	order := make([]int, len(names))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return counts[order[a]] > counts[order[b]] })
+	final := make([]uint16, len(names))
+	keep := min(len(order), MaxEndpoints)
+	for rank, id := range order {
+		final[id] = uint16(min(rank, keep))
+	}
+	f.endpoints = make([]string, keep, keep+1)
+	for rank := 0; rank < keep; rank++ {
+		f.endpoints[rank] = names[order[rank]]
+	}
+	if len(order) > keep || len(names) == 1<<16-1 {
+		f.endpoints = append(f.endpoints, OtherEndpoint)
+	}
+	for i := range f.pairs {
+		id := f.pairs[i].endpoint
+		if int(id) < len(final) {
+			f.pairs[i].endpoint = final[id]
+		} else {
+			f.pairs[i].endpoint = uint16(keep)
+		}
+	}
+}
+
+// groupSessions builds the iteration index with a counting sort, keeping
+// file order within each iteration.
+func (f *File) groupSessions(iterOf []uint32, iters uint32) {
+	f.iterStart = make([]uint32, iters+1)
+	for _, it := range iterOf {
+		f.iterStart[it+1]++
+	}
+	for k := 1; k < len(f.iterStart); k++ {
+		f.iterStart[k] += f.iterStart[k-1]
+	}
+	f.iterPairs = make([]uint32, len(iterOf))
+	fill := make([]uint32, iters)
+	for pair, it := range iterOf {
+		f.iterPairs[f.iterStart[it]+fill[it]] = uint32(pair)
+		fill[it]++
+	}
+}
+
+// Name is the file's name as errors give it.
+func (f *File) Name() string { return f.name }
+
+// Len is the number of pairs.
+func (f *File) Len() int { return len(f.pairs) }
+
+// Sessions is the number of distinct tags.session values.
+func (f *File) Sessions() int { return f.sessions }
+
+// Iterations is the number of iterations: sessions plus pairs without one.
+func (f *File) Iterations() int {
+	if f.iterStart == nil {
+		return len(f.pairs)
+	}
+	return len(f.iterStart) - 1
+}
+
+// IterationLen is the number of pairs in iteration k.
+func (f *File) IterationLen(k int) int {
+	if f.iterStart == nil {
+		return 1
+	}
+	return int(f.iterStart[k+1] - f.iterStart[k])
+}
+
+// PairOf is the index of the j-th pair of iteration k.
+func (f *File) PairOf(k, j int) int {
+	if f.iterStart == nil {
+		return k
+	}
+	return int(f.iterPairs[int(f.iterStart[k])+j])
+}
+
+// Endpoints is the endpoint table: names in order of frequency in the file,
+// at most MaxEndpoints of them, then OtherEndpoint if any pair is beyond.
+// Pair.Endpoint indexes it. The slice must not be modified.
+func (f *File) Endpoints() []string { return f.endpoints }
+
+// line returns the bytes of pair i, without its newline.
+func (f *File) line(i int) []byte {
+	rest := f.data[f.pairs[i].off:]
+	if end := bytes.IndexByte(rest, '\n'); end >= 0 {
+		return rest[:end]
+	}
+	return rest
+}
+
+// Cursor reads pairs of a File into a caller's Pair. Each VU owns one:
+// its buffers are reused from pair to pair, so a warmed-up Cursor does not
+// allocate. A Cursor is not safe for concurrent use.
+type Cursor struct {
+	f    *File
+	d    decoder
+	iter int // current iteration
+	pos  int // next pair within it
+}
+
+// NewCursor returns a cursor positioned before iteration 0.
+func (f *File) NewCursor() *Cursor { return &Cursor{f: f} }
+
+// WithResponses makes the cursor decode recorded response headers and
+// bodies too (for comparison); by default only the status is read.
+func (c *Cursor) WithResponses() *Cursor {
+	c.d.responses = true
+	return c
+}
+
+// Start positions the cursor at the first pair of iteration k.
+func (c *Cursor) Start(k int) {
+	c.iter, c.pos = k, 0
+}
+
+// Next decodes the next pair of the current iteration into p. It returns
+// false when the iteration has no more pairs.
+func (c *Cursor) Next(p *Pair) (bool, error) {
+	if c.pos >= c.f.IterationLen(c.iter) {
+		return false, nil
+	}
+	i := c.f.PairOf(c.iter, c.pos)
+	c.pos++
+	return true, c.Decode(i, p)
+}
+
+// Decode decodes pair i into p. The file was validated at Open, so an error
+// here means the file changed under the mapping.
+func (c *Cursor) Decode(i int, p *Pair) error {
+	ref := &c.f.pairs[i]
+	if err := c.d.decode(c.f.line(i), p); err != nil {
+		return &LineError{File: c.f.name, Line: int(ref.line), Err: asFieldError(err)}
+	}
+	p.Index, p.Line, p.Endpoint = i, int(ref.line), ref.endpoint
+	return nil
+}
+
+func asFieldError(err error) *FieldError {
+	if fe, ok := err.(*FieldError); ok {
+		return fe
+	}
+	return &FieldError{Msg: err.Error(), Off: -1}
+}

@@ -1,0 +1,107 @@
+package rrpair
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"unsafe"
+)
+
+func uintptrOf(p *byte) uintptr { return uintptr(unsafe.Pointer(p)) }
+
+// FuzzDecode checks the decoder against encoding/json on any line: it must
+// never panic, must reject what is not JSON, and whatever it accepts must be
+// a JSON object whose method and URI agree with encoding/json's reading.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(benchLine))
+	f.Add([]byte(goodLine))
+	f.Add([]byte(`{"http":{"req":{"method":"GET","uri":"/a\u00e9\ud83d\ude00","host":"h","headers":{"A":["\u0000"]}}}}`))
+	f.Add([]byte(`{"http":{"req":{"method":"PUT","url":"/x","bodyBase64":"AAEC/w=="}},"tags":null}`))
+	if seeds, err := filepath.Glob("../../testdata/*.jsonl"); err == nil {
+		for _, path := range seeds {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				continue
+			}
+			for i, line := range bytes.Split(data, []byte("\n")) {
+				if i >= 20 {
+					break
+				}
+				f.Add(line)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if bytes.IndexByte(line, '\n') >= 0 {
+			return // the file splits lines before decoding
+		}
+		var p Pair
+		d := decoder{validate: true}
+		err := d.decode(line, &p)
+		valid := json.Valid(line)
+		if err == nil && !valid {
+			t.Fatalf("accepted invalid JSON %q", line)
+		}
+		if err != nil {
+			return
+		}
+		var v struct {
+			HTTP struct {
+				Req struct {
+					Method string `json:"method"`
+				} `json:"req"`
+			} `json:"http"`
+		}
+		if jerr := json.Unmarshal(line, &v); jerr != nil {
+			// encoding/json rejects wrong types we never read; fine.
+			return
+		}
+		if bytes.IndexByte(line, '\\') < 0 && bytes.Count(line, []byte(`"method"`)) == 1 && v.HTTP.Req.Method != string(p.Req.Method) {
+			t.Fatalf("method: got %q, encoding/json read %q", p.Req.Method, v.HTTP.Req.Method)
+		}
+		// Decoding again with run-time settings must agree.
+		var q Pair
+		rd := decoder{}
+		if err := rd.decode(line, &q); err != nil {
+			t.Fatalf("run-time decode failed on a validated line: %v", err)
+		}
+		if !bytes.Equal(q.Req.Body, p.Req.Body) || !bytes.Equal(q.Req.URI, p.Req.URI) {
+			t.Fatalf("run-time decode differs")
+		}
+	})
+}
+
+// FuzzUnescape compares unescape with encoding/json on string literals.
+func FuzzUnescape(f *testing.F) {
+	for _, s := range []string{`a\nb`, `\u00e9`, `\ud83d\ude00`, `\ud83d`, `\\\/\"`, `x\u0041y`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		lit := []byte(`"` + s + `"`)
+		sc := scanner{b: lit}
+		raw, _, err := sc.str()
+		var want string
+		jerr := json.Unmarshal(lit, &want)
+		if (err == nil) != (jerr == nil) || err != nil {
+			if err == nil && sc.i != len(lit) {
+				return
+			}
+			if (err == nil) != (jerr == nil) && sc.i == len(lit) {
+				t.Fatalf("%q: scanner err %v, encoding/json err %v", lit, err, jerr)
+			}
+			return
+		}
+		if sc.i != len(lit) {
+			return // the literal ended early at an unescaped quote
+		}
+		got, uerr := unescape(nil, raw)
+		if uerr != nil {
+			t.Fatalf("%q: %v", lit, uerr)
+		}
+		if string(got) != want && bytes.Equal([]byte(want), bytes.ToValidUTF8([]byte(want), []byte("\uFFFD"))) && bytes.Equal(raw, bytes.ToValidUTF8(raw, nil)) {
+			t.Fatalf("%q: got %q, want %q", lit, got, want)
+		}
+	})
+}

@@ -1,0 +1,92 @@
+package rrpair
+
+import (
+	"time"
+)
+
+// Stats summarizes a file for `replay inspect`.
+type Stats struct {
+	File       string         `json:"file"`
+	Pairs      int            `json:"pairs"`
+	Sessions   int            `json:"sessions"`
+	Iterations int            `json:"iterations"`
+	First      *time.Time     `json:"first_ts,omitempty"` // earliest ts
+	Last       *time.Time     `json:"last_ts,omitempty"`  // latest ts
+	SpanS      float64        `json:"span_s"`             // Last − First
+	WithoutTS  int            `json:"without_ts"`         // pairs with no ts
+	OutOfOrder int            `json:"ts_out_of_order"`    // pairs whose ts is before the previous line's
+	Methods    map[string]int `json:"methods"`
+	Hosts      map[string]int `json:"hosts"`
+	Endpoints  []Count        `json:"endpoints"` // the endpoint table, with pairs per row
+	Status     map[int]int    `json:"status"`    // recorded status codes (0: none recorded)
+	Versions   map[string]int `json:"http_versions"`
+	Downgraded int            `json:"downgraded"` // recorded as HTTP/2 or 3, replayed as HTTP/1.1
+	ReqBytes   int64          `json:"request_body_bytes"`
+	ResBytes   int64          `json:"response_body_bytes"`
+}
+
+// Count is a name and how many pairs have it.
+type Count struct {
+	Name  string `json:"name"`
+	Pairs int    `json:"pairs"`
+}
+
+// Inspect reads every pair and summarizes the file.
+func (f *File) Inspect() (*Stats, error) {
+	st := &Stats{
+		File: f.name, Pairs: f.Len(), Sessions: f.Sessions(), Iterations: f.Iterations(),
+		Methods: map[string]int{}, Hosts: map[string]int{}, Status: map[int]int{}, Versions: map[string]int{},
+	}
+	st.Endpoints = make([]Count, len(f.endpoints))
+	for i, name := range f.endpoints {
+		st.Endpoints[i].Name = name
+	}
+	c := f.NewCursor().WithResponses()
+	var p Pair
+	var prev time.Time
+	for i := range f.pairs {
+		if err := c.Decode(i, &p); err != nil {
+			return nil, err
+		}
+		st.Methods[string(p.Req.Method)]++
+		if len(p.Req.Host) > 0 {
+			st.Hosts[string(p.Req.Host)]++
+		}
+		st.Endpoints[p.Endpoint].Pairs++
+		st.Status[p.Res.Status]++
+		v := string(p.Version)
+		if v == "" {
+			v = "unrecorded"
+		}
+		st.Versions[v]++
+		if p.IsHTTP2() {
+			st.Downgraded++
+		}
+		st.ReqBytes += int64(len(p.Req.Body))
+		st.ResBytes += int64(len(p.Res.Body))
+		ts, err := p.Time()
+		if err != nil {
+			return nil, &LineError{File: f.name, Line: p.Line, Err: fieldErr("ts", "%v", err)}
+		}
+		if ts.IsZero() {
+			st.WithoutTS++
+			continue
+		}
+		if st.First == nil || ts.Before(*st.First) {
+			t := ts
+			st.First = &t
+		}
+		if st.Last == nil || ts.After(*st.Last) {
+			t := ts
+			st.Last = &t
+		}
+		if !prev.IsZero() && ts.Before(prev) {
+			st.OutOfOrder++
+		}
+		prev = ts
+	}
+	if st.First != nil {
+		st.SpanS = st.Last.Sub(*st.First).Seconds()
+	}
+	return st, nil
+}

@@ -1,0 +1,110 @@
+// Package rrpair owns the RRPair JSON Lines traffic file: its types, the
+// memory-mapped file with its line, session and endpoint indexes, the
+// cursors VUs walk it with, decoding, validation with line numbers, and the
+// file's summary for `replay inspect`.
+//
+// A line looks like this (Speedscale's RRPair export; unknown fields are
+// ignored):
+//
+//	{"ts":"2026-11-01T10:00:00.5Z","l7protocol":"http","duration":3,
+//	 "tags":{"session":"s-7"},
+//	 "http":{"req":{"method":"POST","uri":"/events?v=2","host":"api:8080",
+//	                "headers":{"Content-Type":["application/json"]},
+//	                "body":"{\"type\":\"click\"}"},
+//	         "res":{"statusCode":202,"headers":{},"bodyBase64":"e30="}}}
+//
+// rrpair imports nothing of the project: it is the shared vocabulary.
+package rrpair
+
+import (
+	"bytes"
+	"strconv"
+	"time"
+)
+
+// Header is one header line: a name as recorded (case kept) and one value.
+// A name recorded with several values appears as several Headers in a row.
+type Header struct {
+	Name, Value []byte
+}
+
+// Request is an outgoing request: decoded from the file, changed in place by
+// rewrites, written to the wire by a VU. Its byte slices point into the
+// mapped file or into the owning Cursor's buffers; they are valid until the
+// Cursor decodes the next pair. A rewrite that changes a field points it at
+// memory of its own.
+type Request struct {
+	Method []byte
+	// URI is the request target as recorded: path and query, raw (never
+	// normalized), or "*".
+	URI []byte
+	// Host is the recorded host[:port]; empty when the line has none.
+	Host []byte
+	// Scheme is "http" or "https" from l7protocol or an absolute URI, or
+	// empty when the line does not say.
+	Scheme  []byte
+	Headers []Header
+	Body    []byte
+}
+
+// Response is the recorded answer.
+type Response struct {
+	Status  int // 0 when not recorded
+	Headers []Header
+	Body    []byte // decoded only when the Cursor was asked for responses
+}
+
+// Pair is one decoded line.
+type Pair struct {
+	Index    int    // position of the pair in the file, from 0
+	Line     int    // line number in the file, from 1
+	Endpoint uint16 // index into File.Endpoints
+	Req      Request
+	Res      Response
+	// TS is the recorded time, RFC 3339 as written; empty when absent.
+	TS []byte
+	// Duration is the recorded response time in ms as written; empty when absent.
+	Duration []byte
+	// Version is http.req.version as written ("1.1", "2", "HTTP/2.0"...).
+	Version []byte
+	// Session is tags.session; empty when the pair has no session.
+	Session []byte
+	// EndpointTag is tags.endpoint, which overrides the derived endpoint name.
+	EndpointTag []byte
+}
+
+// Time parses TS. It returns the zero time when TS is empty.
+func (p *Pair) Time() (time.Time, error) {
+	if len(p.TS) == 0 {
+		return time.Time{}, nil
+	}
+	return time.Parse(time.RFC3339Nano, string(p.TS))
+}
+
+// RecordedDuration parses Duration (milliseconds).
+func (p *Pair) RecordedDuration() (time.Duration, error) {
+	if len(p.Duration) == 0 {
+		return 0, nil
+	}
+	ms, err := strconv.ParseFloat(string(p.Duration), 64)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(ms * float64(time.Millisecond)), nil
+}
+
+// IsHTTP2 reports whether the pair was recorded as HTTP/2 (or 3), which a
+// replay sends as HTTP/1.1 and counts as downgraded.
+func (p *Pair) IsHTTP2() bool { return isHTTP2(p.Version) }
+
+func isHTTP2(v []byte) bool {
+	v = bytes.TrimPrefix(bytes.TrimPrefix(v, []byte("HTTP/")), []byte("http/"))
+	return len(v) > 0 && (v[0] == '2' || v[0] == '3')
+}
+
+// reset empties p, keeping the capacity of its header slices.
+func (p *Pair) reset() {
+	reqH, resH := p.Req.Headers[:0], p.Res.Headers[:0]
+	*p = Pair{}
+	p.Req.Headers, p.Res.Headers = reqH, resH
+}

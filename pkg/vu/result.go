@@ -1,0 +1,67 @@
+package vu
+
+// ErrorKind classifies why a request failed without an HTTP response.
+// The names are the keys of the summary's "errors" object (DESIGN.md, Counting).
+type ErrorKind uint8
+
+// The error kinds. ErrNone means an HTTP response was read (its status may
+// still be ≥ 400, which the report counts as failed).
+const (
+	ErrNone      ErrorKind = iota
+	ErrConnect             // never reached the SUT: dial or resolve failed
+	ErrTimeout             // --timeout passed before the answer was complete
+	ErrReset               // connection reset or broken pipe
+	ErrEOF                 // the SUT closed the connection before a complete answer
+	ErrTLS                 // TLS handshake or record error
+	ErrCancelled           // cut off by the stop (grace expired)
+	ErrOther               // anything else, such as a malformed response
+	numErrorKinds
+)
+
+// NumErrorKinds is the number of ErrorKind values, ErrNone included, for
+// arrays indexed by kind.
+const NumErrorKinds = int(numErrorKinds)
+
+var errorKindNames = [...]string{"", "connect", "timeout", "reset", "eof", "tls", "cancelled", "other"}
+
+// String returns the kind's name as the summary spells it ("" for ErrNone).
+func (k ErrorKind) String() string {
+	if int(k) < len(errorKindNames) {
+		return errorKindNames[k]
+	}
+	return "other"
+}
+
+// Result is the fixed-size record of one request begun by a VU. VUs hand it
+// to a Sink by value; it holds no pointers, so recording it allocates nothing.
+//
+// Times are Unix nanoseconds on the run's clock. Latency is End−Due (it runs
+// from when the request was due, so a late start is not hidden: no
+// coordinated omission); service time is End−Sent.
+type Result struct {
+	Due      int64 // when the request was due to start
+	Sent     int64 // when its first byte was written (= End if never written)
+	End      int64 // when the last byte of the answer was read, or the error
+	BytesOut int64 // request bytes written to the socket
+	BytesIn  int64 // response bytes read from the socket
+	VU       uint32
+	Status   uint16    // HTTP status; 0 unless Err is ErrNone
+	Endpoint uint16    // index into the file's endpoint table
+	Err      ErrorKind // ErrNone when a response was read
+	// Written reports that at least one byte of the request reached the
+	// socket: a request cut off before that never reached the SUT.
+	Written bool
+	// Reconnect reports that this request opened a connection replacing an
+	// earlier one of the same VU (not counted with --no-connection-reuse).
+	Reconnect bool
+	// Connected reports that this request opened a new connection.
+	Connected bool
+	// Downgraded reports a pair recorded as HTTP/2 sent as HTTP/1.1.
+	Downgraded bool
+}
+
+// Sink receives results. Record is called from every VU concurrently and
+// must not block for long: it sits on the hot path.
+type Sink interface {
+	Record(r Result)
+}
