@@ -1,0 +1,174 @@
+// Package vu owns the virtual users: scheduling iterations over a traffic
+// file, each VU's dedicated connection, writing requests on the wire and
+// reading answers, and stopping. It calls interfaces it defines — a
+// Rewriter for outgoing requests, Observers for live responses and a Sink
+// for results — and imports neither the transforms nor the report.
+package vu
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Walk is how the VUs walk the file (DESIGN.md, "file walk").
+type Walk int
+
+const (
+	// Once runs every iteration once in total, spread over the VUs.
+	Once Walk = iota
+	// Loop has each VU walk all iterations in file order from a staggered
+	// start, round and round, until the duration or the iteration limit.
+	Loop
+)
+
+func (w Walk) String() string {
+	if w == Loop {
+		return "loop"
+	}
+	return "once"
+}
+
+// ParseWalk reads "once" or "loop".
+func ParseWalk(s string) (Walk, error) {
+	switch s {
+	case "once":
+		return Once, nil
+	case "loop":
+		return Loop, nil
+	}
+	return Once, fmt.Errorf("want once or loop, got %q", s)
+}
+
+// Config is what a run of the closed model needs. Zero values are not
+// usable: call Validate, which fills the defaults.
+type Config struct {
+	VUs        int           // virtual users, each with its own connection
+	Walk       Walk          // Once or Loop
+	Duration   time.Duration // Loop: stop issuing after this long (0: no limit)
+	Iterations int64         // stop after this many iterations in all (0: no limit)
+
+	// Target, "scheme://host[:port]", replaces the recorded scheme and host.
+	// Empty: each pair goes to its recorded host, over l7protocol's scheme.
+	Target string
+	// KeepHost sends the recorded Host header instead of the target's host.
+	KeepHost bool
+	// NoConnectionReuse opens a new connection for every request.
+	NoConnectionReuse bool
+	// Timeout bounds each request: connect, write and the whole answer.
+	Timeout time.Duration
+	// Grace is how long in-flight requests may finish after the stop.
+	Grace time.Duration
+	// Insecure skips TLS certificate verification.
+	Insecure bool
+	// MaxBody bounds the response body a VU keeps (bytes); a longer
+	// answer fails as "other". 0 means 64 MiB.
+	MaxBody int
+
+	// Now is the clock (time.Now when nil). Results are stamped with it.
+	Now func() time.Time
+	// Log receives the run's own messages (not one per request).
+	Log zerolog.Logger
+
+	target *target
+	tls    *tls.Config
+}
+
+// Defaults used by Validate.
+const (
+	DefaultTimeout = 30 * time.Second
+	DefaultGrace   = 10 * time.Second
+	DefaultMaxBody = 64 << 20
+)
+
+// Validate checks the configuration and fills defaults. Its errors name the
+// flag a user would fix.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.VUs < 1 {
+		errs = append(errs, fmt.Errorf("--vus: want at least 1, got %d", c.VUs))
+	}
+	if c.Duration < 0 {
+		errs = append(errs, fmt.Errorf("--duration: want a positive duration, got %v", c.Duration))
+	}
+	if c.Duration > 0 && c.Walk == Once {
+		errs = append(errs, errors.New("--duration: a timed run walks the file in a loop; use --mode loop or leave --mode out"))
+	}
+	if c.Iterations < 0 {
+		errs = append(errs, fmt.Errorf("--iterations: want at least 1, got %d", c.Iterations))
+	}
+	if c.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("--timeout: want a positive duration, got %v", c.Timeout))
+	}
+	if c.Grace < 0 {
+		errs = append(errs, fmt.Errorf("--grace: want a positive duration or 0, got %v", c.Grace))
+	}
+	if c.Target != "" {
+		t, err := parseTarget(c.Target)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--target: %w", err))
+		}
+		c.target = t
+	}
+	if c.KeepHost && c.Target == "" {
+		errs = append(errs, errors.New("--keep-host: only meaningful with --target (without it the recorded host is used)"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	c.tls = &tls.Config{InsecureSkipVerify: c.Insecure, MinVersion: tls.VersionTLS12} //nolint:gosec // --insecure is the user's choice
+	return nil
+}
+
+// target is a parsed --target.
+type target struct {
+	https bool
+	host  []byte // Host header value: host[:port] as written
+	addr  string // dial address, with the scheme's default port
+	name  string // host name without port, for TLS SNI
+}
+
+func parseTarget(s string) (*target, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return nil, fmt.Errorf("want scheme://host[:port], such as http://127.0.0.1:8080, got %q", s)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("want an http or https URL, got scheme %q in %q", u.Scheme, s)
+	}
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("want only scheme://host[:port], got %q (paths are rewritten by transforms, not the target)", s)
+	}
+	t := &target{https: u.Scheme == "https", host: []byte(u.Host)}
+	t.addr, t.name = dialAddr(u.Host, t.https)
+	return t, nil
+}
+
+// dialAddr adds the scheme's default port to host when it has none, and
+// returns the host name alone (for SNI).
+func dialAddr(host string, https bool) (addr, name string) {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return host, h
+	}
+	port := "80"
+	if https {
+		port = "443"
+	}
+	name = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return net.JoinHostPort(name, port), name
+}

@@ -1,0 +1,51 @@
+package vu
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+
+	"github.com/valyala/fasthttp"
+)
+
+// classify names why a request failed. sockErr is the socket's own error
+// when known (fasthttp reports any failure before the first byte as EOF);
+// err is what the write or the response parser returned.
+func (v *vu) classify(sockErr, err error) ErrorKind {
+	if v.r.hard.Load() {
+		return ErrCancelled
+	}
+	for _, e := range [2]error{sockErr, err} {
+		if e == nil {
+			continue
+		}
+		if k := kindOf(e); k != ErrOther {
+			return k
+		}
+	}
+	return ErrOther
+}
+
+func kindOf(err error) ErrorKind {
+	var netErr net.Error
+	var recErr tls.RecordHeaderError
+	var alert tls.AlertError
+	var verify *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, fasthttp.ErrTimeout),
+		errors.As(err, &netErr) && netErr.Timeout():
+		return ErrTimeout
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED):
+		return ErrReset
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, fasthttp.ErrConnectionClosed):
+		return ErrEOF
+	case errors.As(err, &recErr), errors.As(err, &alert), errors.As(err, &verify), errors.As(err, &unknownCA):
+		return ErrTLS
+	}
+	return ErrOther
+}

@@ -1,0 +1,280 @@
+package vu
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/valyala/fasthttp"
+)
+
+// A body up to this size is copied behind the head and sent in one write;
+// a larger one goes out from where it lies (the mapped file, usually) with
+// writev.
+const inlineBody = 16 << 10
+
+// readBuffer is the size of a VU's read buffer; response headers must fit.
+const readBuffer = 16 << 10
+
+// vu is one virtual user. Everything in it is owned by its goroutine, except
+// active, which the stopper reads to cut an in-flight request off.
+type vu struct {
+	r      *run
+	id     int
+	start  int // Loop: first iteration
+	walked int // Loop: iterations walked so far
+
+	cur  *rrpair.Cursor
+	pair rrpair.Pair
+	resp fasthttp.Response
+
+	c       *conn               // current connection, nil when none
+	active  atomic.Pointer[conn] // c, published for interrupt
+	hadConn bool                // a connection was opened before
+	br      *bufio.Reader       // reused across connections
+	cr      countingReader
+	wbuf    []byte
+	bufArr  [2][]byte
+	dialer  net.Dialer
+
+	// The last recorded host resolved to a dial address (no --target).
+	lastHost  []byte
+	lastHTTPS bool
+	lastAddr  string
+	lastName string
+}
+
+// conn is a VU's connection.
+type conn struct {
+	raw   net.Conn // the TCP connection: deadlines and close
+	nc    net.Conn // raw, or TLS over it
+	addr  string
+	https bool
+}
+
+// countingReader counts the bytes read from the socket and keeps the last
+// socket error, which fasthttp reports less precisely.
+type countingReader struct {
+	nc  net.Conn
+	n   int64
+	err error
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.nc.Read(p)
+	c.n += int64(n)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
+}
+
+func newVU(r *run, id int) *vu {
+	v := &vu{r: r, id: id, cur: r.file.NewCursor()}
+	v.start = int(int64(id) * int64(r.file.Iterations()) / int64(r.cfg.VUs))
+	v.br = bufio.NewReaderSize(&v.cr, readBuffer)
+	v.dialer.KeepAlive = 30 * time.Second
+	return v
+}
+
+// run walks iterations until there are none left or the run stops.
+func (v *vu) run() error {
+	defer v.closeConn()
+	for {
+		k, ok := v.r.nextIteration(v)
+		if !ok {
+			return nil
+		}
+		v.cur.Start(k)
+		for !v.r.stopping.Load() {
+			more, err := v.cur.Next(&v.pair)
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+			v.do()
+		}
+	}
+}
+
+// do sends the current pair's request and records the result.
+func (v *vu) do() {
+	r, cfg := v.r, v.r.cfg
+	res := Result{VU: uint32(v.id), Endpoint: v.pair.Endpoint, Downgraded: v.pair.IsHTTP2()}
+	res.Due = r.nanos()
+	defer func() { r.pool.Sink.Record(res) }()
+
+	req := &v.pair.Req
+	if rw := r.pool.Rewriter; rw != nil {
+		if err := rw.Rewrite(v.id, req, &v.pair); err != nil {
+			res.Err = ErrOther
+			res.Sent, res.End = r.nanos(), r.nanos()
+			return
+		}
+	}
+	https, addr, name, host := v.destination(req)
+	if kind := v.connect(addr, name, https, &res); kind != ErrNone {
+		res.Err = kind
+		res.End = r.nanos()
+		res.Sent = res.End
+		return
+	}
+	c := v.c
+
+	v.wbuf = appendHead(v.wbuf[:0], req, host, cfg.NoConnectionReuse)
+	body := req.Body
+	if len(body) <= inlineBody {
+		v.wbuf = append(v.wbuf, body...)
+		body = nil
+	}
+	c.raw.SetDeadline(time.Now().Add(cfg.Timeout))
+	if r.hard.Load() {
+		c.raw.SetDeadline(time.Unix(1, 0))
+	}
+	res.Sent = r.nanos()
+	var n int64
+	var err error
+	if body == nil {
+		var w int
+		w, err = c.nc.Write(v.wbuf)
+		n = int64(w)
+	} else {
+		v.bufArr = [2][]byte{v.wbuf, body}
+		bufs := net.Buffers(v.bufArr[:])
+		n, err = bufs.WriteTo(c.nc)
+	}
+	res.BytesOut, res.Written = n, n > 0
+	if err != nil {
+		res.Err = v.classify(err, err)
+		res.End = r.nanos()
+		v.closeConn()
+		return
+	}
+
+	v.resp.Reset()
+	v.resp.SkipBody = string(req.Method) == "HEAD"
+	v.cr.n, v.cr.err = 0, nil
+	err = v.resp.ReadLimitBody(v.br, cfg.MaxBody)
+	res.End = r.nanos()
+	res.BytesIn = v.cr.n
+	if err != nil {
+		res.Err = v.classify(v.cr.err, err)
+		v.closeConn()
+		return
+	}
+	res.Status = uint16(v.resp.StatusCode())
+	h := &v.resp.Header
+	if cfg.NoConnectionReuse || h.ConnectionClose() || !h.IsHTTP11() || h.ContentLength() == -2 {
+		v.closeConn()
+	}
+	for _, o := range r.pool.Observers {
+		o.Observe(v.id, &v.pair, &v.resp)
+	}
+}
+
+// destination says where req goes: over TLS or not, the dial address, the
+// host name for SNI, and the Host header value.
+func (v *vu) destination(req *rrpair.Request) (https bool, addr, name string, host []byte) {
+	cfg := v.r.cfg
+	if t := cfg.target; t != nil {
+		host = t.host
+		if cfg.KeepHost {
+			host = recordedHost(req, t.host)
+		}
+		return t.https, t.addr, t.name, host
+	}
+	https = bytes.Equal(req.Scheme, []byte("https"))
+	if v.lastAddr == "" || https != v.lastHTTPS || !bytes.Equal(req.Host, v.lastHost) {
+		v.lastHost = append(v.lastHost[:0], req.Host...)
+		v.lastHTTPS = https
+		v.lastAddr, v.lastName = dialAddr(string(req.Host), https)
+	}
+	return https, v.lastAddr, v.lastName, recordedHost(req, req.Host)
+}
+
+// recordedHost is the recorded Host header value, else fallback.
+func recordedHost(req *rrpair.Request, fallback []byte) []byte {
+	for i := range req.Headers {
+		if equalFold(req.Headers[i].Name, "host") {
+			return req.Headers[i].Value
+		}
+	}
+	if len(req.Host) > 0 {
+		return req.Host
+	}
+	return fallback
+}
+
+// connect makes sure the VU holds a connection to addr, dialing one if
+// needed. It returns the error kind of a failed dial.
+func (v *vu) connect(addr, name string, https bool, res *Result) ErrorKind {
+	if v.c != nil && (v.c.addr != addr || v.c.https != https) {
+		v.closeConn()
+	}
+	if v.c != nil {
+		return ErrNone
+	}
+	cfg := v.r.cfg
+	res.Connected = true
+	res.Reconnect = v.hadConn && !cfg.NoConnectionReuse
+	v.hadConn = true
+
+	ctx, cancel := context.WithTimeout(v.r.hardCtx, cfg.Timeout)
+	defer cancel()
+	raw, err := v.dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		if v.r.hard.Load() {
+			return ErrCancelled
+		}
+		return ErrConnect
+	}
+	c := &conn{raw: raw, nc: raw, addr: addr, https: https}
+	if https {
+		tc := cfg.tls.Clone()
+		tc.ServerName = name
+		tlsConn := tls.Client(raw, tc)
+		if err := tlsConn.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			if v.r.hard.Load() {
+				return ErrCancelled
+			}
+			if ctx.Err() != nil {
+				return ErrTimeout
+			}
+			return ErrTLS
+		}
+		c.nc = tlsConn
+	}
+	v.c = c
+	v.active.Store(c)
+	v.cr.nc = c.nc
+	v.br.Reset(&v.cr)
+	if v.r.hard.Load() { // the stopper may have missed this connection
+		c.raw.SetDeadline(time.Unix(1, 0))
+	}
+	return ErrNone
+}
+
+func (v *vu) closeConn() {
+	if v.c == nil {
+		return
+	}
+	v.active.Store(nil)
+	v.c.nc.Close()
+	v.c = nil
+}
+
+// interrupt cuts off the VU's in-flight request: called by the stopper
+// when the grace expires, from another goroutine.
+func (v *vu) interrupt() {
+	if c := v.active.Load(); c != nil {
+		c.raw.SetDeadline(time.Unix(1, 0))
+	}
+}
