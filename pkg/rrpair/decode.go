@@ -50,7 +50,7 @@ type decoder struct {
 func (d *decoder) decode(line []byte, p *Pair) error {
 	p.reset()
 	d.arena = d.arena[:0]
-	s := scanner{b: line}
+	s := scanner{b: line, trusted: !d.validate}
 	err := d.top(&s, p)
 	if err == nil {
 		err = s.end()

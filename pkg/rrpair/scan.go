@@ -1,6 +1,7 @@
 package rrpair
 
 import (
+	"bytes"
 	"errors"
 	"unicode/utf8"
 )
@@ -13,6 +14,10 @@ import (
 type scanner struct {
 	b []byte
 	i int
+	// trusted skips the checks of string contents (escapes, control
+	// characters) for a line that was validated before: strings are then
+	// found with SIMD byte searches.
+	trusted bool
 }
 
 // maxDepth bounds nesting in skipped values, so hostile input cannot
@@ -144,6 +149,9 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 	s.i++
 	start := s.i
 	b := s.b
+	if s.trusted {
+		return s.trustedStr()
+	}
 	for i := start; i < len(b); i++ {
 		c := b[i]
 		if !strSpecial[c] {
@@ -175,6 +183,37 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 		case c < 0x20:
 			s.i = i
 			return nil, false, s.fail("control character in string")
+		}
+	}
+	s.i = len(b)
+	return nil, false, s.fail("unterminated string")
+}
+
+// trustedStr finds the end of a string already known to be well formed,
+// s.i just after its opening quote. A string without an escaped quote (a
+// base64 body, most headers) is found with two SIMD searches; one with
+// escaped quotes (JSON text in a body) falls back to a byte loop.
+func (s *scanner) trustedStr() (raw []byte, escaped bool, err error) {
+	b, start := s.b, s.i
+	q := bytes.IndexByte(b[start:], '"')
+	if q < 0 {
+		s.i = len(b)
+		return nil, false, s.fail("unterminated string")
+	}
+	q += start
+	if q == start || b[q-1] != '\\' {
+		s.i = q + 1
+		raw = b[start:q]
+		return raw, bytes.IndexByte(raw, '\\') >= 0, nil
+	}
+	for i := start; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			escaped = true
+			i++
+		case '"':
+			s.i = i + 1
+			return b[start:i], escaped, nil
 		}
 	}
 	s.i = len(b)
@@ -326,12 +365,13 @@ var errBadEscape = errors.New("bad escape")
 // str, so its escapes are already known to be well formed) to dst.
 func unescape(dst, raw []byte) ([]byte, error) {
 	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if c != '\\' {
-			dst = append(dst, c)
-			continue
+		// Copy the run up to the next backslash in one go.
+		next := bytes.IndexByte(raw[i:], '\\')
+		if next < 0 {
+			return append(dst, raw[i:]...), nil
 		}
-		i++
+		dst = append(dst, raw[i:i+next]...)
+		i += next + 1
 		if i >= len(raw) {
 			return dst, errBadEscape
 		}

@@ -33,20 +33,21 @@ type vu struct {
 	pair rrpair.Pair
 	resp fasthttp.Response
 
-	c       *conn               // current connection, nil when none
+	c       *conn                // current connection, nil when none
 	active  atomic.Pointer[conn] // c, published for interrupt
-	hadConn bool                // a connection was opened before
-	br      *bufio.Reader       // reused across connections
+	hadConn bool                 // a connection was opened before
+	br      *bufio.Reader        // reused across connections
 	cr      countingReader
 	wbuf    []byte
 	bufArr  [2][]byte
+	bufs    net.Buffers
 	dialer  net.Dialer
 
 	// The last recorded host resolved to a dial address (no --target).
 	lastHost  []byte
 	lastHTTPS bool
 	lastAddr  string
-	lastName string
+	lastName  string
 }
 
 // conn is a VU's connection.
@@ -147,8 +148,8 @@ func (v *vu) do() {
 		n = int64(w)
 	} else {
 		v.bufArr = [2][]byte{v.wbuf, body}
-		bufs := net.Buffers(v.bufArr[:])
-		n, err = bufs.WriteTo(c.nc)
+		v.bufs = v.bufArr[:] // WriteTo consumes it
+		n, err = v.bufs.WriteTo(c.nc)
 	}
 	res.BytesOut, res.Written = n, n > 0
 	if err != nil {

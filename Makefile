@@ -1,0 +1,39 @@
+# replay — make help lists the targets.
+GO          ?= go
+FUZZTIME    ?= 10s
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.7.0
+# Every module of the repository (a nested go.mod is a module of its own).
+MODULES     := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
+
+.DEFAULT_GOAL := help
+.PHONY: help build test lint fuzz bench demo bigfile peers
+
+help: ## list the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build bin/replay
+	$(GO) build -o bin/replay ./cmd/replay
+
+test: ## run the tests of every module with the race detector
+	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) test -race -count=1 ./...); done
+
+lint: ## go vet and staticcheck on every module
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...); done
+
+fuzz: ## run each fuzz target for FUZZTIME (default 10s)
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; done
+
+bench: ## run the benchmarks (hot path: 0 allocs/op)
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+demo: ## replay the built-in traffic against the built-in demo SUT
+	$(GO) run ./cmd/replay demo
+
+bigfile: build ## 1 GiB file, 500 VUs: open time and anonymous memory (not run in CI)
+	scripts/bigfile.sh bin/replay
+
+peers: build ## compare CPU per request with wrk, k6, hey, oha... (../shared/bench)
+	REPLAY_BIN=$(CURDIR)/bin/replay ../shared/bench/peers.sh
