@@ -190,34 +190,29 @@ func (s *scanner) str() (raw []byte, escaped bool, err error) {
 }
 
 // trustedStr finds the end of a string already known to be well formed,
-// s.i just after its opening quote. A string without an escaped quote (a
-// base64 body, most headers) is found with two SIMD searches; one with
-// escaped quotes (JSON text in a body) falls back to a byte loop.
+// s.i just after its opening quote, with SIMD searches: one per escaped
+// quote inside it, and one for a backslash.
 func (s *scanner) trustedStr() (raw []byte, escaped bool, err error) {
 	b, start := s.b, s.i
-	q := bytes.IndexByte(b[start:], '"')
-	if q < 0 {
-		s.i = len(b)
-		return nil, false, s.fail("unterminated string")
-	}
-	q += start
-	if q == start || b[q-1] != '\\' {
-		s.i = q + 1
-		raw = b[start:q]
-		return raw, bytes.IndexByte(raw, '\\') >= 0, nil
-	}
-	for i := start; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			escaped = true
-			i++
-		case '"':
-			s.i = i + 1
-			return b[start:i], escaped, nil
+	for i := start; ; {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			s.i = len(b)
+			return nil, false, s.fail("unterminated string")
 		}
+		q += i
+		// The quote is escaped when an odd number of backslashes precede it.
+		n := 0
+		for j := q - 1; j >= start && b[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			s.i = q + 1
+			raw = b[start:q]
+			return raw, bytes.IndexByte(raw, '\\') >= 0, nil
+		}
+		i = q + 1
 	}
-	s.i = len(b)
-	return nil, false, s.fail("unterminated string")
 }
 
 // strSpecial marks the bytes that end the fast path of str: the quote, the
