@@ -1,0 +1,55 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/spf13/cobra"
+)
+
+func newInspectCmd(io stdio) *cobra.Command {
+	var file string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "inspect FILE",
+		Short: "Validate a traffic file and summarize it",
+		Long: `Check every line of FILE ("-" for standard input) as run would, and summarize
+it: pairs, sessions, iterations, time span, methods, hosts, endpoints (the
+table reports use), recorded status codes, HTTP versions and body bytes.
+Exits 1, naming file and line, if any line is bad.`,
+		Example: `  replay inspect traffic.jsonl
+  replay inspect --json traffic.jsonl | jq .endpoints`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if file != "" && file != args[0] {
+					return fmt.Errorf("give the file once: as an argument or with --file")
+				}
+				file = args[0]
+			}
+			if file == "" {
+				return fmt.Errorf("inspect: want a traffic file (or - for standard input)")
+			}
+			f, err := openTraffic(file, io, rrpair.Options{})
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			st, err := f.Inspect()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(io.out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			return report.WriteInspect(io.out, st)
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "traffic `FILE` (or give it as the argument)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	return cmd
+}

@@ -1,0 +1,23 @@
+// Command replay replays recorded HTTP traffic against a system under test
+// and reports how it held up. See the README for a tour.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		first := <-sigs
+		cancel(stopSignal{first}) // stop issuing, finish in flight, write reports
+		second := <-sigs
+		os.Exit(stopSignal{second}.ExitCode()) // a second signal exits at once
+	}()
+	os.Exit(Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"io"
+	"os"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// stdio is where a command reads and writes; tests pass buffers.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// newRootCmd builds the command tree. It holds no package-level state, so
+// tests run commands in-process.
+func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	io := stdio{in: stdin, out: stdout, err: stderr}
+	var logOpts logOptions
+	root := &cobra.Command{
+		Use:   "replay",
+		Short: "Replay recorded HTTP traffic against a system under test and report how it held up",
+		Long: `replay replays recorded request/response pairs (RRPair JSON Lines) against a
+system under test at the load you ask for, and reports latency, throughput and
+errors honestly.
+
+  replay demo                                   # try it: a built-in SUT and traffic
+  replay inspect traffic.jsonl                  # validate and summarize a file
+  replay run -f traffic.jsonl --target http://127.0.0.1:8080 --vus 50 --duration 1m`,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVar(&logOpts.level, "log-level", "info", "log level: debug, info, warn, error")
+	root.PersistentFlags().StringVar(&logOpts.format, "log-format", "auto", "log format: auto (console on a terminal, else JSON), console, json")
+	logger := func() (zerolog.Logger, error) { return logOpts.logger(stderr) }
+	root.AddCommand(
+		newRunCmd(io, logger),
+		newInspectCmd(io),
+		newDemoCmd(io, logger),
+	)
+	return root
+}
+
+// logOptions are the logging flags.
+type logOptions struct {
+	level, format string
+}
+
+// logger builds the zerolog logger: human-readable on a terminal, JSON lines
+// otherwise (CI, a pod).
+func (o logOptions) logger(w io.Writer) (zerolog.Logger, error) {
+	level, err := zerolog.ParseLevel(o.level)
+	if err != nil || o.level == "" {
+		return zerolog.Nop(), flagError("--log-level", "debug, info, warn or error", o.level)
+	}
+	console := false
+	switch o.format {
+	case "auto":
+		console = isTerminal(w)
+	case "console":
+		console = true
+	case "json":
+	default:
+		return zerolog.Nop(), flagError("--log-format", "auto, console or json", o.format)
+	}
+	if console {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05"}
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

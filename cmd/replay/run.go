@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// loadOptions are the load flags, shared by every command that describes a
+// load (run, demo, and later export k6).
+type loadOptions struct {
+	target     string
+	vus        int
+	duration   time.Duration
+	iterations int64
+	mode       string
+}
+
+func (o *loadOptions) addFlags(fs *pflag.FlagSet, vus int) {
+	fs.StringVar(&o.target, "target", "", "send every request to `URL` (scheme://host[:port]) instead of its recorded host")
+	fs.IntVar(&o.vus, "vus", vus, "virtual users: each runs iterations back to back on its own connection")
+	fs.DurationVar(&o.duration, "duration", 0, "walk the file round and round for this long (implies --mode loop)")
+	fs.Int64Var(&o.iterations, "iterations", 0, "stop after this many iterations in total (implies --mode loop)")
+	fs.StringVar(&o.mode, "mode", "", "file walk: once (every iteration once, the default without --duration) or loop")
+}
+
+// walk resolves --mode: explicit, else loop when a duration or an
+// iteration count is given, else once.
+func (o *loadOptions) walk() (vu.Walk, error) {
+	if o.mode != "" {
+		w, err := vu.ParseWalk(o.mode)
+		if err != nil {
+			return w, fmt.Errorf("--mode: %w", err)
+		}
+		return w, nil
+	}
+	if o.duration > 0 || o.iterations > 0 {
+		return vu.Loop, nil
+	}
+	return vu.Once, nil
+}
+
+// runOptions are the flags of `replay run`.
+type runOptions struct {
+	load     loadOptions
+	file     string
+	keepHost bool
+	noReuse  bool
+	insecure bool
+	timeout  time.Duration
+	grace    time.Duration
+	out      string
+	quiet    bool
+	cpuprof  string
+}
+
+func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
+	o.load.addFlags(fs, vus)
+	fs.BoolVar(&o.keepHost, "keep-host", false, "send the recorded Host header instead of the --target host")
+	fs.BoolVar(&o.noReuse, "no-connection-reuse", false, "open a new connection for every request")
+	fs.BoolVar(&o.insecure, "insecure", false, "skip TLS certificate verification")
+	fs.DurationVar(&o.timeout, "timeout", vu.DefaultTimeout, "per-request timeout: connect, write and the whole answer")
+	fs.DurationVar(&o.grace, "grace", vu.DefaultGrace, "after the stop, how long in-flight requests may finish")
+	fs.StringVar(&o.out, "out", "", "write the summary JSON to `FILE`")
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "do not print the text report")
+	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a Go CPU profile of the run to `FILE` (for developers)")
+	fs.MarkHidden("cpuprofile")
+}
+
+// config turns the flags into the VUs' configuration, validated.
+func (o *runOptions) config(log zerolog.Logger) (vu.Config, error) {
+	walk, err := o.load.walk()
+	if err != nil {
+		return vu.Config{}, err
+	}
+	cfg := vu.Config{
+		VUs: o.load.vus, Walk: walk, Duration: o.load.duration, Iterations: o.load.iterations,
+		Target: o.load.target, KeepHost: o.keepHost, NoConnectionReuse: o.noReuse,
+		Timeout: o.timeout, Grace: o.grace, Insecure: o.insecure, Log: log,
+	}
+	if o.timeout <= 0 {
+		return cfg, fmt.Errorf("--timeout: want a positive duration, got %v", o.timeout)
+	}
+	return cfg, cfg.Validate()
+}
+
+func newRunCmd(io stdio, logger func() (zerolog.Logger, error)) *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run -f FILE [flags]",
+		Short: "Replay a traffic file against a target and report",
+		Long: `Replay the RRPair JSON Lines in FILE ("-" for standard input) with --vus
+virtual users, each on its own connection. Every line is validated before
+anything is sent. Without --duration or --iterations every iteration (a
+session, or a pair without one) runs once; with them, each VU walks the file
+round and round from a staggered start.
+
+The text report goes to standard output, logs to standard error, and --out
+writes the summary JSON. SIGINT or SIGTERM stops issuing, lets in-flight
+requests finish within --grace, writes the reports and exits 130 or 143.`,
+		Example: `  replay run -f traffic.jsonl --target http://127.0.0.1:8080 --vus 50 --duration 1m
+  replay run -f traffic.jsonl --target http://127.0.0.1:8080 --iterations 10000 --out result.json
+  cat traffic.jsonl | replay run -f - --target https://staging.internal --insecure`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := logger()
+			if err != nil {
+				return err
+			}
+			if o.file == "" {
+				return fmt.Errorf("--file: required (a traffic file, or - for standard input)")
+			}
+			return execute(cmd.Context(), &o, func(opt rrpair.Options) (*rrpair.File, error) {
+				return openTraffic(o.file, io, opt)
+			}, io, log)
+		},
+	}
+	cmd.Flags().StringVarP(&o.file, "file", "f", "", "traffic `FILE` (RRPair JSON Lines; - for standard input)")
+	o.addFlags(cmd.Flags(), 1)
+	return cmd
+}
+
+// openTraffic opens path, or spools standard input for "-".
+func openTraffic(path string, io stdio, opt rrpair.Options) (*rrpair.File, error) {
+	if path == "-" {
+		return rrpair.OpenReader(io.in, "<stdin>", opt)
+	}
+	return rrpair.Open(path, opt)
+}
+
+// execute is the one path of a replay: flags checked, file opened and
+// validated, outputs opened — all before the first request — then the VUs
+// run into the recorder, and the reports are written, also when a signal
+// cut the run short.
+func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrpair.File, error), io stdio, log zerolog.Logger) error {
+	cfg, err := o.config(log)
+	if err != nil {
+		return err
+	}
+	opening := time.Now()
+	f, err := open(rrpair.Options{RequireHost: o.load.target == ""})
+	if err != nil {
+		return fmt.Errorf("%w\nnothing was sent", err)
+	}
+	defer f.Close()
+	var out *os.File
+	if o.out != "" {
+		if out, err = os.Create(o.out); err != nil {
+			return fmt.Errorf("--out: %w (nothing was sent)", err)
+		}
+		defer out.Close()
+	}
+
+	log.Info().Str("file", f.Name()).Float64("opened_ms", float64(time.Since(opening).Microseconds())/1000).Int("pairs", f.Len()).Int("iterations", f.Iterations()).
+		Int("vus", cfg.VUs).Str("walk", cfg.Walk.String()).Dur("duration", cfg.Duration).
+		Str("target", cfg.Target).Msg("replaying")
+	if o.cpuprof != "" {
+		stop, err := startCPUProfile(o.cpuprof)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer stop()
+	}
+	rec := report.NewRecorder(f.Endpoints())
+	pool := &vu.Pool{File: f, Config: cfg, Sink: rec}
+	st, runErr := pool.Run(ctx)
+	rec.Close()
+	if st.Interrupted {
+		log.Warn().Msg("stopped by signal: reports cover the requests sent so far")
+	}
+	sum := rec.Summary(report.Meta{Started: st.Started, Model: "closed", VUsMax: st.VUs})
+
+	if !o.quiet {
+		if err := report.WriteText(io.out, sum); err != nil {
+			return err
+		}
+	}
+	if out != nil {
+		if err := report.WriteJSON(out, sum); err != nil {
+			return fmt.Errorf("--out %s: %w", o.out, err)
+		}
+		if err := out.Close(); err != nil {
+			return fmt.Errorf("--out %s: %w", o.out, err)
+		}
+		log.Info().Str("file", o.out).Msg("summary written")
+	}
+	return runErr
+}
+
+// flagError is the error for a flag value that is not one of the allowed.
+func flagError(flag, want, got string) error {
+	return fmt.Errorf("%s: want %s, got %q", flag, want, got)
+}
+
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}

@@ -1,0 +1,13 @@
+// Package report owns what a run measured and how it is shown: the async
+// Recorder that folds every vu.Result into HDR histograms and counters, the
+// plain-data Summary built from them (the "run --out" JSON contract of
+// DESIGN.md), and the renderers that write a Summary as JSON or as a human
+// text report.
+//
+// Data and rendering are kept apart: a Summary does not print itself;
+// WriteJSON and WriteText render it and return their write errors.
+//
+// Every histogram in the package has the same geometry (microseconds,
+// lowest 1, highest 3 600 000 000 = one hour, 3 significant digits), so any
+// two of them merge exactly.
+package report

@@ -1,0 +1,167 @@
+package report
+
+import (
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/replay-dev/replay/pkg/vu"
+)
+
+// otherEndpoint names results whose endpoint index is outside the table;
+// it is the name rrpair gives the endpoints beyond its table.
+const otherEndpoint = "other"
+
+// fold is the state a Recorder accumulates: HDR histograms and counters.
+// It is owned by the folding goroutine: add is called from that goroutine
+// only, and nothing else touches a fold until that goroutine has exited.
+// So there are no locks.
+type fold struct {
+	names    []string // endpoint table, plus otherEndpoint if it lacked one
+	otherIdx int      // index in names for an out-of-table endpoint
+
+	latency *hdrhistogram.Histogram // End−Due, µs
+	service *hdrhistogram.Histogram // End−Sent, µs
+
+	endpoints []*endpointFold        // by index in names; nil until its first result
+	status    map[uint16]*statusFold // by HTTP status, for Err == ErrNone
+	errors    [vu.NumErrorKinds]int64
+
+	requests, succeeded, failed int64
+	bytesIn, bytesOut           int64
+	reconnects, connections     int64
+	downgraded, unsent          int64
+	clamped                     int64 // results whose latency or service time exceeded an hour
+
+	seen                   bool // a result has been folded: the times below are set
+	minDue, maxDue, maxEnd int64
+}
+
+// endpointFold is the share of one endpoint.
+type endpointFold struct {
+	requests, succeeded, failed int64
+	status                      map[uint16]int64
+	errors                      [vu.NumErrorKinds]int64
+	latency                     *hdrhistogram.Histogram
+}
+
+// statusFold is the share of one HTTP status.
+type statusFold struct {
+	count   int64
+	latency *hdrhistogram.Histogram
+}
+
+// newFold returns an empty fold for the endpoint table names.
+func newFold(names []string) *fold {
+	f := &fold{
+		latency: newHistogram(),
+		service: newHistogram(),
+		status:  make(map[uint16]*statusFold),
+	}
+	f.names = append(f.names, names...)
+	f.otherIdx = -1
+	for i := len(f.names) - 1; i >= 0; i-- {
+		if f.names[i] == otherEndpoint {
+			f.otherIdx = i
+			break
+		}
+	}
+	if f.otherIdx < 0 {
+		f.names = append(f.names, otherEndpoint)
+		f.otherIdx = len(f.names) - 1
+	}
+	f.endpoints = make([]*endpointFold, len(f.names))
+	return f
+}
+
+// add folds one result. It allocates only the first time it meets an
+// endpoint or a status.
+func (f *fold) add(r vu.Result) {
+	latency := r.End - r.Due
+	service := r.End - r.Sent
+	c1 := recordNanos(f.latency, latency)
+	c2 := recordNanos(f.service, service)
+	if c1 || c2 {
+		f.clamped++
+	}
+
+	ok := r.Err == vu.ErrNone && r.Status < 400
+	f.requests++
+	if ok {
+		f.succeeded++
+	} else {
+		f.failed++
+	}
+	f.bytesIn += r.BytesIn
+	f.bytesOut += r.BytesOut
+	if r.Reconnect {
+		f.reconnects++
+	}
+	if r.Connected {
+		f.connections++
+	}
+	if r.Downgraded {
+		f.downgraded++
+	}
+	if r.Err != vu.ErrConnect && !r.Written {
+		f.unsent++
+	}
+
+	kind := kindIndex(r.Err)
+	if kind == 0 {
+		s := f.status[r.Status]
+		if s == nil {
+			s = &statusFold{latency: newHistogram()}
+			f.status[r.Status] = s
+		}
+		s.count++
+		recordNanos(s.latency, latency)
+	} else {
+		f.errors[kind]++
+	}
+
+	ep := f.endpoint(r.Endpoint)
+	ep.requests++
+	if ok {
+		ep.succeeded++
+	} else {
+		ep.failed++
+	}
+	if kind == 0 {
+		ep.status[r.Status]++
+	} else {
+		ep.errors[kind]++
+	}
+	recordNanos(ep.latency, latency)
+
+	if !f.seen {
+		f.seen = true
+		f.minDue, f.maxDue, f.maxEnd = r.Due, r.Due, r.End
+		return
+	}
+	f.minDue = min(f.minDue, r.Due)
+	f.maxDue = max(f.maxDue, r.Due)
+	f.maxEnd = max(f.maxEnd, r.End)
+}
+
+// endpoint returns the share of endpoint index i, creating it on first use;
+// an index outside the table is the "other" endpoint.
+func (f *fold) endpoint(i uint16) *endpointFold {
+	idx := int(i)
+	if idx >= len(f.names) {
+		idx = f.otherIdx
+	}
+	ep := f.endpoints[idx]
+	if ep == nil {
+		ep = &endpointFold{status: make(map[uint16]int64), latency: newHistogram()}
+		f.endpoints[idx] = ep
+	}
+	return ep
+}
+
+// kindIndex returns k as an index into an errors array: an unknown kind
+// counts as vu.ErrOther, like its name.
+func kindIndex(k vu.ErrorKind) int {
+	if int(k) >= vu.NumErrorKinds {
+		return int(vu.ErrOther)
+	}
+	return int(k)
+}

@@ -1,0 +1,97 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/rrpair"
+)
+
+// WriteInspect renders the summary of a traffic file (`replay inspect`).
+func WriteInspect(w io.Writer, st *rrpair.Stats) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "File\t%s\n", st.File)
+	fmt.Fprintf(tw, "Pairs\t%d\n", st.Pairs)
+	fmt.Fprintf(tw, "Sessions\t%d\n", st.Sessions)
+	fmt.Fprintf(tw, "Iterations\t%d (sessions, plus pairs without one)\n", st.Iterations)
+	if st.First != nil {
+		fmt.Fprintf(tw, "Time span\t%s (%s .. %s)\n", formatSpan(st.SpanS),
+			st.First.UTC().Format(time.RFC3339Nano), st.Last.UTC().Format(time.RFC3339Nano))
+	} else {
+		fmt.Fprintf(tw, "Time span\tunknown (no ts recorded)\n")
+	}
+	if st.WithoutTS > 0 && st.First != nil {
+		fmt.Fprintf(tw, "Without ts\t%d\n", st.WithoutTS)
+	}
+	if st.OutOfOrder > 0 {
+		fmt.Fprintf(tw, "Out of ts order\t%d\n", st.OutOfOrder)
+	}
+	fmt.Fprintf(tw, "Methods\t%s\n", joinCounts(st.Methods))
+	if len(st.Hosts) > 0 {
+		fmt.Fprintf(tw, "Hosts\t%s\n", joinCounts(st.Hosts))
+	}
+	statuses := make(map[string]int, len(st.Status))
+	for code, n := range st.Status {
+		name := strconv.Itoa(code)
+		if code == 0 {
+			name = "none"
+		}
+		statuses[name] = n
+	}
+	fmt.Fprintf(tw, "Recorded status\t%s\n", joinCounts(statuses))
+	fmt.Fprintf(tw, "HTTP versions\t%s\n", joinCounts(st.Versions))
+	if st.Downgraded > 0 {
+		fmt.Fprintf(tw, "Downgraded\t%d (recorded as HTTP/2 or 3, replayed as HTTP/1.1)\n", st.Downgraded)
+	}
+	fmt.Fprintf(tw, "Body bytes\trequests %s, responses %s\n", humanBytes(st.ReqBytes), humanBytes(st.ResBytes))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nEndpoints (%d)\n", len(st.Endpoints))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "pairs\t  %%\t\n")
+	for _, e := range st.Endpoints {
+		fmt.Fprintf(tw, "%d\t%.1f%%\t  %s\n", e.Pairs, 100*float64(e.Pairs)/float64(max(st.Pairs, 1)), e.Name)
+	}
+	return tw.Flush()
+}
+
+// joinCounts renders "GET:12 POST:3", most frequent first.
+func joinCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ":" + strconv.Itoa(m[k])
+	}
+	return strings.Join(parts, "  ")
+}
+
+func formatSpan(s float64) string {
+	return (time.Duration(s * float64(time.Second))).Round(time.Millisecond).String()
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 10<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 10<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 10<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,219 @@
+package report
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/replay-dev/replay/pkg/vu"
+)
+
+// SummaryVersion is the version of the summary JSON contract. It changes
+// only when a field is renamed or dropped; adding fields keeps it.
+const SummaryVersion = 1
+
+// Meta is what a Summary needs to know about the run that the results do
+// not say.
+type Meta struct {
+	Started    time.Time // when the run began; zero means the earliest due time
+	Model      string    // load model: "closed", "rate" or "recorded"
+	TargetRate *float64  // requested iterations per second; nil without a rate
+	VUsMax     int       // the most VUs that ran at once
+	Dropped    int64     // iterations an arrival rate could not start
+	Late       int64     // iterations started after their due time
+}
+
+// Summary is the outcome of a run as plain data: the summary JSON of
+// DESIGN.md ("run --out"), a contract users script against and shards
+// merge through. Fields may be added; renaming or dropping one needs a new
+// Version. Render it with WriteJSON or WriteText.
+//
+// Times are in the unit their name says (_s seconds, _ms milliseconds);
+// latencies come from the µs histograms, so they carry HDR precision (3
+// significant digits).
+type Summary struct {
+	Version    int       `json:"version"`     // SummaryVersion
+	Started    time.Time `json:"started"`     // RFC 3339, UTC
+	DurationS  float64   `json:"duration_s"`  // last due time − Started (last end − Started if that is ≤ 0)
+	WaitS      float64   `json:"wait_s"`      // last end − (Started + DurationS): waiting for the last answers
+	Model      string    `json:"model"`       // Meta.Model
+	TargetRate *float64  `json:"target_rate"` // null without a rate
+	Requests   int64     `json:"requests"`    // requests begun: Succeeded + Failed
+	Succeeded  int64     `json:"succeeded"`   // HTTP status below 400
+	Failed     int64     `json:"failed"`      // status ≥ 400, or an error
+	RPS        float64   `json:"rps"`         // Requests / DurationS
+	Throughput float64   `json:"throughput"`  // Succeeded / (DurationS + WaitS)
+	Dropped    int64     `json:"dropped"`     // Meta.Dropped; never part of Requests
+	Late       int64     `json:"late"`        // Meta.Late
+	Reconnects int64     `json:"reconnects"`  // connections opened to replace one of the same VU
+	VUsMax     int       `json:"vus_max"`     // Meta.VUsMax
+	BytesIn    int64     `json:"bytes_in"`    // response bytes read
+	BytesOut   int64     `json:"bytes_out"`   // request bytes written
+
+	Connections int64 `json:"connections"` // connections opened
+	Downgraded  int64 `json:"downgraded"`  // pairs recorded as HTTP/2, sent as HTTP/1.1
+	Unsent      int64 `json:"unsent"`      // requests that put no byte on the wire (connect errors aside)
+	Clamped     int64 `json:"clamped"`     // requests that took over an hour, recorded as one hour
+
+	Latency       Latency            `json:"latency_ms"`        // End − Due: from when the request was due
+	Service       Latency            `json:"service_ms"`        // End − Sent: from its first byte written
+	Status        map[string]int64   `json:"status"`            // requests answered, by HTTP status: {"202": 119950}
+	StatusLatency map[string]Latency `json:"status_latency_ms"` // latency by HTTP status
+	Errors        map[string]int64   `json:"errors"`            // requests not answered, by kind: {"timeout": 10}
+	Endpoints     []Endpoint         `json:"endpoints"`         // in endpoint table order, those with requests
+
+	Histogram        string `json:"histogram"`         // latency, µs, HdrHistogram V2 compressed base64 ("HISTF...")
+	ServiceHistogram string `json:"service_histogram"` // service time, same encoding
+}
+
+// Latency is a latency distribution in milliseconds, as in
+//
+//	{"min": 0.2, "mean": 1.1, "p50": 0.9, "p90": 1.8, "p95": 2.3, "p99": 4.9, "p999": 12.0, "max": 40.1}
+//
+// All zero when nothing was recorded.
+type Latency struct {
+	Min  float64 `json:"min"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+}
+
+// Endpoint is the share of one endpoint of the file's table.
+type Endpoint struct {
+	Name      string           `json:"name"` // "POST /events"
+	Requests  int64            `json:"requests"`
+	Succeeded int64            `json:"succeeded"`
+	Failed    int64            `json:"failed"`
+	Latency   Latency          `json:"latency_ms"`
+	Status    map[string]int64 `json:"status"`
+	Errors    map[string]int64 `json:"errors"`
+	Histogram string           `json:"histogram"` // its latency histogram, so endpoints merge exactly
+}
+
+// Summary closes r if Close was not called, waits until every result is
+// folded, and returns the summary of the run described by m.
+func (r *Recorder) Summary(m Meta) *Summary {
+	r.Close()
+	f := r.f
+
+	started := m.Started
+	if started.IsZero() && f.seen {
+		started = time.Unix(0, f.minDue)
+	}
+	s := &Summary{
+		Version:     SummaryVersion,
+		Started:     started.UTC(),
+		Model:       m.Model,
+		TargetRate:  m.TargetRate,
+		Requests:    f.requests,
+		Succeeded:   f.succeeded,
+		Failed:      f.failed,
+		Dropped:     m.Dropped,
+		Late:        m.Late,
+		Reconnects:  f.reconnects,
+		VUsMax:      m.VUsMax,
+		BytesIn:     f.bytesIn,
+		BytesOut:    f.bytesOut,
+		Connections: f.connections,
+		Downgraded:  f.downgraded,
+		Unsent:      f.unsent,
+		Clamped:     f.clamped,
+
+		Latency:       latencyOf(f.latency),
+		Service:       latencyOf(f.service),
+		Status:        make(map[string]int64, len(f.status)),
+		StatusLatency: make(map[string]Latency, len(f.status)),
+		Errors:        errorCounts(&f.errors),
+		Endpoints:     []Endpoint{},
+
+		Histogram:        encodeHistogram(f.latency),
+		ServiceHistogram: encodeHistogram(f.service),
+	}
+
+	if f.seen {
+		// vegeta's definitions: the run lasts until the last request was
+		// due, then waits for the last answers.
+		start := started.UnixNano()
+		dur := f.maxDue - start
+		if dur <= 0 { // one request, or all due at the start
+			dur = f.maxEnd - start
+		}
+		dur = max(dur, 0)
+		wait := max(f.maxEnd-(start+dur), 0)
+		s.DurationS = float64(dur) / 1e9
+		s.WaitS = float64(wait) / 1e9
+		if dur > 0 {
+			s.RPS = float64(f.requests) / s.DurationS
+		}
+		if dur+wait > 0 {
+			s.Throughput = float64(f.succeeded) / (float64(dur+wait) / 1e9)
+		}
+	}
+
+	for code, st := range f.status {
+		k := strconv.Itoa(int(code))
+		s.Status[k] = st.count
+		s.StatusLatency[k] = latencyOf(st.latency)
+	}
+	for i, ep := range f.endpoints {
+		if ep == nil || ep.requests == 0 {
+			continue
+		}
+		e := Endpoint{
+			Name:      f.names[i],
+			Requests:  ep.requests,
+			Succeeded: ep.succeeded,
+			Failed:    ep.failed,
+			Latency:   latencyOf(ep.latency),
+			Status:    make(map[string]int64, len(ep.status)),
+			Errors:    errorCounts(&ep.errors),
+			Histogram: encodeHistogram(ep.latency),
+		}
+		for code, n := range ep.status {
+			e.Status[strconv.Itoa(int(code))] = n
+		}
+		s.Endpoints = append(s.Endpoints, e)
+	}
+	return s
+}
+
+// errorCounts returns the non-zero counts of errs by kind name.
+func errorCounts(errs *[vu.NumErrorKinds]int64) map[string]int64 {
+	m := make(map[string]int64)
+	for k, n := range errs {
+		if k != int(vu.ErrNone) && n != 0 {
+			m[vu.ErrorKind(k).String()] = n
+		}
+	}
+	return m
+}
+
+// quantiles are the percentiles of a Latency after min and mean.
+var quantiles = []float64{50, 90, 95, 99, 99.9}
+
+// latencyOf summarizes a µs histogram in milliseconds.
+func latencyOf(h *hdrhistogram.Histogram) Latency {
+	if h.TotalCount() == 0 {
+		return Latency{}
+	}
+	q := h.ValueAtPercentilesSlice(quantiles)
+	return Latency{
+		Min:  msOf(h.Min()),
+		Mean: math.Round(h.Mean()) / 1000,
+		P50:  msOf(q[0]),
+		P90:  msOf(q[1]),
+		P95:  msOf(q[2]),
+		P99:  msOf(q[3]),
+		P999: msOf(q[4]),
+		Max:  msOf(h.Max()),
+	}
+}
+
+// msOf converts µs to ms.
+func msOf(us int64) float64 { return float64(us) / 1000 }

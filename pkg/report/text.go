@@ -1,0 +1,223 @@
+package report
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteText writes s as a report for people, in the spirit of vegeta's
+// text report and k6's end summary:
+//
+//	Requests      [total, rate, throughput]               1200, 400.00, 399.10
+//	Duration      [total, issuing, wait]                  3s, 3s, 1.2ms
+//	Latencies     [min, mean, 50, 90, 95, 99, 99.9, max]  210µs, 1.1ms, ...
+//	...
+//	Endpoints
+//	  name           requests      ok%    p50    p90    p99    max  status
+//	  POST /events       1100  100.00%  1.1ms  1.8ms  4.9ms  40ms  202:1100
+//
+// Lines for dropped and late iterations appear when they are not zero or
+// the model is not "closed"; those for downgraded, unsent and clamped
+// requests only when not zero. It returns the write error, if any.
+func WriteText(w io.Writer, s *Summary) error {
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	line := func(label, fields, values string) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", label, fields, values)
+	}
+
+	line("Requests", "[total, rate, throughput]",
+		fmt.Sprintf("%d, %.2f, %.2f", s.Requests, s.RPS, s.Throughput))
+	line("Duration", "[total, issuing, wait]",
+		fmt.Sprintf("%s, %s, %s", formatSeconds(s.DurationS+s.WaitS), formatSeconds(s.DurationS), formatSeconds(s.WaitS)))
+	line("Latencies", "[min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(s.Latency))
+	line("Service time", "[min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(s.Service))
+	line("Bytes In", "[total, mean]", formatByteTotals(s.BytesIn, s.Requests))
+	line("Bytes Out", "[total, mean]", formatByteTotals(s.BytesOut, s.Requests))
+	line("Success", "[ratio]", formatPercent(s.Succeeded, s.Requests))
+	line("Status Codes", "[code:count]", formatCounts(s.Status, "  "))
+	line("Errors", "[kind:count]", formatCounts(s.Errors, "  "))
+	line("Connections", "[opened, reconnects, VUs]",
+		fmt.Sprintf("%d, %d, %d", s.Connections, s.Reconnects, s.VUsMax))
+	line("Model", "[name, target rate]", formatModel(s.Model, s.TargetRate))
+	if s.Dropped != 0 || s.Late != 0 || s.Model != "closed" {
+		line("Iterations", "[dropped, late]", fmt.Sprintf("%d, %d", s.Dropped, s.Late))
+	}
+	if s.Downgraded != 0 {
+		line("Downgraded", "[HTTP/2 sent as HTTP/1.1]", strconv.FormatInt(s.Downgraded, 10))
+	}
+	if s.Unsent != 0 {
+		line("Unsent", "[no byte written]", strconv.FormatInt(s.Unsent, 10))
+	}
+	if s.Clamped != 0 {
+		line("Clamped", "[over one hour]", strconv.FormatInt(s.Clamped, 10))
+	}
+	tw.Flush() // cannot fail: it writes to buf
+
+	if len(s.Endpoints) > 0 {
+		buf.WriteString("\nEndpoints\n")
+		writeEndpoints(&buf, s.Endpoints)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// writeEndpoints writes the endpoint table, name and status left-aligned,
+// numbers right-aligned.
+func writeEndpoints(buf *bytes.Buffer, eps []Endpoint) {
+	rows := [][]string{{"name", "requests", "ok%", "p50", "p90", "p99", "max", "status"}}
+	for _, e := range eps {
+		outcomes := strings.Join(append(countList(e.Status), countList(e.Errors)...), " ")
+		if outcomes == "" {
+			outcomes = "-"
+		}
+		rows = append(rows, []string{
+			e.Name,
+			strconv.FormatInt(e.Requests, 10),
+			formatPercent(e.Succeeded, e.Requests),
+			formatMillis(e.Latency.P50),
+			formatMillis(e.Latency.P90),
+			formatMillis(e.Latency.P99),
+			formatMillis(e.Latency.Max),
+			outcomes,
+		})
+	}
+	width := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, cell := range row {
+			width[i] = max(width[i], len([]rune(cell)))
+		}
+	}
+	last := len(width) - 1
+	for _, row := range rows {
+		buf.WriteString("  ")
+		for i, cell := range row {
+			switch i {
+			case 0:
+				fmt.Fprintf(buf, "%-*s", width[i], cell)
+			case last:
+				buf.WriteString(cell)
+			default:
+				fmt.Fprintf(buf, "%*s", width[i], cell)
+			}
+			if i != last {
+				buf.WriteString("  ")
+			}
+		}
+		buf.WriteByte('\n')
+	}
+}
+
+// formatLatency lists a distribution in the order of its bracket.
+func formatLatency(l Latency) string {
+	v := []float64{l.Min, l.Mean, l.P50, l.P90, l.P95, l.P99, l.P999, l.Max}
+	s := make([]string, len(v))
+	for i, ms := range v {
+		s[i] = formatMillis(ms)
+	}
+	return strings.Join(s, ", ")
+}
+
+// formatByteTotals gives a byte total and its mean per request.
+func formatByteTotals(total, requests int64) string {
+	mean := 0.0
+	if requests > 0 {
+		mean = float64(total) / float64(requests)
+	}
+	return fmt.Sprintf("%d, %.2f", total, mean)
+}
+
+// formatPercent gives n as a share of total: "99.50%".
+func formatPercent(n, total int64) string {
+	if total == 0 {
+		return "0.00%"
+	}
+	return fmt.Sprintf("%.2f%%", 100*float64(n)/float64(total))
+}
+
+// formatCounts lists counts as key:count, the largest first (ties by key),
+// separated by sep; "-" when there are none.
+func formatCounts(m map[string]int64, sep string) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	return strings.Join(countList(m), sep)
+}
+
+// countList returns counts as key:count, the largest first (ties by key).
+func countList(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if c := cmp.Compare(m[b], m[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	list := make([]string, len(keys))
+	for i, k := range keys {
+		list[i] = k + ":" + strconv.FormatInt(m[k], 10)
+	}
+	return list
+}
+
+// formatModel gives the load model and its target rate, if any.
+func formatModel(model string, rate *float64) string {
+	if model == "" {
+		model = "-"
+	}
+	if rate == nil {
+		return model
+	}
+	return fmt.Sprintf("%s, %.2f/s", model, *rate)
+}
+
+// formatSeconds formats a duration given in seconds; see formatMillis.
+func formatSeconds(s float64) string { return formatMillis(s * 1000) }
+
+// formatMillis formats a duration given in milliseconds with about three
+// significant digits in a unit that suits it: 0s, 210µs, 1.23ms, 12.3ms,
+// 123ms, 1.23s, 12.3s, then whole seconds as in 2m5s. Trailing zeros are
+// dropped: 3s, 1.2ms.
+func formatMillis(ms float64) string {
+	us := math.Round(ms * 1000)
+	switch {
+	case us <= 0:
+		return "0s"
+	case us < 1000:
+		return strconv.FormatFloat(us, 'f', 0, 64) + "µs"
+	case ms < 999.5:
+		return sig3(ms) + "ms"
+	case ms < 59_950:
+		return sig3(ms/1000) + "s"
+	default:
+		return time.Duration(math.Round(ms/1000) * float64(time.Second)).String()
+	}
+}
+
+// sig3 formats v (from 1 to below 1000) with three significant digits,
+// trailing zeros dropped.
+func sig3(v float64) string {
+	decimals := 0
+	switch {
+	case v < 9.995:
+		decimals = 2
+	case v < 99.95:
+		decimals = 1
+	}
+	s := strconv.FormatFloat(v, 'f', decimals, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}

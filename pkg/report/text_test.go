@@ -1,0 +1,105 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// rateSummary is a hand-built summary of an arrival-rate run that shows
+// every optional line.
+func rateSummary() *Summary {
+	rate := 400.0
+	return &Summary{
+		Version: 1, Started: t0, DurationS: 3, WaitS: 0.0012,
+		Model: "rate", TargetRate: &rate,
+		Requests: 1200, Succeeded: 1194, Failed: 6, RPS: 400, Throughput: 397.84,
+		Dropped: 3, Late: 12, Reconnects: 2, VUsMax: 50,
+		BytesIn: 24000, BytesOut: 1_536_000,
+		Connections: 52, Downgraded: 7, Unsent: 1, Clamped: 1,
+		Latency: Latency{Min: 0.21, Mean: 1.134, P50: 0.987, P90: 1.81, P95: 2.3, P99: 4.93, P999: 12.05, Max: 3_600_000},
+		Service: Latency{Min: 0.18, Mean: 0.9, P50: 0.85, P90: 1.5, P95: 2, P99: 4, P999: 11, Max: 61_234},
+		Status:  map[string]int64{"202": 1100, "200": 94, "500": 4},
+		Errors:  map[string]int64{"timeout": 1, "cancelled": 1},
+		Endpoints: []Endpoint{
+			{Name: "POST /events", Requests: 1100, Succeeded: 1100,
+				Latency: Latency{P50: 0.95, P90: 1.7, P99: 4.5, Max: 40.1}, Status: map[string]int64{"202": 1100}},
+			{Name: "GET /users/{id}/orders", Requests: 98, Succeeded: 94, Failed: 4,
+				Latency: Latency{P50: 1.5, P90: 2.5, P99: 9.99, Max: 3_600_000}, Status: map[string]int64{"200": 94, "500": 4}},
+			{Name: "other", Requests: 2, Failed: 2,
+				Latency: Latency{P50: 999.6, P90: 1000, P99: 1000, Max: 1000}, Errors: map[string]int64{"timeout": 1, "cancelled": 1}},
+		},
+	}
+}
+
+func TestWriteTextGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		s    *Summary
+	}{
+		{"rate", rateSummary()},
+		{"closed", record(testEndpoints, fixture()).Summary(Meta{Started: t0, Model: "closed", VUsMax: 4})},
+		{"empty", record(testEndpoints, nil).Summary(Meta{Started: t0, Model: "closed"})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteText(&buf, tt.s); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", tt.name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Errorf("got:\n%s\nwant:\n%s", buf.Bytes(), want)
+			}
+		})
+	}
+}
+
+func TestFormatMillis(t *testing.T) {
+	tests := []struct {
+		ms   float64
+		want string
+	}{
+		{0, "0s"},
+		{-1, "0s"},
+		{0.0004, "0s"},
+		{0.001, "1µs"},
+		{0.21, "210µs"},
+		{0.9996, "1ms"},
+		{1, "1ms"},
+		{1.234, "1.23ms"},
+		{1.2, "1.2ms"},
+		{12.34, "12.3ms"},
+		{99.96, "100ms"},
+		{123.4, "123ms"},
+		{999.4, "999ms"},
+		{999.6, "1s"},
+		{3000, "3s"},
+		{3010, "3.01s"},
+		{12_345, "12.3s"},
+		{59_949, "59.9s"},
+		{59_951, "1m0s"},
+		{125_400, "2m5s"},
+		{3_600_000, "1h0m0s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			if got := formatMillis(tt.ms); got != tt.want {
+				t.Errorf("formatMillis(%v): got %q, want %q", tt.ms, got, tt.want)
+			}
+		})
+	}
+}
