@@ -20,3 +20,11 @@ require (
 	github.com/molecule-man/go-brrr v1.0.1 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 )
+
+// fasthttp v1.76 and later need github.com/molecule-man/go-brrr v1.3.0, which
+// the module proxy refuses; keep `go get -u` on v1.74.0.
+exclude (
+	github.com/valyala/fasthttp v1.75.0
+	github.com/valyala/fasthttp v1.76.0
+	github.com/valyala/fasthttp v1.77.0
+)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"syscall"
-
 )
 
 // Exit codes (DESIGN.md).

@@ -176,9 +176,9 @@ func (f *File) index(opt Options) error {
 	verr := &ValidationError{File: f.name}
 	d := decoder{validate: true}
 	var p Pair
-	epIDs := map[string]uint16{}   // name -> provisional id
-	var epNames []string           // provisional id -> name
-	var epCounts []int             // provisional id -> pairs
+	epIDs := map[string]uint16{} // name -> provisional id
+	var epNames []string         // provisional id -> name
+	var epCounts []int           // provisional id -> pairs
 	sessionIter := map[string]uint32{}
 	var iterOf []uint32 // pair -> iteration, while building
 	iters := uint32(0)

@@ -54,8 +54,8 @@ type run struct {
 	base     time.Time // clock origin: nanos() = base + monotonic offset
 	baseUnix int64
 
-	stopping atomic.Bool  // no new requests
-	hard     atomic.Bool  // the grace expired: cut in-flight requests off
+	stopping atomic.Bool // no new requests
+	hard     atomic.Bool // the grace expired: cut in-flight requests off
 	hardCtx  context.Context
 	next     atomic.Int64 // Once: next iteration to hand out
 	started  atomic.Int64 // iterations begun
