@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -37,6 +38,7 @@ func newSUT(t *testing.T, delay time.Duration, status int) *sut {
 	s := &sut{}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.count.Add(1)
+		io.Copy(io.Discard, r.Body) // so that a closed connection cancels r.Context()
 		if delay > 0 {
 			select {
 			case <-time.After(delay):
@@ -253,5 +255,43 @@ func TestSignals(t *testing.T) {
 				t.Errorf("requests: got %v, server counted %d", got, srv.count.Load())
 			}
 		})
+	}
+}
+
+// TestSecondSignalExitsAtOnce: the first signal waits for in-flight
+// requests (up to --grace), the second does not.
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	srv := newSUT(t, 30*time.Second, 200)
+	cmd := exec.Command(os.Args[0], "run", "-f", trafficFile(t, 4), "--target", srv.URL,
+		"--vus", "2", "--grace", "1m", "-q", "--log-format", "json")
+	cmd.Env = append(os.Environ(), "REPLAY_BE_MAIN=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.count.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+		t.Fatal("the process exited on the first signal, want it to wait for in-flight requests")
+	case <-time.After(300 * time.Millisecond):
+	}
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the process did not exit on the second signal")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("exit took %v after the second signal", took)
+	}
+	if got := cmd.ProcessState.ExitCode(); got != 130 {
+		t.Errorf("exit %d, want 130", got)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -410,5 +412,21 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("got %v, want an error mentioning %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	f := openLines(t, manyLines(3)...)
+	sink, _ := runPool(t, f, Config{Target: srv.URL, Insecure: true})
+	if n := sink.count(func(r Result) bool { return r.Status == 202 }); n != 3 {
+		t.Errorf("with --insecure: got %+v, want 3 answers", sink.results())
+	}
+	sink, _ = runPool(t, f, Config{Target: srv.URL})
+	if n := sink.count(func(r Result) bool { return r.Err == ErrTLS }); n != 3 {
+		t.Errorf("self-signed certificate without --insecure: got %+v, want 3 tls errors", sink.results())
 	}
 }
