@@ -14,6 +14,7 @@ VUS=${VUS:-500}
 DUR=${DUR:-20s}
 PORT=${PORT:-18481}
 WORK=${WORK:-$(mktemp -d /tmp/replay-bigfile.XXXXXX)}
+mkdir -p "$WORK"
 FILE=$WORK/big.jsonl
 SUT_PID=""
 cleanup() { [ -n "$SUT_PID" ] && kill "$SUT_PID" 2>/dev/null; wait 2>/dev/null || true; }

@@ -73,17 +73,8 @@ func kind(c byte) string {
 	return "a number"
 }
 
-// beginObject consumes '{'.
-func (s *scanner) beginObject() error {
-	if s.peek() != '{' {
-		return s.fail("expected an object")
-	}
-	s.i++
-	return nil
-}
-
 // nextKey reads the next key of an object and the colon after it. first is
-// true for the first call after beginObject. ok is false when the object
+// true for the first call after the opening brace. ok is false when the object
 // ended (its '}' consumed).
 func (s *scanner) nextKey(first bool) (key []byte, ok bool, err error) {
 	c := s.peek()
@@ -110,15 +101,6 @@ func (s *scanner) nextKey(first bool) (key []byte, ok bool, err error) {
 	}
 	s.i++
 	return key, true, nil
-}
-
-// beginArray consumes '['.
-func (s *scanner) beginArray() error {
-	if s.peek() != '[' {
-		return s.fail("expected an array")
-	}
-	s.i++
-	return nil
 }
 
 // nextElem reports whether another array element follows, consuming the
