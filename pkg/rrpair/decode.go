@@ -175,7 +175,7 @@ func (d *decoder) req(s *scanner, p *Pair) error {
 			b64, err = d.optString(s, "http.req.bodyBase64")
 		case "body":
 			hasText = s.peek() != 'n'
-			text, err = d.optString(s, "http.req.body")
+			text, err = d.optBody(s, "http.req.body")
 		default:
 			err = s.skip(0)
 		}
@@ -226,7 +226,7 @@ func (d *decoder) res(s *scanner, p *Pair) error {
 			b64, err = d.optString(s, "http.res.bodyBase64")
 		case full && string(key) == "body":
 			hasText = s.peek() != 'n'
-			text, err = d.optString(s, "http.res.body")
+			text, err = d.optBody(s, "http.res.body")
 		default:
 			err = s.skip(0)
 		}
@@ -340,11 +340,12 @@ func (d *decoder) headers(s *scanner, field string, hs []Header) ([]Header, erro
 			if c := s.peek(); c != '"' {
 				return hs, &FieldError{Field: field + "." + string(name), Msg: "want an array of strings, got an element that is " + kind(c), Off: -1}
 			}
-			v, err := d.string(s)
+			v, escaped, err := d.stringEsc(s)
 			if err != nil {
 				return hs, err
 			}
-			if d.validate && bytes.ContainsAny(v, "\r\n\x00") {
+			// Only an escape can put a control character in a string.
+			if d.validate && escaped && bytes.ContainsAny(v, "\r\n\x00") {
 				return hs, fieldErr(field+"."+string(name), "value contains CR, LF or NUL")
 			}
 			hs = append(hs, Header{Name: name, Value: v})
@@ -354,18 +355,38 @@ func (d *decoder) headers(s *scanner, field string, hs []Header) ([]Header, erro
 
 // string reads a string, unescaping it into the arena when needed.
 func (d *decoder) string(s *scanner) ([]byte, error) {
+	v, _, err := d.stringEsc(s)
+	return v, err
+}
+
+// stringEsc is string, also reporting whether the string had escapes.
+func (d *decoder) stringEsc(s *scanner) (v []byte, escaped bool, err error) {
 	raw, escaped, err := s.str()
 	if err != nil || !escaped {
-		return raw, err
+		return raw, escaped, err
 	}
 	start := len(d.arena)
 	d.arena, err = unescape(d.arena, raw)
 	if err != nil {
-		return nil, s.fail("bad escape in string")
+		return nil, true, s.fail("bad escape in string")
 	}
 	// Cap the slice so an append by a rewrite cannot write over the
 	// strings that follow it in the arena.
-	return d.arena[start:len(d.arena):len(d.arena)], nil
+	return d.arena[start:len(d.arena):len(d.arena)], true, nil
+}
+
+// optBody reads a text body or null. Validating a file only needs to know
+// that the body is a well-formed string, so it is not unescaped then: the
+// Pair of a validating decoder holds the raw body.
+func (d *decoder) optBody(s *scanner, field string) ([]byte, error) {
+	if !d.validate || s.peek() != '"' {
+		return d.optString(s, field)
+	}
+	raw, _, err := s.str()
+	if raw == nil && err == nil {
+		raw = []byte{}
+	}
+	return raw, err
 }
 
 // optString reads a string or null (nil).

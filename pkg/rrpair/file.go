@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -180,11 +182,15 @@ func (f *File) index(opt Options) error {
 	var epNames []string         // provisional id -> name
 	var epCounts []int           // provisional id -> pairs
 	sessionIter := map[string]uint32{}
-	var iterOf []uint32 // pair -> iteration, while building
 	iters := uint32(0)
 	var name []byte
 
 	data := f.data
+	// Size the index exactly: growing it by doubling would leave copies
+	// of a large index behind as garbage.
+	lines := bytes.Count(data, []byte{'\n'}) + 1
+	f.pairs = make([]pairRef, 0, lines)
+	iterOf := make([]uint32, 0, lines) // pair -> iteration, while building
 	for off, line := 0, 1; off < len(data); line++ {
 		end := bytes.IndexByte(data[off:], '\n')
 		if end < 0 {
@@ -256,7 +262,7 @@ func (f *File) index(opt Options) error {
 			if known, ok := sessionIter[string(p.Session)]; ok {
 				it = known
 			} else {
-				sessionIter[string(p.Session)] = iters
+				sessionIter[f.key(p.Session)] = iters
 				iters++
 			}
 		} else {
@@ -275,7 +281,23 @@ func (f *File) index(opt Options) error {
 	if f.sessions > 0 {
 		f.groupSessions(iterOf, iters)
 	}
+	// The session map and the build slices are garbage now; hand their
+	// memory back before the run starts, so a large file costs only its
+	// index.
+	sessionIter, iterOf = nil, nil
+	debug.FreeOSMemory()
 	return nil
+}
+
+// key returns b as a map key without copying it when b lies in the mapping
+// (the map lives only while the index is built, and the mapping outlives
+// it); a string that was unescaped elsewhere is copied.
+func (f *File) key(b []byte) string {
+	if len(f.data) > 0 && uintptr(unsafe.Pointer(&b[0])) >= uintptr(unsafe.Pointer(&f.data[0])) &&
+		uintptr(unsafe.Pointer(&b[0])) < uintptr(unsafe.Pointer(&f.data[0]))+uintptr(len(f.data)) {
+		return unsafe.String(&b[0], len(b))
+	}
+	return string(b)
 }
 
 func isBlank(b []byte) bool {

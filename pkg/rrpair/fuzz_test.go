@@ -67,8 +67,13 @@ func FuzzDecode(f *testing.F) {
 		if err := rd.decode(line, &q); err != nil {
 			t.Fatalf("run-time decode failed on a validated line: %v", err)
 		}
-		if !bytes.Equal(q.Req.Body, p.Req.Body) || !bytes.Equal(q.Req.URI, p.Req.URI) {
-			t.Fatalf("run-time decode differs")
+		// Validation leaves a text body escaped; a run decodes it.
+		body := p.Req.Body
+		if !bytes.Equal(q.Req.Body, body) {
+			body, _ = unescape(nil, body)
+		}
+		if !bytes.Equal(q.Req.Body, body) || !bytes.Equal(q.Req.URI, p.Req.URI) {
+			t.Fatalf("run-time decode differs: body %q vs %q, uri %q vs %q", q.Req.Body, p.Req.Body, q.Req.URI, p.Req.URI)
 		}
 	})
 }
