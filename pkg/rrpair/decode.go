@@ -147,8 +147,8 @@ func (d *decoder) req(s *scanner, p *Pair) error {
 		return wantErr("http.req", "an object", c)
 	}
 	s.i++
-	var uri, url, b64, text []byte
-	var hasB64, hasText bool
+	var uri, url []byte
+	var body bodyFields
 	for first := true; ; first = false {
 		key, ok, err := s.nextKey(first)
 		if err != nil {
@@ -170,12 +170,8 @@ func (d *decoder) req(s *scanner, p *Pair) error {
 			p.Version, err = d.optString(s, "http.req.version")
 		case "headers":
 			p.Req.Headers, err = d.headers(s, "http.req.headers", p.Req.Headers)
-		case "bodyBase64":
-			hasB64 = s.peek() != 'n'
-			b64, err = d.optString(s, "http.req.bodyBase64")
-		case "body":
-			hasText = s.peek() != 'n'
-			text, err = d.optBody(s, "http.req.body")
+		case "bodyBase64", "body":
+			err = d.readBody(s, &body, key, reqBody)
 		default:
 			err = s.skip(0)
 		}
@@ -183,15 +179,9 @@ func (d *decoder) req(s *scanner, p *Pair) error {
 			return err
 		}
 	}
-	switch {
-	case hasB64:
-		var err error
-		if d.body, err = decodeBase64(d.body, b64, "http.req.bodyBase64"); err != nil {
-			return err
-		}
-		p.Req.Body = d.body
-	case hasText:
-		p.Req.Body = text
+	var err error
+	if p.Req.Body, err = body.decode(&d.body, reqBody); err != nil {
+		return err
 	}
 	if uri == nil {
 		uri = url
@@ -206,8 +196,7 @@ func (d *decoder) res(s *scanner, p *Pair) error {
 	}
 	s.i++
 	full := d.validate || d.responses
-	var b64, text []byte
-	var hasB64, hasText bool
+	var body bodyFields
 	for first := true; ; first = false {
 		key, ok, err := s.nextKey(first)
 		if err != nil {
@@ -221,12 +210,8 @@ func (d *decoder) res(s *scanner, p *Pair) error {
 			p.Res.Status, err = d.status(s)
 		case full && string(key) == "headers":
 			p.Res.Headers, err = d.headers(s, "http.res.headers", p.Res.Headers)
-		case full && string(key) == "bodyBase64":
-			hasB64 = s.peek() != 'n'
-			b64, err = d.optString(s, "http.res.bodyBase64")
-		case full && string(key) == "body":
-			hasText = s.peek() != 'n'
-			text, err = d.optBody(s, "http.res.body")
+		case full && (string(key) == "bodyBase64" || string(key) == "body"):
+			err = d.readBody(s, &body, key, resBody)
 		default:
 			err = s.skip(0)
 		}
@@ -234,17 +219,50 @@ func (d *decoder) res(s *scanner, p *Pair) error {
 			return err
 		}
 	}
-	switch {
-	case hasB64:
-		var err error
-		if d.resBody, err = decodeBase64(d.resBody, b64, "http.res.bodyBase64"); err != nil {
-			return err
-		}
-		p.Res.Body = d.resBody
-	case hasText:
-		p.Res.Body = text
+	var err error
+	p.Res.Body, err = body.decode(&d.resBody, resBody)
+	return err
+}
+
+// bodyNames are the field names of a body, for errors.
+type bodyNames struct{ base64, text string }
+
+var (
+	reqBody = bodyNames{"http.req.bodyBase64", "http.req.body"}
+	resBody = bodyNames{"http.res.bodyBase64", "http.res.body"}
+)
+
+// bodyFields collects the two spellings of a body: bodyBase64 wins over
+// body when a line has both.
+type bodyFields struct {
+	base64, text       []byte
+	hasBase64, hasText bool
+}
+
+// readBody reads the value of key, "bodyBase64" or "body", into b.
+func (d *decoder) readBody(s *scanner, b *bodyFields, key []byte, names bodyNames) (err error) {
+	present := s.peek() != 'n'
+	if string(key) == "bodyBase64" {
+		b.hasBase64 = present
+		b.base64, err = d.optString(s, names.base64)
+	} else {
+		b.hasText = present
+		b.text, err = d.optBody(s, names.text)
 	}
-	return nil
+	return err
+}
+
+// decode returns the body: base64 decoded into buf, or the text.
+func (b *bodyFields) decode(buf *[]byte, names bodyNames) ([]byte, error) {
+	switch {
+	case b.hasBase64:
+		var err error
+		*buf, err = decodeBase64(*buf, b.base64, names.base64)
+		return *buf, err
+	case b.hasText:
+		return b.text, nil
+	}
+	return nil, nil
 }
 
 func (d *decoder) status(s *scanner) (int, error) {

@@ -247,13 +247,7 @@ func (s *scanner) number() ([]byte, error) {
 		return nil, s.fail("invalid value")
 	}
 	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
-			s.i = i
+		if i = digits(b, i+1); i < 0 {
 			return nil, s.fail("invalid number")
 		}
 	}
@@ -262,17 +256,25 @@ func (s *scanner) number() ([]byte, error) {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
-			s.i = i
+		if i = digits(b, i); i < 0 {
 			return nil, s.fail("invalid number")
 		}
 	}
 	s.i = i
 	return b[start:i], nil
+}
+
+// digits skips one or more digits from b[i], returning where they end, or
+// -1 when there is none.
+func digits(b []byte, i int) int {
+	start := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i == start {
+		return -1
+	}
+	return i
 }
 
 // literal consumes true, false or null.
