@@ -3,77 +3,12 @@ package vu
 import (
 	"bytes"
 	"context"
-	"net"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/rs/zerolog"
 )
-
-// cannedServer answers every request with the same 202, allocating nothing
-// per request, so that the allocations a benchmark reports are the client's.
-func cannedServer(b *testing.B) (url string, stop func()) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	answer := []byte("HTTP/1.1 202 Accepted\r\nContent-Type: application/json\r\nContent-Length: 21\r\n\r\n{\"status\":\"accepted\"}")
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				buf := make([]byte, 256<<10)
-				n := 0
-				for {
-					m, err := c.Read(buf[n:])
-					if err != nil {
-						return
-					}
-					n += m
-					for {
-						end := bytes.Index(buf[:n], []byte("\r\n\r\n"))
-						if end < 0 {
-							break
-						}
-						size := end + 4 + bodyLength(buf[:end])
-						if size > n {
-							break
-						}
-						if _, err := c.Write(answer); err != nil {
-							return
-						}
-						n = copy(buf, buf[size:n])
-					}
-				}
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String(), func() { ln.Close(); wg.Wait() }
-}
-
-func bodyLength(head []byte) int {
-	i := bytes.Index(head, []byte("Content-Length: "))
-	if i < 0 {
-		return 0
-	}
-	rest := head[i+16:]
-	if j := bytes.IndexByte(rest, '\r'); j >= 0 {
-		rest = rest[:j]
-	}
-	n, _ := strconv.Atoi(string(rest))
-	return n
-}
 
 type nopSink struct{}
 
@@ -91,14 +26,15 @@ func BenchmarkRequest(b *testing.B) {
 		{"post-64k", line("POST", "/events", `{"Content-Type":["application/octet-stream"]}`, bytes.Repeat([]byte{1}, 64<<10))},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			url, stop := cannedServer(b)
-			defer stop()
+			srv, err := loopback.NewCanned(loopback.Accepted202)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Close()
+			url := srv.URL()
 			f := openLines(b, tc.line)
 			p := &Pool{File: f, Sink: nopSink{}, Config: Config{VUs: 1, Walk: Loop, Target: url, Log: zerolog.Nop(), Timeout: 10 * time.Second}}
-			p.Config.Iterations = int64(b.N) + 100
-			// Warm up the VU's buffers before measuring: run the
-			// first 100 iterations outside the timer by subtracting
-			// nothing; b.N is large enough that the warm-up is noise.
+			p.Config.Iterations = int64(b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
 			if _, err := p.Run(context.Background()); err != nil {
