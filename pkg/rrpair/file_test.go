@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeFile(t testing.TB, content string) string {
@@ -414,5 +415,31 @@ func BenchmarkOpen(b *testing.B) {
 			b.Fatal(err)
 		}
 		f.Close()
+	}
+}
+
+func TestUnixNanoAgreesWithTimeParse(t *testing.T) {
+	for _, s := range []string{
+		"2026-11-01T10:00:00Z", "2026-11-01T10:00:00.5Z", "2026-11-01T10:00:00.123456789Z",
+		"2026-11-01T10:00:00.123456789+02:00", "2026-11-01T10:00:00-07:30", "1999-12-31T23:59:59.999999999Z",
+	} {
+		want, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := Pair{TS: []byte(s)}
+		got, ok := p.UnixNano()
+		if !ok || got != want.UnixNano() {
+			t.Errorf("%s: got %d %v, want %d", s, got, ok, want.UnixNano())
+		}
+		if a := testing.AllocsPerRun(10, func() { p.UnixNano() }); a != 0 {
+			t.Errorf("%s: %v allocs", s, a)
+		}
+	}
+	for _, s := range []string{"", "2026-11-01", "2026-11-01T10:00:00", "2026-11-01T10:00:00.Z", "2026-13-01T10:00:00Z", "2026-11-01T10:00:00+0200"} {
+		p := Pair{TS: []byte(s)}
+		if _, ok := p.UnixNano(); ok {
+			t.Errorf("%q parsed", s)
+		}
 	}
 }

@@ -108,3 +108,71 @@ func (p *Pair) reset() {
 	*p = Pair{}
 	p.Req.Headers, p.Res.Headers = reqH, resH
 }
+
+// UnixNano parses TS (RFC 3339, any offset, 0 to 9 fraction digits) into
+// Unix nanoseconds without allocating, for pacing on the hot path. ok is
+// false when TS is empty or not of that form.
+func (p *Pair) UnixNano() (ns int64, ok bool) {
+	return parseRFC3339(p.TS)
+}
+
+func parseRFC3339(b []byte) (int64, bool) {
+	// 2006-01-02T15:04:05[.frac](Z|±07:00)
+	if len(b) < 20 || b[4] != '-' || b[7] != '-' || (b[10] != 'T' && b[10] != 't' && b[10] != ' ') || b[13] != ':' || b[16] != ':' {
+		return 0, false
+	}
+	num := func(s []byte) (int, bool) {
+		n := 0
+		for _, c := range s {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	year, ok1 := num(b[0:4])
+	month, ok2 := num(b[5:7])
+	day, ok3 := num(b[8:10])
+	hour, ok4 := num(b[11:13])
+	minute, ok5 := num(b[14:16])
+	sec, ok6 := num(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || sec > 60 {
+		return 0, false
+	}
+	i := 19
+	var nanos int64
+	if i < len(b) && b[i] == '.' {
+		i++
+		start := i
+		scale := int64(1e9)
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			if i-start < 9 {
+				scale /= 10
+				nanos += int64(b[i]-'0') * scale
+			}
+			i++
+		}
+		if i == start {
+			return 0, false
+		}
+	}
+	var offset int64
+	switch {
+	case i == len(b)-1 && (b[i] == 'Z' || b[i] == 'z'):
+	case i == len(b)-6 && (b[i] == '+' || b[i] == '-') && b[i+3] == ':':
+		oh, ok1 := num(b[i+1 : i+3])
+		om, ok2 := num(b[i+4 : i+6])
+		if !ok1 || !ok2 || oh > 23 || om > 59 {
+			return 0, false
+		}
+		offset = int64(oh*3600+om*60) * 1e9
+		if b[i] == '-' {
+			offset = -offset
+		}
+	default:
+		return 0, false
+	}
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, 0, time.UTC)
+	return t.UnixNano() + nanos - offset, true
+}

@@ -46,13 +46,47 @@ func ParseWalk(s string) (Walk, error) {
 	return Once, fmt.Errorf("want once or loop, got %q", s)
 }
 
-// Config is what a run of the closed model needs. Zero values are not
-// usable: call Validate, which fills the defaults.
+// Model is the load model (DESIGN.md, "Iterations, sessions and load
+// models").
+type Model int
+
+const (
+	// Closed runs iterations back to back on VUs (--vus, or VU --stages).
+	Closed Model = iota
+	// Rate starts iterations at a rate on a clock (--rate, rate --stages).
+	Rate
+	// Recorded sends each request at its recorded time / speed (--pace recorded).
+	Recorded
+)
+
+func (m Model) String() string {
+	switch m {
+	case Rate:
+		return "rate"
+	case Recorded:
+		return "recorded"
+	}
+	return "closed"
+}
+
+// Config is what a run needs. Zero values are not usable: call Validate,
+// which fills the defaults.
 type Config struct {
-	VUs        int           // virtual users, each with its own connection
+	Model      Model
+	VUs        int           // VUs at the start (open models: the pool they start with)
+	MaxVUs     int           // open models: the pool may grow to this many VUs
 	Walk       Walk          // Once or Loop
-	Duration   time.Duration // Loop: stop issuing after this long (0: no limit)
+	Duration   time.Duration // stop issuing after this long (0: no limit)
 	Iterations int64         // stop after this many iterations in all (0: no limit)
+	Rate       float64       // Rate: iterations per second at the start
+	// Stages ramp the rate (Rate) or the number of VUs (Closed).
+	Stages []Stage
+	// Speed divides recorded times: Recorded pacing, and Think.
+	Speed float64
+	// Think keeps a session's recorded gaps between requests (Closed).
+	Think bool
+	// LateAfter: a request begun more than this after it was due is late.
+	LateAfter time.Duration
 
 	// Target, "scheme://host[:port]", replaces the recorded scheme and host.
 	// Empty: each pair goes to its recorded host, over l7protocol's scheme.
@@ -71,8 +105,8 @@ type Config struct {
 	// answer fails as "other". 0 means 64 MiB.
 	MaxBody int
 
-	// Now is the clock (time.Now when nil). Results are stamped with it.
-	Now func() time.Time
+	// Clock paces and stamps the run (WallClock when nil).
+	Clock Clock
 	// Log receives the run's own messages (not one per request).
 	Log zerolog.Logger
 
@@ -85,6 +119,9 @@ const (
 	DefaultTimeout = 30 * time.Second
 	DefaultGrace   = 10 * time.Second
 	DefaultMaxBody = 64 << 20
+	// DefaultMaxVUs caps the pool of an open model unless --max-vus says.
+	DefaultMaxVUs    = 1000
+	DefaultLateAfter = 10 * time.Millisecond
 )
 
 // Validate checks the configuration and fills defaults. Its errors name the
@@ -97,8 +134,30 @@ func (c *Config) Validate() error {
 	if c.Duration < 0 {
 		errs = append(errs, fmt.Errorf("--duration: want a positive duration, got %v", c.Duration))
 	}
-	if c.Duration > 0 && c.Walk == Once {
-		errs = append(errs, errors.New("--duration: a timed run walks the file in a loop; use --mode loop or leave --mode out"))
+	switch c.Model {
+	case Rate:
+		if c.Rate < 0 || (c.Rate == 0 && len(c.Stages) == 0) {
+			errs = append(errs, fmt.Errorf("--rate: want a positive rate such as 1000/s (or --stages), got %v/s", c.Rate))
+		}
+	case Recorded:
+		if len(c.Stages) > 0 {
+			errs = append(errs, errors.New("--stages: recorded pacing follows the recording; stages ramp a --rate or --vus"))
+		}
+	}
+	if c.Model != Closed && c.MaxVUs != 0 && c.MaxVUs < c.VUs {
+		errs = append(errs, fmt.Errorf("--max-vus: want at least --vus (%d), got %d", c.VUs, c.MaxVUs))
+	}
+	if c.Model == Closed && c.MaxVUs != 0 {
+		errs = append(errs, errors.New("--max-vus: only an arrival rate or recorded pacing grows the pool; the closed model runs --vus (or its --stages)"))
+	}
+	if c.Speed < 0 {
+		errs = append(errs, fmt.Errorf("--speed: want a positive factor such as 2, got %v", c.Speed))
+	}
+	if c.Think && c.Model != Closed {
+		errs = append(errs, errors.New("--think: recorded think time is for the closed model; recorded pacing keeps the gaps already"))
+	}
+	if c.LateAfter < 0 {
+		errs = append(errs, fmt.Errorf("--late-after: want a duration ≥ 0, got %v", c.LateAfter))
 	}
 	if c.Iterations < 0 {
 		errs = append(errs, fmt.Errorf("--iterations: want at least 1, got %d", c.Iterations))
@@ -128,8 +187,20 @@ func (c *Config) Validate() error {
 	if c.MaxBody == 0 {
 		c.MaxBody = DefaultMaxBody
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = WallClock{}
+	}
+	if c.Speed == 0 {
+		c.Speed = 1
+	}
+	if c.LateAfter == 0 {
+		c.LateAfter = DefaultLateAfter
+	}
+	if c.Model != Closed && c.MaxVUs == 0 {
+		c.MaxVUs = max(c.VUs, DefaultMaxVUs)
+	}
+	if c.Model == Closed && len(c.Stages) > 0 && c.Duration == 0 {
+		c.Duration = StagesDuration(c.Stages)
 	}
 	c.tls = &tls.Config{InsecureSkipVerify: c.Insecure, MinVersion: tls.VersionTLS12} //nolint:gosec // --insecure is the user's choice
 	return nil

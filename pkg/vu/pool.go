@@ -2,6 +2,8 @@ package vu
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,14 +37,23 @@ type Pool struct {
 
 // Stats describes a finished run. Per-request numbers are in the Sink.
 type Stats struct {
-	Started    time.Time // when the first VU was started
+	Started    time.Time // when the run started: due times count from here
 	Stopped    time.Time // when issuing stopped (limit, file done, or stop)
 	Ended      time.Time // when the last VU finished
-	VUs        int       // VUs that ran
+	VUs        int       // the most VUs that ran
 	Iterations int64     // iterations begun
 	// Interrupted reports that ctx was cancelled (a signal) before the run
 	// ended by itself.
 	Interrupted bool
+
+	// Open models (rate, recorded).
+	Scheduled  int64         // iterations that came due
+	Dropped    int64         // due while no VU was free (and the pool was full)
+	LagMax     time.Duration // how late the scheduler handed out an iteration, at worst
+	LagMean    time.Duration // and on average
+	OutOfOrder int           // recorded: iterations the file lists before earlier ones
+	// Late counts requests begun more than Config.LateAfter after due.
+	Late int64
 }
 
 // run is the state the VUs of one Run share.
@@ -55,17 +66,26 @@ type run struct {
 	baseUnix int64
 
 	stopping atomic.Bool // no new requests
+	stopCh   chan struct{}
 	hard     atomic.Bool // the grace expired: cut in-flight requests off
 	hardCtx  context.Context
-	next     atomic.Int64 // Once: next iteration to hand out
+	next     atomic.Int64 // Once, closed model: next iteration to hand out
 	started  atomic.Int64 // iterations begun
-	vus      []*vu
+	late     atomic.Int64
+	active   atomic.Int64 // closed model with stages: VUs with id < active run
+
+	wg     sync.WaitGroup // VUs and the scheduler
+	vusMu  sync.Mutex     // guards vus
+	vus    []*vu
+	idle   chan *vu // open models: VUs waiting for an iteration
+	errMu  sync.Mutex
+	runErr error
 }
 
 // Run runs the VUs until the file is done (Once), the duration or iteration
 // limit is reached, or ctx is cancelled; then it stops issuing, lets
 // in-flight requests finish within Config.Grace, cuts off the rest, and
-// returns after every VU has exited.
+// returns after every goroutine it started has exited.
 func (p *Pool) Run(ctx context.Context) (Stats, error) {
 	if err := p.Config.Validate(); err != nil {
 		return Stats{}, err
@@ -73,21 +93,55 @@ func (p *Pool) Run(ctx context.Context) (Stats, error) {
 	cfg := &p.Config
 	hardCtx, hardStop := context.WithCancel(context.Background())
 	defer hardStop()
-	r := &run{cfg: cfg, file: p.File, pool: p, hardCtx: hardCtx}
-	r.base = cfg.Now()
-	r.baseUnix = r.base.UnixNano()
+	r := &run{cfg: cfg, file: p.File, pool: p, hardCtx: hardCtx, stopCh: make(chan struct{})}
 
-	stats := Stats{Started: r.base}
+	var sched *scheduler
+	var outOfOrder int
+	if cfg.Model != Closed {
+		var err error
+		if sched, outOfOrder, err = r.newScheduler(); err != nil {
+			return Stats{}, err
+		}
+	}
+	r.base = cfg.Clock.Now()
+	r.baseUnix = r.base.UnixNano()
+	stats := Stats{Started: r.base, OutOfOrder: outOfOrder}
 	var stoppedAt atomic.Int64
 	stop := func() {
 		if r.stopping.CompareAndSwap(false, true) {
 			stoppedAt.Store(r.nanos())
+			close(r.stopCh)
 		}
 	}
 
-	r.vus = make([]*vu, cfg.VUs)
-	for i := range r.vus {
-		r.vus[i] = newVU(r, i)
+	switch {
+	case sched != nil:
+		sched.base = r.base
+		r.idle = make(chan *vu, cfg.MaxVUs)
+		for i := 0; i < cfg.VUs; i++ {
+			r.idle <- r.spawn()
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			sched.run()
+			r.endWork()
+		}()
+	default:
+		n := cfg.VUs
+		if len(cfg.Stages) > 0 {
+			for _, st := range cfg.Stages {
+				n = max(n, int(st.Target+0.5))
+			}
+			r.active.Store(int64(VUTarget(cfg.VUs, cfg.Stages, 0)))
+			r.wg.Add(1)
+			go func() { defer r.wg.Done(); r.rampVUs() }()
+		} else {
+			r.active.Store(int64(n))
+		}
+		for i := 0; i < n; i++ {
+			r.spawn()
+		}
 	}
 
 	// The watcher turns ctx, the duration and the end of the VUs into the
@@ -117,46 +171,189 @@ func (p *Pool) Run(ctx context.Context) (Stats, error) {
 		case <-grace.C:
 			r.hard.Store(true)
 			hardStop()
+			r.vusMu.Lock()
 			for _, v := range r.vus {
 				v.interrupt()
 			}
+			r.vusMu.Unlock()
 		}
 	}()
 
-	var wg sync.WaitGroup
-	var firstErr error
-	var errOnce sync.Once
-	for _, v := range r.vus {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := v.run(); err != nil {
-				errOnce.Do(func() { firstErr = err })
-				stop()
-			}
-		}()
-	}
-	wg.Wait()
+	r.wg.Wait()
 	close(done)
 	<-watcherDone
 
 	stats.Stopped = time.Unix(0, stoppedAt.Load())
 	stats.Ended = time.Unix(0, r.nanos())
-	stats.VUs = cfg.VUs
+	stats.VUs = len(r.vus)
 	stats.Iterations = r.started.Load()
 	if cfg.Iterations > 0 {
 		stats.Iterations = min(stats.Iterations, cfg.Iterations)
 	}
 	stats.Interrupted = ctx.Err() != nil
-	return stats, firstErr
+	stats.Late = r.late.Load()
+	if sched != nil {
+		stats.Scheduled = sched.scheduled.Load()
+		stats.Dropped = sched.dropped.Load()
+		stats.LagMax = sched.lagMax
+		if n := stats.Scheduled; n > 0 {
+			stats.LagMean = sched.lagSum / time.Duration(n)
+		}
+	}
+	return stats, r.runErr
+}
+
+// spawn starts a VU. Closed-model VUs walk iterations themselves; a VU of
+// an open model waits for the scheduler's slots.
+func (r *run) spawn() *vu {
+	r.vusMu.Lock()
+	v := newVU(r, len(r.vus))
+	r.vus = append(r.vus, v)
+	r.vusMu.Unlock()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		var err error
+		if r.idle != nil {
+			err = v.serve()
+		} else {
+			err = v.run()
+		}
+		if err != nil {
+			r.errMu.Lock()
+			if r.runErr == nil {
+				r.runErr = err
+			}
+			r.errMu.Unlock()
+		}
+	}()
+	return v
+}
+
+// dispatch hands s to an idle VU, growing the pool up to MaxVUs; false
+// means the iteration is dropped. Called by the scheduler only.
+func (r *run) dispatch(s slot) bool {
+	var v *vu
+	select {
+	case v = <-r.idle:
+	default:
+		r.vusMu.Lock()
+		n := len(r.vus)
+		r.vusMu.Unlock()
+		if n >= r.cfg.MaxVUs {
+			return false
+		}
+		v = r.spawn()
+	}
+	r.started.Add(1)
+	v.work <- s
+	return true
+}
+
+// endWork tells every VU of an open model that no more slots will come.
+func (r *run) endWork() {
+	r.vusMu.Lock()
+	defer r.vusMu.Unlock()
+	for _, v := range r.vus {
+		close(v.work)
+	}
+}
+
+// newScheduler builds the scheduler of an open model.
+func (r *run) newScheduler() (*scheduler, int, error) {
+	cfg := r.cfg
+	n := int64(r.file.Iterations())
+	s := &scheduler{clock: cfg.Clock, stop: r.stopCh, dispatch: r.dispatch, lateAfter: cfg.LateAfter}
+	limit := func(k int64) bool { return cfg.Iterations == 0 || k < cfg.Iterations }
+	if cfg.Model == Rate {
+		s.pacer = NewRatePacer(cfg.Rate, cfg.Stages, cfg.Duration)
+		s.iteration = func(k int64) (int, bool) {
+			if !limit(k) || (cfg.Walk == Once && k >= n) {
+				return 0, false
+			}
+			return int(k % n), true
+		}
+		return s, 0, nil
+	}
+	order, offsets, outOfOrder, err := recordedOrder(r.file, cfg.Speed)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.pacer = NewRecordedPacer(offsets, cfg.Walk == Loop, cfg.Duration)
+	s.iteration = func(k int64) (int, bool) {
+		if !limit(k) {
+			return 0, false
+		}
+		return order[k%n], true
+	}
+	return s, outOfOrder, nil
+}
+
+// recordedOrder sorts the iterations by the recorded time of their first
+// pair and returns their offsets from the earliest, divided by speed, and
+// how many iterations the file lists out of time order.
+func recordedOrder(f *rrpair.File, speed float64) (order []int, offsets []time.Duration, outOfOrder int, err error) {
+	n := f.Iterations()
+	ts := make([]int64, n)
+	c := f.NewCursor()
+	var p rrpair.Pair
+	for k := 0; k < n; k++ {
+		if err := c.Decode(f.PairOf(k, 0), &p); err != nil {
+			return nil, nil, 0, err
+		}
+		t, ok := p.UnixNano()
+		if !ok {
+			return nil, nil, 0, fmt.Errorf("--pace recorded: %s:%d: no ts to pace by (want RFC 3339, got %q)", f.Name(), p.Line, p.TS)
+		}
+		ts[k] = t
+		if k > 0 && t < ts[k-1] {
+			outOfOrder++
+		}
+	}
+	order = make([]int, n)
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case ts[a] < ts[b]:
+			return -1
+		case ts[a] > ts[b]:
+			return 1
+		}
+		return 0
+	})
+	offsets = make([]time.Duration, n)
+	first := ts[order[0]]
+	for i, k := range order {
+		offsets[i] = time.Duration(float64(ts[k]-first) / speed)
+	}
+	return order, offsets, outOfOrder, nil
+}
+
+// rampVUs follows the VU stages of the closed model: VU i runs while
+// i < the stage target, checked every 100ms.
+func (r *run) rampVUs() {
+	sleep := r.cfg.Clock.NewSleeper()
+	for {
+		elapsed := r.cfg.Clock.Now().Sub(r.base)
+		r.active.Store(int64(VUTarget(r.cfg.VUs, r.cfg.Stages, elapsed)))
+		if elapsed >= StagesDuration(r.cfg.Stages) {
+			return
+		}
+		if !sleep.Sleep(100*time.Millisecond, r.stopCh) {
+			return
+		}
+	}
 }
 
 // nanos is the run's clock in Unix nanoseconds, monotonic from base.
 func (r *run) nanos() int64 {
-	return r.baseUnix + int64(r.cfg.Now().Sub(r.base))
+	return r.baseUnix + int64(r.cfg.Clock.Now().Sub(r.base))
 }
 
-// nextIteration hands VU v its next iteration, or false when it is done.
+// nextIteration hands closed-model VU v its next iteration, or false when
+// it is done.
 func (r *run) nextIteration(v *vu) (int, bool) {
 	if r.stopping.Load() {
 		return 0, false

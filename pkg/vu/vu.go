@@ -29,6 +29,9 @@ type vu struct {
 	start  int // Loop: first iteration
 	walked int // Loop: iterations walked so far
 
+	work  chan slot // open models: iterations from the scheduler
+	sleep Sleeper   // waits for due times
+
 	cur  *rrpair.Cursor
 	pair rrpair.Pair
 	resp fasthttp.Response
@@ -76,7 +79,10 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 func newVU(r *run, id int) *vu {
-	v := &vu{r: r, id: id, cur: r.file.NewCursor()}
+	v := &vu{r: r, id: id, cur: r.file.NewCursor(), sleep: r.cfg.Clock.NewSleeper()}
+	if r.idle != nil {
+		v.work = make(chan slot, 1)
+	}
 	v.start = int(int64(id) * int64(r.file.Iterations()) / int64(r.cfg.VUs))
 	v.br = bufio.NewReaderSize(&v.cr, readBuffer)
 	// No TCP keep-alive probes: a VU's connection is busy or closed, and
@@ -85,33 +91,103 @@ func newVU(r *run, id int) *vu {
 	return v
 }
 
-// run walks iterations until there are none left or the run stops.
+// run walks iterations until there are none left or the run stops: the
+// closed model.
 func (v *vu) run() error {
 	defer v.closeConn()
 	for {
+		if !v.waitActive() {
+			return nil
+		}
 		k, ok := v.r.nextIteration(v)
 		if !ok {
 			return nil
 		}
-		v.cur.Start(k)
-		for !v.r.stopping.Load() {
-			more, err := v.cur.Next(&v.pair)
-			if err != nil {
-				return err
-			}
-			if !more {
-				break
-			}
-			v.do()
+		if err := v.iteration(k, 0); err != nil {
+			return err
 		}
 	}
 }
 
-// do sends the current pair's request and records the result.
-func (v *vu) do() {
+// waitActive holds a closed-model VU beyond the current VU stage target
+// until the target reaches it; false when the run stops.
+func (v *vu) waitActive() bool {
+	for int64(v.id) >= v.r.active.Load() {
+		if v.r.stopping.Load() || !v.sleep.Sleep(10*time.Millisecond, v.r.stopCh) {
+			return false
+		}
+	}
+	return !v.r.stopping.Load()
+}
+
+// serve runs the iterations the scheduler hands this VU: the open models.
+func (v *vu) serve() error {
+	defer v.closeConn()
+	for s := range v.work {
+		if err := v.iteration(s.iter, s.due); err != nil {
+			return err
+		}
+		v.r.idle <- v // never blocks: it holds room for every VU
+	}
+	return nil
+}
+
+// iteration runs iteration k: its requests in order, each after the
+// previous answer. firstDue is when its first request is due (0: now).
+// Later requests are due at the previous answer, plus the recorded gap
+// with Think, or at their recorded time under recorded pacing; a VU waits
+// for a due time still ahead, and a request begun more than LateAfter past
+// its due time is late. Latency runs from the due time.
+func (v *vu) iteration(k int, firstDue int64) error {
 	r, cfg := v.r, v.r.cfg
-	res := Result{VU: uint32(v.id), Endpoint: v.pair.Endpoint, Downgraded: v.pair.IsHTTP2()}
-	res.Due = r.nanos()
+	v.cur.Start(k)
+	var prevEnd, prevTS, firstTS int64
+	var prevDur time.Duration
+	for j := 0; !r.stopping.Load(); j++ {
+		more, err := v.cur.Next(&v.pair)
+		if err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+		ts, hasTS := int64(0), false
+		if cfg.Model == Recorded || cfg.Think {
+			ts, hasTS = v.pair.UnixNano()
+		}
+		now := r.nanos()
+		due := now
+		switch {
+		case j == 0 && firstDue != 0:
+			due, firstTS = firstDue, ts
+		case j == 0:
+			firstTS = ts
+		case cfg.Model == Recorded && hasTS:
+			due = firstDue + int64(float64(ts-firstTS)/cfg.Speed)
+		case cfg.Think && hasTS && prevTS != 0:
+			gap := time.Duration(ts-prevTS) - prevDur
+			due = prevEnd + int64(float64(max(gap, 0))/cfg.Speed)
+		case cfg.Model != Closed:
+			due = prevEnd
+		}
+		if due > now && !v.sleep.Sleep(time.Duration(due-now), r.stopCh) {
+			return nil
+		}
+		if begin := r.nanos(); begin-due > int64(cfg.LateAfter) {
+			r.late.Add(1)
+		}
+		prevEnd = v.do(due)
+		prevTS = ts
+		prevDur, _ = v.pair.RecordedDuration()
+	}
+	return nil
+}
+
+// do sends the current pair's request, due at due, records the result and
+// returns when it ended.
+func (v *vu) do(due int64) int64 {
+	r, cfg := v.r, v.r.cfg
+	res := Result{VU: uint32(v.id), Endpoint: v.pair.Endpoint, Downgraded: v.pair.IsHTTP2(), Due: due}
 	defer func() { r.pool.Sink.Record(res) }()
 
 	req := &v.pair.Req
@@ -119,7 +195,7 @@ func (v *vu) do() {
 		if err := rw.Rewrite(v.id, req, &v.pair); err != nil {
 			res.Err = ErrOther
 			res.Sent, res.End = r.nanos(), r.nanos()
-			return
+			return res.End
 		}
 	}
 	https, addr, name, host := v.destination(req)
@@ -127,7 +203,7 @@ func (v *vu) do() {
 		res.Err = kind
 		res.End = r.nanos()
 		res.Sent = res.End
-		return
+		return res.End
 	}
 	c := v.c
 
@@ -158,7 +234,7 @@ func (v *vu) do() {
 		res.Err = v.classify(err, err)
 		res.End = r.nanos()
 		v.closeConn()
-		return
+		return res.End
 	}
 
 	v.resp.Reset()
@@ -170,7 +246,7 @@ func (v *vu) do() {
 	if err != nil {
 		res.Err = v.classify(v.cr.err, err)
 		v.closeConn()
-		return
+		return res.End
 	}
 	res.Status = uint16(v.resp.StatusCode())
 	h := &v.resp.Header
@@ -180,6 +256,7 @@ func (v *vu) do() {
 	for _, o := range r.pool.Observers {
 		o.Observe(v.id, &v.pair, &v.resp)
 	}
+	return res.End
 }
 
 // destination says where req goes: over TLS or not, the dial address, the

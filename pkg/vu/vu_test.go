@@ -403,7 +403,10 @@ func TestConfigValidate(t *testing.T) {
 		{"target with path", Config{VUs: 1, Target: "http://x/api"}, "--target: want only scheme://host[:port]"},
 		{"target not a URL", Config{VUs: 1, Target: "127.0.0.1:8080"}, "--target"},
 		{"keep-host without target", Config{VUs: 1, KeepHost: true}, "--keep-host"},
-		{"duration with once", Config{VUs: 1, Duration: time.Second}, "--duration"},
+		{"max-vus with closed", Config{VUs: 1, MaxVUs: 5}, "--max-vus"},
+		{"rate without a rate", Config{VUs: 1, Model: Rate}, "--rate"},
+		{"think with rate", Config{VUs: 1, Model: Rate, Rate: 5, Think: true}, "--think"},
+		{"max below vus", Config{VUs: 5, MaxVUs: 2, Model: Rate, Rate: 5}, "--max-vus"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
