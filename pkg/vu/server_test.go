@@ -25,8 +25,9 @@ type rawServer struct {
 	// 200 with a small body.
 	respond func(n int64, req []byte) action
 
-	mu    sync.Mutex // guards reqs
+	mu    sync.Mutex // guards reqs and at
 	reqs  [][]byte
+	at    []time.Time // when each request was read
 	conns atomic.Int64
 	count atomic.Int64 // requests read
 	wg    sync.WaitGroup
@@ -71,6 +72,12 @@ func (s *rawServer) requests() [][]byte {
 	return append([][]byte(nil), s.reqs...)
 }
 
+func (s *rawServer) arrivals() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.at...)
+}
+
 func (s *rawServer) accept() {
 	defer s.wg.Done()
 	var conns sync.WaitGroup
@@ -106,6 +113,7 @@ func (s *rawServer) serve(c net.Conn) {
 		n := s.count.Add(1)
 		s.mu.Lock()
 		s.reqs = append(s.reqs, req)
+		s.at = append(s.at, time.Now())
 		s.mu.Unlock()
 		a := action{status: 200, body: "ok"}
 		if s.respond != nil {
