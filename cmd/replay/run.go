@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/replay-dev/replay/pkg/report"
@@ -20,17 +21,79 @@ import (
 type loadOptions struct {
 	target     string
 	vus        int
+	maxVUs     int
 	duration   time.Duration
 	iterations int64
 	mode       string
+	rate       string
+	stages     string
+	pace       string
+	speed      float64
+	think      string
+	lateAfter  time.Duration
 }
 
 func (o *loadOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.StringVar(&o.target, "target", "", "send every request to `URL` (scheme://host[:port]) instead of its recorded host")
-	fs.IntVar(&o.vus, "vus", vus, "virtual users: each runs iterations back to back on its own connection")
-	fs.DurationVar(&o.duration, "duration", 0, "walk the file round and round for this long (implies --mode loop)")
+	fs.IntVar(&o.vus, "vus", vus, "virtual users, each on its own connection: the closed model's users, an open model's starting pool")
+	fs.IntVar(&o.maxVUs, "max-vus", 0, "with --rate or --pace recorded: the pool may grow to this many VUs; beyond, due iterations are dropped (default max(--vus, 1000))")
+	fs.DurationVar(&o.duration, "duration", 0, "issue for this long, walking the file round and round (implies --mode loop)")
 	fs.Int64Var(&o.iterations, "iterations", 0, "stop after this many iterations in total (implies --mode loop)")
 	fs.StringVar(&o.mode, "mode", "", "file walk: once (every iteration once, the default without --duration) or loop")
+	fs.StringVar(&o.rate, "rate", "", "arrival rate: start iterations at `R`/s (or R/m) on a clock, whatever the SUT does")
+	fs.StringVar(&o.stages, "stages", "", "ramp the --rate, or the --vus without --rate: `LIST` of DURATION:TARGET (ramp) and TARGET@DURATION (hold)")
+	fs.StringVar(&o.pace, "pace", "", "recorded: send each request at its recorded time (ts) / --speed, on one timeline")
+	fs.Float64Var(&o.speed, "speed", 1, "with --pace recorded or --think recorded: divide recorded times by this factor")
+	fs.StringVar(&o.think, "think", "", "recorded: in the closed model, wait a session's recorded gaps between requests")
+	fs.DurationVar(&o.lateAfter, "late-after", vu.DefaultLateAfter, "count a request begun more than this after it was due as late")
+}
+
+// model resolves the load model and its parameters from the flags.
+func (o *loadOptions) model(cfg *vu.Config) error {
+	switch o.pace {
+	case "", "closed":
+	case "recorded":
+		cfg.Model = vu.Recorded
+	default:
+		return flagError("--pace", "recorded", o.pace)
+	}
+	switch o.think {
+	case "", "none":
+	case "recorded":
+		cfg.Think = true
+	default:
+		return flagError("--think", "recorded or none", o.think)
+	}
+	if o.rate != "" || rateStages(o.stages) {
+		if cfg.Model == vu.Recorded {
+			return fmt.Errorf("--rate: choose an arrival rate or --pace recorded, not both")
+		}
+		cfg.Model = vu.Rate
+		if o.rate != "" {
+			r, err := vu.ParseRate(o.rate)
+			if err != nil {
+				return fmt.Errorf("--rate: %w", err)
+			}
+			cfg.Rate = r
+		}
+	}
+	if o.stages != "" {
+		st, err := vu.ParseStages(o.stages, cfg.Model == vu.Rate)
+		if err != nil {
+			return fmt.Errorf("--stages: %w", err)
+		}
+		cfg.Stages = st
+	}
+	if o.speed <= 0 {
+		return fmt.Errorf("--speed: want a positive factor such as 2, got %v", o.speed)
+	}
+	cfg.Speed, cfg.MaxVUs, cfg.LateAfter = o.speed, o.maxVUs, o.lateAfter
+	return nil
+}
+
+// rateStages reports whether a stage list speaks of rates (a "/" unit).
+func rateStages(stages string) bool {
+	return strings.Contains(stages, "/")
 }
 
 // walk resolves --mode: explicit, else loop when a duration or an
@@ -87,6 +150,9 @@ func (o *runOptions) config(log zerolog.Logger) (vu.Config, error) {
 		Target: o.load.target, KeepHost: o.keepHost, NoConnectionReuse: o.noReuse,
 		Timeout: o.timeout, Grace: o.grace, Insecure: o.insecure, Log: log,
 	}
+	if err := o.load.model(&cfg); err != nil {
+		return cfg, err
+	}
 	if o.timeout <= 0 {
 		return cfg, fmt.Errorf("--timeout: want a positive duration, got %v", o.timeout)
 	}
@@ -98,17 +164,43 @@ func newRunCmd(io stdio, logger func() (zerolog.Logger, error)) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run -f FILE [flags]",
 		Short: "Replay a traffic file against a target and report",
-		Long: `Replay the RRPair JSON Lines in FILE ("-" for standard input) with --vus
-virtual users, each on its own connection. Every line is validated before
-anything is sent. Without --duration or --iterations every iteration (a
-session, or a pair without one) runs once; with them, each VU walks the file
-round and round from a staggered start.
+		Long: `Replay the RRPair JSON Lines in FILE ("-" for standard input). Every line is
+validated before anything is sent. An iteration is a session (pairs sharing
+tags.session, in order, each after the previous answer) or a pair alone.
+
+Load models:
+  closed (default)   --vus N: each VU runs iterations back to back.
+  arrival rate       --rate R/s: iterations start on a clock whatever the SUT
+                     does, each on a free VU; the pool grows from --vus up to
+                     --max-vus, and an iteration with no VU free is dropped
+                     and counted.
+  recorded pacing    --pace recorded --speed X: each request is sent at its
+                     recorded time (ts) divided by X, on one timeline; a
+                     session's request still waits for the previous answer.
+Under a rate or recorded pacing, latency runs from when a request was due
+(no coordinated omission); service time, from its first byte written, is
+reported beside it. A request begun more than --late-after past its due time
+is late.
+
+Stages (--stages): a comma-separated list, each item either
+  DURATION:TARGET    ramp linearly from the previous target to TARGET (k6)
+  TARGET@DURATION    step to TARGET and hold it (Knative's --pace 1000:60)
+With --rate (or rate units such as 1000/s) the targets are rates; otherwise
+they are VUs of the closed model. Without --duration the run lasts as long
+as the stages.
+
+File walks: without --duration or --iterations every iteration runs once
+(--mode once); with them, the file is walked round and round (--mode loop).
 
 The text report goes to standard output, logs to standard error, and --out
 writes the summary JSON. SIGINT or SIGTERM stops issuing, lets in-flight
 requests finish within --grace, writes the reports and exits 130 or 143.`,
 		Example: `  replay run -f traffic.jsonl --target http://127.0.0.1:8080 --vus 50 --duration 1m
-  replay run -f traffic.jsonl --target http://127.0.0.1:8080 --iterations 10000 --out result.json
+  replay run -f traffic.jsonl --target http://127.0.0.1:8080 --rate 2000/s --duration 5m --max-vus 500
+  replay run -f traffic.jsonl --target http://127.0.0.1:8080 --rate 0/s --stages 30s:1000/s,2m:1000/s,30s:0/s
+  replay run -f traffic.jsonl --target http://127.0.0.1:8080 --rate 1000/s --stages 1000@60s,1200@60s,1400@60s
+  replay run -f traffic.jsonl --target http://127.0.0.1:8080 --stages 30s:100,1m:100,30s:0
+  replay run -f last-hour.jsonl --target http://127.0.0.1:8080 --pace recorded --speed 10
   cat traffic.jsonl | replay run -f - --target https://staging.internal --insecure`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -160,7 +252,7 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		defer out.Close()
 	}
 
-	log.Info().Str("file", f.Name()).Float64("opened_ms", float64(time.Since(opening).Microseconds())/1000).Int("pairs", f.Len()).Int("iterations", f.Iterations()).
+	log.Info().Str("model", cfg.Model.String()).Str("file", f.Name()).Float64("opened_ms", float64(time.Since(opening).Microseconds())/1000).Int("pairs", f.Len()).Int("iterations", f.Iterations()).
 		Int("vus", cfg.VUs).Str("walk", cfg.Walk.String()).Dur("duration", cfg.Duration).
 		Str("target", cfg.Target).Msg("replaying")
 	if o.cpuprof != "" {
@@ -174,10 +266,17 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	pool := &vu.Pool{File: f, Config: cfg, Sink: rec}
 	st, runErr := pool.Run(ctx)
 	rec.Close()
+	if runErr != nil && st.Started.IsZero() { // refused before the first request
+		return fmt.Errorf("%w\nnothing was sent", runErr)
+	}
 	if st.Interrupted {
 		log.Warn().Msg("stopped by signal: reports cover the requests sent so far")
 	}
-	sum := rec.Summary(report.Meta{Started: st.Started, Model: "closed", VUsMax: st.VUs})
+	sum := rec.Summary(report.Meta{
+		Started: st.Started, Model: cfg.Model.String(), TargetRate: targetRate(&cfg, st), VUsMax: st.VUs,
+		Iterations: st.Iterations, Dropped: st.Dropped, Late: st.Late, LateAfter: cfg.LateAfter,
+		Scheduled: st.Scheduled, LagMean: st.LagMean, LagMax: st.LagMax, OutOfOrder: st.OutOfOrder,
+	})
 
 	if !o.quiet {
 		if err := report.WriteText(io.out, sum); err != nil {
@@ -211,4 +310,22 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// targetRate is the rate an arrival-rate run asked for: --rate, or with
+// stages the iterations due per second of the schedule. Other models have
+// none.
+func targetRate(cfg *vu.Config, st vu.Stats) *float64 {
+	if cfg.Model != vu.Rate {
+		return nil
+	}
+	r := cfg.Rate
+	if len(cfg.Stages) > 0 {
+		span := vu.StagesDuration(cfg.Stages)
+		if cfg.Duration > 0 {
+			span = min(span, cfg.Duration)
+		}
+		r = float64(st.Scheduled) / span.Seconds()
+	}
+	return &r
 }

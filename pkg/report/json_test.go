@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -20,6 +21,7 @@ var summaryKeys = []string{
 	"latency_ms", "service_ms", "status", "errors", "endpoints",
 	"histogram", "service_histogram",
 	"wait_s", "connections", "downgraded", "unsent", "clamped", "status_latency_ms",
+	"iterations", "iteration_rate",
 }
 
 var latencyKeys = []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max"}
@@ -59,18 +61,23 @@ func checkKeys(t *testing.T, what string, v any, want []string) {
 func TestJSONRoundTrip(t *testing.T) {
 	rate := 400.0
 	tests := []struct {
-		name string
-		meta Meta
-		want func(t *testing.T, m map[string]any)
+		name  string
+		meta  Meta
+		extra []string // keys beyond summaryKeys
+		want  func(t *testing.T, m map[string]any)
 	}{
-		{"closed", Meta{Started: t0, Model: "closed", VUsMax: 4}, func(t *testing.T, m map[string]any) {
+		{"closed", Meta{Started: t0, Model: "closed", VUsMax: 4}, nil, func(t *testing.T, m map[string]any) {
 			if v, ok := m["target_rate"]; !ok || v != nil {
 				t.Errorf("target_rate: got %v, want null", v)
 			}
 		}},
-		{"rate", Meta{Started: t0, Model: "rate", TargetRate: &rate, Dropped: 3, Late: 2}, func(t *testing.T, m map[string]any) {
-			if m["target_rate"] != 400.0 || m["dropped"] != 3.0 || m["late"] != 2.0 {
-				t.Errorf("got target_rate %v, dropped %v, late %v; want 400, 3, 2", m["target_rate"], m["dropped"], m["late"])
+		{"rate", Meta{Started: t0, Model: "rate", TargetRate: &rate, Dropped: 3, Late: 2, Scheduled: 103, Iterations: 100, LagMax: 1500 * time.Microsecond}, []string{"schedule"}, func(t *testing.T, m map[string]any) {
+			if m["target_rate"] != 400.0 || m["dropped"] != 3.0 || m["late"] != 2.0 || m["iterations"] != 100.0 {
+				t.Errorf("got target_rate %v, dropped %v, late %v, iterations %v; want 400, 3, 2, 100", m["target_rate"], m["dropped"], m["late"], m["iterations"])
+			}
+			sc := m["schedule"].(map[string]any)
+			if sc["scheduled"] != 103.0 || sc["lag_max_ms"] != 1.5 {
+				t.Errorf("schedule: got %v", sc)
 			}
 		}},
 	}
@@ -78,7 +85,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := record(testEndpoints, fixture()).Summary(tt.meta)
 			m, _ := decodeJSON(t, s)
-			checkKeys(t, "summary", m, summaryKeys)
+			checkKeys(t, "summary", m, append(slices.Clone(summaryKeys), tt.extra...))
 			checkKeys(t, "latency_ms", m["latency_ms"], latencyKeys)
 			checkKeys(t, "service_ms", m["service_ms"], latencyKeys)
 			eps := m["endpoints"].([]any)

@@ -22,7 +22,14 @@ type Meta struct {
 	TargetRate *float64  // requested iterations per second; nil without a rate
 	VUsMax     int       // the most VUs that ran at once
 	Dropped    int64     // iterations an arrival rate could not start
-	Late       int64     // iterations started after their due time
+	Late       int64     // requests begun more than LateAfter after their due time
+	LateAfter  time.Duration
+	Iterations int64 // iterations begun
+	// Open models: iterations that came due, and how late the scheduler
+	// handed them out (what it could not beat on this machine).
+	Scheduled       int64
+	LagMean, LagMax time.Duration
+	OutOfOrder      int // recorded pacing: iterations listed before earlier ones
 }
 
 // Summary is the outcome of a run as plain data: the summary JSON of
@@ -57,6 +64,11 @@ type Summary struct {
 	Unsent      int64 `json:"unsent"`      // requests that put no byte on the wire (connect errors aside)
 	Clamped     int64 `json:"clamped"`     // requests that took over an hour, recorded as one hour
 
+	Iterations    int64     `json:"iterations"`                // iterations begun
+	IterationRate float64   `json:"iteration_rate"`            // Iterations / DurationS: the achieved rate
+	Schedule      *Schedule `json:"schedule,omitempty"`        // open models (rate, recorded)
+	OutOfOrder    int       `json:"ts_out_of_order,omitempty"` // recorded pacing: iterations listed before earlier ones
+
 	Latency       Latency            `json:"latency_ms"`        // End − Due: from when the request was due
 	Service       Latency            `json:"service_ms"`        // End − Sent: from its first byte written
 	Status        map[string]int64   `json:"status"`            // requests answered, by HTTP status: {"202": 119950}
@@ -66,6 +78,20 @@ type Summary struct {
 
 	Histogram        string `json:"histogram"`         // latency, µs, HdrHistogram V2 compressed base64 ("HISTF...")
 	ServiceHistogram string `json:"service_histogram"` // service time, same encoding
+}
+
+// Schedule tells how an open model kept its schedule:
+//
+//	{"scheduled": 20000, "lag_mean_ms": 0.05, "lag_max_ms": 1.2, "late_after_ms": 10}
+//
+// Lag is how long after its due time the scheduler handed an iteration to
+// a VU: the granularity this machine's timers allowed. Latency counts it
+// (it runs from the due time).
+type Schedule struct {
+	Scheduled   int64   `json:"scheduled"` // iterations that came due: iterations + dropped
+	LagMeanMS   float64 `json:"lag_mean_ms"`
+	LagMaxMS    float64 `json:"lag_max_ms"`
+	LateAfterMS float64 `json:"late_after_ms"` // a request begun later than this after due is late
 }
 
 // Latency is a latency distribution in milliseconds, as in
@@ -124,6 +150,8 @@ func (r *Recorder) Summary(m Meta) *Summary {
 		Downgraded:  f.downgraded,
 		Unsent:      f.unsent,
 		Clamped:     f.clamped,
+		Iterations:  m.Iterations,
+		OutOfOrder:  m.OutOfOrder,
 
 		Latency:       latencyOf(f.latency),
 		Service:       latencyOf(f.service),
@@ -153,6 +181,14 @@ func (r *Recorder) Summary(m Meta) *Summary {
 		}
 		if dur+wait > 0 {
 			s.Throughput = float64(f.succeeded) / (float64(dur+wait) / 1e9)
+		}
+		if dur > 0 {
+			s.IterationRate = float64(m.Iterations) / s.DurationS
+		}
+	}
+	if m.Model == "rate" || m.Model == "recorded" {
+		s.Schedule = &Schedule{
+			Scheduled: m.Scheduled, LagMeanMS: durMS(m.LagMean), LagMaxMS: durMS(m.LagMax), LateAfterMS: durMS(m.LateAfter),
 		}
 	}
 
@@ -217,3 +253,5 @@ func latencyOf(h *hdrhistogram.Histogram) Latency {
 
 // msOf converts µs to ms.
 func msOf(us int64) float64 { return float64(us) / 1000 }
+
+func durMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -48,8 +48,14 @@ func WriteText(w io.Writer, s *Summary) error {
 	line("Connections", "[opened, reconnects, VUs]",
 		fmt.Sprintf("%d, %d, %d", s.Connections, s.Reconnects, s.VUsMax))
 	line("Model", "[name, target rate]", formatModel(s.Model, s.TargetRate))
-	if s.Dropped != 0 || s.Late != 0 || s.Model != "closed" {
-		line("Iterations", "[dropped, late]", fmt.Sprintf("%d, %d", s.Dropped, s.Late))
+	line("Iterations", "[begun, rate, dropped, late requests]",
+		fmt.Sprintf("%d, %.2f/s, %d, %d", s.Iterations, s.IterationRate, s.Dropped, s.Late))
+	if sc := s.Schedule; sc != nil {
+		line("Schedule", "[due, lag mean, lag max]",
+			fmt.Sprintf("%d, %s, %s", sc.Scheduled, formatMillis(sc.LagMeanMS), formatMillis(sc.LagMaxMS)))
+	}
+	if s.OutOfOrder != 0 {
+		line("Out of order", "[iterations listed before earlier ts]", strconv.Itoa(s.OutOfOrder))
 	}
 	if s.Downgraded != 0 {
 		line("Downgraded", "[HTTP/2 sent as HTTP/1.1]", strconv.FormatInt(s.Downgraded, 10))

@@ -21,6 +21,8 @@ func rateSummary() *Summary {
 		Dropped: 3, Late: 12, Reconnects: 2, VUsMax: 50,
 		BytesIn: 24000, BytesOut: 1_536_000,
 		Connections: 52, Downgraded: 7, Unsent: 1, Clamped: 1,
+		Iterations: 1197, IterationRate: 399, OutOfOrder: 4,
+		Schedule: &Schedule{Scheduled: 1200, LagMeanMS: 0.061, LagMaxMS: 1.25, LateAfterMS: 10},
 		Latency: Latency{Min: 0.21, Mean: 1.134, P50: 0.987, P90: 1.81, P95: 2.3, P99: 4.93, P999: 12.05, Max: 3_600_000},
 		Service: Latency{Min: 0.18, Mean: 0.9, P50: 0.85, P90: 1.5, P95: 2, P99: 4, P999: 11, Max: 61_234},
 		Status:  map[string]int64{"202": 1100, "200": 94, "500": 4},

@@ -69,10 +69,9 @@ func parseStage(item string, rates bool) (Stage, error) {
 	if rates {
 		v, err = ParseRate(strings.TrimSpace(target))
 	} else {
-		var n int
-		n, err = strconv.Atoi(strings.TrimSpace(target))
-		if err == nil && n < 0 {
-			err = fmt.Errorf("want a number of VUs ≥ 0, got %d", n)
+		n, aerr := strconv.Atoi(strings.TrimSpace(target))
+		if aerr != nil || n < 0 {
+			err = fmt.Errorf("want a number of VUs ≥ 0 (or a rate with a unit, such as 100/s), got %q", target)
 		}
 		v = float64(n)
 	}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRateRunReportsItsSchedule(t *testing.T) {
+	srv := newSUT(t, 0, 202)
+	out := filepath.Join(t.TempDir(), "summary.json")
+	r := runMain(t, context.Background(), "", "run", "-f", trafficFile(t, 20), "--target", srv.URL,
+		"--rate", "100/s", "--duration", "1s", "--out", out, "--log-level", "warn")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	s := readSummary(t, out)
+	if s["model"] != "rate" || s["target_rate"] != 100.0 {
+		t.Errorf("model %v, target_rate %v; want rate, 100", s["model"], s["target_rate"])
+	}
+	sched, _ := s["schedule"].(map[string]any)
+	if sched["scheduled"] != 100.0 || num(s, "iterations") != 100 || num(s, "dropped") != 0 {
+		t.Errorf("schedule %v, iterations %v, dropped %v; want 100 due and begun", sched, s["iterations"], s["dropped"])
+	}
+	for _, want := range []string{"Model         [name, target rate]                     rate, 100.00/s", "Schedule", "Service time"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func TestRecordedPacingRun(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	var b strings.Builder
+	for i := 0; i < 5; i++ {
+		ts := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC).Add(time.Duration(i) * 100 * time.Millisecond)
+		fmt.Fprintf(&b, `{"ts":%q,"http":{"req":{"method":"GET","uri":"/r/%d","host":"x"}}}`+"\n", ts.Format(time.RFC3339Nano), i)
+	}
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	os.WriteFile(path, []byte(b.String()), 0o644)
+	out := filepath.Join(t.TempDir(), "summary.json")
+	start := time.Now()
+	r := runMain(t, context.Background(), "", "run", "-f", path, "--target", srv.URL, "--pace", "recorded", "--speed", "2", "--out", out, "-q")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if took := time.Since(start); took < 200*time.Millisecond || took > 3*time.Second {
+		t.Errorf("400ms of recording at speed 2 took %v, want about 200ms", took)
+	}
+	if s := readSummary(t, out); s["model"] != "recorded" || num(s, "requests") != 5 {
+		t.Errorf("got model %v, requests %v", s["model"], s["requests"])
+	}
+}
+
+func TestLoadFlagsRejectedBeforeTraffic(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	good := trafficFile(t, 3)
+	noTS := trafficFile(t, 2)
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad rate", []string{"--rate", "fast"}, "--rate: want a rate such as 2000/s"},
+		{"bad stage", []string{"--rate", "10/s", "--stages", "10s:100/s,oops"}, `--stages: stage 2 "oops"`},
+		{"bad VU stage", []string{"--stages", "10s:x"}, "--stages: stage 1"},
+		{"rate and pace", []string{"--rate", "10/s", "--pace", "recorded"}, "not both"},
+		{"bad pace", []string{"--pace", "fast"}, "--pace: want recorded"},
+		{"bad think", []string{"--think", "long"}, "--think"},
+		{"think with rate", []string{"--rate", "5/s", "--think", "recorded"}, "--think"},
+		{"max-vus below vus", []string{"--rate", "5/s", "--vus", "10", "--max-vus", "2"}, "--max-vus"},
+		{"max-vus closed", []string{"--max-vus", "2"}, "--max-vus"},
+		{"zero speed", []string{"--pace", "recorded", "--speed", "0"}, "--speed"},
+		{"pace without ts", []string{"--pace", "recorded", "-f", noTS}, "no ts to pace by"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"run", "-f", good, "--target", srv.URL}, tt.args...)
+			r := runMain(t, context.Background(), "", args...)
+			if r.code != 1 || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 1 and %q", r.code, r.stderr, tt.want)
+			}
+			if n := srv.count.Load(); n != 0 {
+				t.Fatalf("the SUT received %d requests", n)
+			}
+		})
+	}
+}
