@@ -3,6 +3,7 @@ package vu
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -39,6 +40,39 @@ func BenchmarkRequest(b *testing.B) {
 			b.ResetTimer()
 			if _, err := p.Run(context.Background()); err != nil {
 				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// BenchmarkRateAccuracy runs --rate R --duration 2s against a loopback
+// server and reports the iterations begun as a fraction of R·D (want 1
+// within 1%), the dropped ones and the scheduler's worst lag. Each op is a
+// whole 2s run: use -benchtime 1x.
+func BenchmarkRateAccuracy(b *testing.B) {
+	for _, rate := range []float64{1000, 5000, 20000} {
+		b.Run(fmt.Sprintf("%.0f/s", rate), func(b *testing.B) {
+			srv, err := loopback.NewCanned(loopback.Accepted202)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Close()
+			f := openLines(b, line("GET", "/", "", nil))
+			const d = 2 * time.Second
+			for b.Loop() {
+				p := &Pool{File: f, Sink: nopSink{}, Config: Config{
+					Model: Rate, Rate: rate, VUs: 50, MaxVUs: 500, Walk: Loop, Duration: d,
+					Target: srv.URL(), Log: zerolog.Nop(), Timeout: 10 * time.Second,
+				}}
+				st, err := p.Run(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				want := rate * d.Seconds()
+				b.ReportMetric(float64(st.Iterations)/want, "delivered/expected")
+				b.ReportMetric(float64(st.Dropped), "dropped")
+				b.ReportMetric(float64(st.LagMax.Microseconds())/1000, "lag-max-ms")
+				b.ReportMetric(float64(st.LagMean.Microseconds())/1000, "lag-mean-ms")
 			}
 		})
 	}
