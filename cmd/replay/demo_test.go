@@ -34,7 +34,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("status %s was never recorded", code)
 		}
 	}
-	for _, want := range []string{"POST /events", "GET /users/{id}/feed", "Latencies"} {
+	for _, want := range []string{"POST /events", "GET /users/{id}/feed", "Latency       [from due"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, r.stdout)
 		}

@@ -111,7 +111,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if sum["vus_max"].(float64) != 4 {
 		t.Errorf("vus_max: got %v, want 4", sum["vus_max"])
 	}
-	for _, want := range []string{"Requests", "Latencies", "202:50", "POST /events/{id}"} {
+	for _, want := range []string{"Requests", "Latency       [from due", "202:50", "POST /events/{id}"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("text report lacks %q:\n%s", want, r.stdout)
 		}

@@ -18,7 +18,7 @@ import (
 //
 //	Requests      [total, rate, throughput]               1200, 400.00, 399.10
 //	Duration      [total, issuing, wait]                  3s, 3s, 1.2ms
-//	Latencies     [min, mean, 50, 90, 95, 99, 99.9, max]  210µs, 1.1ms, ...
+//	Latency       [from due: min, mean, 50, 90, 95, 99, 99.9, max]  210µs, 1.1ms, ...
 //	...
 //	Endpoints
 //	  name           requests      ok%    p50    p90    p99    max  status
@@ -38,8 +38,8 @@ func WriteText(w io.Writer, s *Summary) error {
 		fmt.Sprintf("%d, %.2f, %.2f", s.Requests, s.RPS, s.Throughput))
 	line("Duration", "[total, issuing, wait]",
 		fmt.Sprintf("%s, %s, %s", formatSeconds(s.DurationS+s.WaitS), formatSeconds(s.DurationS), formatSeconds(s.WaitS)))
-	line("Latencies", "[min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(s.Latency))
-	line("Service time", "[min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(s.Service))
+	line("Latency", "[from due: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(s.Latency))
+	line("Service time", "[from sent: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(s.Service))
 	line("Bytes In", "[total, mean]", formatByteTotals(s.BytesIn, s.Requests))
 	line("Bytes Out", "[total, mean]", formatByteTotals(s.BytesOut, s.Requests))
 	line("Success", "[ratio]", formatPercent(s.Succeeded, s.Requests))
