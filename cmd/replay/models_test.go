@@ -89,3 +89,22 @@ func TestLoadFlagsRejectedBeforeTraffic(t *testing.T) {
 		})
 	}
 }
+
+// TestStagesWalkTheFileInALoop: stages say how long the run lasts, so a
+// short file is walked round and round for them.
+func TestStagesWalkTheFileInALoop(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	out := filepath.Join(t.TempDir(), "summary.json")
+	start := time.Now()
+	r := runMain(t, context.Background(), "", "run", "-f", trafficFile(t, 3), "--target", srv.URL,
+		"--rate", "0/s", "--stages", "200/s@500ms", "--out", out, "-q")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if took := time.Since(start); took < 450*time.Millisecond || took > 3*time.Second {
+		t.Errorf("a 500ms stage took %v", took)
+	}
+	if s := readSummary(t, out); num(s, "iterations") != 100 {
+		t.Errorf("iterations: got %v, want 100 (200/s for 500ms over a 3-iteration file)", s["iterations"])
+	}
+}

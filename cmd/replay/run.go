@@ -37,7 +37,7 @@ func (o *loadOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.StringVar(&o.target, "target", "", "send every request to `URL` (scheme://host[:port]) instead of its recorded host")
 	fs.IntVar(&o.vus, "vus", vus, "virtual users, each on its own connection: the closed model's users, an open model's starting pool")
 	fs.IntVar(&o.maxVUs, "max-vus", 0, "with --rate or --pace recorded: the pool may grow to this many VUs; beyond, due iterations are dropped (default max(--vus, 1000))")
-	fs.DurationVar(&o.duration, "duration", 0, "issue for this long, walking the file round and round (implies --mode loop)")
+	fs.DurationVar(&o.duration, "duration", 0, "issue for this long, walking the file round and round (implies --mode loop, as --iterations and --stages do)")
 	fs.Int64Var(&o.iterations, "iterations", 0, "stop after this many iterations in total (implies --mode loop)")
 	fs.StringVar(&o.mode, "mode", "", "file walk: once (every iteration once, the default without --duration) or loop")
 	fs.StringVar(&o.rate, "rate", "", "arrival rate: start iterations at `R`/s (or R/m) on a clock, whatever the SUT does")
@@ -96,8 +96,8 @@ func rateStages(stages string) bool {
 	return strings.Contains(stages, "/")
 }
 
-// walk resolves --mode: explicit, else loop when a duration or an
-// iteration count is given, else once.
+// walk resolves --mode: explicit, else loop when a duration, an iteration
+// count or stages say how long to run, else once.
 func (o *loadOptions) walk() (vu.Walk, error) {
 	if o.mode != "" {
 		w, err := vu.ParseWalk(o.mode)
@@ -106,7 +106,7 @@ func (o *loadOptions) walk() (vu.Walk, error) {
 		}
 		return w, nil
 	}
-	if o.duration > 0 || o.iterations > 0 {
+	if o.duration > 0 || o.iterations > 0 || o.stages != "" {
 		return vu.Loop, nil
 	}
 	return vu.Once, nil
