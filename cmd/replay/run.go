@@ -124,6 +124,13 @@ type runOptions struct {
 	out      string
 	quiet    bool
 	cpuprof  string
+	dryRun   int
+	hostMap  []string
+	ca       string
+	cert     string
+	key      string
+	sni      string
+	maxConn  time.Duration
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
@@ -135,6 +142,13 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.DurationVar(&o.grace, "grace", vu.DefaultGrace, "after the stop, how long in-flight requests may finish")
 	fs.StringVar(&o.out, "out", "", "write the summary JSON to `FILE`")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "do not print the text report")
+	fs.IntVar(&o.dryRun, "dry-run", 0, "print the first `N` requests exactly as they would go on the wire, and send nothing")
+	fs.StringArrayVar(&o.hostMap, "host-map", nil, "send a recorded host elsewhere: `HOST=URL` (repeatable), or @FILE of such lines; unmapped hosts go to --target")
+	fs.StringVar(&o.ca, "ca", "", "trust the certificate authorities in this PEM `FILE` (instead of the system's)")
+	fs.StringVar(&o.cert, "cert", "", "client certificate, PEM `FILE` (with --key)")
+	fs.StringVar(&o.key, "key", "", "client certificate key, PEM `FILE` (with --cert)")
+	fs.StringVar(&o.sni, "server-name", "", "TLS server `NAME` to send (SNI) and verify, instead of the host dialed")
+	fs.DurationVar(&o.maxConn, "max-conn-duration", 0, "close and reopen a VU's connection once it is this old, to spread load over the pods behind a Service")
 	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a Go CPU profile of the run to `FILE` (for developers)")
 	fs.MarkHidden("cpuprofile")
 }
@@ -149,9 +163,18 @@ func (o *runOptions) config(log zerolog.Logger) (vu.Config, error) {
 		VUs: o.load.vus, Walk: walk, Duration: o.load.duration, Iterations: o.load.iterations,
 		Target: o.load.target, KeepHost: o.keepHost, NoConnectionReuse: o.noReuse,
 		Timeout: o.timeout, Grace: o.grace, Insecure: o.insecure, Log: log,
+		CA: o.ca, Cert: o.cert, Key: o.key, ServerName: o.sni, MaxConnDuration: o.maxConn,
 	}
 	if err := o.load.model(&cfg); err != nil {
 		return cfg, err
+	}
+	hostMap, err := parseHostMap(o.hostMap)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.HostMap = hostMap
+	if o.dryRun < 0 {
+		return cfg, fmt.Errorf("--dry-run: want a number of requests ≥ 1, got %d", o.dryRun)
 	}
 	if o.timeout <= 0 {
 		return cfg, fmt.Errorf("--timeout: want a positive duration, got %v", o.timeout)
@@ -244,6 +267,10 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		return fmt.Errorf("%w\nnothing was sent", err)
 	}
 	defer f.Close()
+	if o.dryRun > 0 {
+		pool := &vu.Pool{File: f, Config: cfg}
+		return pool.DryRun(io.out, o.dryRun)
+	}
 	var out *os.File
 	if o.out != "" {
 		if out, err = os.Create(o.out); err != nil {
@@ -328,4 +355,40 @@ func targetRate(cfg *vu.Config, st vu.Stats) *float64 {
 		r = float64(st.Scheduled) / span.Seconds()
 	}
 	return &r
+}
+
+// parseHostMap reads --host-map values: HOST=URL, or @FILE holding such
+// lines (blank lines and # comments skipped).
+func parseHostMap(values []string) (map[string]string, error) {
+	m := map[string]string{}
+	add := func(where, entry string) error {
+		host, url, ok := strings.Cut(entry, "=")
+		if !ok || host == "" || url == "" {
+			return fmt.Errorf("--host-map %s: want HOST=URL such as api.prod:443=http://127.0.0.1:8080, got %q", where, entry)
+		}
+		m[host] = url
+		return nil
+	}
+	for _, v := range values {
+		if !strings.HasPrefix(v, "@") {
+			if err := add("", v); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		data, err := os.ReadFile(v[1:])
+		if err != nil {
+			return nil, fmt.Errorf("--host-map: %w", err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if err := add(fmt.Sprintf("%s:%d", v[1:], i+1), line); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
 }

@@ -95,6 +95,7 @@ type File struct {
 	iterPairs []uint32
 	sessions  int
 	endpoints []string
+	hosts     []string // distinct recorded hosts, in order of first appearance
 }
 
 // Open maps and validates the file at path. Every line is checked before
@@ -182,6 +183,7 @@ func (f *File) index(opt Options) error {
 	var epNames []string         // provisional id -> name
 	var epCounts []int           // provisional id -> pairs
 	sessionIter := map[string]uint32{}
+	hostSeen := map[string]bool{}
 	iters := uint32(0)
 	var name []byte
 
@@ -249,6 +251,11 @@ func (f *File) index(opt Options) error {
 		}
 		if int(id) < len(epCounts) {
 			epCounts[id]++
+		}
+
+		if !hostSeen[string(p.Req.Host)] {
+			hostSeen[string(p.Req.Host)] = true
+			f.hosts = append(f.hosts, string(p.Req.Host))
 		}
 
 		ref := pairRef{off: int64(start), line: uint32(line), endpoint: id}
@@ -390,6 +397,11 @@ func (f *File) PairOf(k, j int) int {
 	}
 	return int(f.iterPairs[int(f.iterStart[k])+j])
 }
+
+// Hosts are the distinct recorded hosts (http.req.host, or the host of an
+// absolute URI), in order of first appearance; "" stands for pairs without
+// one.
+func (f *File) Hosts() []string { return f.hosts }
 
 // Endpoints is the endpoint table: names in order of frequency in the file,
 // at most MaxEndpoints of them, then OtherEndpoint if any pair is beyond.

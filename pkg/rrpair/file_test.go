@@ -443,3 +443,15 @@ func TestUnixNanoAgreesWithTimeParse(t *testing.T) {
 		}
 	}
 }
+
+func TestHosts(t *testing.T) {
+	f := mustOpen(t, strings.Join([]string{
+		`{"http":{"req":{"method":"GET","uri":"/a","host":"b:1"}}}`,
+		`{"http":{"req":{"method":"GET","uri":"http://a:2/x"}}}`,
+		`{"http":{"req":{"method":"GET","uri":"/c","host":"b:1"}}}`,
+		`{"http":{"req":{"method":"GET","uri":"/d"}}}`,
+	}, "\n"))
+	if got := strings.Join(f.Hosts(), ","); got != "b:1,a:2," {
+		t.Errorf("got %q, want b:1,a:2, and the empty host", got)
+	}
+}

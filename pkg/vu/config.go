@@ -7,10 +7,12 @@ package vu
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -91,6 +93,9 @@ type Config struct {
 	// Target, "scheme://host[:port]", replaces the recorded scheme and host.
 	// Empty: each pair goes to its recorded host, over l7protocol's scheme.
 	Target string
+	// HostMap sends each recorded host (as in http.req.host) to its own
+	// "scheme://host[:port]"; a host it lacks goes to Target.
+	HostMap map[string]string
 	// KeepHost sends the recorded Host header instead of the target's host.
 	KeepHost bool
 	// NoConnectionReuse opens a new connection for every request.
@@ -101,6 +106,18 @@ type Config struct {
 	Grace time.Duration
 	// Insecure skips TLS certificate verification.
 	Insecure bool
+	// CA is a PEM file of the certificate authorities to trust (instead of
+	// the system's).
+	CA string
+	// Cert and Key are PEM files of a client certificate and its key.
+	Cert, Key string
+	// ServerName is the TLS server name (SNI, and the name verified),
+	// instead of the host dialed.
+	ServerName string
+	// MaxConnDuration closes a VU's connection once it is this old (at its
+	// next request) and opens a new one, so that load spreads over the pods
+	// behind a Kubernetes Service; each counts as a reconnect. 0: never.
+	MaxConnDuration time.Duration
 	// MaxBody bounds the response body a VU keeps (bytes); a longer
 	// answer fails as "other". 0 means 64 MiB.
 	MaxBody int
@@ -110,8 +127,9 @@ type Config struct {
 	// Log receives the run's own messages (not one per request).
 	Log zerolog.Logger
 
-	target *target
-	tls    *tls.Config
+	target  *target
+	hostMap map[string]*target
+	tls     *tls.Config
 }
 
 // Defaults used by Validate.
@@ -175,9 +193,27 @@ func (c *Config) Validate() error {
 		}
 		c.target = t
 	}
-	if c.KeepHost && c.Target == "" {
-		errs = append(errs, errors.New("--keep-host: only meaningful with --target (without it the recorded host is used)"))
+	if len(c.HostMap) > 0 {
+		c.hostMap = make(map[string]*target, len(c.HostMap))
+		for host, url := range c.HostMap {
+			t, err := parseTarget(url)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("--host-map %s=%s: %w", host, url, err))
+			}
+			c.hostMap[host] = t
+		}
 	}
+	if c.KeepHost && c.Target == "" && len(c.HostMap) == 0 {
+		errs = append(errs, errors.New("--keep-host: only meaningful with --target or --host-map (without them the recorded host is used)"))
+	}
+	if c.MaxConnDuration < 0 {
+		errs = append(errs, fmt.Errorf("--max-conn-duration: want a duration ≥ 0, got %v", c.MaxConnDuration))
+	}
+	tlsCfg, err := c.tlsConfig()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.tls = tlsCfg
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -202,8 +238,33 @@ func (c *Config) Validate() error {
 	if c.Model == Closed && len(c.Stages) > 0 && c.Duration == 0 {
 		c.Duration = StagesDuration(c.Stages)
 	}
-	c.tls = &tls.Config{InsecureSkipVerify: c.Insecure, MinVersion: tls.VersionTLS12} //nolint:gosec // --insecure is the user's choice
 	return nil
+}
+
+// tlsConfig builds the TLS settings of the TLS flags, reading their files.
+func (c *Config) tlsConfig() (*tls.Config, error) {
+	tc := &tls.Config{InsecureSkipVerify: c.Insecure, MinVersion: tls.VersionTLS12, ServerName: c.ServerName} //nolint:gosec // --insecure is the user's choice
+	if c.CA != "" {
+		pem, err := os.ReadFile(c.CA)
+		if err != nil {
+			return nil, fmt.Errorf("--ca: %w", err)
+		}
+		tc.RootCAs = x509.NewCertPool()
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--ca %s: no PEM certificate in it", c.CA)
+		}
+	}
+	if (c.Cert == "") != (c.Key == "") {
+		return nil, errors.New("--cert and --key: give both, the client certificate and its key")
+	}
+	if c.Cert != "" {
+		pair, err := tls.LoadX509KeyPair(c.Cert, c.Key)
+		if err != nil {
+			return nil, fmt.Errorf("--cert %s --key %s: %w", c.Cert, c.Key, err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	return tc, nil
 }
 
 // target is a parsed --target.

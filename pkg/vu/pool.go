@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,6 +92,9 @@ func (p *Pool) Run(ctx context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	cfg := &p.Config
+	if err := cfg.checkHosts(p.File); err != nil {
+		return Stats{}, err
+	}
 	hardCtx, hardStop := context.WithCancel(context.Background())
 	defer hardStop()
 	r := &run{cfg: cfg, file: p.File, pool: p, hardCtx: hardCtx, stopCh: make(chan struct{})}
@@ -201,6 +205,24 @@ func (p *Pool) Run(ctx context.Context) (Stats, error) {
 		}
 	}
 	return stats, r.runErr
+}
+
+// checkHosts makes sure every recorded host of f has somewhere to go: a
+// --host-map entry or the --target.
+func (c *Config) checkHosts(f *rrpair.File) error {
+	if len(c.hostMap) == 0 || c.target != nil {
+		return nil
+	}
+	var missing []string
+	for _, h := range f.Hosts() {
+		if _, ok := c.hostMap[h]; !ok {
+			missing = append(missing, fmt.Sprintf("%q", h))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("--host-map: no mapping for recorded host %s in %s, and no --target to fall back on", strings.Join(missing, ", "), f.Name())
+	}
+	return nil
 }
 
 // spawn starts a VU. Closed-model VUs walk iterations themselves; a VU of

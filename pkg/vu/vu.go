@@ -55,10 +55,11 @@ type vu struct {
 
 // conn is a VU's connection.
 type conn struct {
-	raw   net.Conn // the TCP connection: deadlines and close
-	nc    net.Conn // raw, or TLS over it
-	addr  string
-	https bool
+	raw    net.Conn // the TCP connection: deadlines and close
+	nc     net.Conn // raw, or TLS over it
+	addr   string
+	https  bool
+	opened int64 // Unix ns on the run's clock
 }
 
 // countingReader counts the bytes read from the socket and keeps the last
@@ -263,7 +264,11 @@ func (v *vu) do(due int64) int64 {
 // host name for SNI, and the Host header value.
 func (v *vu) destination(req *rrpair.Request) (https bool, addr, name string, host []byte) {
 	cfg := v.r.cfg
-	if t := cfg.target; t != nil {
+	t := cfg.target
+	if mapped, ok := cfg.hostMap[string(req.Host)]; ok {
+		t = mapped
+	}
+	if t != nil {
 		host = t.host
 		if cfg.KeepHost {
 			host = recordedHost(req, t.host)
@@ -295,13 +300,14 @@ func recordedHost(req *rrpair.Request, fallback []byte) []byte {
 // connect makes sure the VU holds a connection to addr, dialing one if
 // needed. It returns the error kind of a failed dial.
 func (v *vu) connect(addr, name string, https bool, res *Result) ErrorKind {
-	if v.c != nil && (v.c.addr != addr || v.c.https != https) {
+	cfg := v.r.cfg
+	if v.c != nil && (v.c.addr != addr || v.c.https != https ||
+		cfg.MaxConnDuration > 0 && v.r.nanos()-v.c.opened >= int64(cfg.MaxConnDuration)) {
 		v.closeConn()
 	}
 	if v.c != nil {
 		return ErrNone
 	}
-	cfg := v.r.cfg
 	res.Connected = true
 	res.Reconnect = v.hadConn && !cfg.NoConnectionReuse
 	v.hadConn = true
@@ -315,10 +321,12 @@ func (v *vu) connect(addr, name string, https bool, res *Result) ErrorKind {
 		}
 		return ErrConnect
 	}
-	c := &conn{raw: raw, nc: raw, addr: addr, https: https}
+	c := &conn{raw: raw, nc: raw, addr: addr, https: https, opened: v.r.nanos()}
 	if https {
 		tc := cfg.tls.Clone()
-		tc.ServerName = name
+		if tc.ServerName == "" { // --server-name overrides the host dialed
+			tc.ServerName = name
+		}
 		tlsConn := tls.Client(raw, tc)
 		if err := tlsConn.HandshakeContext(ctx); err != nil {
 			raw.Close()

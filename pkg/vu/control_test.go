@@ -1,0 +1,171 @@
+package vu
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// TestDryRunMatchesTheWire: a dry run prints, byte for byte, what a run
+// sends, and sends nothing.
+func TestDryRunMatchesTheWire(t *testing.T) {
+	srv := newRawServer(t, nil)
+	lines := []string{
+		line("POST", "/a?x=1", `{"Content-Type":["text/plain"],"host":["orig"],"Content-Length":["9"]}`, "body\x00bin"),
+		line("GET", "//b/%2F", `{"x-Dup":["1","2"]}`, nil),
+		`{"tags":{"session":"s"},` + line("DELETE", "/c", "", nil)[1:],
+	}
+	f := openLines(t, lines...)
+	var out bytes.Buffer
+	p := &Pool{File: f, Config: Config{VUs: 1, Target: srv.url(), Log: zerolog.Nop()}}
+	if err := p.DryRun(&out, 10); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.conns.Load(); n != 0 {
+		t.Fatalf("a dry run opened %d connections", n)
+	}
+	runPool(t, f, Config{Target: srv.url()})
+	var want bytes.Buffer
+	for i, req := range srv.requests() {
+		want.WriteString(regexp.MustCompile(`(?m)^### .*$`).FindAllString(out.String(), -1)[i] + "\n")
+		want.Write(req)
+		want.WriteString("\n\n")
+	}
+	if out.String() != want.String() {
+		t.Errorf("dry run:\n%q\nthe wire:\n%q", out.String(), want.String())
+	}
+	if !strings.HasPrefix(out.String(), "### 1 "+f.Name()+":1 -> "+srv.ln.Addr().String()+" (POST /a)\n") {
+		t.Errorf("header line: %q", strings.SplitN(out.String(), "\n", 2)[0])
+	}
+	out.Reset()
+	if err := p.DryRun(&out, 2); err != nil || strings.Count(out.String(), "### ") != 2 {
+		t.Errorf("--dry-run 2 printed %d requests (%v)", strings.Count(out.String(), "### "), err)
+	}
+}
+
+func TestHostMap(t *testing.T) {
+	a, b := newRawServer(t, nil), newRawServer(t, nil)
+	hostLine := func(host, uri string) string {
+		return `{"http":{"req":{"method":"GET","uri":"` + uri + `","host":"` + host + `"}}}`
+	}
+	f := openLines(t, hostLine("api.prod:443", "/1"), hostLine("auth.prod", "/2"), hostLine("api.prod:443", "/3"), hostLine("other", "/4"))
+	sink, _ := runPool(t, f, Config{HostMap: map[string]string{"api.prod:443": a.url()}, Target: b.url()})
+	if len(sink.results()) != 4 || len(a.requests()) != 2 || len(b.requests()) != 2 {
+		t.Fatalf("server a got %d, b got %d; want 2 and 2", len(a.requests()), len(b.requests()))
+	}
+	if !strings.Contains(string(a.requests()[0]), "Host: "+a.ln.Addr().String()) {
+		t.Errorf("mapped request: %q, want the mapped Host", a.requests()[0])
+	}
+	// Without a --target, an unmapped host fails before traffic.
+	p := &Pool{File: f, Sink: &collect{}, Config: Config{VUs: 1, HostMap: map[string]string{"api.prod:443": a.url()}, Log: zerolog.Nop()}}
+	_, err := p.Run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), `no mapping for recorded host "auth.prod", "other"`) {
+		t.Errorf("got %v, want the unmapped hosts named", err)
+	}
+	if len(a.requests()) != 2 {
+		t.Errorf("requests were sent despite the error")
+	}
+}
+
+func TestMaxConnDuration(t *testing.T) {
+	srv := newRawServer(t, func(int64, []byte) action { return action{status: 200, stall: 10 * time.Millisecond} })
+	sink, _ := runPool(t, openLines(t, manyLines(5)...), Config{VUs: 1, Walk: Loop, Duration: 500 * time.Millisecond, MaxConnDuration: 100 * time.Millisecond, Target: srv.url()})
+	srv.close()
+	reconnects := sink.count(func(r Result) bool { return r.Reconnect })
+	if conns := srv.conns.Load(); conns < 4 || conns > 7 || int64(reconnects) != conns-1 {
+		t.Errorf("got %d connections and %d reconnects in 500ms with --max-conn-duration 100ms; want about 5, and reconnects = connections − 1", conns, reconnects)
+	}
+}
+
+// TestTLSClientCertificate: a server that trusts only a test CA and
+// requires a client certificate signed by it.
+func TestTLSClientCertificate(t *testing.T) {
+	dir := t.TempDir()
+	ca, caKey := newCert(t, "test CA", nil, nil, true)
+	srvCert, srvKey := newCert(t, "server.test", ca, caKey, false)
+	cliCert, cliKey := newCert(t, "replay client", ca, caKey, false)
+	write := func(name string, der []byte, typ string) string {
+		path := filepath.Join(dir, name)
+		os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
+		return path
+	}
+	caFile := write("ca.pem", ca.Raw, "CERTIFICATE")
+	certFile := write("client.pem", cliCert.Raw, "CERTIFICATE")
+	keyDER, _ := x509.MarshalECPrivateKey(cliKey)
+	keyFile := write("client-key.pem", keyDER, "EC PRIVATE KEY")
+
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	var gotSNI string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotSNI = r.TLS.ServerName
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	srv.TLS = &tls.Config{
+		Certificates: []tls.Certificate{{Certificate: [][]byte{srvCert.Raw}, PrivateKey: srvKey}},
+		ClientAuth:   tls.RequireAndVerifyClientCert, ClientCAs: pool,
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	f := openLines(t, manyLines(2)...)
+
+	sink, _ := runPool(t, f, Config{Target: srv.URL, CA: caFile, Cert: certFile, Key: keyFile, ServerName: "server.test"})
+	if n := sink.count(func(r Result) bool { return r.Status == 202 }); n != 2 || gotSNI != "server.test" {
+		t.Errorf("with the CA and a client certificate: %+v, SNI %q; want 2 answers and SNI server.test", sink.results(), gotSNI)
+	}
+	sink, _ = runPool(t, f, Config{Target: srv.URL, CA: caFile, ServerName: "server.test"})
+	if n := sink.count(func(r Result) bool { return r.Err != ErrNone }); n != 2 {
+		t.Errorf("without a client certificate: %+v, want 2 failures", sink.results())
+	}
+	sink, _ = runPool(t, f, Config{Target: srv.URL, Cert: certFile, Key: keyFile, ServerName: "server.test"})
+	if n := sink.count(func(r Result) bool { return r.Err == ErrTLS }); n != 2 {
+		t.Errorf("without the CA: %+v, want 2 tls errors", sink.results())
+	}
+	for _, cfg := range []Config{{VUs: 1, CA: filepath.Join(dir, "nope.pem")}, {VUs: 1, CA: keyFile}, {VUs: 1, Cert: certFile}} {
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("%+v validated", cfg)
+		}
+	}
+}
+
+func newCert(t *testing.T, name string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, isCA bool) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IsCA:        isCA, BasicConstraintsValid: true,
+		DNSNames:    []string{name}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+	}
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return cert, key
+}
