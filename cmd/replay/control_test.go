@@ -46,9 +46,9 @@ func TestHostMapFlag(t *testing.T) {
 	srv := newSUT(t, 0, 200)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "hosts")
-	os.WriteFile(good, []byte("# recorded = target\nrecorded:80=" + srv.URL + "\n"), 0o644)
+	os.WriteFile(good, []byte("# recorded = target\nrecorded:80="+srv.URL+"\n"), 0o644)
 	bad := filepath.Join(dir, "bad-hosts")
-	os.WriteFile(bad, []byte("\nrecorded:80 " + srv.URL + "\n"), 0o644)
+	os.WriteFile(bad, []byte("\nrecorded:80 "+srv.URL+"\n"), 0o644)
 	out := filepath.Join(dir, "summary.json")
 	file := trafficFile(t, 4)
 

@@ -157,7 +157,7 @@ func newCert(t *testing.T, name string, parent *x509.Certificate, parentKey *ecd
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		IsCA:        isCA, BasicConstraintsValid: true,
-		DNSNames:    []string{name}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames: []string{name}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
 	}
 	if parent == nil {
 		parent, parentKey = tmpl, key
