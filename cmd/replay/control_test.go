@@ -7,7 +7,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -66,5 +68,58 @@ func TestHostMapFlag(t *testing.T) {
 	}
 	if srv.count.Load() != 4 {
 		t.Errorf("bad host maps sent traffic")
+	}
+}
+
+// uriServer records the URI of every request it receives.
+func uriServer(t *testing.T) (*httptest.Server, func() []string) {
+	var mu sync.Mutex
+	var uris []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		uris = append(uris, r.RequestURI)
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := slices.Clone(uris)
+		uris = uris[:0]
+		slices.Sort(out)
+		return out
+	}
+}
+
+func TestFiltersAndSample(t *testing.T) {
+	srv, received := uriServer(t)
+	data, _ := os.ReadFile(trafficFile(t, 40))
+	extra := `{"http":{"req":{"method":"GET","uri":"/health","host":"x"},"res":{"statusCode":200}}}` + "\n"
+	file := filepath.Join(t.TempDir(), "t.jsonl")
+	os.WriteFile(file, append(data, extra...), 0o644)
+
+	r := runMain(t, context.Background(), "", "run", "-f", file, "--target", srv.URL, "--drop", "path=^/health$", "--keep", "uri=/events/1", "-q")
+	if got := received(); r.code != 0 || len(got) != 11 { // /events/1 and /events/10..19
+		t.Fatalf("exit %d, received %v: %s", r.code, got, r.stderr)
+	}
+	sample := func(seed string) []string {
+		r := runMain(t, context.Background(), "", "run", "-f", file, "--target", srv.URL, "--sample", "0.5", "--seed", seed, "-q")
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		return received()
+	}
+	a, b, c := sample("3"), sample("3"), sample("4")
+	if !slices.Equal(a, b) || slices.Equal(a, c) || len(a) == 0 || len(a) == 41 {
+		t.Errorf("seed 3 twice: %d and %d requests (equal: %v); seed 4: %d (equal: %v)", len(a), len(b), slices.Equal(a, b), len(c), slices.Equal(a, c))
+	}
+	for _, args := range [][]string{{"--keep", "colour=red"}, {"--drop", "path=("}, {"--from", "yesterday"}, {"--sample", "0"}, {"--keep", "method=DELETE"}} {
+		r := runMain(t, context.Background(), "", append([]string{"run", "-f", file, "--target", srv.URL}, args...)...)
+		if r.code != 1 {
+			t.Errorf("%v: exit %d, want 1", args, r.code)
+		}
+	}
+	if got := received(); len(got) != 0 {
+		t.Errorf("bad filters sent %d requests", len(got))
 	}
 }

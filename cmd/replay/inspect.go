@@ -12,13 +12,15 @@ import (
 func newInspectCmd(io stdio) *cobra.Command {
 	var file string
 	var asJSON bool
+	var filter filterOptions
 	cmd := &cobra.Command{
 		Use:   "inspect FILE",
 		Short: "Validate a traffic file and summarize it",
 		Long: `Check every line of FILE ("-" for standard input) as run would, and summarize
 it: pairs, sessions, iterations, time span, methods, hosts, endpoints (the
 table reports use), recorded status codes, HTTP versions and body bytes.
-Exits 1, naming file and line, if any line is bad.`,
+Exits 1, naming file and line, if any line is bad. The filters of run
+(--keep, --drop, --from, --to, --sample, --seed) show what a run would replay.`,
 		Example: `  replay inspect traffic.jsonl
   replay inspect --json traffic.jsonl | jq .endpoints`,
 		Args: cobra.MaximumNArgs(1),
@@ -32,7 +34,11 @@ Exits 1, naming file and line, if any line is bad.`,
 			if file == "" {
 				return fmt.Errorf("inspect: want a traffic file (or - for standard input)")
 			}
-			f, err := openTraffic(file, io, rrpair.Options{})
+			flt, err := filter.filter()
+			if err != nil {
+				return err
+			}
+			f, err := openTraffic(file, io, rrpair.Options{Filter: flt})
 			if err != nil {
 				return err
 			}
@@ -51,5 +57,6 @@ Exits 1, naming file and line, if any line is bad.`,
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "traffic `FILE` (or give it as the argument)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	filter.addFlags(cmd.Flags())
 	return cmd
 }

@@ -115,6 +115,7 @@ func (o *loadOptions) walk() (vu.Walk, error) {
 // runOptions are the flags of `replay run`.
 type runOptions struct {
 	load     loadOptions
+	filter   filterOptions
 	file     string
 	keepHost bool
 	noReuse  bool
@@ -135,6 +136,7 @@ type runOptions struct {
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	o.load.addFlags(fs, vus)
+	o.filter.addFlags(fs)
 	fs.BoolVar(&o.keepHost, "keep-host", false, "send the recorded Host header instead of the --target host")
 	fs.BoolVar(&o.noReuse, "no-connection-reuse", false, "open a new connection for every request")
 	fs.BoolVar(&o.insecure, "insecure", false, "skip TLS certificate verification")
@@ -261,8 +263,12 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	if err != nil {
 		return err
 	}
+	filter, err := o.filter.filter()
+	if err != nil {
+		return err
+	}
 	opening := time.Now()
-	f, err := open(rrpair.Options{RequireHost: o.load.target == ""})
+	f, err := open(rrpair.Options{RequireHost: o.load.target == "", Filter: filter})
 	if err != nil {
 		return fmt.Errorf("%w\nnothing was sent", err)
 	}
@@ -279,7 +285,7 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		defer out.Close()
 	}
 
-	log.Info().Str("model", cfg.Model.String()).Str("file", f.Name()).Float64("opened_ms", float64(time.Since(opening).Microseconds())/1000).Int("pairs", f.Len()).Int("iterations", f.Iterations()).
+	log.Info().Str("model", cfg.Model.String()).Str("file", f.Name()).Float64("opened_ms", float64(time.Since(opening).Microseconds())/1000).Int("pairs", f.Len()).Int("filtered_out", f.Filtered()).Int("iterations", f.Iterations()).
 		Int("vus", cfg.VUs).Str("walk", cfg.Walk.String()).Dur("duration", cfg.Duration).
 		Str("target", cfg.Target).Msg("replaying")
 	if o.cpuprof != "" {

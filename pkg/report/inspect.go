@@ -17,6 +17,9 @@ func WriteInspect(w io.Writer, st *rrpair.Stats) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "File\t%s\n", st.File)
 	fmt.Fprintf(tw, "Pairs\t%d\n", st.Pairs)
+	if st.Filtered > 0 {
+		fmt.Fprintf(tw, "Filtered out\t%d pairs (--keep, --drop, --from, --to, --sample)\n", st.Filtered)
+	}
 	fmt.Fprintf(tw, "Sessions\t%d\n", st.Sessions)
 	fmt.Fprintf(tw, "Iterations\t%d (sessions, plus pairs without one)\n", st.Iterations)
 	if st.First != nil {

@@ -22,7 +22,13 @@ type Options struct {
 	// MaxErrors is how many bad lines a ValidationError lists (default 10;
 	// all are counted).
 	MaxErrors int
+	// Filter selects the pairs to keep; every line is validated all the
+	// same. Nil keeps them all.
+	Filter *Filter
 }
+
+// ErrAllFiltered is returned when the filter leaves no pair.
+var ErrAllFiltered = errors.New("no pairs left after the filters")
 
 // ErrEmpty is returned for a file with no pairs.
 var ErrEmpty = errors.New("no pairs: the file is empty")
@@ -96,6 +102,7 @@ type File struct {
 	sessions  int
 	endpoints []string
 	hosts     []string // distinct recorded hosts, in order of first appearance
+	filtered  int      // pairs the filter dropped
 }
 
 // Open maps and validates the file at path. Every line is checked before
@@ -124,6 +131,11 @@ func OpenReader(r io.Reader, name string, opt Options) (*File, error) {
 func openAs(path, name string, opt Options) (*File, error) {
 	if opt.MaxErrors <= 0 {
 		opt.MaxErrors = 10
+	}
+	if opt.Filter != nil {
+		if err := opt.Filter.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	data, err := mapFile(path)
 	if err != nil {
@@ -238,6 +250,13 @@ func (f *File) index(opt Options) error {
 		} else {
 			name = AppendEndpointName(name[:0], p.Req.Method, p.Req.URI)
 		}
+		if opt.Filter.active() {
+			p.Line = line
+			if !opt.Filter.keeps(&p, name) {
+				f.filtered++
+				continue
+			}
+		}
 		id, ok := epIDs[string(name)]
 		if !ok {
 			if len(epNames) >= 1<<16-1 {
@@ -279,6 +298,9 @@ func (f *File) index(opt Options) error {
 	}
 	if verr.Total > 0 {
 		return verr
+	}
+	if len(f.pairs) == 0 && f.filtered > 0 {
+		return fmt.Errorf("%s: %w (%d pairs filtered out)", f.name, ErrAllFiltered, f.filtered)
 	}
 	if len(f.pairs) == 0 {
 		return fmt.Errorf("%s: %w", f.name, ErrEmpty)
@@ -397,6 +419,9 @@ func (f *File) PairOf(k, j int) int {
 	}
 	return int(f.iterPairs[int(f.iterStart[k])+j])
 }
+
+// Filtered is the number of pairs the Options.Filter dropped.
+func (f *File) Filtered() int { return f.filtered }
 
 // Hosts are the distinct recorded hosts (http.req.host, or the host of an
 // absolute URI), in order of first appearance; "" stands for pairs without

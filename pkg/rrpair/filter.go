@@ -1,0 +1,179 @@
+package rrpair
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Filter selects the pairs of a file a run replays. A pair is kept when it
+// matches every Keep rule and no Drop rule, its ts lies in [From, To), and
+// its iteration is in the Sample.
+type Filter struct {
+	Keep, Drop []Rule
+	From, To   time.Time // zero: unbounded; a pair without ts is dropped when either is set
+	// Sample keeps this fraction of iterations (0 < Sample ≤ 1; 0 means 1),
+	// chosen by hashing Seed with the session (or, for a pair alone, its
+	// line number): the same seed gives the same traffic every time.
+	Sample float64
+	Seed   uint64
+}
+
+// Rule matches pairs on one field.
+//
+//	method=GET,POST        the method is one of these
+//	path=^/api/            the path (without query) matches the regular expression
+//	uri=token=             the path and query match
+//	status=2xx,404         the recorded status is one of these (a class, or a code)
+//	endpoint=GET /health   the endpoint name is one of these (as reports name them; ; separates several)
+type Rule struct {
+	Key   string
+	text  string
+	re    *regexp.Regexp
+	set   map[string]bool
+	codes []statusMatch
+}
+
+type statusMatch struct{ lo, hi int }
+
+// ParseRule reads "KEY=VALUE" as documented on Rule.
+func ParseRule(s string) (Rule, error) {
+	key, val, ok := strings.Cut(s, "=")
+	if !ok || val == "" {
+		return Rule{}, fmt.Errorf("want KEY=VALUE (method, path, uri, status or endpoint), got %q", s)
+	}
+	r := Rule{Key: key, text: s}
+	switch key {
+	case "method":
+		r.set = map[string]bool{}
+		for _, m := range strings.Split(val, ",") {
+			r.set[strings.ToUpper(strings.TrimSpace(m))] = true
+		}
+	case "endpoint":
+		r.set = map[string]bool{}
+		for _, e := range strings.Split(val, ";") {
+			r.set[strings.TrimSpace(e)] = true
+		}
+	case "path", "uri":
+		re, err := regexp.Compile(val)
+		if err != nil {
+			return Rule{}, fmt.Errorf("%s: %w", key, err)
+		}
+		r.re = re
+	case "status":
+		for _, c := range strings.Split(val, ",") {
+			c = strings.TrimSpace(strings.ToLower(c))
+			if len(c) == 3 && c[1:] == "xx" && c[0] >= '1' && c[0] <= '5' {
+				lo := int(c[0]-'0') * 100
+				r.codes = append(r.codes, statusMatch{lo, lo + 99})
+				continue
+			}
+			n, err := strconv.Atoi(c)
+			if err != nil || n < 0 || n > 999 {
+				return Rule{}, fmt.Errorf("status: want codes or classes such as 200,404,5xx, got %q", c)
+			}
+			r.codes = append(r.codes, statusMatch{n, n})
+		}
+	default:
+		return Rule{}, fmt.Errorf("unknown key %q: want method, path, uri, status or endpoint", key)
+	}
+	return r, nil
+}
+
+func (r *Rule) String() string { return r.text }
+
+// match reports whether p (whose endpoint name is endpoint) matches r.
+func (r *Rule) match(p *Pair, endpoint []byte) bool {
+	switch r.Key {
+	case "method":
+		return r.set[string(p.Req.Method)]
+	case "endpoint":
+		return r.set[string(endpoint)]
+	case "path":
+		path := p.Req.URI
+		if i := bytes.IndexByte(path, '?'); i >= 0 {
+			path = path[:i]
+		}
+		return r.re.Match(path)
+	case "uri":
+		return r.re.Match(p.Req.URI)
+	case "status":
+		for _, c := range r.codes {
+			if p.Res.Status >= c.lo && p.Res.Status <= c.hi {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Validate checks the filter's own values.
+func (f *Filter) Validate() error {
+	if f.Sample < 0 || f.Sample > 1 {
+		return fmt.Errorf("--sample: want a fraction in (0, 1], got %v", f.Sample)
+	}
+	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
+		return errors.New("--from: want a time before --to")
+	}
+	return nil
+}
+
+// active reports whether the filter can drop anything.
+func (f *Filter) active() bool {
+	return f != nil && (len(f.Keep) > 0 || len(f.Drop) > 0 || !f.From.IsZero() || !f.To.IsZero() || (f.Sample > 0 && f.Sample < 1))
+}
+
+// keeps reports whether the filter keeps pair p of a file being indexed.
+func (f *Filter) keeps(p *Pair, endpoint []byte) bool {
+	for i := range f.Keep {
+		if !f.Keep[i].match(p, endpoint) {
+			return false
+		}
+	}
+	for i := range f.Drop {
+		if f.Drop[i].match(p, endpoint) {
+			return false
+		}
+	}
+	if !f.From.IsZero() || !f.To.IsZero() {
+		ns, ok := p.UnixNano()
+		if !ok || (!f.From.IsZero() && ns < f.From.UnixNano()) || (!f.To.IsZero() && ns >= f.To.UnixNano()) {
+			return false
+		}
+	}
+	if f.Sample > 0 && f.Sample < 1 {
+		h := fnv.New64a()
+		var seed [8]byte
+		binary.LittleEndian.PutUint64(seed[:], f.Seed)
+		h.Write(seed[:])
+		if len(p.Session) > 0 {
+			h.Write([]byte("s:"))
+			h.Write(p.Session)
+		} else {
+			h.Write([]byte("l:"))
+			h.Write(strconv.AppendInt(nil, int64(p.Line), 10))
+		}
+		// Mixed (FNV's high bits are weak on short keys), the top 53 bits
+		// as a fraction in [0, 1).
+		if float64(mix64(h.Sum64())>>11)/(1<<53) >= f.Sample {
+			return false
+		}
+	}
+	return true
+}
+
+// mix64 is SplitMix64's finalizer: every input bit reaches every output bit.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
