@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -121,5 +122,46 @@ func TestFiltersAndSample(t *testing.T) {
 	}
 	if got := received(); len(got) != 0 {
 		t.Errorf("bad filters sent %d requests", len(got))
+	}
+}
+
+func TestDumpFailures(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/events/1") {
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write([]byte("boom: " + r.URL.Path))
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	dump := filepath.Join(t.TempDir(), "failures.jsonl")
+	r := runMain(t, context.Background(), "", "run", "-f", trafficFile(t, 30), "--target", srv.URL,
+		"--dump-failures", dump, "--dump-max", "3", "-q")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	data, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 3 { // 11 failures of one endpoint and kind, bounded to 3
+		t.Fatalf("got %d dumped failures, want 3:\n%s", len(lines), data)
+	}
+	var d struct {
+		Endpoint, Failure string
+		Request           struct{ Head, Body string }
+		Response          struct {
+			Status int
+			Body   string
+		}
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Endpoint != "POST /events/{id}" || d.Failure != "500" || d.Response.Status != 500 ||
+		!strings.HasPrefix(d.Response.Body, "boom: /events/1") || !strings.HasPrefix(d.Request.Head, "POST /events/1") || !strings.HasPrefix(d.Request.Body, `{"n":1`) {
+		t.Errorf("got %+v", d)
 	}
 }

@@ -126,6 +126,8 @@ type runOptions struct {
 	quiet    bool
 	cpuprof  string
 	dryRun   int
+	dumpFile string
+	dumpMax  int
 	hostMap  []string
 	ca       string
 	cert     string
@@ -145,6 +147,8 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.StringVar(&o.out, "out", "", "write the summary JSON to `FILE`")
 	fs.BoolVarP(&o.quiet, "quiet", "q", false, "do not print the text report")
 	fs.IntVar(&o.dryRun, "dry-run", 0, "print the first `N` requests exactly as they would go on the wire, and send nothing")
+	fs.StringVar(&o.dumpFile, "dump-failures", "", "write failed requests (request as sent, answer received) as JSON lines to `FILE`")
+	fs.IntVar(&o.dumpMax, "dump-max", 5, "with --dump-failures: at most this many per endpoint and kind of failure")
 	fs.StringArrayVar(&o.hostMap, "host-map", nil, "send a recorded host elsewhere: `HOST=URL` (repeatable), or @FILE of such lines; unmapped hosts go to --target")
 	fs.StringVar(&o.ca, "ca", "", "trust the certificate authorities in this PEM `FILE` (instead of the system's)")
 	fs.StringVar(&o.cert, "cert", "", "client certificate, PEM `FILE` (with --key)")
@@ -284,6 +288,18 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		}
 		defer out.Close()
 	}
+	var dump *report.FailureDump
+	if o.dumpFile != "" {
+		if o.dumpMax < 1 {
+			return fmt.Errorf("--dump-max: want at least 1, got %d (nothing was sent)", o.dumpMax)
+		}
+		df, err := os.Create(o.dumpFile)
+		if err != nil {
+			return fmt.Errorf("--dump-failures: %w (nothing was sent)", err)
+		}
+		defer df.Close()
+		dump = report.NewFailureDump(df, f.Endpoints(), o.dumpMax)
+	}
 
 	log.Info().Str("model", cfg.Model.String()).Str("file", f.Name()).Float64("opened_ms", float64(time.Since(opening).Microseconds())/1000).Int("pairs", f.Len()).Int("filtered_out", f.Filtered()).Int("iterations", f.Iterations()).
 		Int("vus", cfg.VUs).Str("walk", cfg.Walk.String()).Dur("duration", cfg.Duration).
@@ -297,6 +313,9 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	}
 	rec := report.NewRecorder(f.Endpoints())
 	pool := &vu.Pool{File: f, Config: cfg, Sink: rec}
+	if dump != nil {
+		pool.Failures = dump
+	}
 	st, runErr := pool.Run(ctx)
 	rec.Close()
 	if runErr != nil && st.Started.IsZero() { // refused before the first request
@@ -304,6 +323,12 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	}
 	if st.Interrupted {
 		log.Warn().Msg("stopped by signal: reports cover the requests sent so far")
+	}
+	if dump != nil {
+		if err := dump.Err(); err != nil {
+			log.Error().Err(err).Msg("failure dump incomplete")
+		}
+		log.Info().Int("failures", dump.Dumped()).Str("file", o.dumpFile).Msg("failures dumped")
 	}
 	sum := rec.Summary(report.Meta{
 		Started: st.Started, Model: cfg.Model.String(), TargetRate: targetRate(&cfg, st), VUsMax: st.VUs,

@@ -27,6 +27,25 @@ type Observer interface {
 	Observe(vu int, pair *rrpair.Pair, resp *fasthttp.Response)
 }
 
+// Failure is a failed request: an error, or a status of 400 or more. It is
+// valid only during the FailureSink's call.
+type Failure struct {
+	VU       int
+	Pair     *rrpair.Pair
+	Addr     string // where it was sent
+	Head     []byte // request line and headers as written; nil if never built (dial failed)
+	Body     []byte // the body sent
+	Result   *Result
+	Response *fasthttp.Response // the answer; nil when Result.Err is not ErrNone
+	Err      error              // what went wrong, when there was no answer
+}
+
+// FailureSink receives failed requests (--dump-failures). It is called from
+// every VU concurrently, only for failures, and must not keep f.
+type FailureSink interface {
+	Failed(f *Failure)
+}
+
 // Pool runs virtual users over a file. Set the fields, then call Run once.
 type Pool struct {
 	File      *rrpair.File
@@ -34,6 +53,7 @@ type Pool struct {
 	Rewriter  Rewriter
 	Observers []Observer
 	Sink      Sink
+	Failures  FailureSink // optional
 }
 
 // Stats describes a finished run. Per-request numbers are in the Sink.

@@ -29,6 +29,13 @@ type vu struct {
 	start  int // Loop: first iteration
 	walked int // Loop: iterations walked so far
 
+	res Result // of the request in flight
+
+	// The request in flight, for a failure report.
+	headLen int
+	lastErr error
+	addr    string
+
 	work  chan slot // open models: iterations from the scheduler
 	sleep Sleeper   // waits for due times
 
@@ -188,8 +195,10 @@ func (v *vu) iteration(k int, firstDue int64) error {
 // returns when it ended.
 func (v *vu) do(due int64) int64 {
 	r, cfg := v.r, v.r.cfg
-	res := Result{VU: uint32(v.id), Endpoint: v.pair.Endpoint, Downgraded: v.pair.IsHTTP2(), Due: due}
-	defer func() { r.pool.Sink.Record(res) }()
+	v.res = Result{VU: uint32(v.id), Endpoint: v.pair.Endpoint, Downgraded: v.pair.IsHTTP2(), Due: due}
+	res := &v.res
+	v.headLen, v.lastErr, v.addr = 0, nil, ""
+	defer v.finish()
 
 	req := &v.pair.Req
 	if rw := r.pool.Rewriter; rw != nil {
@@ -200,7 +209,8 @@ func (v *vu) do(due int64) int64 {
 		}
 	}
 	https, addr, name, host := v.destination(req)
-	if kind := v.connect(addr, name, https, &res); kind != ErrNone {
+	v.addr = addr
+	if kind := v.connect(addr, name, https, res); kind != ErrNone {
 		res.Err = kind
 		res.End = r.nanos()
 		res.Sent = res.End
@@ -209,6 +219,7 @@ func (v *vu) do(due int64) int64 {
 	c := v.c
 
 	v.wbuf = appendHead(v.wbuf[:0], req, host, cfg.NoConnectionReuse)
+	v.headLen = len(v.wbuf)
 	body := req.Body
 	if len(body) <= inlineBody {
 		v.wbuf = append(v.wbuf, body...)
@@ -234,6 +245,7 @@ func (v *vu) do(due int64) int64 {
 	if err != nil {
 		res.Err = v.classify(err, err)
 		res.End = r.nanos()
+		v.lastErr = err
 		v.closeConn()
 		return res.End
 	}
@@ -246,6 +258,7 @@ func (v *vu) do(due int64) int64 {
 	res.BytesIn = v.cr.n
 	if err != nil {
 		res.Err = v.classify(v.cr.err, err)
+		v.lastErr = err
 		v.closeConn()
 		return res.End
 	}
@@ -258,6 +271,28 @@ func (v *vu) do(due int64) int64 {
 		o.Observe(v.id, &v.pair, &v.resp)
 	}
 	return res.End
+}
+
+// finish records the result of do, and reports it if it failed.
+func (v *vu) finish() {
+	v.r.pool.Sink.Record(v.res)
+	if v.r.pool.Failures != nil && (v.res.Err != ErrNone || v.res.Status >= 400) {
+		v.failed(&v.res)
+	}
+}
+
+// failed hands a failed request to the pool's FailureSink: off the hot path,
+// only for failures.
+func (v *vu) failed(res *Result) {
+	f := Failure{VU: v.id, Pair: &v.pair, Addr: v.addr, Result: res, Err: v.lastErr}
+	if v.headLen > 0 {
+		f.Head = v.wbuf[:v.headLen]
+	}
+	f.Body = v.pair.Req.Body
+	if res.Err == ErrNone {
+		f.Response = &v.resp
+	}
+	v.r.pool.Failures.Failed(&f)
 }
 
 // destination says where req goes: over TLS or not, the dial address, the

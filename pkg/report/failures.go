@@ -1,0 +1,145 @@
+package report
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/replay-dev/replay/pkg/vu"
+)
+
+// MaxDumpBody is how much of a request or response body a failure dump keeps.
+const MaxDumpBody = 4 << 10
+
+// FailureDump writes failed requests as JSON lines (--dump-failures): for
+// each endpoint and each kind of failure (a status, or an error kind), the
+// first few, with the request as sent and the answer received. One line:
+//
+//	{"time":"...","vu":3,"line":12,"endpoint":"POST /events","failure":"500",
+//	 "target":"127.0.0.1:8080","latency_ms":1.2,
+//	 "request":{"head":"POST /events HTTP/1.1\r\nHost: ...\r\n\r\n","body":"{...}","body_bytes":90},
+//	 "response":{"status":500,"headers":{"Content-Type":["text/plain"]},"body":"boom","body_bytes":4}}
+//
+// A body that is not UTF-8 comes as body_base64; one longer than
+// MaxDumpBody is cut and marked "truncated". An error has "error" and no
+// response.
+type FailureDump struct {
+	endpoints []string
+	perKey    int
+
+	mu     sync.Mutex // guards the fields below and writes to w
+	w      io.Writer
+	counts map[dumpKey]int
+	dumped int
+	err    error // the first write error
+}
+
+type dumpKey struct {
+	endpoint uint16
+	failure  string
+}
+
+// NewFailureDump writes at most perKey failures per endpoint and kind to w.
+func NewFailureDump(w io.Writer, endpoints []string, perKey int) *FailureDump {
+	return &FailureDump{w: w, endpoints: endpoints, perKey: perKey, counts: map[dumpKey]int{}}
+}
+
+var _ vu.FailureSink = (*FailureDump)(nil)
+
+type dumpBody struct {
+	Head       string              `json:"head,omitempty"`
+	Status     int                 `json:"status,omitempty"`
+	Headers    map[string][]string `json:"headers,omitempty"`
+	Body       string              `json:"body,omitempty"`
+	BodyBase64 string              `json:"body_base64,omitempty"`
+	BodyBytes  int                 `json:"body_bytes"`
+	Truncated  bool                `json:"truncated,omitempty"`
+}
+
+type dumpLine struct {
+	Time      time.Time `json:"time"`
+	VU        int       `json:"vu"`
+	Line      int       `json:"line"`
+	Endpoint  string    `json:"endpoint"`
+	Failure   string    `json:"failure"` // the status, or the error kind
+	Error     string    `json:"error,omitempty"`
+	Target    string    `json:"target"`
+	LatencyMS float64   `json:"latency_ms"`
+	Request   dumpBody  `json:"request"`
+	Response  *dumpBody `json:"response,omitempty"`
+}
+
+// Failed implements vu.FailureSink.
+func (d *FailureDump) Failed(f *vu.Failure) {
+	failure := f.Result.Err.String()
+	if f.Result.Err == vu.ErrNone {
+		failure = strconv.Itoa(int(f.Result.Status))
+	}
+	key := dumpKey{f.Result.Endpoint, failure}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.counts[key] >= d.perKey || d.err != nil {
+		return
+	}
+	d.counts[key]++
+	line := dumpLine{
+		Time: time.Unix(0, f.Result.Due).UTC(), VU: f.VU, Line: f.Pair.Line, Failure: failure,
+		Target: f.Addr, LatencyMS: float64(f.Result.End-f.Result.Due) / 1e6,
+		Request: dumpBody{Head: string(f.Head)},
+	}
+	if int(f.Result.Endpoint) < len(d.endpoints) {
+		line.Endpoint = d.endpoints[f.Result.Endpoint]
+	}
+	if f.Err != nil {
+		line.Error = f.Err.Error()
+	}
+	setBody(&line.Request, f.Body)
+	if resp := f.Response; resp != nil {
+		rb := &dumpBody{Status: resp.StatusCode(), Headers: map[string][]string{}}
+		for k, v := range resp.Header.All() {
+			rb.Headers[string(k)] = append(rb.Headers[string(k)], string(v))
+		}
+		setBody(rb, resp.Body())
+		line.Response = rb
+	}
+	out, err := json.Marshal(line)
+	if err == nil {
+		_, err = d.w.Write(append(out, '\n'))
+	}
+	if err != nil {
+		d.err = fmt.Errorf("dump failures: %w", err)
+		return
+	}
+	d.dumped++
+}
+
+// Dumped is the number of failures written.
+func (d *FailureDump) Dumped() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dumped
+}
+
+// Err is the first write error, if any.
+func (d *FailureDump) Err() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
+}
+
+func setBody(b *dumpBody, body []byte) {
+	b.BodyBytes = len(body)
+	if len(body) > MaxDumpBody {
+		body, b.Truncated = body[:MaxDumpBody], true
+	}
+	if utf8.Valid(body) {
+		b.Body = string(body)
+	} else {
+		b.BodyBase64 = base64.StdEncoding.EncodeToString(body)
+	}
+}
