@@ -134,6 +134,7 @@ type runOptions struct {
 	key      string
 	sni      string
 	maxConn  time.Duration
+	follow   int
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
@@ -154,6 +155,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.StringVar(&o.cert, "cert", "", "client certificate, PEM `FILE` (with --key)")
 	fs.StringVar(&o.key, "key", "", "client certificate key, PEM `FILE` (with --cert)")
 	fs.StringVar(&o.sni, "server-name", "", "TLS server `NAME` to send (SNI) and verify, instead of the host dialed")
+	fs.IntVar(&o.follow, "follow-redirects", 0, "follow up to `N` redirects of each request (each hop counted as a request); 0: a 3xx is the answer, as recorded")
 	fs.DurationVar(&o.maxConn, "max-conn-duration", 0, "close and reopen a VU's connection once it is this old, to spread load over the pods behind a Service")
 	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a Go CPU profile of the run to `FILE` (for developers)")
 	fs.MarkHidden("cpuprofile")
@@ -169,7 +171,7 @@ func (o *runOptions) config(log zerolog.Logger) (vu.Config, error) {
 		VUs: o.load.vus, Walk: walk, Duration: o.load.duration, Iterations: o.load.iterations,
 		Target: o.load.target, KeepHost: o.keepHost, NoConnectionReuse: o.noReuse,
 		Timeout: o.timeout, Grace: o.grace, Insecure: o.insecure, Log: log,
-		CA: o.ca, Cert: o.cert, Key: o.key, ServerName: o.sni, MaxConnDuration: o.maxConn,
+		CA: o.ca, Cert: o.cert, Key: o.key, ServerName: o.sni, MaxConnDuration: o.maxConn, FollowRedirects: o.follow,
 	}
 	if err := o.load.model(&cfg); err != nil {
 		return cfg, err

@@ -29,6 +29,7 @@ type fold struct {
 	bytesIn, bytesOut           int64
 	reconnects, connections     int64
 	downgraded, unsent          int64
+	redirects                   int64
 	clamped                     int64 // results whose latency or service time exceeded an hour
 
 	seen                   bool // a result has been folded: the times below are set
@@ -100,6 +101,9 @@ func (f *fold) add(r vu.Result) {
 	}
 	if r.Downgraded {
 		f.downgraded++
+	}
+	if r.Redirect {
+		f.redirects++
 	}
 	if r.Err != vu.ErrConnect && !r.Written {
 		f.unsent++

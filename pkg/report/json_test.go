@@ -21,7 +21,7 @@ var summaryKeys = []string{
 	"latency_ms", "service_ms", "status", "errors", "endpoints",
 	"histogram", "service_histogram",
 	"wait_s", "connections", "downgraded", "unsent", "clamped", "status_latency_ms",
-	"iterations", "iteration_rate",
+	"iterations", "iteration_rate", "redirects",
 }
 
 var latencyKeys = []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max"}

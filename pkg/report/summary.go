@@ -62,6 +62,7 @@ type Summary struct {
 	Connections int64 `json:"connections"` // connections opened
 	Downgraded  int64 `json:"downgraded"`  // pairs recorded as HTTP/2, sent as HTTP/1.1
 	Unsent      int64 `json:"unsent"`      // requests that put no byte on the wire (connect errors aside)
+	Redirects   int64 `json:"redirects"`   // requests that followed a redirect (--follow-redirects); part of Requests
 	Clamped     int64 `json:"clamped"`     // requests that took over an hour, recorded as one hour
 
 	Iterations    int64     `json:"iterations"`                // iterations begun
@@ -149,6 +150,7 @@ func (r *Recorder) Summary(m Meta) *Summary {
 		Connections: f.connections,
 		Downgraded:  f.downgraded,
 		Unsent:      f.unsent,
+		Redirects:   f.redirects,
 		Clamped:     f.clamped,
 		Iterations:  m.Iterations,
 		OutOfOrder:  m.OutOfOrder,

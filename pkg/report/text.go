@@ -60,6 +60,9 @@ func WriteText(w io.Writer, s *Summary) error {
 	if s.Downgraded != 0 {
 		line("Downgraded", "[HTTP/2 sent as HTTP/1.1]", strconv.FormatInt(s.Downgraded, 10))
 	}
+	if s.Redirects != 0 {
+		line("Redirects", "[followed]", strconv.FormatInt(s.Redirects, 10))
+	}
 	if s.Unsent != 0 {
 		line("Unsent", "[no byte written]", strconv.FormatInt(s.Unsent, 10))
 	}

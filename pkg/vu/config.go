@@ -114,6 +114,10 @@ type Config struct {
 	// ServerName is the TLS server name (SNI, and the name verified),
 	// instead of the host dialed.
 	ServerName string
+	// FollowRedirects follows up to this many redirects of a request; each
+	// hop is a request of its own, marked Redirect. 0: a replay sends what
+	// was recorded and counts a 3xx as an answer.
+	FollowRedirects int
 	// MaxConnDuration closes a VU's connection once it is this old (at its
 	// next request) and opens a new one, so that load spreads over the pods
 	// behind a Kubernetes Service; each counts as a reconnect. 0: never.
@@ -205,6 +209,9 @@ func (c *Config) Validate() error {
 	}
 	if c.KeepHost && c.Target == "" && len(c.HostMap) == 0 {
 		errs = append(errs, errors.New("--keep-host: only meaningful with --target or --host-map (without them the recorded host is used)"))
+	}
+	if c.FollowRedirects < 0 {
+		errs = append(errs, fmt.Errorf("--follow-redirects: want a number ≥ 0, got %d", c.FollowRedirects))
 	}
 	if c.MaxConnDuration < 0 {
 		errs = append(errs, fmt.Errorf("--max-conn-duration: want a duration ≥ 0, got %v", c.MaxConnDuration))

@@ -169,3 +169,53 @@ func newCert(t *testing.T, name string, parent *x509.Certificate, parentKey *ecd
 	cert, _ := x509.ParseCertificate(der)
 	return cert, key
 }
+
+func TestFollowRedirects(t *testing.T) {
+	var srv *rawServer
+	srv = newRawServer(t, func(_ int64, req []byte) action {
+		target := strings.Fields(string(req))[1]
+		switch target {
+		case "/see-other":
+			return action{status: 303, header: "Location: /final?x=1\r\n"}
+		case "/temporary":
+			return action{status: 307, header: "Location: http://" + srv.ln.Addr().String() + "/kept\r\n"}
+		case "/loop":
+			return action{status: 302, header: "Location: /loop\r\n"}
+		}
+		return action{status: 200, body: "ok"}
+	})
+	f := openLines(t,
+		line("POST", "/see-other", `{"Content-Type":["text/plain"]}`, "data"),
+		line("PUT", "/temporary", "", "data"),
+		line("GET", "/loop", "", nil),
+	)
+	sink, _ := runPool(t, f, Config{Target: srv.url()})
+	if n := len(srv.requests()); n != 3 {
+		t.Fatalf("without --follow-redirects: %d requests, want 3 (a 3xx is the answer)", n)
+	}
+	if n := sink.count(func(r Result) bool { return r.Status >= 300 && r.Status < 400 }); n != 3 {
+		t.Errorf("got %d 3xx answers, want 3", n)
+	}
+
+	before := len(srv.requests())
+	sink, _ = runPool(t, f, Config{Target: srv.url(), FollowRedirects: 2})
+	got := srv.requests()[before:]
+	var lines []string
+	for _, req := range got {
+		lines = append(lines, strings.SplitN(string(req), "\r\n", 2)[0])
+	}
+	want := []string{
+		"POST /see-other HTTP/1.1", "GET /final?x=1 HTTP/1.1",
+		"PUT /temporary HTTP/1.1", "PUT /kept HTTP/1.1",
+		"GET /loop HTTP/1.1", "GET /loop HTTP/1.1", "GET /loop HTTP/1.1",
+	}
+	if strings.Join(lines, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q, want %q", lines, want)
+	}
+	if strings.Contains(string(got[1]), "Content-") || !strings.HasSuffix(string(got[3]), "\r\n\r\ndata") {
+		t.Errorf("303 hop %q must drop the body; 307 hop %q must keep it", got[1], got[3])
+	}
+	if n := sink.count(func(r Result) bool { return r.Redirect }); n != 4 {
+		t.Errorf("got %d redirect hops, want 4", n)
+	}
+}

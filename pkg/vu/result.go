@@ -58,6 +58,9 @@ type Result struct {
 	Connected bool
 	// Downgraded reports a pair recorded as HTTP/2 sent as HTTP/1.1.
 	Downgraded bool
+	// Redirect reports a request that followed a redirect
+	// (--follow-redirects), not one of the file.
+	Redirect bool
 }
 
 // Sink receives results. Record is called from every VU concurrently and

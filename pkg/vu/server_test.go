@@ -43,6 +43,7 @@ type action struct {
 	reset  bool          // close with RST instead of answering
 	hangup bool          // close without answering (EOF)
 	body   string
+	header string // extra header lines, each ending in \r\n
 }
 
 func newRawServer(t testing.TB, respond func(n int64, req []byte) action) *rawServer {
@@ -138,6 +139,7 @@ func (s *rawServer) serve(c net.Conn) {
 		if a.close {
 			b.WriteString("Connection: close\r\n")
 		}
+		b.WriteString(a.header)
 		b.WriteString("\r\n")
 		if !bytes.HasPrefix(req, []byte("HEAD ")) { // HEAD: the length of a body not sent
 			b.WriteString(a.body)

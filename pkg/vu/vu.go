@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,8 @@ type vu struct {
 	walked int // Loop: iterations walked so far
 
 	res Result // of the request in flight
+	hop bool   // the request in flight follows a redirect
+	loc []byte // the Location being followed
 
 	// The request in flight, for a failure report.
 	headLen int
@@ -185,6 +188,10 @@ func (v *vu) iteration(k int, firstDue int64) error {
 			r.late.Add(1)
 		}
 		prevEnd = v.do(due)
+		for hop := 0; hop < cfg.FollowRedirects && v.redirect(); hop++ {
+			prevEnd = v.do(prevEnd)
+		}
+		v.hop = false
 		prevTS = ts
 		prevDur, _ = v.pair.RecordedDuration()
 	}
@@ -195,7 +202,7 @@ func (v *vu) iteration(k int, firstDue int64) error {
 // returns when it ended.
 func (v *vu) do(due int64) int64 {
 	r, cfg := v.r, v.r.cfg
-	v.res = Result{VU: uint32(v.id), Endpoint: v.pair.Endpoint, Downgraded: v.pair.IsHTTP2(), Due: due}
+	v.res = Result{VU: uint32(v.id), Endpoint: v.pair.Endpoint, Downgraded: v.pair.IsHTTP2(), Due: due, Redirect: v.hop}
 	res := &v.res
 	v.headLen, v.lastErr, v.addr = 0, nil, ""
 	defer v.finish()
@@ -271,6 +278,62 @@ func (v *vu) do(due int64) int64 {
 		o.Observe(v.id, &v.pair, &v.resp)
 	}
 	return res.End
+}
+
+// redirect turns the current request into the next hop of a redirect the
+// last answer asked for, and reports whether there is one to follow: 301,
+// 302 and 303 turn a request with a body into a GET without one (as
+// browsers and k6 do), 307 and 308 keep method and body. A Location with a
+// host goes where that recorded host would (--host-map, --target).
+func (v *vu) redirect() bool {
+	if v.res.Err != ErrNone {
+		return false
+	}
+	switch v.res.Status {
+	case 301, 302, 303, 307, 308:
+	default:
+		return false
+	}
+	loc := v.resp.Header.Peek("Location")
+	if len(loc) == 0 {
+		return false
+	}
+	v.loc = append(v.loc[:0], loc...)
+	req := &v.pair.Req
+	switch {
+	case hasPrefixFold(v.loc, "http://") || hasPrefixFold(v.loc, "https://"):
+		u, err := url.Parse(string(v.loc))
+		if err != nil || u.Host == "" {
+			return false
+		}
+		req.Scheme, req.Host = []byte(u.Scheme), []byte(u.Host)
+		req.URI = []byte(u.RequestURI())
+	case v.loc[0] == '/':
+		req.URI = v.loc
+	default: // relative to the current path
+		base, err := url.Parse(string(req.URI))
+		ref, err2 := url.Parse(string(v.loc))
+		if err != nil || err2 != nil {
+			return false
+		}
+		req.URI = []byte(base.ResolveReference(ref).RequestURI())
+	}
+	if s := v.res.Status; (s == 303 || s == 301 || s == 302) && string(req.Method) != "HEAD" {
+		req.Method, req.Body = []byte("GET"), nil
+		hs := req.Headers[:0]
+		for _, h := range req.Headers {
+			if !equalFold(h.Name, "content-length") && !equalFold(h.Name, "content-type") {
+				hs = append(hs, h)
+			}
+		}
+		req.Headers = hs
+	}
+	v.hop = true
+	return true
+}
+
+func hasPrefixFold(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && equalFold(b[:len(prefix)], prefix)
 }
 
 // finish records the result of do, and reports it if it failed.
