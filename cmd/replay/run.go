@@ -135,6 +135,7 @@ type runOptions struct {
 	sni      string
 	maxConn  time.Duration
 	follow   int
+	timings  bool
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
@@ -155,6 +156,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.StringVar(&o.cert, "cert", "", "client certificate, PEM `FILE` (with --key)")
 	fs.StringVar(&o.key, "key", "", "client certificate key, PEM `FILE` (with --cert)")
 	fs.StringVar(&o.sni, "server-name", "", "TLS server `NAME` to send (SNI) and verify, instead of the host dialed")
+	fs.BoolVar(&o.timings, "timings", false, "measure the phases of each request: connecting, tls, sending, waiting (first byte), receiving")
 	fs.IntVar(&o.follow, "follow-redirects", 0, "follow up to `N` redirects of each request (each hop counted as a request); 0: a 3xx is the answer, as recorded")
 	fs.DurationVar(&o.maxConn, "max-conn-duration", 0, "close and reopen a VU's connection once it is this old, to spread load over the pods behind a Service")
 	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a Go CPU profile of the run to `FILE` (for developers)")
@@ -171,7 +173,7 @@ func (o *runOptions) config(log zerolog.Logger) (vu.Config, error) {
 		VUs: o.load.vus, Walk: walk, Duration: o.load.duration, Iterations: o.load.iterations,
 		Target: o.load.target, KeepHost: o.keepHost, NoConnectionReuse: o.noReuse,
 		Timeout: o.timeout, Grace: o.grace, Insecure: o.insecure, Log: log,
-		CA: o.ca, Cert: o.cert, Key: o.key, ServerName: o.sni, MaxConnDuration: o.maxConn, FollowRedirects: o.follow,
+		CA: o.ca, Cert: o.cert, Key: o.key, ServerName: o.sni, MaxConnDuration: o.maxConn, FollowRedirects: o.follow, Timings: o.timings,
 	}
 	if err := o.load.model(&cfg); err != nil {
 		return cfg, err

@@ -35,3 +35,20 @@ func TestFailureDumpErrorsAndBodies(t *testing.T) {
 		t.Errorf("request body: got %v", req)
 	}
 }
+
+func TestTimingsSummary(t *testing.T) {
+	ms := int64(1e6)
+	rs := []vu.Result{
+		{Due: 0, Sent: 0, End: 10 * ms, Status: 200, Written: true, Connected: true, ConnectNs: 2 * ms, SendNs: ms, WaitNs: 8 * ms, ReceiveNs: ms},
+		{Due: 0, Sent: 0, End: 10 * ms, Status: 200, Written: true, SendNs: ms, WaitNs: 6 * ms, ReceiveNs: 3 * ms},
+	}
+	s := record(testEndpoints, rs).Summary(Meta{Started: t0})
+	tm := s.Timings
+	near := func(got, want float64) bool { return got >= want && got <= want*1.001 } // HDR: 3 significant digits
+	if tm == nil || !near(tm.Connecting.Max, 2) || !near(tm.Waiting.Max, 8) || !near(tm.Waiting.Min, 6) || !near(tm.Receiving.Max, 3) || tm.TLSHandshaking.Max != 0 {
+		t.Fatalf("got %+v", tm)
+	}
+	if s := record(testEndpoints, fixture()).Summary(Meta{Started: t0}); s.Timings != nil {
+		t.Errorf("timings without --timings: %+v", s.Timings)
+	}
+}

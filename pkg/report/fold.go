@@ -32,6 +32,9 @@ type fold struct {
 	redirects                   int64
 	clamped                     int64 // results whose latency or service time exceeded an hour
 
+	// Phase timings (--timings): nil until the first result that has them.
+	phases *[numPhases]*hdrhistogram.Histogram
+
 	seen                   bool // a result has been folded: the times below are set
 	minDue, maxDue, maxEnd int64
 }
@@ -136,6 +139,10 @@ func (f *fold) add(r vu.Result) {
 	}
 	recordNanos(ep.latency, latency)
 
+	if r.SendNs != 0 || r.ConnectNs != 0 {
+		f.addPhases(&r)
+	}
+
 	if !f.seen {
 		f.seen = true
 		f.minDue, f.maxDue, f.maxEnd = r.Due, r.Due, r.End
@@ -168,4 +175,38 @@ func kindIndex(k vu.ErrorKind) int {
 		return int(vu.ErrOther)
 	}
 	return int(k)
+}
+
+// The phases of a request, in the order of Timings' fields.
+const (
+	phaseConnect = iota
+	phaseTLS
+	phaseSend
+	phaseWait
+	phaseReceive
+	numPhases
+)
+
+// addPhases folds the phase timings of r. A connect or TLS phase is folded
+// only for requests that opened a connection (a reused one has none).
+func (f *fold) addPhases(r *vu.Result) {
+	if f.phases == nil {
+		f.phases = new([numPhases]*hdrhistogram.Histogram)
+		for i := range f.phases {
+			f.phases[i] = newHistogram()
+		}
+	}
+	if r.Connected {
+		recordNanos(f.phases[phaseConnect], r.ConnectNs)
+		if r.TLSNs != 0 {
+			recordNanos(f.phases[phaseTLS], r.TLSNs)
+		}
+	}
+	if r.Written {
+		recordNanos(f.phases[phaseSend], r.SendNs)
+	}
+	if r.Err == vu.ErrNone {
+		recordNanos(f.phases[phaseWait], r.WaitNs)
+		recordNanos(f.phases[phaseReceive], r.ReceiveNs)
+	}
 }

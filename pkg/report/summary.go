@@ -65,6 +65,8 @@ type Summary struct {
 	Redirects   int64 `json:"redirects"`   // requests that followed a redirect (--follow-redirects); part of Requests
 	Clamped     int64 `json:"clamped"`     // requests that took over an hour, recorded as one hour
 
+	Timings *Timings `json:"timings_ms,omitempty"` // --timings: the phases of a request
+
 	Iterations    int64     `json:"iterations"`                // iterations begun
 	IterationRate float64   `json:"iteration_rate"`            // Iterations / DurationS: the achieved rate
 	Schedule      *Schedule `json:"schedule,omitempty"`        // open models (rate, recorded)
@@ -79,6 +81,17 @@ type Summary struct {
 
 	Histogram        string `json:"histogram"`         // latency, µs, HdrHistogram V2 compressed base64 ("HISTF...")
 	ServiceHistogram string `json:"service_histogram"` // service time, same encoding
+}
+
+// Timings are the phases of requests (--timings), k6's http_req_connecting,
+// _tls_handshaking, _sending, _waiting and _receiving. Connecting and
+// TLSHandshaking count only the requests that opened a connection.
+type Timings struct {
+	Connecting     Latency `json:"connecting"`
+	TLSHandshaking Latency `json:"tls_handshaking"`
+	Sending        Latency `json:"sending"`
+	Waiting        Latency `json:"waiting"` // time to first byte
+	Receiving      Latency `json:"receiving"`
 }
 
 // Schedule tells how an open model kept its schedule:
@@ -186,6 +199,12 @@ func (r *Recorder) Summary(m Meta) *Summary {
 		}
 		if dur > 0 {
 			s.IterationRate = float64(m.Iterations) / s.DurationS
+		}
+	}
+	if p := f.phases; p != nil {
+		s.Timings = &Timings{
+			Connecting: latencyOf(p[phaseConnect]), TLSHandshaking: latencyOf(p[phaseTLS]),
+			Sending: latencyOf(p[phaseSend]), Waiting: latencyOf(p[phaseWait]), Receiving: latencyOf(p[phaseReceive]),
 		}
 	}
 	if m.Model == "rate" || m.Model == "recorded" {

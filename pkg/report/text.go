@@ -40,6 +40,15 @@ func WriteText(w io.Writer, s *Summary) error {
 		fmt.Sprintf("%s, %s, %s", formatSeconds(s.DurationS+s.WaitS), formatSeconds(s.DurationS), formatSeconds(s.WaitS)))
 	line("Latency", "[from due: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(s.Latency))
 	line("Service time", "[from sent: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(s.Service))
+	if tm := s.Timings; tm != nil {
+		line("  connecting", "[new connections: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.Connecting))
+		if tm.TLSHandshaking.Max > 0 {
+			line("  tls", "[new connections: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.TLSHandshaking))
+		}
+		line("  sending", "[min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.Sending))
+		line("  waiting", "[first byte: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.Waiting))
+		line("  receiving", "[min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.Receiving))
+	}
 	line("Bytes In", "[total, mean]", formatByteTotals(s.BytesIn, s.Requests))
 	line("Bytes Out", "[total, mean]", formatByteTotals(s.BytesOut, s.Requests))
 	line("Success", "[ratio]", formatPercent(s.Succeeded, s.Requests))

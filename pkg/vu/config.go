@@ -114,6 +114,8 @@ type Config struct {
 	// ServerName is the TLS server name (SNI, and the name verified),
 	// instead of the host dialed.
 	ServerName string
+	// Timings measures the phases of each request (Result.ConnectNs...).
+	Timings bool
 	// FollowRedirects follows up to this many redirects of a request; each
 	// hop is a request of its own, marked Redirect. 0: a replay sends what
 	// was recorded and counts a 3xx as an answer.

@@ -219,3 +219,32 @@ func TestFollowRedirects(t *testing.T) {
 		t.Errorf("got %d redirect hops, want 4", n)
 	}
 }
+
+func TestTimings(t *testing.T) {
+	srv := newRawServer(t, func(int64, []byte) action { return action{status: 200, body: "ok", stall: 20 * time.Millisecond} })
+	f := openLines(t, manyLines(3)...)
+	sink, _ := runPool(t, f, Config{Target: srv.url(), Timings: true})
+	for i, r := range sink.results() {
+		if (i == 0) != (r.ConnectNs > 0) {
+			t.Errorf("request %d: connect %v, want it only on the first (a new connection)", i, time.Duration(r.ConnectNs))
+		}
+		if r.WaitNs < int64(15*time.Millisecond) || r.SendNs <= 0 || r.ReceiveNs < 0 {
+			t.Errorf("request %d: send %v wait %v receive %v; want the 20ms stall in wait", i, time.Duration(r.SendNs), time.Duration(r.WaitNs), time.Duration(r.ReceiveNs))
+		}
+		if sum := r.SendNs + r.WaitNs + r.ReceiveNs; sum != r.End-r.Sent {
+			t.Errorf("request %d: phases add to %v, service time is %v", i, time.Duration(sum), time.Duration(r.End-r.Sent))
+		}
+	}
+	sink, _ = runPool(t, f, Config{Target: srv.url()})
+	for _, r := range sink.results() {
+		if r.ConnectNs != 0 || r.SendNs != 0 || r.WaitNs != 0 {
+			t.Errorf("without --timings: %+v", r)
+		}
+	}
+	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer tlsSrv.Close()
+	sink, _ = runPool(t, f, Config{Target: tlsSrv.URL, Insecure: true, Timings: true})
+	if r := sink.results()[0]; r.TLSNs <= 0 || r.ConnectNs <= 0 {
+		t.Errorf("TLS: connect %v, handshake %v", time.Duration(r.ConnectNs), time.Duration(r.TLSNs))
+	}
+}

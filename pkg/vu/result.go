@@ -61,6 +61,13 @@ type Result struct {
 	// Redirect reports a request that followed a redirect
 	// (--follow-redirects), not one of the file.
 	Redirect bool
+
+	// Phase timings, in ns, with Config.Timings (0 otherwise): dialing and
+	// the TLS handshake (requests that opened a connection), writing the
+	// request, waiting for the first byte of the answer, and receiving the
+	// rest (k6's http_req_connecting, _tls_handshaking, _sending, _waiting,
+	// _receiving).
+	ConnectNs, TLSNs, SendNs, WaitNs, ReceiveNs int64
 }
 
 // Sink receives results. Record is called from every VU concurrently and

@@ -78,6 +78,9 @@ type countingReader struct {
 	nc  net.Conn
 	n   int64
 	err error
+	// With timings: when the first byte of the answer arrived.
+	now   func() int64 // nil without timings
+	first int64
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
@@ -85,6 +88,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n += int64(n)
 	if err != nil {
 		c.err = err
+	}
+	if n > 0 && c.first == 0 && c.now != nil {
+		c.first = c.now()
 	}
 	return n, err
 }
@@ -96,6 +102,9 @@ func newVU(r *run, id int) *vu {
 	}
 	v.start = int(int64(id) * int64(r.file.Iterations()) / int64(r.cfg.VUs))
 	v.br = bufio.NewReaderSize(&v.cr, readBuffer)
+	if r.cfg.Timings {
+		v.cr.now = r.nanos
+	}
 	// No TCP keep-alive probes: a VU's connection is busy or closed, and
 	// the four setsockopt calls per dial cost --no-connection-reuse dearly.
 	v.dialer.KeepAlive = -1
@@ -249,6 +258,9 @@ func (v *vu) do(due int64) int64 {
 		n, err = v.bufs.WriteTo(c.nc)
 	}
 	res.BytesOut, res.Written = n, n > 0
+	if cfg.Timings {
+		res.SendNs = r.nanos() - res.Sent
+	}
 	if err != nil {
 		res.Err = v.classify(err, err)
 		res.End = r.nanos()
@@ -259,10 +271,14 @@ func (v *vu) do(due int64) int64 {
 
 	v.resp.Reset()
 	v.resp.SkipBody = string(req.Method) == "HEAD"
-	v.cr.n, v.cr.err = 0, nil
+	v.cr.n, v.cr.err, v.cr.first = 0, nil, 0
 	err = v.resp.ReadLimitBody(v.br, cfg.MaxBody)
 	res.End = r.nanos()
 	res.BytesIn = v.cr.n
+	if first := v.cr.first; first != 0 {
+		res.WaitNs = first - (res.Sent + res.SendNs)
+		res.ReceiveNs = res.End - first
+	}
 	if err != nil {
 		res.Err = v.classify(v.cr.err, err)
 		v.lastErr = err
@@ -412,7 +428,14 @@ func (v *vu) connect(addr, name string, https bool, res *Result) ErrorKind {
 
 	ctx, cancel := context.WithTimeout(v.r.hardCtx, cfg.Timeout)
 	defer cancel()
+	var t0 int64
+	if cfg.Timings {
+		t0 = v.r.nanos()
+	}
 	raw, err := v.dialer.DialContext(ctx, "tcp", addr)
+	if cfg.Timings {
+		res.ConnectNs = v.r.nanos() - t0
+	}
 	if err != nil {
 		if v.r.hard.Load() {
 			return ErrCancelled
@@ -437,6 +460,9 @@ func (v *vu) connect(addr, name string, https bool, res *Result) ErrorKind {
 			return ErrTLS
 		}
 		c.nc = tlsConn
+		if cfg.Timings {
+			res.TLSNs = v.r.nanos() - t0 - res.ConnectNs
+		}
 	}
 	v.c = c
 	v.active.Store(c)
