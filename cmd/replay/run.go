@@ -136,6 +136,7 @@ type runOptions struct {
 	maxConn  time.Duration
 	follow   int
 	timings  bool
+	proxy    string
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
@@ -156,6 +157,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.StringVar(&o.cert, "cert", "", "client certificate, PEM `FILE` (with --key)")
 	fs.StringVar(&o.key, "key", "", "client certificate key, PEM `FILE` (with --cert)")
 	fs.StringVar(&o.sni, "server-name", "", "TLS server `NAME` to send (SNI) and verify, instead of the host dialed")
+	fs.StringVar(&o.proxy, "proxy", "", "carry connections through an HTTP CONNECT proxy: `URL` http://[user:password@]host:port")
 	fs.BoolVar(&o.timings, "timings", false, "measure the phases of each request: connecting, tls, sending, waiting (first byte), receiving")
 	fs.IntVar(&o.follow, "follow-redirects", 0, "follow up to `N` redirects of each request (each hop counted as a request); 0: a 3xx is the answer, as recorded")
 	fs.DurationVar(&o.maxConn, "max-conn-duration", 0, "close and reopen a VU's connection once it is this old, to spread load over the pods behind a Service")
@@ -173,7 +175,7 @@ func (o *runOptions) config(log zerolog.Logger) (vu.Config, error) {
 		VUs: o.load.vus, Walk: walk, Duration: o.load.duration, Iterations: o.load.iterations,
 		Target: o.load.target, KeepHost: o.keepHost, NoConnectionReuse: o.noReuse,
 		Timeout: o.timeout, Grace: o.grace, Insecure: o.insecure, Log: log,
-		CA: o.ca, Cert: o.cert, Key: o.key, ServerName: o.sni, MaxConnDuration: o.maxConn, FollowRedirects: o.follow, Timings: o.timings,
+		CA: o.ca, Cert: o.cert, Key: o.key, ServerName: o.sni, MaxConnDuration: o.maxConn, FollowRedirects: o.follow, Timings: o.timings, Proxy: o.proxy,
 	}
 	if err := o.load.model(&cfg); err != nil {
 		return cfg, err

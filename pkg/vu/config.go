@@ -8,6 +8,7 @@ package vu
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -114,6 +115,9 @@ type Config struct {
 	// ServerName is the TLS server name (SNI, and the name verified),
 	// instead of the host dialed.
 	ServerName string
+	// Proxy, "http://[user:password@]host:port", carries every connection
+	// through an HTTP CONNECT tunnel.
+	Proxy string
 	// Timings measures the phases of each request (Result.ConnectNs...).
 	Timings bool
 	// FollowRedirects follows up to this many redirects of a request; each
@@ -135,6 +139,7 @@ type Config struct {
 
 	target  *target
 	hostMap map[string]*target
+	proxy   *proxy
 	tls     *tls.Config
 }
 
@@ -211,6 +216,13 @@ func (c *Config) Validate() error {
 	}
 	if c.KeepHost && c.Target == "" && len(c.HostMap) == 0 {
 		errs = append(errs, errors.New("--keep-host: only meaningful with --target or --host-map (without them the recorded host is used)"))
+	}
+	if c.Proxy != "" {
+		p, err := parseProxy(c.Proxy)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--proxy: %w", err))
+		}
+		c.proxy = p
 	}
 	if c.FollowRedirects < 0 {
 		errs = append(errs, fmt.Errorf("--follow-redirects: want a number ≥ 0, got %d", c.FollowRedirects))
@@ -312,4 +324,24 @@ func dialAddr(host string, https bool) (addr, name string) {
 	}
 	name = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	return net.JoinHostPort(name, port), name
+}
+
+// proxy is a parsed --proxy.
+type proxy struct {
+	addr string
+	auth string // a Proxy-Authorization header line, or ""
+}
+
+func parseProxy(s string) (*proxy, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.Scheme != "http" {
+		return nil, fmt.Errorf("want http://[user:password@]host:port, got %q", s)
+	}
+	p := &proxy{}
+	p.addr, _ = dialAddr(u.Host, false)
+	if u.User != nil {
+		pass, _ := u.User.Password()
+		p.auth = "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(u.User.Username()+":"+pass)) + "\r\n"
+	}
+	return p, nil
 }

@@ -1,6 +1,7 @@
 package vu
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -9,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -17,6 +19,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,5 +250,72 @@ func TestTimings(t *testing.T) {
 	sink, _ = runPool(t, f, Config{Target: tlsSrv.URL, Insecure: true, Timings: true})
 	if r := sink.results()[0]; r.TLSNs <= 0 || r.ConnectNs <= 0 {
 		t.Errorf("TLS: connect %v, handshake %v", time.Duration(r.ConnectNs), time.Duration(r.TLSNs))
+	}
+}
+
+// connectProxy is a minimal HTTP CONNECT proxy on loopback that counts its
+// tunnels and checks the credentials it was given.
+func connectProxy(t *testing.T, wantAuth string) (url string, tunnels *atomic.Int64) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tunnels = &atomic.Int64{}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil || req.Method != "CONNECT" {
+					return
+				}
+				if req.Header.Get("Proxy-Authorization") != wantAuth {
+					io.WriteString(c, "HTTP/1.1 407 Proxy Authentication Required\r\n\r\n")
+					return
+				}
+				up, err := net.Dial("tcp", req.Host)
+				if err != nil {
+					io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\n\r\n")
+					return
+				}
+				defer up.Close()
+				tunnels.Add(1)
+				io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
+				go func() { io.Copy(up, c); up.Close() }()
+				io.Copy(c, up)
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), tunnels
+}
+
+func TestProxy(t *testing.T) {
+	srv := newRawServer(t, nil)
+	proxyURL, tunnels := connectProxy(t, "Basic dXNlcjpwYXNz") // user:pass
+	f := openLines(t, manyLines(3)...)
+	u := strings.Replace(proxyURL, "http://", "http://user:pass@", 1)
+	sink, _ := runPool(t, f, Config{Target: srv.url(), Proxy: u})
+	if n := sink.count(func(r Result) bool { return r.Status == 200 }); n != 3 || tunnels.Load() != 1 {
+		t.Errorf("through the proxy: %d answers over %d tunnels, want 3 over 1", n, tunnels.Load())
+	}
+	if got := string(srv.requests()[0]); !strings.HasPrefix(got, "GET /p/0 HTTP/1.1\r\nHost: "+srv.ln.Addr().String()) {
+		t.Errorf("tunnelled request %q, want it as sent directly", got)
+	}
+	sink, _ = runPool(t, f, Config{Target: srv.url(), Proxy: proxyURL}) // no credentials: 407
+	if n := sink.count(func(r Result) bool { return r.Err == ErrConnect }); n != 3 {
+		t.Errorf("refused by the proxy: %+v, want 3 connect errors", sink.results())
+	}
+	if err := (&Config{VUs: 1, Proxy: "socks5://x:1"}).Validate(); err == nil {
+		t.Error("a socks5 proxy validated")
 	}
 }

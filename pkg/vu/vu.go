@@ -5,6 +5,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"sync/atomic"
@@ -432,7 +435,7 @@ func (v *vu) connect(addr, name string, https bool, res *Result) ErrorKind {
 	if cfg.Timings {
 		t0 = v.r.nanos()
 	}
-	raw, err := v.dialer.DialContext(ctx, "tcp", addr)
+	raw, err := v.dial(ctx, addr)
 	if cfg.Timings {
 		res.ConnectNs = v.r.nanos() - t0
 	}
@@ -472,6 +475,48 @@ func (v *vu) connect(addr, name string, https bool, res *Result) ErrorKind {
 		c.raw.SetDeadline(time.Unix(1, 0))
 	}
 	return ErrNone
+}
+
+// dial opens a TCP connection to addr, through the --proxy's CONNECT
+// tunnel when there is one (the request then goes through it unchanged,
+// origin-form, as it would directly).
+func (v *vu) dial(ctx context.Context, addr string) (net.Conn, error) {
+	p := v.r.cfg.proxy
+	if p == nil {
+		return v.dialer.DialContext(ctx, "tcp", addr)
+	}
+	c, err := v.dialer.DialContext(ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		c.SetDeadline(deadline)
+	}
+	req := "CONNECT " + addr + " HTTP/1.1\r\nHost: " + addr + "\r\n" + p.auth + "\r\n"
+	if _, err := io.WriteString(c, req); err != nil {
+		c.Close()
+		return nil, err
+	}
+	// Read the answer byte by byte up to its blank line, so that nothing
+	// of the tunnelled stream is consumed here.
+	var head []byte
+	one := make([]byte, 1)
+	for !bytes.HasSuffix(head, []byte("\r\n\r\n")) {
+		if _, err := c.Read(one); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if head = append(head, one[0]); len(head) > 16<<10 {
+			c.Close()
+			return nil, errors.New("proxy: CONNECT answer too long")
+		}
+	}
+	if f := bytes.Fields(head); len(f) < 2 || f[1][0] != '2' {
+		c.Close()
+		return nil, fmt.Errorf("proxy: CONNECT %s: %s", addr, bytes.SplitN(head, []byte("\r\n"), 2)[0])
+	}
+	c.SetDeadline(time.Time{})
+	return c, nil
 }
 
 func (v *vu) closeConn() {
