@@ -2,14 +2,7 @@ package vu
 
 import (
 	"bufio"
-	"bytes"
-	"context"
-	"crypto/tls"
-	"errors"
-	"fmt"
-	"io"
 	"net"
-	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -64,15 +57,6 @@ type vu struct {
 	lastHTTPS bool
 	lastAddr  string
 	lastName  string
-}
-
-// conn is a VU's connection.
-type conn struct {
-	raw    net.Conn // the TCP connection: deadlines and close
-	nc     net.Conn // raw, or TLS over it
-	addr   string
-	https  bool
-	opened int64 // Unix ns on the run's clock
 }
 
 // countingReader counts the bytes read from the socket and keeps the last
@@ -299,62 +283,6 @@ func (v *vu) do(due int64) int64 {
 	return res.End
 }
 
-// redirect turns the current request into the next hop of a redirect the
-// last answer asked for, and reports whether there is one to follow: 301,
-// 302 and 303 turn a request with a body into a GET without one (as
-// browsers and k6 do), 307 and 308 keep method and body. A Location with a
-// host goes where that recorded host would (--host-map, --target).
-func (v *vu) redirect() bool {
-	if v.res.Err != ErrNone {
-		return false
-	}
-	switch v.res.Status {
-	case 301, 302, 303, 307, 308:
-	default:
-		return false
-	}
-	loc := v.resp.Header.Peek("Location")
-	if len(loc) == 0 {
-		return false
-	}
-	v.loc = append(v.loc[:0], loc...)
-	req := &v.pair.Req
-	switch {
-	case hasPrefixFold(v.loc, "http://") || hasPrefixFold(v.loc, "https://"):
-		u, err := url.Parse(string(v.loc))
-		if err != nil || u.Host == "" {
-			return false
-		}
-		req.Scheme, req.Host = []byte(u.Scheme), []byte(u.Host)
-		req.URI = []byte(u.RequestURI())
-	case v.loc[0] == '/':
-		req.URI = v.loc
-	default: // relative to the current path
-		base, err := url.Parse(string(req.URI))
-		ref, err2 := url.Parse(string(v.loc))
-		if err != nil || err2 != nil {
-			return false
-		}
-		req.URI = []byte(base.ResolveReference(ref).RequestURI())
-	}
-	if s := v.res.Status; (s == 303 || s == 301 || s == 302) && string(req.Method) != "HEAD" {
-		req.Method, req.Body = []byte("GET"), nil
-		hs := req.Headers[:0]
-		for _, h := range req.Headers {
-			if !equalFold(h.Name, "content-length") && !equalFold(h.Name, "content-type") {
-				hs = append(hs, h)
-			}
-		}
-		req.Headers = hs
-	}
-	v.hop = true
-	return true
-}
-
-func hasPrefixFold(b []byte, prefix string) bool {
-	return len(b) >= len(prefix) && equalFold(b[:len(prefix)], prefix)
-}
-
 // finish records the result of do, and reports it if it failed.
 func (v *vu) finish() {
 	v.r.pool.Sink.Record(v.res)
@@ -375,163 +303,4 @@ func (v *vu) failed(res *Result) {
 		f.Response = &v.resp
 	}
 	v.r.pool.Failures.Failed(&f)
-}
-
-// destination says where req goes: over TLS or not, the dial address, the
-// host name for SNI, and the Host header value.
-func (v *vu) destination(req *rrpair.Request) (https bool, addr, name string, host []byte) {
-	cfg := v.r.cfg
-	t := cfg.target
-	if mapped, ok := cfg.hostMap[string(req.Host)]; ok {
-		t = mapped
-	}
-	if t != nil {
-		host = t.host
-		if cfg.KeepHost {
-			host = recordedHost(req, t.host)
-		}
-		return t.https, t.addr, t.name, host
-	}
-	https = bytes.Equal(req.Scheme, []byte("https"))
-	if v.lastAddr == "" || https != v.lastHTTPS || !bytes.Equal(req.Host, v.lastHost) {
-		v.lastHost = append(v.lastHost[:0], req.Host...)
-		v.lastHTTPS = https
-		v.lastAddr, v.lastName = dialAddr(string(req.Host), https)
-	}
-	return https, v.lastAddr, v.lastName, recordedHost(req, req.Host)
-}
-
-// recordedHost is the recorded Host header value, else fallback.
-func recordedHost(req *rrpair.Request, fallback []byte) []byte {
-	for i := range req.Headers {
-		if equalFold(req.Headers[i].Name, "host") {
-			return req.Headers[i].Value
-		}
-	}
-	if len(req.Host) > 0 {
-		return req.Host
-	}
-	return fallback
-}
-
-// connect makes sure the VU holds a connection to addr, dialing one if
-// needed. It returns the error kind of a failed dial.
-func (v *vu) connect(addr, name string, https bool, res *Result) ErrorKind {
-	cfg := v.r.cfg
-	if v.c != nil && (v.c.addr != addr || v.c.https != https ||
-		cfg.MaxConnDuration > 0 && v.r.nanos()-v.c.opened >= int64(cfg.MaxConnDuration)) {
-		v.closeConn()
-	}
-	if v.c != nil {
-		return ErrNone
-	}
-	res.Connected = true
-	res.Reconnect = v.hadConn && !cfg.NoConnectionReuse
-	v.hadConn = true
-
-	ctx, cancel := context.WithTimeout(v.r.hardCtx, cfg.Timeout)
-	defer cancel()
-	var t0 int64
-	if cfg.Timings {
-		t0 = v.r.nanos()
-	}
-	raw, err := v.dial(ctx, addr)
-	if cfg.Timings {
-		res.ConnectNs = v.r.nanos() - t0
-	}
-	if err != nil {
-		if v.r.hard.Load() {
-			return ErrCancelled
-		}
-		return ErrConnect
-	}
-	c := &conn{raw: raw, nc: raw, addr: addr, https: https, opened: v.r.nanos()}
-	if https {
-		tc := cfg.tls.Clone()
-		if tc.ServerName == "" { // --server-name overrides the host dialed
-			tc.ServerName = name
-		}
-		tlsConn := tls.Client(raw, tc)
-		if err := tlsConn.HandshakeContext(ctx); err != nil {
-			raw.Close()
-			if v.r.hard.Load() {
-				return ErrCancelled
-			}
-			if ctx.Err() != nil {
-				return ErrTimeout
-			}
-			return ErrTLS
-		}
-		c.nc = tlsConn
-		if cfg.Timings {
-			res.TLSNs = v.r.nanos() - t0 - res.ConnectNs
-		}
-	}
-	v.c = c
-	v.active.Store(c)
-	v.cr.nc = c.nc
-	v.br.Reset(&v.cr)
-	if v.r.hard.Load() { // the stopper may have missed this connection
-		c.raw.SetDeadline(time.Unix(1, 0))
-	}
-	return ErrNone
-}
-
-// dial opens a TCP connection to addr, through the --proxy's CONNECT
-// tunnel when there is one (the request then goes through it unchanged,
-// origin-form, as it would directly).
-func (v *vu) dial(ctx context.Context, addr string) (net.Conn, error) {
-	p := v.r.cfg.proxy
-	if p == nil {
-		return v.dialer.DialContext(ctx, "tcp", addr)
-	}
-	c, err := v.dialer.DialContext(ctx, "tcp", p.addr)
-	if err != nil {
-		return nil, err
-	}
-	if deadline, ok := ctx.Deadline(); ok {
-		c.SetDeadline(deadline)
-	}
-	req := "CONNECT " + addr + " HTTP/1.1\r\nHost: " + addr + "\r\n" + p.auth + "\r\n"
-	if _, err := io.WriteString(c, req); err != nil {
-		c.Close()
-		return nil, err
-	}
-	// Read the answer byte by byte up to its blank line, so that nothing
-	// of the tunnelled stream is consumed here.
-	var head []byte
-	one := make([]byte, 1)
-	for !bytes.HasSuffix(head, []byte("\r\n\r\n")) {
-		if _, err := c.Read(one); err != nil {
-			c.Close()
-			return nil, err
-		}
-		if head = append(head, one[0]); len(head) > 16<<10 {
-			c.Close()
-			return nil, errors.New("proxy: CONNECT answer too long")
-		}
-	}
-	if f := bytes.Fields(head); len(f) < 2 || f[1][0] != '2' {
-		c.Close()
-		return nil, fmt.Errorf("proxy: CONNECT %s: %s", addr, bytes.SplitN(head, []byte("\r\n"), 2)[0])
-	}
-	c.SetDeadline(time.Time{})
-	return c, nil
-}
-
-func (v *vu) closeConn() {
-	if v.c == nil {
-		return
-	}
-	v.active.Store(nil)
-	v.c.nc.Close()
-	v.c = nil
-}
-
-// interrupt cuts off the VU's in-flight request: called by the stopper
-// when the grace expires, from another goroutine.
-func (v *vu) interrupt() {
-	if c := v.active.Load(); c != nil {
-		c.raw.SetDeadline(time.Unix(1, 0))
-	}
 }

@@ -1,0 +1,59 @@
+package vu
+
+import "net/url"
+
+// redirect turns the current request into the next hop of a redirect the
+// last answer asked for, and reports whether there is one to follow: 301,
+// 302 and 303 turn a request with a body into a GET without one (as
+// browsers and k6 do), 307 and 308 keep method and body. A Location with a
+// host goes where that recorded host would (--host-map, --target).
+func (v *vu) redirect() bool {
+	if v.res.Err != ErrNone {
+		return false
+	}
+	switch v.res.Status {
+	case 301, 302, 303, 307, 308:
+	default:
+		return false
+	}
+	loc := v.resp.Header.Peek("Location")
+	if len(loc) == 0 {
+		return false
+	}
+	v.loc = append(v.loc[:0], loc...)
+	req := &v.pair.Req
+	switch {
+	case hasPrefixFold(v.loc, "http://") || hasPrefixFold(v.loc, "https://"):
+		u, err := url.Parse(string(v.loc))
+		if err != nil || u.Host == "" {
+			return false
+		}
+		req.Scheme, req.Host = []byte(u.Scheme), []byte(u.Host)
+		req.URI = []byte(u.RequestURI())
+	case v.loc[0] == '/':
+		req.URI = v.loc
+	default: // relative to the current path
+		base, err := url.Parse(string(req.URI))
+		ref, err2 := url.Parse(string(v.loc))
+		if err != nil || err2 != nil {
+			return false
+		}
+		req.URI = []byte(base.ResolveReference(ref).RequestURI())
+	}
+	if s := v.res.Status; (s == 303 || s == 301 || s == 302) && string(req.Method) != "HEAD" {
+		req.Method, req.Body = []byte("GET"), nil
+		hs := req.Headers[:0]
+		for _, h := range req.Headers {
+			if !equalFold(h.Name, "content-length") && !equalFold(h.Name, "content-type") {
+				hs = append(hs, h)
+			}
+		}
+		req.Headers = hs
+	}
+	v.hop = true
+	return true
+}
+
+func hasPrefixFold(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && equalFold(b[:len(prefix)], prefix)
+}
