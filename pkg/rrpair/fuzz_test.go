@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -107,6 +108,30 @@ func FuzzUnescape(f *testing.F) {
 		}
 		if string(got) != want && bytes.Equal([]byte(want), bytes.ToValidUTF8([]byte(want), []byte("\uFFFD"))) && bytes.Equal(raw, bytes.ToValidUTF8(raw, nil)) {
 			t.Fatalf("%q: got %q, want %q", lit, got, want)
+		}
+	})
+}
+
+// FuzzUnixNano: the allocation-free ts parser agrees with time.Parse on
+// everything it accepts.
+func FuzzUnixNano(f *testing.F) {
+	for _, s := range []string{"2026-11-01T10:00:00Z", "2026-11-01T10:00:00.123456789+02:00", "1999-12-31T23:59:60Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p := Pair{TS: []byte(s)}
+		ns, ok := p.UnixNano()
+		if !ok {
+			return
+		}
+		want, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			// time.Parse refuses some forms we take (a leap second, day 31
+			// of a 30-day month, a space for T); they are still times.
+			return
+		}
+		if want.UnixNano() != ns {
+			t.Fatalf("%q: got %d, time.Parse %d", s, ns, want.UnixNano())
 		}
 	})
 }

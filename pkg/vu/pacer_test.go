@@ -156,3 +156,34 @@ func absDur(d time.Duration) time.Duration {
 	}
 	return d
 }
+
+// FuzzParseStages: any input either fails or gives stages whose pacer is
+// monotonic and ends.
+func FuzzParseStages(f *testing.F) {
+	for _, s := range []string{"30s:1000", "1000@60s,1200/s@1m", "10s:5/m,2s:0", "1h:1e9", "0.5s:3.25"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		stages, err := ParseStages(s, true)
+		if err != nil {
+			return
+		}
+		for _, st := range stages {
+			if st.Duration <= 0 || st.Target < 0 || math.IsNaN(st.Target) || math.IsInf(st.Target, 0) {
+				t.Fatalf("%q: bad stage %+v", s, st)
+			}
+		}
+		p := NewRatePacer(0, stages, time.Second)
+		var prev time.Duration
+		for k := int64(0); k < 1000; k++ {
+			due, ok := p.Due(k)
+			if !ok {
+				return
+			}
+			if due < prev || due >= time.Second {
+				t.Fatalf("%q: Due(%d) = %v after %v", s, k, due, prev)
+			}
+			prev = due
+		}
+	})
+}
