@@ -88,6 +88,7 @@ type run struct {
 
 	stopping atomic.Bool // no new requests
 	stopCh   chan struct{}
+	stopped  atomic.Int64 // when stopping began, Unix ns
 	hard     atomic.Bool // the grace expired: cut in-flight requests off
 	hardCtx  context.Context
 	next     atomic.Int64 // Once, closed model: next iteration to hand out
@@ -130,13 +131,6 @@ func (p *Pool) Run(ctx context.Context) (Stats, error) {
 	r.base = cfg.Clock.Now()
 	r.baseUnix = r.base.UnixNano()
 	stats := Stats{Started: r.base, OutOfOrder: outOfOrder}
-	var stoppedAt atomic.Int64
-	stop := func() {
-		if r.stopping.CompareAndSwap(false, true) {
-			stoppedAt.Store(r.nanos())
-			close(r.stopCh)
-		}
-	}
 
 	switch {
 	case sched != nil:
@@ -182,12 +176,12 @@ func (p *Pool) Run(ctx context.Context) (Stats, error) {
 		}
 		select {
 		case <-done:
-			stop()
+			r.stop()
 			return
 		case <-ctx.Done():
 		case <-deadline:
 		}
-		stop()
+		r.stop()
 		grace := time.NewTimer(cfg.Grace)
 		defer grace.Stop()
 		select {
@@ -207,7 +201,7 @@ func (p *Pool) Run(ctx context.Context) (Stats, error) {
 	close(done)
 	<-watcherDone
 
-	stats.Stopped = time.Unix(0, stoppedAt.Load())
+	stats.Stopped = time.Unix(0, r.stopped.Load())
 	stats.Ended = time.Unix(0, r.nanos())
 	stats.VUs = len(r.vus)
 	stats.Iterations = r.started.Load()
@@ -267,9 +261,19 @@ func (r *run) spawn() *vu {
 				r.runErr = err
 			}
 			r.errMu.Unlock()
+			r.stop()
 		}
 	}()
 	return v
+}
+
+// stop stops issuing: no VU begins another request, the scheduler hands
+// out no more iterations. Safe to call more than once, from any goroutine.
+func (r *run) stop() {
+	if r.stopping.CompareAndSwap(false, true) {
+		r.stopped.Store(r.nanos())
+		close(r.stopCh)
+	}
 }
 
 // dispatch hands s to an idle VU, growing the pool up to MaxVUs; false
