@@ -89,7 +89,7 @@ type run struct {
 	stopping atomic.Bool // no new requests
 	stopCh   chan struct{}
 	stopped  atomic.Int64 // when stopping began, Unix ns
-	hard     atomic.Bool // the grace expired: cut in-flight requests off
+	hard     atomic.Bool  // the grace expired: cut in-flight requests off
 	hardCtx  context.Context
 	next     atomic.Int64 // Once, closed model: next iteration to hand out
 	started  atomic.Int64 // iterations begun
