@@ -19,12 +19,14 @@ func (nopSink) Record(Result) {}
 // record against a loopback server: the base hot path. allocs/op must be 0.
 func BenchmarkRequest(b *testing.B) {
 	for _, tc := range []struct {
-		name string
-		line string
+		name    string
+		line    string
+		timings bool
 	}{
-		{"get", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil)},
-		{"post-2k", line("POST", "/events", `{"Content-Type":["application/json"],"X-Request-Id":["8c1e2f4a"]}`, string(bytes.Repeat([]byte("x"), 2048)))},
-		{"post-64k", line("POST", "/events", `{"Content-Type":["application/octet-stream"]}`, bytes.Repeat([]byte{1}, 64<<10))},
+		{"get", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), false},
+		{"get-timings", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), true},
+		{"post-2k", line("POST", "/events", `{"Content-Type":["application/json"],"X-Request-Id":["8c1e2f4a"]}`, string(bytes.Repeat([]byte("x"), 2048))), false},
+		{"post-64k", line("POST", "/events", `{"Content-Type":["application/octet-stream"]}`, bytes.Repeat([]byte{1}, 64<<10)), false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			srv, err := loopback.NewCanned(loopback.Accepted202)
@@ -34,7 +36,7 @@ func BenchmarkRequest(b *testing.B) {
 			defer srv.Close()
 			url := srv.URL()
 			f := openLines(b, tc.line)
-			p := &Pool{File: f, Sink: nopSink{}, Config: Config{VUs: 1, Walk: Loop, Target: url, Log: zerolog.Nop(), Timeout: 10 * time.Second}}
+			p := &Pool{File: f, Sink: nopSink{}, Config: Config{VUs: 1, Walk: Loop, Target: url, Log: zerolog.Nop(), Timeout: 10 * time.Second, Timings: tc.timings}}
 			p.Config.Iterations = int64(b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
