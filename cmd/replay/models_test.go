@@ -109,3 +109,42 @@ func TestStagesWalkTheFileInALoop(t *testing.T) {
 		t.Errorf("iterations: got %v, want 100 (200/s for 500ms over a 3-iteration file)", s["iterations"])
 	}
 }
+
+func TestThresholdsExitCode(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	file := trafficFile(t, 10)
+	for _, tt := range []struct {
+		name  string
+		exprs []string
+		code  int
+		want  string
+	}{
+		{"pass", []string{"p99<5s", "errors<1%", "POST /events/{id}: p95<5s"}, 0, "pass  p99<5s"},
+		{"fail", []string{"p99<5s", "rps>1000000"}, 99, "FAIL  rps>1000000"},
+		{"bad syntax", []string{"p99 is low"}, 1, "--threshold"},
+		{"unknown endpoint", []string{"GET /nope: p99<1s"}, 1, `no endpoint "GET /nope"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := srv.count.Load()
+			junit := filepath.Join(t.TempDir(), "junit.xml")
+			args := []string{"run", "-f", file, "--target", srv.URL, "--junit", junit}
+			for _, e := range tt.exprs {
+				args = append(args, "--threshold", e)
+			}
+			r := runMain(t, context.Background(), "", args...)
+			if r.code != tt.code || !strings.Contains(r.stdout+r.stderr, tt.want) {
+				t.Fatalf("exit %d, want %d with %q:\n%s%s", r.code, tt.code, tt.want, r.stdout, r.stderr)
+			}
+			sent := srv.count.Load() - before
+			if tt.code == 1 && sent != 0 {
+				t.Errorf("a bad threshold sent %d requests", sent)
+			}
+			if tt.code != 1 {
+				data, err := os.ReadFile(junit)
+				if err != nil || !strings.Contains(string(data), `<testsuite name="replay thresholds"`) {
+					t.Errorf("junit: %v\n%s", err, data)
+				}
+			}
+		})
+	}
+}

@@ -109,29 +109,31 @@ func (o *loadOptions) walk() (vu.Walk, error) {
 
 // runOptions are the flags of `replay run`.
 type runOptions struct {
-	load     loadOptions
-	filter   filterOptions
-	file     string
-	keepHost bool
-	noReuse  bool
-	insecure bool
-	timeout  time.Duration
-	grace    time.Duration
-	out      string
-	quiet    bool
-	cpuprof  string
-	dryRun   int
-	dumpFile string
-	dumpMax  int
-	hostMap  []string
-	ca       string
-	cert     string
-	key      string
-	sni      string
-	maxConn  time.Duration
-	follow   int
-	timings  bool
-	proxy    string
+	load       loadOptions
+	filter     filterOptions
+	file       string
+	keepHost   bool
+	noReuse    bool
+	insecure   bool
+	timeout    time.Duration
+	grace      time.Duration
+	out        string
+	quiet      bool
+	cpuprof    string
+	dryRun     int
+	dumpFile   string
+	dumpMax    int
+	hostMap    []string
+	ca         string
+	cert       string
+	key        string
+	sni        string
+	maxConn    time.Duration
+	follow     int
+	timings    bool
+	proxy      string
+	thresholds []string
+	junit      string
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
@@ -152,6 +154,8 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.StringVar(&o.cert, "cert", "", "client certificate, PEM `FILE` (with --key)")
 	fs.StringVar(&o.key, "key", "", "client certificate key, PEM `FILE` (with --cert)")
 	fs.StringVar(&o.sni, "server-name", "", "TLS server `NAME` to send (SNI) and verify, instead of the host dialed")
+	fs.StringArrayVar(&o.thresholds, "threshold", nil, "fail the run (exit 99) unless `EXPR` holds: p99<200ms, service p95<50ms, errors<1%, rps>1000, dropped<=0, 'POST /events: p95<50ms' (repeatable)")
+	fs.StringVar(&o.junit, "junit", "", "write the --threshold results as JUnit XML to `FILE`")
 	fs.StringVar(&o.proxy, "proxy", "", "carry connections through an HTTP CONNECT proxy: `URL` http://[user:password@]host:port")
 	fs.BoolVar(&o.timings, "timings", false, "measure the phases of each request: connecting, tls, sending, waiting (first byte), receiving")
 	fs.IntVar(&o.follow, "follow-redirects", 0, "follow up to `N` redirects of each request (each hop counted as a request); 0: a 3xx is the answer, as recorded")

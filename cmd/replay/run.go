@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/replay-dev/replay/pkg/report"
@@ -97,6 +98,14 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	if err != nil {
 		return err
 	}
+	var thresholds []report.Threshold
+	for _, expr := range o.thresholds {
+		t, err := report.ParseThreshold(expr)
+		if err != nil {
+			return fmt.Errorf("--threshold: %w", err)
+		}
+		thresholds = append(thresholds, t)
+	}
 	opening := time.Now()
 	f, err := open(rrpair.Options{RequireHost: o.load.target == "", Filter: filter})
 	if err != nil {
@@ -106,6 +115,16 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	if o.dryRun > 0 {
 		pool := &vu.Pool{File: f, Config: cfg}
 		return pool.DryRun(io.out, o.dryRun)
+	}
+	if err := report.CheckEndpoints(thresholds, f.Endpoints()); err != nil {
+		return fmt.Errorf("--threshold: %w (nothing was sent)", err)
+	}
+	var junit *os.File
+	if o.junit != "" {
+		if junit, err = os.Create(o.junit); err != nil {
+			return fmt.Errorf("--junit: %w (nothing was sent)", err)
+		}
+		defer junit.Close()
 	}
 	var out *os.File
 	if o.out != "" {
@@ -162,9 +181,15 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		Scheduled: st.Scheduled, LagMean: st.LagMean, LagMax: st.LagMax, OutOfOrder: st.OutOfOrder,
 	})
 
+	passed := report.Evaluate(sum, thresholds)
 	if !o.quiet {
 		if err := report.WriteText(io.out, sum); err != nil {
 			return err
+		}
+	}
+	if junit != nil {
+		if err := report.WriteJUnit(junit, sum); err != nil {
+			return fmt.Errorf("--junit %s: %w", o.junit, err)
 		}
 	}
 	if out != nil {
@@ -176,8 +201,27 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		}
 		log.Info().Str("file", o.out).Msg("summary written")
 	}
+	if runErr == nil && !passed {
+		var failed []string
+		for _, t := range sum.Thresholds {
+			if !t.Pass {
+				failed = append(failed, fmt.Sprintf("%s (measured %.3f %s)", t.Threshold, t.Measured, t.Unit))
+			}
+		}
+		return thresholdError{failed}
+	}
 	return runErr
 }
+
+// thresholdError is the error of a run whose thresholds did not hold: it
+// exits with code 99 (k6's convention).
+type thresholdError struct{ failed []string }
+
+func (e thresholdError) Error() string {
+	return "thresholds failed: " + strings.Join(e.failed, "; ")
+}
+
+func (thresholdError) ExitCode() int { return exitThreshold }
 
 func startCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)

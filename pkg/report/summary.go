@@ -66,6 +66,8 @@ type Summary struct {
 	Clamped     int64 `json:"clamped"`     // requests that took over an hour, recorded as one hour
 
 	Timings *Timings `json:"timings_ms,omitempty"` // --timings: the phases of a request
+	// Thresholds are the --threshold results, in the order given.
+	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
 
 	Iterations    int64     `json:"iterations"`                // iterations begun
 	IterationRate float64   `json:"iteration_rate"`            // Iterations / DurationS: the achieved rate

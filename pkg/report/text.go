@@ -84,6 +84,16 @@ func WriteText(w io.Writer, s *Summary) error {
 		buf.WriteString("\nEndpoints\n")
 		writeEndpoints(&buf, s.Endpoints)
 	}
+	if len(s.Thresholds) > 0 {
+		buf.WriteString("\nThresholds\n")
+		for _, t := range s.Thresholds {
+			mark := "pass"
+			if !t.Pass {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(&buf, "  %s  %-30s measured %s %s\n", mark, t.Threshold, strconv.FormatFloat(t.Measured, 'f', 3, 64), t.Unit)
+		}
+	}
 	_, err := w.Write(buf.Bytes())
 	return err
 }

@@ -1,0 +1,235 @@
+package report
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Threshold is a pass/fail criterion on a run's summary, written as
+//
+//	p99<200ms              latency (from due time) percentile: p50 p90 p95 p99 p999, min, mean, max
+//	service p95<=50ms      the same on service time (from the first byte sent)
+//	errors<1%              failed requests as a share of requests (or a count: errors<10)
+//	rps>1000               requests per second; also throughput, iteration_rate
+//	dropped<=0             iterations an arrival rate dropped; also late (requests)
+//	POST /events: p95<50ms the same for one endpoint (latency and errors)
+//
+// Latencies take ms (default), s or µs/us.
+type Threshold struct {
+	Text     string
+	Endpoint string // "" for the whole run
+	Metric   string // "latency p99", "service max", "errors%", "errors", "rps", ...
+	Op       string // <, <=, >, >=
+	Value    float64
+}
+
+// ThresholdResult is a threshold checked against a run.
+type ThresholdResult struct {
+	Threshold string  `json:"threshold"`
+	Measured  float64 `json:"measured"`
+	Unit      string  `json:"unit"`
+	Pass      bool    `json:"pass"`
+}
+
+var latencyStats = []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max"}
+
+// ParseThreshold reads one threshold expression (see Threshold).
+func ParseThreshold(s string) (Threshold, error) {
+	t := Threshold{Text: s}
+	expr := strings.TrimSpace(s)
+	if i := strings.LastIndex(expr, ": "); i >= 0 {
+		t.Endpoint, expr = strings.TrimSpace(expr[:i]), strings.TrimSpace(expr[i+2:])
+	}
+	opAt := strings.IndexAny(expr, "<>")
+	if opAt <= 0 {
+		return t, fmt.Errorf("threshold %q: want METRIC<VALUE or METRIC>VALUE, such as p99<200ms or errors<1%%", s)
+	}
+	metric, rest := strings.TrimSpace(expr[:opAt]), expr[opAt:]
+	t.Op = rest[:1]
+	rest = rest[1:]
+	if strings.HasPrefix(rest, "=") {
+		t.Op += "="
+		rest = rest[1:]
+	}
+	rest = strings.TrimSpace(rest)
+	kind, stat, two := strings.Cut(metric, " ")
+	if !two {
+		kind, stat = "", metric
+		if slices.Contains(latencyStats, stat) {
+			kind = "latency"
+		}
+	}
+	unitScale := 1.0
+	switch {
+	case kind == "latency" || kind == "service":
+		if !slices.Contains(latencyStats, stat) {
+			return t, fmt.Errorf("threshold %q: unknown statistic %q, want one of %s", s, stat, strings.Join(latencyStats, " "))
+		}
+		t.Metric = kind + " " + stat
+		for _, u := range []struct {
+			suffix string
+			scale  float64
+		}{{"ms", 1}, {"µs", 0.001}, {"us", 0.001}, {"s", 1000}} {
+			if strings.HasSuffix(rest, u.suffix) {
+				rest, unitScale = strings.TrimSuffix(rest, u.suffix), u.scale
+				break
+			}
+		}
+	case kind == "" && stat == "errors":
+		t.Metric = "errors"
+		if strings.HasSuffix(rest, "%") {
+			t.Metric, rest = "errors%", strings.TrimSuffix(rest, "%")
+		}
+	case kind == "" && slices.Contains([]string{"rps", "throughput", "iteration_rate", "dropped", "late"}, stat):
+		t.Metric = stat
+	case kind == "" && stat == "match":
+		return t, fmt.Errorf("threshold %q: response comparison is not built yet, so match cannot be checked", s)
+	default:
+		return t, fmt.Errorf("threshold %q: unknown metric %q, want a latency statistic (p99, service p95, ...), errors, rps, throughput, iteration_rate, dropped or late", s, metric)
+	}
+	if t.Endpoint != "" && !strings.HasPrefix(t.Metric, "latency") && !strings.HasPrefix(t.Metric, "errors") {
+		return t, fmt.Errorf("threshold %q: per endpoint, only latency and errors are known", s)
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return t, fmt.Errorf("threshold %q: want a number after %s, got %q", s, t.Op, rest)
+	}
+	t.Value = v * unitScale
+	return t, nil
+}
+
+// CheckEndpoints reports a threshold naming an endpoint the run cannot have.
+func CheckEndpoints(ts []Threshold, endpoints []string) error {
+	for _, t := range ts {
+		if t.Endpoint != "" && !slices.Contains(endpoints, t.Endpoint) {
+			return fmt.Errorf("threshold %q: no endpoint %q in the file (its endpoints: %s)", t.Text, t.Endpoint, strings.Join(endpoints, ", "))
+		}
+	}
+	return nil
+}
+
+// Evaluate checks the thresholds against s and stores the results in s.
+// It reports whether all passed.
+func Evaluate(s *Summary, ts []Threshold) bool {
+	s.Thresholds = s.Thresholds[:0]
+	all := true
+	for _, t := range ts {
+		measured, unit := measure(s, t)
+		var pass bool
+		switch t.Op {
+		case "<":
+			pass = measured < t.Value
+		case "<=":
+			pass = measured <= t.Value
+		case ">":
+			pass = measured > t.Value
+		case ">=":
+			pass = measured >= t.Value
+		}
+		all = all && pass
+		s.Thresholds = append(s.Thresholds, ThresholdResult{Threshold: t.Text, Measured: measured, Unit: unit, Pass: pass})
+	}
+	return all
+}
+
+func measure(s *Summary, t Threshold) (float64, string) {
+	lat, svc := s.Latency, s.Service
+	requests, failed := s.Requests, s.Failed
+	if t.Endpoint != "" {
+		lat, requests, failed = Latency{}, 0, 0 // an endpoint without requests
+		for _, e := range s.Endpoints {
+			if e.Name == t.Endpoint {
+				lat, requests, failed = e.Latency, e.Requests, e.Failed
+			}
+		}
+	}
+	kind, stat, _ := strings.Cut(t.Metric, " ")
+	switch kind {
+	case "latency":
+		return statOf(lat, stat), "ms"
+	case "service":
+		return statOf(svc, stat), "ms"
+	case "errors%":
+		if requests == 0 {
+			return 0, "%"
+		}
+		return 100 * float64(failed) / float64(requests), "%"
+	case "errors":
+		return float64(failed), "requests"
+	case "rps":
+		return s.RPS, "/s"
+	case "throughput":
+		return s.Throughput, "/s"
+	case "iteration_rate":
+		return s.IterationRate, "/s"
+	case "dropped":
+		return float64(s.Dropped), "iterations"
+	case "late":
+		return float64(s.Late), "requests"
+	}
+	return math.NaN(), ""
+}
+
+func statOf(l Latency, stat string) float64 {
+	switch stat {
+	case "min":
+		return l.Min
+	case "mean":
+		return l.Mean
+	case "p50":
+		return l.P50
+	case "p90":
+		return l.P90
+	case "p95":
+		return l.P95
+	case "p99":
+		return l.P99
+	case "p999":
+		return l.P999
+	}
+	return l.Max
+}
+
+// WriteJUnit writes the threshold results as JUnit XML: one test case per
+// threshold, for CI systems that display it.
+func WriteJUnit(w io.Writer, s *Summary) error {
+	type failure struct {
+		Message string `xml:"message,attr"`
+	}
+	type testcase struct {
+		Name      string   `xml:"name,attr"`
+		Classname string   `xml:"classname,attr"`
+		Failure   *failure `xml:"failure,omitempty"`
+	}
+	type testsuite struct {
+		XMLName  xml.Name   `xml:"testsuite"`
+		Name     string     `xml:"name,attr"`
+		Tests    int        `xml:"tests,attr"`
+		Failures int        `xml:"failures,attr"`
+		Cases    []testcase `xml:"testcase"`
+	}
+	suite := testsuite{Name: "replay thresholds", Tests: len(s.Thresholds)}
+	for _, r := range s.Thresholds {
+		c := testcase{Name: r.Threshold, Classname: "replay"}
+		if !r.Pass {
+			suite.Failures++
+			c.Failure = &failure{Message: fmt.Sprintf("measured %s %s", strconv.FormatFloat(r.Measured, 'f', -1, 64), r.Unit)}
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(suite); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}

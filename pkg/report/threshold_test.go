@@ -1,0 +1,93 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"strings"
+	"testing"
+)
+
+func TestThresholds(t *testing.T) {
+	s := rateSummary() // p99 4.93ms, service p95 2ms, 6 of 1200 failed, rps 400, dropped 3
+	tests := []struct {
+		expr string
+		pass bool
+	}{
+		{"p99<5ms", true},
+		{"p99<4.9", false},
+		{"latency p999<=12.05ms", true},
+		{"service p95<2ms", false},
+		{"service p95<=2ms", true},
+		{"max<1s", false}, // 3 600 000 ms
+		{"p50<1000us", true},
+		{"errors<1%", true},
+		{"errors<0.4%", false},
+		{"errors<=6", true},
+		{"errors<6", false},
+		{"rps>399", true},
+		{"rps>=401", false},
+		{"dropped<=0", false},
+		{"POST /events: p99<5ms", true},
+		{"GET /users/{id}/orders: errors<1%", false}, // 4 of 98
+		{"GET /users/{id}/orders: p90<2.5ms", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			th, err := ParseThreshold(tt.expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := Evaluate(s, []Threshold{th}); got != tt.pass {
+				t.Errorf("got pass=%v (measured %v %s), want %v", got, s.Thresholds[0].Measured, s.Thresholds[0].Unit, tt.pass)
+			}
+		})
+	}
+}
+
+func TestThresholdSyntax(t *testing.T) {
+	for _, tt := range []struct{ expr, want string }{
+		{"p99", "want METRIC<VALUE"},
+		{"<5ms", "want METRIC<VALUE"},
+		{"p98<5ms", "unknown metric"},
+		{"latency p97<5ms", "unknown statistic"},
+		{"p99<fast", "want a number"},
+		{"cpu<50%", "unknown metric"},
+		{"match>99%", "not built yet"},
+		{"POST /events: rps>5", "per endpoint"},
+		{"POST /events: service p99<5ms", "per endpoint"},
+	} {
+		_, err := ParseThreshold(tt.expr)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: got %v, want an error with %q", tt.expr, err, tt.want)
+		}
+	}
+	th, _ := ParseThreshold("GET /nope: p99<1ms")
+	if err := CheckEndpoints([]Threshold{th}, []string{"GET /a"}); err == nil || !strings.Contains(err.Error(), `no endpoint "GET /nope"`) {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestJUnit(t *testing.T) {
+	s := rateSummary()
+	a, _ := ParseThreshold("p99<5ms")
+	b, _ := ParseThreshold("errors<0.1%")
+	Evaluate(s, []Threshold{a, b})
+	var buf bytes.Buffer
+	if err := WriteJUnit(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	var suite struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Cases    []struct {
+			Name    string    `xml:"name,attr"`
+			Failure *struct{} `xml:"failure"`
+		} `xml:"testcase"`
+	}
+	if err := xml.Unmarshal(buf.Bytes(), &suite); err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	if suite.Tests != 2 || suite.Failures != 1 || suite.Cases[0].Failure != nil || suite.Cases[1].Failure == nil || suite.Cases[1].Name != "errors<0.1%" {
+		t.Errorf("got %+v\n%s", suite, buf.String())
+	}
+}
