@@ -109,31 +109,28 @@ func (o *loadOptions) walk() (vu.Walk, error) {
 
 // runOptions are the flags of `replay run`.
 type runOptions struct {
-	load       loadOptions
-	filter     filterOptions
-	file       string
-	keepHost   bool
-	noReuse    bool
-	insecure   bool
-	timeout    time.Duration
-	grace      time.Duration
-	out        string
-	quiet      bool
-	cpuprof    string
-	dryRun     int
-	dumpFile   string
-	dumpMax    int
-	hostMap    []string
-	ca         string
-	cert       string
-	key        string
-	sni        string
-	maxConn    time.Duration
-	follow     int
-	timings    bool
-	proxy      string
-	thresholds []string
-	junit      string
+	load     loadOptions
+	filter   filterOptions
+	file     string
+	keepHost bool
+	noReuse  bool
+	insecure bool
+	timeout  time.Duration
+	grace    time.Duration
+	report   reportOptions
+	cpuprof  string
+	dryRun   int
+	dumpFile string
+	dumpMax  int
+	hostMap  []string
+	ca       string
+	cert     string
+	key      string
+	sni      string
+	maxConn  time.Duration
+	follow   int
+	timings  bool
+	proxy    string
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
@@ -144,8 +141,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.BoolVar(&o.insecure, "insecure", false, "skip TLS certificate verification")
 	fs.DurationVar(&o.timeout, "timeout", vu.DefaultTimeout, "per-request timeout: connect, write and the whole answer")
 	fs.DurationVar(&o.grace, "grace", vu.DefaultGrace, "after the stop, how long in-flight requests may finish")
-	fs.StringVar(&o.out, "out", "", "write the summary JSON to `FILE`")
-	fs.BoolVarP(&o.quiet, "quiet", "q", false, "do not print the text report")
+	o.report.addFlags(fs, "out")
 	fs.IntVar(&o.dryRun, "dry-run", 0, "print the first `N` requests exactly as they would go on the wire, and send nothing")
 	fs.StringVar(&o.dumpFile, "dump-failures", "", "write failed requests (request as sent, answer received) as JSON lines to `FILE`")
 	fs.IntVar(&o.dumpMax, "dump-max", 5, "with --dump-failures: at most this many per endpoint and kind of failure")
@@ -154,8 +150,6 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.StringVar(&o.cert, "cert", "", "client certificate, PEM `FILE` (with --key)")
 	fs.StringVar(&o.key, "key", "", "client certificate key, PEM `FILE` (with --cert)")
 	fs.StringVar(&o.sni, "server-name", "", "TLS server `NAME` to send (SNI) and verify, instead of the host dialed")
-	fs.StringArrayVar(&o.thresholds, "threshold", nil, "fail the run (exit 99) unless `EXPR` holds: p99<200ms, service p95<50ms, errors<1%, rps>1000, dropped<=0, 'POST /events: p95<50ms' (repeatable)")
-	fs.StringVar(&o.junit, "junit", "", "write the --threshold results as JUnit XML to `FILE`")
 	fs.StringVar(&o.proxy, "proxy", "", "carry connections through an HTTP CONNECT proxy: `URL` http://[user:password@]host:port")
 	fs.BoolVar(&o.timings, "timings", false, "measure the phases of each request: connecting, tls, sending, waiting (first byte), receiving")
 	fs.IntVar(&o.follow, "follow-redirects", 0, "follow up to `N` redirects of each request (each hop counted as a request); 0: a 3xx is the answer, as recorded")

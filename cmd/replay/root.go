@@ -47,6 +47,7 @@ errors honestly.
 		newRunCmd(io, logger),
 		newInspectCmd(io),
 		newDemoCmd(io, logger),
+		newReportCmd(io),
 	)
 	return root
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
-	"strings"
 	"time"
 
 	"github.com/replay-dev/replay/pkg/report"
@@ -98,13 +97,8 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	if err != nil {
 		return err
 	}
-	var thresholds []report.Threshold
-	for _, expr := range o.thresholds {
-		t, err := report.ParseThreshold(expr)
-		if err != nil {
-			return fmt.Errorf("--threshold: %w", err)
-		}
-		thresholds = append(thresholds, t)
+	if _, err := o.report.parseThresholds(); err != nil {
+		return err
 	}
 	opening := time.Now()
 	f, err := open(rrpair.Options{RequireHost: o.load.target == "", Filter: filter})
@@ -116,23 +110,11 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		pool := &vu.Pool{File: f, Config: cfg}
 		return pool.DryRun(io.out, o.dryRun)
 	}
-	if err := report.CheckEndpoints(thresholds, f.Endpoints()); err != nil {
-		return fmt.Errorf("--threshold: %w (nothing was sent)", err)
+	outs, err := o.report.open(f.Endpoints(), "--out")
+	if err != nil {
+		return fmt.Errorf("%w (nothing was sent)", err)
 	}
-	var junit *os.File
-	if o.junit != "" {
-		if junit, err = os.Create(o.junit); err != nil {
-			return fmt.Errorf("--junit: %w (nothing was sent)", err)
-		}
-		defer junit.Close()
-	}
-	var out *os.File
-	if o.out != "" {
-		if out, err = os.Create(o.out); err != nil {
-			return fmt.Errorf("--out: %w (nothing was sent)", err)
-		}
-		defer out.Close()
-	}
+	defer outs.close()
 	var dump *report.FailureDump
 	if o.dumpFile != "" {
 		if o.dumpMax < 1 {
@@ -180,48 +162,14 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		Iterations: st.Iterations, Dropped: st.Dropped, Late: st.Late, LateAfter: cfg.LateAfter,
 		Scheduled: st.Scheduled, LagMean: st.LagMean, LagMax: st.LagMax, OutOfOrder: st.OutOfOrder,
 	})
-
-	passed := report.Evaluate(sum, thresholds)
-	if !o.quiet {
-		if err := report.WriteText(io.out, sum); err != nil {
-			return err
+	if err := outs.write(io.out, nil, sum); err != nil {
+		if runErr != nil {
+			return runErr
 		}
-	}
-	if junit != nil {
-		if err := report.WriteJUnit(junit, sum); err != nil {
-			return fmt.Errorf("--junit %s: %w", o.junit, err)
-		}
-	}
-	if out != nil {
-		if err := report.WriteJSON(out, sum); err != nil {
-			return fmt.Errorf("--out %s: %w", o.out, err)
-		}
-		if err := out.Close(); err != nil {
-			return fmt.Errorf("--out %s: %w", o.out, err)
-		}
-		log.Info().Str("file", o.out).Msg("summary written")
-	}
-	if runErr == nil && !passed {
-		var failed []string
-		for _, t := range sum.Thresholds {
-			if !t.Pass {
-				failed = append(failed, fmt.Sprintf("%s (measured %.3f %s)", t.Threshold, t.Measured, t.Unit))
-			}
-		}
-		return thresholdError{failed}
+		return err
 	}
 	return runErr
 }
-
-// thresholdError is the error of a run whose thresholds did not hold: it
-// exits with code 99 (k6's convention).
-type thresholdError struct{ failed []string }
-
-func (e thresholdError) Error() string {
-	return "thresholds failed: " + strings.Join(e.failed, "; ")
-}
-
-func (thresholdError) ExitCode() int { return exitThreshold }
 
 func startCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/replay-dev/replay/pkg/report"
+	"github.com/spf13/pflag"
+)
+
+// reportOptions are the flags that say what to make of a summary: a run's,
+// a re-rendered one, or a merge.
+type reportOptions struct {
+	quiet      bool
+	out        string // the summary JSON
+	hgrm       string
+	junit      string
+	thresholds []string
+}
+
+func (o *reportOptions) addFlags(fs *pflag.FlagSet, outFlag string) {
+	fs.BoolVarP(&o.quiet, "quiet", "q", false, "do not print the text report")
+	if outFlag == "out" {
+		fs.StringVar(&o.out, "out", "", "write the summary JSON to `FILE`")
+	} else {
+		fs.StringVarP(&o.out, "output", "o", "", "write the merged summary JSON to `FILE` (default: standard output)")
+	}
+	fs.StringVar(&o.hgrm, "hgrm", "", "write the latency distribution (from due time) as an HdrHistogram percentile `FILE` (.hgrm, ms)")
+	fs.StringArrayVar(&o.thresholds, "threshold", nil, "fail (exit 99) unless `EXPR` holds: p99<200ms, service p95<50ms, errors<1%, rps>1000, dropped<=0, 'POST /events: p95<50ms' (repeatable)")
+	fs.StringVar(&o.junit, "junit", "", "write the --threshold results as JUnit XML to `FILE`")
+}
+
+// outputs are the report files, created before any traffic so that a bad
+// path fails first.
+type outputs struct {
+	opts       *reportOptions
+	thresholds []report.Threshold
+	out, hgrm  *os.File
+	junit      *os.File
+}
+
+// parseThresholds checks the --threshold expressions.
+func (o *reportOptions) parseThresholds() ([]report.Threshold, error) {
+	var ts []report.Threshold
+	for _, expr := range o.thresholds {
+		t, err := report.ParseThreshold(expr)
+		if err != nil {
+			return nil, fmt.Errorf("--threshold: %w", err)
+		}
+		ts = append(ts, t)
+	}
+	return ts, nil
+}
+
+// open checks the thresholds against the endpoint table and creates the
+// output files. Close the outputs when done.
+func (o *reportOptions) open(endpoints []string, outName string) (*outputs, error) {
+	ts, err := o.parseThresholds()
+	if err != nil {
+		return nil, err
+	}
+	if err := report.CheckEndpoints(ts, endpoints); err != nil {
+		return nil, fmt.Errorf("--threshold: %w", err)
+	}
+	w := &outputs{opts: o, thresholds: ts}
+	for _, f := range []struct {
+		flag, path string
+		file       **os.File
+	}{{outName, o.out, &w.out}, {"--hgrm", o.hgrm, &w.hgrm}, {"--junit", o.junit, &w.junit}} {
+		if f.path == "" {
+			continue
+		}
+		if *f.file, err = os.Create(f.path); err != nil {
+			w.close()
+			return nil, fmt.Errorf("%s: %w", f.flag, err)
+		}
+	}
+	return w, nil
+}
+
+// write evaluates the thresholds and writes every report: the text to
+// text unless --quiet, the summary JSON also to json when not nil. A failed
+// threshold returns a thresholdError.
+func (w *outputs) write(text, json io.Writer, s *report.Summary) error {
+	passed := report.Evaluate(s, w.thresholds)
+	if !w.opts.quiet && text != nil {
+		if err := report.WriteText(text, s); err != nil {
+			return err
+		}
+	}
+	if json != nil {
+		if err := report.WriteJSON(json, s); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct {
+		file   *os.File
+		render func(io.Writer, *report.Summary) error
+	}{{w.hgrm, report.WriteHgrm}, {w.junit, report.WriteJUnit}, {w.out, report.WriteJSON}} {
+		if f.file == nil {
+			continue
+		}
+		if err := f.render(f.file, s); err != nil {
+			return fmt.Errorf("write %s: %w", f.file.Name(), err)
+		}
+	}
+	if err := w.close(); err != nil {
+		return err
+	}
+	if !passed {
+		var failed []string
+		for _, t := range s.Thresholds {
+			if !t.Pass {
+				failed = append(failed, fmt.Sprintf("%s (measured %.3f %s)", t.Threshold, t.Measured, t.Unit))
+			}
+		}
+		return thresholdError{failed}
+	}
+	return nil
+}
+
+// close closes the files, returning the first error (a write that failed
+// late).
+func (w *outputs) close() error {
+	var first error
+	for _, f := range []**os.File{&w.out, &w.hgrm, &w.junit} {
+		if *f != nil {
+			if err := (*f).Close(); err != nil && first == nil {
+				first = err
+			}
+			*f = nil
+		}
+	}
+	return first
+}
+
+// thresholdError is the error of a run whose thresholds did not hold: it
+// exits with code 99 (k6's convention).
+type thresholdError struct{ failed []string }
+
+func (e thresholdError) Error() string {
+	return "thresholds failed: " + strings.Join(e.failed, "; ")
+}
+
+func (thresholdError) ExitCode() int { return exitThreshold }

@@ -1,0 +1,179 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// ReadSummary reads a summary JSON written by WriteJSON (run --out).
+func ReadSummary(r io.Reader) (*Summary, error) {
+	var s Summary
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("read summary: %w", err)
+	}
+	if s.Version != SummaryVersion {
+		return nil, fmt.Errorf("read summary: version %d, want %d", s.Version, SummaryVersion)
+	}
+	return &s, nil
+}
+
+// Merge combines the summaries of runs that ran side by side (the shards of
+// a distributed run) into one, exactly: counts add, and the latency,
+// service-time and per-endpoint histograms merge, so the merged p99 is the
+// p99 of one histogram fed every value. The merged run spans from the
+// earliest start to the latest end. Sections kept without histograms
+// (status_latency_ms, timings_ms) cannot merge exactly and are left out.
+func Merge(ss []*Summary) (*Summary, error) {
+	if len(ss) == 0 {
+		return nil, errors.New("merge: no summaries")
+	}
+	out := &Summary{Version: SummaryVersion, Model: ss[0].Model, Status: map[string]int64{}, Errors: map[string]int64{}}
+	lat, svc := newHistogram(), newHistogram()
+	type epMerge struct {
+		e    Endpoint
+		hist *hdrhistogram.Histogram
+	}
+	var eps []*epMerge
+	byName := map[string]*epMerge{}
+	var end, lastDue time.Time
+	var rateSum float64
+	rates := 0
+	var sched *Schedule
+	var lagWeighted float64
+	for i, s := range ss {
+		if i == 0 || s.Started.Before(out.Started) {
+			out.Started = s.Started
+		}
+		if s.Model != out.Model {
+			out.Model = "mixed"
+		}
+		due := s.Started.Add(seconds(s.DurationS))
+		if due.After(lastDue) {
+			lastDue = due
+		}
+		if e := due.Add(seconds(s.WaitS)); e.After(end) {
+			end = e
+		}
+		out.Requests += s.Requests
+		out.Succeeded += s.Succeeded
+		out.Failed += s.Failed
+		out.Dropped += s.Dropped
+		out.Late += s.Late
+		out.Reconnects += s.Reconnects
+		out.VUsMax += s.VUsMax
+		out.BytesIn += s.BytesIn
+		out.BytesOut += s.BytesOut
+		out.Connections += s.Connections
+		out.Downgraded += s.Downgraded
+		out.Unsent += s.Unsent
+		out.Clamped += s.Clamped
+		out.Redirects += s.Redirects
+		out.Iterations += s.Iterations
+		out.OutOfOrder += s.OutOfOrder
+		addCounts(out.Status, s.Status)
+		addCounts(out.Errors, s.Errors)
+		if s.TargetRate != nil {
+			rateSum += *s.TargetRate
+			rates++
+		}
+		if sc := s.Schedule; sc != nil {
+			if sched == nil {
+				sched = &Schedule{LateAfterMS: sc.LateAfterMS}
+			}
+			sched.Scheduled += sc.Scheduled
+			sched.LagMaxMS = max(sched.LagMaxMS, sc.LagMaxMS)
+			lagWeighted += sc.LagMeanMS * float64(sc.Scheduled)
+		}
+		if err := mergeHistogram(lat, s.Histogram, i, "histogram"); err != nil {
+			return nil, err
+		}
+		if err := mergeHistogram(svc, s.ServiceHistogram, i, "service_histogram"); err != nil {
+			return nil, err
+		}
+		for _, e := range s.Endpoints {
+			m := byName[e.Name]
+			if m == nil {
+				m = &epMerge{e: Endpoint{Name: e.Name, Status: map[string]int64{}, Errors: map[string]int64{}}, hist: newHistogram()}
+				byName[e.Name] = m
+				eps = append(eps, m)
+			}
+			m.e.Requests += e.Requests
+			m.e.Succeeded += e.Succeeded
+			m.e.Failed += e.Failed
+			addCounts(m.e.Status, e.Status)
+			addCounts(m.e.Errors, e.Errors)
+			if err := mergeHistogram(m.hist, e.Histogram, i, "endpoint "+e.Name); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out.Started = out.Started.UTC()
+	out.DurationS = lastDue.Sub(out.Started).Seconds()
+	out.WaitS = max(end.Sub(lastDue).Seconds(), 0)
+	if out.DurationS > 0 {
+		out.RPS = float64(out.Requests) / out.DurationS
+		out.IterationRate = float64(out.Iterations) / out.DurationS
+	}
+	if total := out.DurationS + out.WaitS; total > 0 {
+		out.Throughput = float64(out.Succeeded) / total
+	}
+	if rates == len(ss) {
+		out.TargetRate = &rateSum
+	}
+	if sched != nil {
+		if sched.Scheduled > 0 {
+			sched.LagMeanMS = lagWeighted / float64(sched.Scheduled)
+		}
+		out.Schedule = sched
+	}
+	out.Latency, out.Service = latencyOf(lat), latencyOf(svc)
+	out.Histogram, out.ServiceHistogram = encodeHistogram(lat), encodeHistogram(svc)
+	out.Endpoints = make([]Endpoint, 0, len(eps))
+	for _, m := range eps {
+		m.e.Latency = latencyOf(m.hist)
+		m.e.Histogram = encodeHistogram(m.hist)
+		out.Endpoints = append(out.Endpoints, m.e)
+	}
+	return out, nil
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func addCounts(dst, src map[string]int64) {
+	for k, n := range src {
+		dst[k] += n
+	}
+}
+
+// mergeHistogram adds the encoded histogram enc (of summary i) into h.
+func mergeHistogram(h *hdrhistogram.Histogram, enc string, i int, what string) error {
+	if enc == "" {
+		return nil
+	}
+	src, err := DecodeHistogram(enc)
+	if err != nil {
+		return fmt.Errorf("merge: summary %d, %s: %w", i+1, what, err)
+	}
+	if dropped := h.Merge(src); dropped != 0 {
+		return fmt.Errorf("merge: summary %d, %s: %d values out of range", i+1, what, dropped)
+	}
+	return nil
+}
+
+// WriteHgrm writes the latency distribution (from due time) in
+// HdrHistogram's percentile format (.hgrm), in milliseconds, readable by its
+// plotter.
+func WriteHgrm(w io.Writer, s *Summary) error {
+	h, err := DecodeHistogram(s.Histogram)
+	if err != nil {
+		return err
+	}
+	_, err = h.PercentilesPrint(w, 5, 1000) // µs -> ms
+	return err
+}

@@ -1,0 +1,94 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/replay-dev/replay/pkg/vu"
+)
+
+// TestMergeIsExact: two shards' summaries, written as JSON and read back,
+// merge into what one recorder fed every result reports.
+func TestMergeIsExact(t *testing.T) {
+	all := fixture()
+	for i := 0; i < 500; i++ { // a spread of latencies, so percentiles mean something
+		all = append(all, vu.Result{Due: t0.UnixNano(), Sent: t0.UnixNano(), End: t0.UnixNano() + int64(i*i)*1000 + 7000,
+			Status: 202, Endpoint: uint16(i % 2), Written: true})
+	}
+	a, b := all[:len(all)/3], all[len(all)/3:]
+	meta := Meta{Started: t0, Model: "closed"}
+	one := record(testEndpoints, all).Summary(meta)
+	var parts []*Summary
+	for _, rs := range [][]vu.Result{a, b} {
+		var buf bytes.Buffer
+		if err := WriteJSON(&buf, record(testEndpoints, rs).Summary(meta)); err != nil {
+			t.Fatal(err)
+		}
+		s, err := ReadSummary(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, s)
+	}
+	m, err := Merge(parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Requests != one.Requests || m.Succeeded != one.Succeeded || m.Failed != one.Failed || m.BytesIn != one.BytesIn {
+		t.Errorf("counts: got %d/%d/%d, want %d/%d/%d", m.Requests, m.Succeeded, m.Failed, one.Requests, one.Succeeded, one.Failed)
+	}
+	if m.Latency != one.Latency || m.Service != one.Service {
+		t.Errorf("latency: got %+v, want %+v", m.Latency, one.Latency)
+	}
+	if m.Histogram != one.Histogram {
+		t.Error("the merged histogram differs from the single one")
+	}
+	for k, n := range one.Status {
+		if m.Status[k] != n {
+			t.Errorf("status %s: got %d, want %d", k, m.Status[k], n)
+		}
+	}
+	for k, n := range one.Errors {
+		if m.Errors[k] != n {
+			t.Errorf("errors %s: got %d, want %d", k, m.Errors[k], n)
+		}
+	}
+	if len(m.Endpoints) != len(one.Endpoints) {
+		t.Fatalf("endpoints: got %d, want %d", len(m.Endpoints), len(one.Endpoints))
+	}
+	byName := map[string]Endpoint{}
+	for _, e := range m.Endpoints {
+		byName[e.Name] = e
+	}
+	for _, e := range one.Endpoints {
+		if got := byName[e.Name]; got.Requests != e.Requests || got.Latency != e.Latency {
+			t.Errorf("endpoint %s: got %d %+v, want %d %+v", e.Name, got.Requests, got.Latency, e.Requests, e.Latency)
+		}
+	}
+	if _, err := Merge(nil); err == nil {
+		t.Error("merging nothing succeeded")
+	}
+	bad := *parts[0]
+	bad.Histogram = "HISTFAAAAnot"
+	if _, err := Merge([]*Summary{&bad}); err == nil {
+		t.Error("a corrupt histogram merged")
+	}
+}
+
+func TestReadSummaryVersion(t *testing.T) {
+	if _, err := ReadSummary(strings.NewReader(`{"version":2}`)); err == nil || !strings.Contains(err.Error(), "version 2") {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestWriteHgrm(t *testing.T) {
+	s := record(testEndpoints, fixture()).Summary(Meta{Started: t0})
+	var buf bytes.Buffer
+	if err := WriteHgrm(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "1/(1-Percentile)") || !strings.Contains(buf.String(), "#[Max") {
+		t.Errorf("not an .hgrm:\n%s", buf.String())
+	}
+}
