@@ -111,6 +111,7 @@ func (o *loadOptions) walk() (vu.Walk, error) {
 type runOptions struct {
 	load     loadOptions
 	filter   filterOptions
+	shard    shardOptions
 	file     string
 	keepHost bool
 	noReuse  bool
@@ -136,6 +137,7 @@ type runOptions struct {
 func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	o.load.addFlags(fs, vus)
 	o.filter.addFlags(fs)
+	o.shard.addFlags(fs)
 	fs.BoolVar(&o.keepHost, "keep-host", false, "send the recorded Host header instead of the --target host")
 	fs.BoolVar(&o.noReuse, "no-connection-reuse", false, "open a new connection for every request")
 	fs.BoolVar(&o.insecure, "insecure", false, "skip TLS certificate verification")

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
 
@@ -36,6 +39,12 @@ errors honestly.
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Flags can also come from the environment, as container manifests
+		// usually configure: REPLAY_VUS=50 is --vus 50. A flag on the
+		// command line wins.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return flagsFromEnv(cmd.Flags(), os.LookupEnv)
+		},
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -78,6 +87,24 @@ func (o logOptions) logger(w io.Writer) (zerolog.Logger, error) {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05"}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+}
+
+// flagsFromEnv sets each flag not given on the command line from
+// REPLAY_<NAME> (upper case, - as _), when set.
+func flagsFromEnv(fs *pflag.FlagSet, lookup func(string) (string, bool)) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed {
+			return
+		}
+		name := "REPLAY_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := lookup(name); ok {
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = fmt.Errorf("%s: %w", name, serr)
+			}
+		}
+	})
+	return err
 }
 
 func isTerminal(w io.Writer) bool {

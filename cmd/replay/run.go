@@ -100,8 +100,13 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	if _, err := o.report.parseThresholds(); err != nil {
 		return err
 	}
+	shard, err := o.shard.parse()
+	if err != nil {
+		return err
+	}
+	divide(&cfg, shard)
 	opening := time.Now()
-	f, err := open(rrpair.Options{RequireHost: o.load.target == "", Filter: filter})
+	f, err := open(rrpair.Options{RequireHost: o.load.target == "", Filter: filter, Shard: shard})
 	if err != nil {
 		return fmt.Errorf("%w\nnothing was sent", err)
 	}
@@ -131,6 +136,12 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	log.Info().Str("model", cfg.Model.String()).Str("file", f.Name()).Float64("opened_ms", float64(time.Since(opening).Microseconds())/1000).Int("pairs", f.Len()).Int("filtered_out", f.Filtered()).Int("iterations", f.Iterations()).
 		Int("vus", cfg.VUs).Str("walk", cfg.Walk.String()).Dur("duration", cfg.Duration).
 		Str("target", cfg.Target).Msg("replaying")
+	if shard.Count > 1 {
+		log.Info().Int("shard", shard.Index).Int("shards", shard.Count).Int("vus", cfg.VUs).Float64("rate", cfg.Rate).Msg("sharded")
+	}
+	if err := o.shard.waitStart(ctx, log); err != nil {
+		return fmt.Errorf("%w\nnothing was sent", err)
+	}
 	if o.cpuprof != "" {
 		stop, err := startCPUProfile(o.cpuprof)
 		if err != nil {

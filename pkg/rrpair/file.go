@@ -25,7 +25,15 @@ type Options struct {
 	// Filter selects the pairs to keep; every line is validated all the
 	// same. Nil keeps them all.
 	Filter *Filter
+	// Shard keeps iteration k (counted after the filter) when k mod
+	// Shard.Count = Shard.Index: a disjoint, deterministic share whose
+	// sessions stay whole. The endpoint table still comes from every kept
+	// pair, so all shards derive the same one. Zero Count: no sharding.
+	Shard Shard
 }
+
+// Shard is one share of a file's iterations: Index of Count.
+type Shard struct{ Index, Count int }
 
 // ErrAllFiltered is returned when the filter leaves no pair.
 var ErrAllFiltered = errors.New("no pairs left after the filters")
@@ -100,6 +108,8 @@ type File struct {
 	endpoints []string
 	hosts     []string // distinct recorded hosts, in order of first appearance
 	filtered  int      // pairs the filter dropped
+	shard     Shard
+	firstTS   int64 // earliest ts of the kept pairs, Unix ns; 0 when none has one
 }
 
 // Open maps and validates the file at path. Every line is checked before
@@ -133,6 +143,9 @@ func openAs(path, name string, opt Options) (*File, error) {
 		if err := opt.Filter.Validate(); err != nil {
 			return nil, err
 		}
+	}
+	if sh := opt.Shard; sh.Count != 0 && (sh.Count < 1 || sh.Index < 0 || sh.Index >= sh.Count) {
+		return nil, fmt.Errorf("shard %d/%d: want i/n with 0 ≤ i < n", sh.Index, sh.Count)
 	}
 	data, err := mapFile(path)
 	if err != nil {
@@ -275,6 +288,9 @@ func (f *File) index(opt Options) error {
 		}
 
 		f.pairs = append(f.pairs, pairRef{off: int64(start), line: uint32(line), endpoint: id})
+		if ns, ok := p.UnixNano(); ok && (f.firstTS == 0 || ns < f.firstTS) {
+			f.firstTS = ns
+		}
 
 		it := iters
 		if len(p.Session) > 0 {
@@ -302,6 +318,9 @@ func (f *File) index(opt Options) error {
 	f.rankEndpoints(epNames, epCounts)
 	if f.sessions > 0 {
 		f.groupSessions(iterOf, iters)
+	}
+	if opt.Shard.Count > 1 {
+		f.keepShard(opt.Shard)
 	}
 	// The session map and the build slices are garbage now; hand their
 	// memory back before the run starts, so a large file costs only its
@@ -361,6 +380,30 @@ func (f *File) rankEndpoints(names []string, counts []int) {
 		}
 	}
 }
+
+// keepShard narrows the iteration index to the shard's iterations.
+func (f *File) keepShard(sh Shard) {
+	n := f.Iterations()
+	start := make([]uint32, 0, n/sh.Count+2)
+	pairs := make([]uint32, 0, len(f.pairs)/sh.Count+1)
+	start = append(start, 0)
+	for k := sh.Index; k < n; k += sh.Count {
+		for j := 0; j < f.IterationLen(k); j++ {
+			pairs = append(pairs, uint32(f.PairOf(k, j)))
+		}
+		start = append(start, uint32(len(pairs)))
+	}
+	f.iterStart, f.iterPairs = start, pairs
+	f.shard = sh
+}
+
+// FirstTS is the earliest recorded time of the file's pairs (all shards),
+// in Unix ns; false when no pair has a ts. Shards pace recorded times from
+// it, so that they keep one timeline.
+func (f *File) FirstTS() (int64, bool) { return f.firstTS, f.firstTS != 0 }
+
+// Shard is the share of the file this File walks (zero Count: all of it).
+func (f *File) Shard() Shard { return f.shard }
 
 // groupSessions builds the iteration index with a counting sort, keeping
 // file order within each iteration.

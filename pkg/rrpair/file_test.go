@@ -455,3 +455,53 @@ func TestHosts(t *testing.T) {
 		t.Errorf("got %q, want b:1,a:2, and the empty host", got)
 	}
 }
+
+func TestShardsAreDisjointAndWhole(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 50; i++ {
+		session := ""
+		if i%3 != 0 {
+			session = `"tags":{"session":"s` + string(rune('a'+i%7)) + `"},`
+		}
+		b.WriteString(`{` + session + `"http":{"req":{"method":"GET","uri":"/` + strings.Repeat("x", i%5) + `/` + string(rune('A'+i%26)) + `","host":"h"}}}` + "\n")
+	}
+	path := writeFile(t, b.String())
+	all, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Close()
+	seen := map[int]int{}
+	iterations := 0
+	for i := 0; i < 3; i++ {
+		f, err := Open(path, Options{Shard: Shard{i, 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(f.Endpoints(), ",") != strings.Join(all.Endpoints(), ",") {
+			t.Errorf("shard %d derives another endpoint table", i)
+		}
+		iterations += f.Iterations()
+		for k := 0; k < f.Iterations(); k++ {
+			for j := 0; j < f.IterationLen(k); j++ {
+				seen[f.PairOf(k, j)]++
+			}
+			// Iteration k of shard i is iteration 3k+i of the whole file.
+			if want := all.IterationLen(3*k + i); f.IterationLen(k) != want {
+				t.Errorf("shard %d iteration %d: %d pairs, want %d (sessions stay whole)", i, k, f.IterationLen(k), want)
+			}
+		}
+		f.Close()
+	}
+	if len(seen) != 50 || iterations != all.Iterations() {
+		t.Errorf("shards cover %d pairs in %d iterations, want 50 in %d", len(seen), iterations, all.Iterations())
+	}
+	for p, n := range seen {
+		if n != 1 {
+			t.Errorf("pair %d in %d shards", p, n)
+		}
+	}
+	if _, err := Open(path, Options{Shard: Shard{3, 3}}); err == nil {
+		t.Error("shard 3/3 opened")
+	}
+}

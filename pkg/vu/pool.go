@@ -371,6 +371,9 @@ func recordedOrder(f *rrpair.File, speed float64) (order []int, offsets []time.D
 	})
 	offsets = make([]time.Duration, n)
 	first := ts[order[0]]
+	if global, ok := f.FirstTS(); ok && f.Shard().Count > 1 {
+		first = global // the shards of a run share one timeline
+	}
 	for i, k := range order {
 		offsets[i] = time.Duration(float64(ts[k]-first) / speed)
 	}
