@@ -6,7 +6,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.7.0
 MODULES     := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test lint fuzz bench demo bigfile peers
+.PHONY: help build test lint fuzz bench demo bigfile peers image
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -34,6 +34,10 @@ demo: ## replay the built-in traffic against the built-in demo SUT
 
 bigfile: build ## 1 GiB file, 500 VUs: open time and anonymous memory (not run in CI)
 	scripts/bigfile.sh bin/replay
+
+image: ## build the container image replay:dev (needs a Docker engine)
+	@docker info >/dev/null 2>&1 || { echo "make image: no Docker engine here (docker info fails); the Dockerfile builds where one runs"; exit 1; }
+	docker build -t replay:dev --build-arg VERSION=$$(git describe --always --dirty 2>/dev/null || echo dev) .
 
 peers: build ## compare CPU per request with wrk, k6, hey, oha... (../shared/bench)
 	REPLAY_BIN=$(CURDIR)/bin/replay ../shared/bench/peers.sh
