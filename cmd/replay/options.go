@@ -132,6 +132,8 @@ type runOptions struct {
 	follow   int
 	timings  bool
 	proxy    string
+	metrics  string
+	linger   time.Duration
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
@@ -152,6 +154,8 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.StringVar(&o.cert, "cert", "", "client certificate, PEM `FILE` (with --key)")
 	fs.StringVar(&o.key, "key", "", "client certificate key, PEM `FILE` (with --cert)")
 	fs.StringVar(&o.sni, "server-name", "", "TLS server `NAME` to send (SNI) and verify, instead of the host dialed")
+	fs.StringVar(&o.metrics, "metrics", "", "serve live Prometheus metrics on `ADDR` (such as :9090) at /metrics during the run")
+	fs.DurationVar(&o.linger, "metrics-linger", 0, "with --metrics: keep serving this long after the run, for a last scrape")
 	fs.StringVar(&o.proxy, "proxy", "", "carry connections through an HTTP CONNECT proxy: `URL` http://[user:password@]host:port")
 	fs.BoolVar(&o.timings, "timings", false, "measure the phases of each request: connecting, tls, sending, waiting (first byte), receiving")
 	fs.IntVar(&o.follow, "follow-redirects", 0, "follow up to `N` redirects of each request (each hop counted as a request); 0: a 3xx is the answer, as recorded")

@@ -7,6 +7,7 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/vu"
@@ -153,6 +154,20 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	pool := &vu.Pool{File: f, Config: cfg, Sink: rec}
 	if dump != nil {
 		pool.Failures = dump
+	}
+	if o.metrics != "" {
+		srv, err := metrics.Listen(o.metrics, metrics.Sources{Recorder: rec, VUs: pool.Live})
+		if err != nil {
+			rec.Close()
+			return fmt.Errorf("--metrics: %w (nothing was sent)", err)
+		}
+		log.Info().Str("addr", srv.Addr()).Msg("serving metrics at /metrics")
+		defer func() {
+			if o.linger > 0 {
+				time.Sleep(o.linger)
+			}
+			srv.Close()
+		}()
 	}
 	st, runErr := pool.Run(ctx)
 	rec.Close()

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,22 +18,32 @@ func TestShardsSendEachPairOnce(t *testing.T) {
 	srv, received := uriServer(t)
 	file := trafficFile(t, 40) // 40 pairs in 7 sessions
 	dir := t.TempDir()
+	// Three real processes at once, as three pods would run.
 	var parts []string
+	var cmds []*exec.Cmd
 	for i := 0; i < 3; i++ {
 		out := filepath.Join(dir, "shard"+string(rune('0'+i))+".json")
-		args := []string{"run", "-f", file, "--target", srv.URL, "--mode", "once", "--vus", "4", "--out", out, "-q"}
+		parts = append(parts, out)
+		args := []string{"run", "-f", file, "--target", srv.URL, "--mode", "once", "--vus", "4", "--out", out, "-q", "--log-format", "json"}
+		env := append(os.Environ(), "REPLAY_BE_MAIN=1")
 		if i == 2 { // the Indexed Job way
-			t.Setenv("JOB_COMPLETION_INDEX", "2")
+			env = append(env, "JOB_COMPLETION_INDEX=2")
 			args = append(args, "--shards", "3")
 		} else {
 			args = append(args, "--shard", string(rune('0'+i))+"/3")
 		}
-		r := runMain(t, context.Background(), "", args...)
-		if r.code != 0 {
-			t.Fatalf("shard %d: exit %d: %s", i, r.code, r.stderr)
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = env
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		parts = append(parts, out)
-		if s := readSummary(t, out); num(s, "vus_max") > 2 {
+		cmds = append(cmds, cmd)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("shard %d: %v", i, err)
+		}
+		if s := readSummary(t, parts[i]); num(s, "vus_max") > 2 {
 			t.Errorf("shard %d ran %v VUs, want its share of 4", i, s["vus_max"])
 		}
 	}

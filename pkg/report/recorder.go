@@ -22,7 +22,10 @@ type Recorder struct {
 	ch    chan vu.Result
 	done  chan struct{} // closed when the folding goroutine has exited
 	close sync.Once
-	f     *fold // owned by the folding goroutine until done is closed
+	// mu guards f: the folding goroutine holds it while it folds a batch,
+	// Live while it reads. Nothing on the VUs' path takes it.
+	mu sync.Mutex
+	f  *fold
 }
 
 var _ vu.Sink = (*Recorder)(nil)
@@ -53,20 +56,59 @@ func (r *Recorder) run() {
 	tick := time.NewTicker(drainEvery)
 	defer tick.Stop()
 	for {
-		for {
-			select {
-			case res, ok := <-r.ch:
-				if !ok {
-					return
-				}
-				r.f.add(res)
-				continue
-			default:
-			}
-			break
+		if !r.drain() {
+			return
 		}
 		<-tick.C
 	}
+}
+
+// drain folds what is queued; false once the queue is closed and empty.
+func (r *Recorder) drain() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		select {
+		case res, ok := <-r.ch:
+			if !ok {
+				return false
+			}
+			r.f.add(res)
+		default:
+			return true
+		}
+	}
+}
+
+// Live is what a recorder has folded so far, for live metrics.
+type Live struct {
+	Requests, Succeeded, Failed int64
+	BytesIn, BytesOut           int64
+	Errors                      map[string]int64 // by kind
+	StatusClass                 [6]int64         // [1] = 1xx ... [5] = 5xx; [0] other
+	Latency                     Latency          // from due time, since the start
+}
+
+// Live returns the recorder's counts so far, at most drainEvery late. It is
+// safe to call during a run (a metrics scrape); it costs a lock and a few
+// percentile look-ups, never the VUs anything.
+func (r *Recorder) Live() Live {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := r.f
+	l := Live{
+		Requests: f.requests, Succeeded: f.succeeded, Failed: f.failed,
+		BytesIn: f.bytesIn, BytesOut: f.bytesOut,
+		Errors: errorCounts(&f.errors), Latency: latencyOf(f.latency),
+	}
+	for code, st := range f.status {
+		class := int(code) / 100
+		if class < 1 || class > 5 {
+			class = 0
+		}
+		l.StatusClass[class] += st.count
+	}
+	return l
 }
 
 // Record implements vu.Sink: it queues res for folding. It is safe for

@@ -54,6 +54,21 @@ type Pool struct {
 	Observers []Observer
 	Sink      Sink
 	Failures  FailureSink // optional
+
+	running atomic.Pointer[run] // the run under way, for Live
+}
+
+// Live returns how many VUs the run has started and how many requests are
+// in flight; zeros before Run. Safe to call from any goroutine during Run.
+func (p *Pool) Live() (vus int, inFlight int64) {
+	r := p.running.Load()
+	if r == nil {
+		return 0, 0
+	}
+	r.vusMu.Lock()
+	vus = len(r.vus)
+	r.vusMu.Unlock()
+	return vus, r.inFlight.Load()
 }
 
 // Stats describes a finished run. Per-request numbers are in the Sink.
@@ -94,6 +109,7 @@ type run struct {
 	next     atomic.Int64 // Once, closed model: next iteration to hand out
 	started  atomic.Int64 // iterations begun
 	late     atomic.Int64
+	inFlight atomic.Int64 // requests begun and not yet recorded
 	active   atomic.Int64 // closed model with stages: VUs with id < active run
 
 	wg     sync.WaitGroup // VUs and the scheduler
@@ -130,6 +146,7 @@ func (p *Pool) Run(ctx context.Context) (Stats, error) {
 	}
 	r.base = cfg.Clock.Now()
 	r.baseUnix = r.base.UnixNano()
+	p.running.Store(r)
 	stats := Stats{Started: r.base, OutOfOrder: outOfOrder}
 
 	switch {

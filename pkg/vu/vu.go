@@ -201,6 +201,7 @@ func (v *vu) do(due int64) int64 {
 	v.res = Result{VU: uint32(v.id), Endpoint: v.pair.Endpoint, Downgraded: v.pair.IsHTTP2(), Due: due, Redirect: v.hop}
 	res := &v.res
 	v.headLen, v.lastErr, v.addr = 0, nil, ""
+	r.inFlight.Add(1)
 	defer v.finish()
 
 	req := &v.pair.Req
@@ -285,6 +286,7 @@ func (v *vu) do(due int64) int64 {
 
 // finish records the result of do, and reports it if it failed.
 func (v *vu) finish() {
+	v.r.inFlight.Add(-1)
 	v.r.pool.Sink.Record(v.res)
 	if v.r.pool.Failures != nil && (v.res.Err != ErrNone || v.res.Status >= 400) {
 		v.failed(&v.res)

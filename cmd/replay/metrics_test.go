@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// scrape returns the value of one metric line, or -1.
+func scrape(t *testing.T, addr, metric string) float64 {
+	res, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(metric) + ` (\S+)$`).FindSubmatch(body)
+	if m == nil {
+		return -1
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+// TestMetricsDuringARun scrapes a run twice while it goes, then once after
+// its summary is written: the counters grow and end at the report's.
+func TestMetricsDuringARun(t *testing.T) {
+	srv := newSUT(t, 20*time.Millisecond, 202)
+	addr := freePort(t)
+	out := filepath.Join(t.TempDir(), "summary.json")
+	done := make(chan result, 1)
+	go func() {
+		done <- runMain(t, context.Background(), "", "run", "-f", trafficFile(t, 10), "--target", srv.URL,
+			"--vus", "2", "--duration", "1500ms", "--metrics", addr, "--metrics-linger", "3s", "--out", out, "-q", "--log-level", "error")
+	}()
+	var seen []float64
+	deadline := time.Now().Add(10 * time.Second)
+	for len(seen) < 2 && time.Now().Before(deadline) {
+		time.Sleep(400 * time.Millisecond)
+		if v := scrape(t, addr, "replay_requests_total"); v > 0 {
+			seen = append(seen, v)
+		}
+	}
+	if len(seen) < 2 || seen[1] <= seen[0] {
+		t.Fatalf("replay_requests_total during the run: %v, want it growing", seen)
+	}
+	if v := scrape(t, addr, "replay_vus"); v != 2 {
+		t.Errorf("replay_vus: %v, want 2", v)
+	}
+	for time.Now().Before(deadline) { // the summary is written before the linger
+		if data, err := os.ReadFile(out); err == nil && json.Valid(data) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s := readSummary(t, out)
+	if v := scrape(t, addr, "replay_requests_total"); v != float64(num(s, "requests")) {
+		t.Errorf("replay_requests_total after the run: %v, the report says %v", v, s["requests"])
+	}
+	if v := scrape(t, addr, `replay_responses_total{class="2xx"}`); v != float64(num(s, "succeeded")) {
+		t.Errorf("2xx responses: %v, the report says %v succeeded", v, s["succeeded"])
+	}
+	if v := scrape(t, addr, `replay_latency_seconds{quantile="0.99"}`); v < 0.015 {
+		t.Errorf("latency p99: %v s, want about the SUT's 20ms", v)
+	}
+	if r := <-done; r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if r := runMain(t, context.Background(), "", "run", "-f", trafficFile(t, 1), "--target", srv.URL, "--metrics", "nope:xx"); r.code != 1 {
+		t.Errorf("a bad --metrics address: exit %d", r.code)
+	}
+}
