@@ -134,6 +134,8 @@ type runOptions struct {
 	proxy    string
 	metrics  string
 	linger   time.Duration
+	compare  string
+	ignore   []string
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
@@ -154,6 +156,8 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.StringVar(&o.cert, "cert", "", "client certificate, PEM `FILE` (with --key)")
 	fs.StringVar(&o.key, "key", "", "client certificate key, PEM `FILE` (with --cert)")
 	fs.StringVar(&o.sni, "server-name", "", "TLS server `NAME` to send (SNI) and verify, instead of the host dialed")
+	fs.StringVar(&o.compare, "compare", "", "compare each answer with the recorded one: `status`, or body (status and body, JSON-aware)")
+	fs.StringArrayVar(&o.ignore, "compare-ignore", nil, "with --compare body: ignore this JSON `PATH` (id, data.created_at, items.*.ts; repeatable)")
 	fs.StringVar(&o.metrics, "metrics", "", "serve live Prometheus metrics on `ADDR` (such as :9090) at /metrics during the run")
 	fs.DurationVar(&o.linger, "metrics-linger", 0, "with --metrics: keep serving this long after the run, for a last scrape")
 	fs.StringVar(&o.proxy, "proxy", "", "carry connections through an HTTP CONNECT proxy: `URL` http://[user:password@]host:port")

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,5 +60,42 @@ func TestReportAndMerge(t *testing.T) {
 	}
 	if r := runMain(t, context.Background(), "", "report", filepath.Join(dir, "missing.json")); r.code != 1 {
 		t.Errorf("a missing file: exit %d", r.code)
+	}
+}
+
+// TestCompareWithRecorded: the SUT answers the recorded 202 except on one
+// endpoint, and differs in the body only where ids live.
+func TestCompareWithRecorded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/events/1") {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	file := trafficFile(t, 40) // every pair recorded 202; 11 paths start /events/1
+	out := filepath.Join(t.TempDir(), "summary.json")
+	r := runMain(t, context.Background(), "", "run", "-f", file, "--target", srv.URL, "--compare", "status",
+		"--out", out, "--threshold", "match>90%", "--threshold", "POST /events/{id}: match>=72%")
+	if r.code != 99 {
+		t.Fatalf("exit %d, want 99 (match is 29/40): %s%s", r.code, r.stdout, r.stderr)
+	}
+	s := readSummary(t, out)
+	c := s["compare"].(map[string]any)
+	if c["compared"] != 40.0 || c["matched"] != 29.0 {
+		t.Errorf("compare: %v", c)
+	}
+	m := c["mismatches"].([]any)[0].(map[string]any)
+	if m["kind"] != "status" || m["recorded"] != "202" || m["replayed"] != "404" || m["count"] != 11.0 {
+		t.Errorf("top mismatch: %v", m)
+	}
+	if !strings.Contains(r.stdout, "29 of 40 match (72.50%)") || !strings.Contains(r.stdout, "pass  POST /events/{id}: match>=72%") {
+		t.Errorf("report:\n%s", r.stdout)
+	}
+	for _, args := range [][]string{{"--threshold", "match>1%"}, {"--compare", "headers"}, {"--compare", "status", "--compare-ignore", "id"}} {
+		if r := runMain(t, context.Background(), "", append([]string{"run", "-f", file, "--target", srv.URL}, args...)...); r.code != 1 {
+			t.Errorf("%v: exit %d, want 1", args, r.code)
+		}
 	}
 }

@@ -98,8 +98,20 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	if err != nil {
 		return err
 	}
-	if _, err := o.report.parseThresholds(); err != nil {
+	ts, err := o.report.parseThresholds()
+	if err != nil {
 		return err
+	}
+	switch o.compare {
+	case "", "status", "body":
+	default:
+		return flagError("--compare", "status or body", o.compare)
+	}
+	if report.NeedsCompare(ts) && o.compare == "" {
+		return fmt.Errorf("--threshold: match needs --compare status or --compare body")
+	}
+	if len(o.ignore) > 0 && o.compare != "body" {
+		return fmt.Errorf("--compare-ignore: only with --compare body")
 	}
 	shard, err := o.shard.parse()
 	if err != nil {
@@ -155,6 +167,12 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	if dump != nil {
 		pool.Failures = dump
 	}
+	var comparer *report.Comparer
+	if o.compare != "" {
+		comparer = report.NewComparer(f.Endpoints(), o.compare == "body", o.ignore)
+		pool.Observers = append(pool.Observers, comparer)
+		pool.DecodeResponses = true
+	}
 	if o.metrics != "" {
 		srv, err := metrics.Listen(o.metrics, metrics.Sources{Recorder: rec, VUs: pool.Live})
 		if err != nil {
@@ -188,6 +206,9 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		Iterations: st.Iterations, Dropped: st.Dropped, Late: st.Late, LateAfter: cfg.LateAfter,
 		Scheduled: st.Scheduled, LagMean: st.LagMean, LagMax: st.LagMax, OutOfOrder: st.OutOfOrder,
 	})
+	if comparer != nil {
+		sum.Compare = comparer.Result()
+	}
 	if err := outs.write(io.out, nil, sum); err != nil {
 		if runErr != nil {
 			return runErr

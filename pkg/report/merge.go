@@ -46,6 +46,10 @@ func Merge(ss []*Summary) (*Summary, error) {
 	rates := 0
 	var sched *Schedule
 	var lagWeighted float64
+	var cmp *Compare
+	cmpEndpoints := map[string]*EndpointMatch{}
+	var cmpOrder []string
+	mismatches := map[string]*Mismatch{}
 	for i, s := range ss {
 		if i == 0 || s.Started.Before(out.Started) {
 			out.Started = s.Started
@@ -90,6 +94,33 @@ func Merge(ss []*Summary) (*Summary, error) {
 			sched.LagMaxMS = max(sched.LagMaxMS, sc.LagMaxMS)
 			lagWeighted += sc.LagMeanMS * float64(sc.Scheduled)
 		}
+		if c := s.Compare; c != nil {
+			if cmp == nil {
+				cmp = &Compare{Body: c.Body}
+			}
+			cmp.Compared += c.Compared
+			cmp.Matched += c.Matched
+			cmp.NotRecorded += c.NotRecorded
+			for _, e := range c.Endpoints {
+				m := cmpEndpoints[e.Name]
+				if m == nil {
+					m = &EndpointMatch{Name: e.Name}
+					cmpEndpoints[e.Name] = m
+					cmpOrder = append(cmpOrder, e.Name)
+				}
+				m.Compared += e.Compared
+				m.Matched += e.Matched
+			}
+			for _, mm := range c.Mismatches {
+				key := mm.Endpoint + "\x00" + mm.Kind + "\x00" + mm.Recorded + "\x00" + mm.Replayed
+				if prev := mismatches[key]; prev != nil {
+					prev.Count += mm.Count
+				} else {
+					copied := mm
+					mismatches[key] = &copied
+				}
+			}
+		}
 		if err := mergeHistogram(lat, s.Histogram, i, "histogram"); err != nil {
 			return nil, err
 		}
@@ -131,6 +162,21 @@ func Merge(ss []*Summary) (*Summary, error) {
 			sched.LagMeanMS = lagWeighted / float64(sched.Scheduled)
 		}
 		out.Schedule = sched
+	}
+	if cmp != nil {
+		cmp.MatchPct = pct(cmp.Matched, cmp.Compared)
+		cmp.Endpoints = []EndpointMatch{}
+		for _, name := range cmpOrder {
+			e := cmpEndpoints[name]
+			e.MatchPct = pct(e.Matched, e.Compared)
+			cmp.Endpoints = append(cmp.Endpoints, *e)
+		}
+		cmp.Mismatches = []Mismatch{}
+		for _, m := range mismatches {
+			cmp.Mismatches = append(cmp.Mismatches, *m)
+		}
+		cmp.Mismatches = sortMismatches(cmp.Mismatches)
+		out.Compare = cmp
 	}
 	out.Latency, out.Service = latencyOf(lat), latencyOf(svc)
 	out.Histogram, out.ServiceHistogram = encodeHistogram(lat), encodeHistogram(svc)

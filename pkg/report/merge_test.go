@@ -92,3 +92,20 @@ func TestWriteHgrm(t *testing.T) {
 		t.Errorf("not an .hgrm:\n%s", buf.String())
 	}
 }
+
+func TestMergeCompare(t *testing.T) {
+	a := record(testEndpoints, fixture()).Summary(Meta{Started: t0})
+	b := record(testEndpoints, fixture()).Summary(Meta{Started: t0})
+	a.Compare = &Compare{Compared: 10, Matched: 9, Endpoints: []EndpointMatch{{Name: "GET /x", Compared: 10, Matched: 9}},
+		Mismatches: []Mismatch{{Endpoint: "GET /x", Kind: "status", Recorded: "200", Replayed: "500", Count: 1}}}
+	b.Compare = &Compare{Compared: 30, Matched: 27, Endpoints: []EndpointMatch{{Name: "GET /x", Compared: 30, Matched: 27}},
+		Mismatches: []Mismatch{{Endpoint: "GET /x", Kind: "status", Recorded: "200", Replayed: "500", Count: 3}}}
+	m, err := Merge([]*Summary{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.Compare
+	if c.Compared != 40 || c.Matched != 36 || c.MatchPct != 90 || c.Endpoints[0].Compared != 40 || len(c.Mismatches) != 1 || c.Mismatches[0].Count != 4 {
+		t.Errorf("got %+v", c)
+	}
+}

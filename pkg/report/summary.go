@@ -66,6 +66,8 @@ type Summary struct {
 	Clamped     int64 `json:"clamped"`     // requests that took over an hour, recorded as one hour
 
 	Timings *Timings `json:"timings_ms,omitempty"` // --timings: the phases of a request
+	// Compare is the comparison with the recorded responses (--compare).
+	Compare *Compare `json:"compare,omitempty"`
 	// Thresholds are the --threshold results, in the order given.
 	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
 

@@ -84,6 +84,24 @@ func WriteText(w io.Writer, s *Summary) error {
 		buf.WriteString("\nEndpoints\n")
 		writeEndpoints(&buf, s.Endpoints)
 	}
+	if c := s.Compare; c != nil {
+		what := "status"
+		if c.Body {
+			what = "status and body"
+		}
+		fmt.Fprintf(&buf, "\nCompared with the recorded responses (%s): %d of %d match (%.2f%%)", what, c.Matched, c.Compared, c.MatchPct)
+		if c.NotRecorded > 0 {
+			fmt.Fprintf(&buf, "; %d had no recorded answer", c.NotRecorded)
+		}
+		buf.WriteString("\n")
+		for i, m := range c.Mismatches {
+			if i == 5 {
+				fmt.Fprintf(&buf, "  ... %d more kinds of mismatch in the JSON\n", len(c.Mismatches)-5)
+				break
+			}
+			fmt.Fprintf(&buf, "  %6d  %-28s %s: recorded %q, replayed %q (line %d)\n", m.Count, m.Endpoint, m.Kind, m.Recorded, m.Replayed, m.Line)
+		}
+	}
 	if len(s.Thresholds) > 0 {
 		buf.WriteString("\nThresholds\n")
 		for _, t := range s.Thresholds {

@@ -17,6 +17,7 @@ import (
 //	errors<1%              failed requests as a share of requests (or a count: errors<10)
 //	rps>1000               requests per second; also throughput, iteration_rate
 //	dropped<=0             iterations an arrival rate dropped; also late (requests)
+//	match>99%              responses matching the recorded ones (--compare)
 //	POST /events: p95<50ms the same for one endpoint (latency and errors)
 //
 // Latencies take ms (default), s or µs/us.
@@ -88,12 +89,12 @@ func ParseThreshold(s string) (Threshold, error) {
 	case kind == "" && slices.Contains([]string{"rps", "throughput", "iteration_rate", "dropped", "late"}, stat):
 		t.Metric = stat
 	case kind == "" && stat == "match":
-		return t, fmt.Errorf("threshold %q: response comparison is not built yet, so match cannot be checked", s)
+		t.Metric, rest = "match%", strings.TrimSuffix(rest, "%")
 	default:
 		return t, fmt.Errorf("threshold %q: unknown metric %q, want a latency statistic (p99, service p95, ...), errors, rps, throughput, iteration_rate, dropped or late", s, metric)
 	}
-	if t.Endpoint != "" && !strings.HasPrefix(t.Metric, "latency") && !strings.HasPrefix(t.Metric, "errors") {
-		return t, fmt.Errorf("threshold %q: per endpoint, only latency and errors are known", s)
+	if t.Endpoint != "" && !strings.HasPrefix(t.Metric, "latency") && !strings.HasPrefix(t.Metric, "errors") && t.Metric != "match%" {
+		return t, fmt.Errorf("threshold %q: per endpoint, only latency, errors and match are known", s)
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
@@ -101,6 +102,16 @@ func ParseThreshold(s string) (Threshold, error) {
 	}
 	t.Value = v * unitScale
 	return t, nil
+}
+
+// NeedsCompare reports whether a threshold checks the response comparison.
+func NeedsCompare(ts []Threshold) bool {
+	for _, t := range ts {
+		if t.Metric == "match%" {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckEndpoints reports a threshold naming an endpoint the run cannot have.
@@ -171,6 +182,19 @@ func measure(s *Summary, t Threshold) (float64, string) {
 		return float64(s.Dropped), "iterations"
 	case "late":
 		return float64(s.Late), "requests"
+	case "match%":
+		if s.Compare == nil {
+			return math.NaN(), "% (no --compare)"
+		}
+		if t.Endpoint == "" {
+			return s.Compare.MatchPct, "%"
+		}
+		for _, e := range s.Compare.Endpoints {
+			if e.Name == t.Endpoint {
+				return e.MatchPct, "%"
+			}
+		}
+		return 0, "%"
 	}
 	return math.NaN(), ""
 }

@@ -52,7 +52,6 @@ func TestThresholdSyntax(t *testing.T) {
 		{"latency p97<5ms", "unknown statistic"},
 		{"p99<fast", "want a number"},
 		{"cpu<50%", "unknown metric"},
-		{"match>99%", "not built yet"},
 		{"POST /events: rps>5", "per endpoint"},
 		{"POST /events: service p99<5ms", "per endpoint"},
 	} {

@@ -54,6 +54,9 @@ type Pool struct {
 	Observers []Observer
 	Sink      Sink
 	Failures  FailureSink // optional
+	// DecodeResponses has each VU decode the recorded response of a pair
+	// too (headers and body), for Observers that compare.
+	DecodeResponses bool
 
 	running atomic.Pointer[run] // the run under way, for Live
 }

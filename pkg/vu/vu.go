@@ -87,6 +87,9 @@ func newVU(r *run, id int) *vu {
 	if r.idle != nil {
 		v.work = make(chan slot, 1)
 	}
+	if r.pool.DecodeResponses {
+		v.cur.WithResponses()
+	}
 	v.start = int(int64(id) * int64(r.file.Iterations()) / int64(r.cfg.VUs))
 	v.br = bufio.NewReaderSize(&v.cr, readBuffer)
 	if r.cfg.Timings {

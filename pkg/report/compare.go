@@ -1,0 +1,221 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/valyala/fasthttp"
+)
+
+// Comparer compares each live response with the recorded one (--compare):
+// the status always, and with body the body too — as JSON when both sides
+// are JSON, with the ignored paths removed first (timestamps, IDs), else
+// byte for byte. It is a vu.Observer; counting is atomic and a mismatch
+// takes a lock only to keep its example.
+type Comparer struct {
+	endpoints []string
+	body      bool
+	ignore    [][]string
+
+	compared, matched, unrecorded atomic.Int64
+	perEndpoint                   []endpointMatch
+
+	mu         sync.Mutex // guards mismatches
+	mismatches map[string]*Mismatch
+}
+
+type endpointMatch struct{ compared, matched atomic.Int64 }
+
+var _ vu.Observer = (*Comparer)(nil)
+
+// NewComparer compares responses; body adds bodies, ignoring the JSON paths
+// in ignore ("id", "data.created_at", "items.*.ts": * matches any key or
+// element).
+func NewComparer(endpoints []string, body bool, ignore []string) *Comparer {
+	c := &Comparer{endpoints: endpoints, body: body, mismatches: map[string]*Mismatch{},
+		perEndpoint: make([]endpointMatch, len(endpoints))}
+	for _, p := range ignore {
+		c.ignore = append(c.ignore, strings.Split(p, "."))
+	}
+	return c
+}
+
+// Observe implements vu.Observer.
+func (c *Comparer) Observe(_ int, p *rrpair.Pair, resp *fasthttp.Response) {
+	if p.Res.Status == 0 {
+		c.unrecorded.Add(1) // nothing recorded to compare with
+		return
+	}
+	c.compared.Add(1)
+	var ep *endpointMatch
+	if int(p.Endpoint) < len(c.perEndpoint) {
+		ep = &c.perEndpoint[p.Endpoint]
+		ep.compared.Add(1)
+	}
+	got := resp.StatusCode()
+	switch {
+	case got != p.Res.Status:
+		c.mismatch(p, "status", fmt.Sprint(p.Res.Status), fmt.Sprint(got))
+		return
+	case c.body && !c.sameBody(p.Res.Body, resp.Body()):
+		c.mismatch(p, "body", clipBody(p.Res.Body), clipBody(resp.Body()))
+		return
+	}
+	c.matched.Add(1)
+	if ep != nil {
+		ep.matched.Add(1)
+	}
+}
+
+// sameBody compares two bodies: as JSON values with the ignored paths
+// removed when both parse, else as bytes.
+func (c *Comparer) sameBody(recorded, replayed []byte) bool {
+	if bytes.Equal(recorded, replayed) {
+		return true
+	}
+	var a, b any
+	if json.Unmarshal(recorded, &a) != nil || json.Unmarshal(replayed, &b) != nil {
+		return false
+	}
+	for _, path := range c.ignore {
+		a, b = without(a, path), without(b, path)
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// without removes path from a decoded JSON value.
+func without(v any, path []string) any {
+	if len(path) == 0 {
+		return nil
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			if path[0] != "*" && path[0] != k {
+				continue
+			}
+			if len(path) == 1 {
+				delete(t, k)
+			} else {
+				t[k] = without(child, path[1:])
+			}
+		}
+	case []any:
+		if path[0] == "*" {
+			for i, child := range t {
+				if len(path) > 1 {
+					t[i] = without(child, path[1:])
+				}
+			}
+		}
+	}
+	return v
+}
+
+func (c *Comparer) mismatch(p *rrpair.Pair, kind, recorded, replayed string) {
+	name := otherEndpoint
+	if int(p.Endpoint) < len(c.endpoints) {
+		name = c.endpoints[p.Endpoint]
+	}
+	key := name + "\x00" + kind + "\x00" + recorded + "\x00" + replayed
+	if kind == "body" {
+		key = name + "\x00body" // one example per endpoint
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.mismatches[key]
+	if m == nil {
+		m = &Mismatch{Endpoint: name, Kind: kind, Recorded: recorded, Replayed: replayed, Line: p.Line}
+		c.mismatches[key] = m
+	}
+	m.Count++
+}
+
+func clipBody(b []byte) string {
+	const max = 300
+	if len(b) > max {
+		return string(b[:max]) + "…"
+	}
+	return string(b)
+}
+
+// Compare is the comparison section of the summary ("compare"):
+//
+//	{"compared": 1200, "matched": 1190, "match_pct": 99.17, "not_recorded": 3,
+//	 "endpoints": [{"name": "POST /events", "compared": 1000, "matched": 1000, "match_pct": 100}],
+//	 "mismatches": [{"endpoint": "GET /users/{id}", "kind": "status", "count": 10,
+//	                 "recorded": "200", "replayed": "404", "line": 17}]}
+type Compare struct {
+	Compared    int64           `json:"compared"`
+	Matched     int64           `json:"matched"`
+	MatchPct    float64         `json:"match_pct"`
+	NotRecorded int64           `json:"not_recorded"` // answers whose pair has no recorded status
+	Body        bool            `json:"body"`         // bodies were compared too
+	Endpoints   []EndpointMatch `json:"endpoints"`
+	Mismatches  []Mismatch      `json:"mismatches"` // the most frequent first, at most 20
+}
+
+// EndpointMatch is one endpoint's comparison.
+type EndpointMatch struct {
+	Name     string  `json:"name"`
+	Compared int64   `json:"compared"`
+	Matched  int64   `json:"matched"`
+	MatchPct float64 `json:"match_pct"`
+}
+
+// Mismatch is one kind of difference, with an example.
+type Mismatch struct {
+	Endpoint string `json:"endpoint"`
+	Kind     string `json:"kind"` // status or body
+	Count    int64  `json:"count"`
+	Recorded string `json:"recorded"`
+	Replayed string `json:"replayed"`
+	Line     int    `json:"line"` // the example's line in the traffic file
+}
+
+// Result returns the comparison so far.
+func (c *Comparer) Result() *Compare {
+	out := &Compare{Compared: c.compared.Load(), Matched: c.matched.Load(), NotRecorded: c.unrecorded.Load(), Body: c.body,
+		Endpoints: []EndpointMatch{}, Mismatches: []Mismatch{}}
+	out.MatchPct = pct(out.Matched, out.Compared)
+	for i := range c.perEndpoint {
+		e := &c.perEndpoint[i]
+		if n := e.compared.Load(); n > 0 {
+			out.Endpoints = append(out.Endpoints, EndpointMatch{Name: c.endpoints[i], Compared: n, Matched: e.matched.Load(), MatchPct: pct(e.matched.Load(), n)})
+		}
+	}
+	c.mu.Lock()
+	for _, m := range c.mismatches {
+		out.Mismatches = append(out.Mismatches, *m)
+	}
+	c.mu.Unlock()
+	out.Mismatches = sortMismatches(out.Mismatches)
+	return out
+}
+
+// sortMismatches puts the most frequent first and keeps 20.
+func sortMismatches(ms []Mismatch) []Mismatch {
+	sort.Slice(ms, func(i, j int) bool {
+		a, b := ms[i], ms[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		return a.Endpoint+a.Kind+a.Recorded+a.Replayed < b.Endpoint+b.Kind+b.Recorded+b.Replayed
+	})
+	return ms[:min(len(ms), 20)]
+}
+
+func pct(n, of int64) float64 {
+	if of == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(of)
+}
