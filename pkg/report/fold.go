@@ -32,6 +32,13 @@ type fold struct {
 	redirects                   int64
 	clamped                     int64 // results whose latency or service time exceeded an hour
 
+	// Per-second intervals: the open ones, by Unix second, and the closed
+	// ones, compressed.
+	open                  map[int64]*intervalFold
+	intervals             []Interval
+	closedUpTo, newestSec int64
+	spare                 []*hdrhistogram.Histogram
+
 	// Phase timings (--timings): nil until the first result that has them.
 	phases *[numPhases]*hdrhistogram.Histogram
 
@@ -59,6 +66,7 @@ func newFold(names []string) *fold {
 		latency: newHistogram(),
 		service: newHistogram(),
 		status:  make(map[uint16]*statusFold),
+		open:    make(map[int64]*intervalFold),
 	}
 	f.names = append(f.names, names...)
 	f.otherIdx = -1
@@ -142,6 +150,7 @@ func (f *fold) add(r vu.Result) {
 	if r.SendNs != 0 || r.ConnectNs != 0 {
 		f.addPhases(&r)
 	}
+	f.addInterval(&r)
 
 	if !f.seen {
 		f.seen = true

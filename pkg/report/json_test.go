@@ -66,12 +66,12 @@ func TestJSONRoundTrip(t *testing.T) {
 		extra []string // keys beyond summaryKeys
 		want  func(t *testing.T, m map[string]any)
 	}{
-		{"closed", Meta{Started: t0, Model: "closed", VUsMax: 4}, nil, func(t *testing.T, m map[string]any) {
+		{"closed", Meta{Started: t0, Model: "closed", VUsMax: 4}, []string{"intervals"}, func(t *testing.T, m map[string]any) {
 			if v, ok := m["target_rate"]; !ok || v != nil {
 				t.Errorf("target_rate: got %v, want null", v)
 			}
 		}},
-		{"rate", Meta{Started: t0, Model: "rate", TargetRate: &rate, Dropped: 3, Late: 2, Scheduled: 103, Iterations: 100, LagMax: 1500 * time.Microsecond}, []string{"schedule"}, func(t *testing.T, m map[string]any) {
+		{"rate", Meta{Started: t0, Model: "rate", TargetRate: &rate, Dropped: 3, Late: 2, Scheduled: 103, Iterations: 100, LagMax: 1500 * time.Microsecond}, []string{"schedule", "intervals"}, func(t *testing.T, m map[string]any) {
 			if m["target_rate"] != 400.0 || m["dropped"] != 3.0 || m["late"] != 2.0 || m["iterations"] != 100.0 {
 				t.Errorf("got target_rate %v, dropped %v, late %v, iterations %v; want 400, 3, 2, 100", m["target_rate"], m["dropped"], m["late"], m["iterations"])
 			}

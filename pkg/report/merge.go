@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -27,7 +28,8 @@ func ReadSummary(r io.Reader) (*Summary, error) {
 // a distributed run) into one, exactly: counts add, and the latency,
 // service-time and per-endpoint histograms merge, so the merged p99 is the
 // p99 of one histogram fed every value. The merged run spans from the
-// earliest start to the latest end. Sections kept without histograms
+// earliest start to the latest end; intervals line up on wall-clock
+// seconds. Sections kept without histograms
 // (status_latency_ms, timings_ms) cannot merge exactly and are left out.
 func Merge(ss []*Summary) (*Summary, error) {
 	if len(ss) == 0 {
@@ -46,6 +48,11 @@ func Merge(ss []*Summary) (*Summary, error) {
 	rates := 0
 	var sched *Schedule
 	var lagWeighted float64
+	type ivMerge struct {
+		iv   Interval
+		hist *hdrhistogram.Histogram
+	}
+	intervals := map[int64]*ivMerge{}
 	var cmp *Compare
 	cmpEndpoints := map[string]*EndpointMatch{}
 	var cmpOrder []string
@@ -121,6 +128,19 @@ func Merge(ss []*Summary) (*Summary, error) {
 				}
 			}
 		}
+		for _, iv := range s.Intervals {
+			m := intervals[iv.T]
+			if m == nil {
+				m = &ivMerge{iv: Interval{T: iv.T, Status: map[string]int64{}}, hist: newHistogram()}
+				intervals[iv.T] = m
+			}
+			m.iv.Requests += iv.Requests
+			m.iv.Errors += iv.Errors
+			addCounts(m.iv.Status, iv.Status)
+			if err := mergeHistogram(m.hist, iv.Histogram, i, fmt.Sprintf("interval %d", iv.T)); err != nil {
+				return nil, err
+			}
+		}
 		if err := mergeHistogram(lat, s.Histogram, i, "histogram"); err != nil {
 			return nil, err
 		}
@@ -178,6 +198,13 @@ func Merge(ss []*Summary) (*Summary, error) {
 		cmp.Mismatches = sortMismatches(cmp.Mismatches)
 		out.Compare = cmp
 	}
+	for _, m := range intervals {
+		m.iv.Latency = IntervalLatency{P50: msOf(m.hist.ValueAtQuantile(50)), P90: msOf(m.hist.ValueAtQuantile(90)),
+			P99: msOf(m.hist.ValueAtQuantile(99)), Max: msOf(m.hist.Max())}
+		m.iv.Histogram = encodeHistogram(m.hist)
+		out.Intervals = append(out.Intervals, m.iv)
+	}
+	sort.Slice(out.Intervals, func(i, j int) bool { return out.Intervals[i].T < out.Intervals[j].T })
 	out.Latency, out.Service = latencyOf(lat), latencyOf(svc)
 	out.Histogram, out.ServiceHistogram = encodeHistogram(lat), encodeHistogram(svc)
 	out.Endpoints = make([]Endpoint, 0, len(eps))

@@ -66,6 +66,8 @@ type Summary struct {
 	Clamped     int64 `json:"clamped"`     // requests that took over an hour, recorded as one hour
 
 	Timings *Timings `json:"timings_ms,omitempty"` // --timings: the phases of a request
+	// Intervals are the run second by second.
+	Intervals []Interval `json:"intervals,omitempty"`
 	// Compare is the comparison with the recorded responses (--compare).
 	Compare *Compare `json:"compare,omitempty"`
 	// Thresholds are the --threshold results, in the order given.
@@ -145,6 +147,7 @@ type Endpoint struct {
 func (r *Recorder) Summary(m Meta) *Summary {
 	r.Close()
 	f := r.f
+	f.closeIntervals(f.newestSec)
 
 	started := m.Started
 	if started.IsZero() && f.seen {
@@ -181,6 +184,7 @@ func (r *Recorder) Summary(m Meta) *Summary {
 
 		Histogram:        encodeHistogram(f.latency),
 		ServiceHistogram: encodeHistogram(f.service),
+		Intervals:        f.intervals,
 	}
 
 	if f.seen {

@@ -1,0 +1,158 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/replay-dev/replay/pkg/vu"
+)
+
+// Interval is one second of a run, on wall-clock seconds, so the intervals
+// of shards line up:
+//
+//	{"t": 1795356951, "requests": 2000, "errors": 3, "status": {"2xx": 1990, "5xx": 7},
+//	 "latency_ms": {"p50": 0.9, "p90": 1.8, "p99": 4.9, "max": 12}, "histogram": "HISTF..."}
+//
+// A request belongs to the second its answer ended in. The histogram
+// (latency from due time, compressed) keeps an hour-long run small and lets
+// intervals merge exactly.
+type Interval struct {
+	T         int64            `json:"t"` // Unix seconds of the interval's start
+	Requests  int64            `json:"requests"`
+	Errors    int64            `json:"errors"` // requests without an answer
+	Status    map[string]int64 `json:"status"` // answers by class: "2xx"...
+	Latency   IntervalLatency  `json:"latency_ms"`
+	Histogram string           `json:"histogram"`
+}
+
+// IntervalLatency is the latency of an interval, in ms.
+type IntervalLatency struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// intervalFold is an open interval. Owned by the folding goroutine.
+type intervalFold struct {
+	requests, errors int64
+	class            [6]int64
+	latency          *hdrhistogram.Histogram
+}
+
+// intervalDelay is how long after its end an interval stays open for
+// answers that arrive late to the recorder.
+const intervalDelay = 2
+
+// addInterval folds r into its second's interval, closing the intervals
+// old enough that no more answers will come for them.
+func (f *fold) addInterval(r *vu.Result) {
+	sec := r.End / 1e9
+	if f.closedUpTo != 0 && sec <= f.closedUpTo {
+		sec = f.closedUpTo + 1 // too late for its own second: counted in the next open one
+	}
+	iv := f.open[sec]
+	if iv == nil {
+		iv = &intervalFold{latency: f.spareHistogram()}
+		f.open[sec] = iv
+	}
+	iv.requests++
+	if r.Err != vu.ErrNone {
+		iv.errors++
+	} else {
+		class := int(r.Status) / 100
+		if class < 1 || class > 5 {
+			class = 0
+		}
+		iv.class[class]++
+		recordNanos(iv.latency, r.End-r.Due)
+	}
+	if sec > f.newestSec {
+		f.newestSec = sec
+		f.closeIntervals(sec - intervalDelay)
+	}
+}
+
+// closeIntervals compresses the open intervals up to and including second
+// upTo into f.intervals.
+func (f *fold) closeIntervals(upTo int64) {
+	var secs []int64
+	for s := range f.open {
+		if s <= upTo {
+			secs = append(secs, s)
+		}
+	}
+	sort.Slice(secs, func(i, j int) bool { return secs[i] < secs[j] })
+	for _, s := range secs {
+		iv := f.open[s]
+		delete(f.open, s)
+		out := Interval{T: s, Requests: iv.requests, Errors: iv.errors, Status: map[string]int64{},
+			Latency: IntervalLatency{
+				P50: msOf(iv.latency.ValueAtQuantile(50)), P90: msOf(iv.latency.ValueAtQuantile(90)),
+				P99: msOf(iv.latency.ValueAtQuantile(99)), Max: msOf(iv.latency.Max()),
+			},
+			Histogram: encodeHistogram(iv.latency),
+		}
+		for c := 1; c <= 5; c++ {
+			if iv.class[c] > 0 {
+				out.Status[strconv.Itoa(c)+"xx"] = iv.class[c]
+			}
+		}
+		f.intervals = append(f.intervals, out)
+		iv.latency.Reset()
+		f.spare = append(f.spare, iv.latency)
+		if s > f.closedUpTo {
+			f.closedUpTo = s
+		}
+	}
+}
+
+// spareHistogram reuses the histogram of a closed interval: an open interval
+// costs one histogram, and only about intervalDelay+1 are open at a time.
+func (f *fold) spareHistogram() *hdrhistogram.Histogram {
+	if n := len(f.spare); n > 0 {
+		h := f.spare[n-1]
+		f.spare = f.spare[:n-1]
+		return h
+	}
+	return newHistogram()
+}
+
+// WriteHlog writes the intervals' latency histograms as an HdrHistogram
+// interval log (.hlog), readable by HdrHistogram's log tools.
+func WriteHlog(w io.Writer, s *Summary) error {
+	lw := hdrhistogram.NewHistogramLogWriter(w)
+	if err := lw.OutputLogFormatVersion(); err != nil {
+		return err
+	}
+	start := s.Started.UnixMilli()
+	if len(s.Intervals) > 0 {
+		start = min(start, s.Intervals[0].T*1000)
+	}
+	lw.SetBaseTime(start)
+	if err := lw.OutputStartTime(start); err != nil {
+		return err
+	}
+	if err := lw.OutputComment(fmt.Sprintf("replay: latency from due time in µs, one histogram a second (%s)", time.UnixMilli(start).UTC().Format(time.RFC3339))); err != nil {
+		return err
+	}
+	if err := lw.OutputLegend(); err != nil {
+		return err
+	}
+	for _, iv := range s.Intervals {
+		h, err := DecodeHistogram(iv.Histogram)
+		if err != nil {
+			return fmt.Errorf("interval %d: %w", iv.T, err)
+		}
+		h.SetStartTimeMs(iv.T * 1000)
+		h.SetEndTimeMs(iv.T*1000 + 1000)
+		if err := lw.OutputIntervalHistogram(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}

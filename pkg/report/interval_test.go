@@ -1,0 +1,97 @@
+package report
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/replay-dev/replay/pkg/vu"
+)
+
+// atSecond is a result whose answer ends in second sec, after lat ms.
+func atSecond(sec int64, lat int64, status uint16, err vu.ErrorKind) vu.Result {
+	end := sec*1e9 + 500e6
+	return vu.Result{Due: end - lat*1e6, Sent: end - lat*1e6, End: end, Status: status, Err: err, Written: true}
+}
+
+func TestIntervals(t *testing.T) {
+	base := t0.Unix()
+	var rs []vu.Result
+	for i := 0; i < 10; i++ {
+		rs = append(rs, atSecond(base, 1, 200, vu.ErrNone))
+	}
+	for i := 0; i < 5; i++ {
+		rs = append(rs, atSecond(base+1, 10, 503, vu.ErrNone))
+	}
+	rs = append(rs, atSecond(base+1, 0, 0, vu.ErrTimeout))
+	for i := 0; i < 3; i++ {
+		rs = append(rs, atSecond(base+4, 100, 202, vu.ErrNone))
+	}
+	// Folded after second +4 closed seconds +0 and +1: too late for its
+	// own second, it is counted in the second after the last closed one.
+	rs = append(rs, atSecond(base, 2, 200, vu.ErrNone))
+	s := record(testEndpoints, rs).Summary(Meta{Started: t0})
+	if len(s.Intervals) != 4 {
+		t.Fatalf("got %d intervals: %+v", len(s.Intervals), s.Intervals)
+	}
+	want := []struct {
+		t         int64
+		requests  int64
+		errors    int64
+		class     string
+		n         int64
+		p99Within [2]float64
+	}{
+		{base, 10, 0, "2xx", 10, [2]float64{0.99, 1.01}},
+		{base + 1, 6, 1, "5xx", 5, [2]float64{9.9, 10.1}},
+		{base + 2, 1, 0, "2xx", 1, [2]float64{1.99, 2.01}},
+		{base + 4, 3, 0, "2xx", 3, [2]float64{99, 101}},
+	}
+	for i, w := range want {
+		iv := s.Intervals[i]
+		if iv.T != w.t || iv.Requests != w.requests || iv.Errors != w.errors || iv.Status[w.class] != w.n {
+			t.Errorf("interval %d: got %+v, want t %d, %d requests, %d errors, %s %d", i, iv, w.t, w.requests, w.errors, w.class, w.n)
+		}
+		if iv.Latency.P99 < w.p99Within[0] || iv.Latency.P99 > w.p99Within[1] {
+			t.Errorf("interval %d: p99 %v, want in %v", i, iv.Latency.P99, w.p99Within)
+		}
+		if h, err := DecodeHistogram(iv.Histogram); err != nil || h.TotalCount() != iv.Requests-iv.Errors {
+			t.Errorf("interval %d: histogram %v, %d values", i, err, h.TotalCount())
+		}
+	}
+
+	// Two halves merge into the same intervals.
+	a := record(testEndpoints, rs[:8]).Summary(Meta{Started: t0})
+	b := record(testEndpoints, rs[8:]).Summary(Meta{Started: t0})
+	m, err := Merge([]*Summary{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, iv := range m.Intervals {
+		total += iv.Requests
+	}
+	if m.Intervals[0].T != base || m.Intervals[0].Requests != 10 || total != int64(len(rs)) {
+		t.Errorf("merged intervals: %+v", m.Intervals)
+	}
+
+	var buf bytes.Buffer
+	if err := WriteHlog(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	r := hdrhistogram.NewHistogramLogReader(&buf)
+	n := 0
+	for {
+		h, err := r.NextIntervalHistogram()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == nil {
+			break
+		}
+		n++
+	}
+	if n != 4 {
+		t.Errorf("the .hlog holds %d histograms, want 4", n)
+	}
+}
