@@ -136,6 +136,8 @@ type runOptions struct {
 	linger   time.Duration
 	compare  string
 	ignore   []string
+	progress string
+	every    time.Duration
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
@@ -158,6 +160,9 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.StringVar(&o.sni, "server-name", "", "TLS server `NAME` to send (SNI) and verify, instead of the host dialed")
 	fs.StringVar(&o.compare, "compare", "", "compare each answer with the recorded one: `status`, or body (status and body, JSON-aware)")
 	fs.StringArrayVar(&o.ignore, "compare-ignore", nil, "with --compare body: ignore this JSON `PATH` (id, data.created_at, items.*.ts; repeatable)")
+	fs.StringVar(&o.progress, "progress", "auto", "live progress: auto (a bar on a terminal, log lines otherwise), bar, log or off")
+	fs.DurationVar(&o.every, "progress-every", 0, "how often progress updates (default 1s for the bar, 5s for log lines)")
+	fs.MarkHidden("progress-every")
 	fs.StringVar(&o.metrics, "metrics", "", "serve live Prometheus metrics on `ADDR` (such as :9090) at /metrics during the run")
 	fs.DurationVar(&o.linger, "metrics-linger", 0, "with --metrics: keep serving this long after the run, for a last scrape")
 	fs.StringVar(&o.proxy, "proxy", "", "carry connections through an HTTP CONNECT proxy: `URL` http://[user:password@]host:port")

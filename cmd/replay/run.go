@@ -113,6 +113,11 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	if len(o.ignore) > 0 && o.compare != "body" {
 		return fmt.Errorf("--compare-ignore: only with --compare body")
 	}
+	switch o.progress {
+	case "auto", "bar", "log", "off":
+	default:
+		return flagError("--progress", "auto, bar, log or off", o.progress)
+	}
 	shard, err := o.shard.parse()
 	if err != nil {
 		return err
@@ -187,7 +192,21 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 			srv.Close()
 		}()
 	}
+	stopProgress := func() {}
+	if o.progress != "off" {
+		tty := o.progress == "bar" || (o.progress == "auto" && isTerminal(io.err))
+		every := o.every
+		if every <= 0 {
+			every = map[bool]time.Duration{true: time.Second, false: 5 * time.Second}[tty]
+		}
+		total := cfg.Duration
+		if total == 0 && len(cfg.Stages) > 0 {
+			total = vu.StagesDuration(cfg.Stages)
+		}
+		stopProgress = startProgress(ctx, tty, io.err, every, total, progressSources{live: rec.Live, vus: pool.Live}, log)
+	}
 	st, runErr := pool.Run(ctx)
+	stopProgress()
 	rec.Close()
 	if runErr != nil && st.Started.IsZero() { // refused before the first request
 		return fmt.Errorf("%w\nnothing was sent", runErr)

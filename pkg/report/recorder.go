@@ -87,6 +87,9 @@ type Live struct {
 	Errors                      map[string]int64 // by kind
 	StatusClass                 [6]int64         // [1] = 1xx ... [5] = 5xx; [0] other
 	Latency                     Latency          // from due time, since the start
+	// LastInterval is the newest closed second (intervals close about two
+	// seconds after they end); nil before the first.
+	LastInterval *Interval
 }
 
 // Live returns the recorder's counts so far, at most drainEvery late. It is
@@ -100,6 +103,10 @@ func (r *Recorder) Live() Live {
 		Requests: f.requests, Succeeded: f.succeeded, Failed: f.failed,
 		BytesIn: f.bytesIn, BytesOut: f.bytesOut,
 		Errors: errorCounts(&f.errors), Latency: latencyOf(f.latency),
+	}
+	if n := len(f.intervals); n > 0 {
+		last := f.intervals[n-1]
+		l.LastInterval = &last
 	}
 	for code, st := range f.status {
 		class := int(code) / 100

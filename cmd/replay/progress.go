@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/report"
+	"github.com/rs/zerolog"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+)
+
+// progressSources are what the live display reads.
+type progressSources struct {
+	live func() report.Live
+	vus  func() (int, int64)
+}
+
+// progressLine is one look at a run under way.
+type progressLine struct {
+	elapsed  time.Duration
+	rps      float64 // since the previous look
+	p99      float64 // ms, of the newest closed second; -1 before the first
+	requests int64
+	failed   int64
+	vus      int
+	inFlight int64
+}
+
+// sampler turns successive Live snapshots into progress lines.
+type sampler struct {
+	src      progressSources
+	start    time.Time
+	lastAt   time.Time
+	lastReqs int64
+}
+
+func (s *sampler) sample(now time.Time) progressLine {
+	l := s.src.live()
+	p := progressLine{elapsed: now.Sub(s.start), requests: l.Requests, failed: l.Failed, p99: -1}
+	if dt := now.Sub(s.lastAt).Seconds(); dt > 0 {
+		p.rps = float64(l.Requests-s.lastReqs) / dt
+	}
+	s.lastAt, s.lastReqs = now, l.Requests
+	if l.LastInterval != nil {
+		p.p99 = l.LastInterval.Latency.P99
+	}
+	if s.src.vus != nil {
+		p.vus, p.inFlight = s.src.vus()
+	}
+	return p
+}
+
+func (p progressLine) String() string {
+	p99 := "-"
+	if p.p99 >= 0 {
+		p99 = fmt.Sprintf("%.2fms", p.p99)
+	}
+	return fmt.Sprintf("%.0f/s p99 %s failed %d VUs %d", p.rps, p99, p.failed, p.vus)
+}
+
+// startProgress shows the run while it goes until stop is called: on a
+// terminal an mpb bar (elapsed / total when the run has a duration) with
+// the current rate, p99 of the last second, failures and VUs; elsewhere (CI,
+// a pod) a structured log line every few seconds — never carriage returns
+// in a log.
+func startProgress(ctx context.Context, tty bool, w io.Writer, every, total time.Duration, src progressSources, log zerolog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &sampler{src: src, start: time.Now(), lastAt: time.Now()}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	if !tty {
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case now := <-t.C:
+					p := s.sample(now)
+					log.Info().Dur("elapsed", p.elapsed.Round(time.Millisecond)).Float64("rps", p.rps).Float64("p99_ms", p.p99).
+						Int64("requests", p.requests).Int64("failed", p.failed).Int("vus", p.vus).Int64("in_flight", p.inFlight).Msg("progress")
+				}
+			}
+		}()
+		return func() { cancel(); wg.Wait() }
+	}
+	bars := mpb.NewWithContext(ctx, mpb.WithOutput(w), mpb.WithWidth(100), mpb.WithRefreshRate(every), mpb.WithAutoRefresh())
+	size := int64(total / time.Millisecond)
+	if size <= 0 {
+		size = 0 // unknown length: the bar shows elapsed time only
+	}
+	var mu sync.Mutex // guards line
+	line := ""
+	bar := bars.AddBar(size, mpb.BarWidth(20),
+		mpb.PrependDecorators(decor.Name("replay "), decor.Any(func(decor.Statistics) string {
+			elapsed := time.Since(s.start).Round(time.Second)
+			if total > 0 {
+				return fmt.Sprintf("%v/%v", elapsed, total)
+			}
+			return elapsed.String()
+		}, decor.WCSyncSpace)),
+		mpb.AppendDecorators(decor.Any(func(decor.Statistics) string {
+			mu.Lock()
+			defer mu.Unlock()
+			return line
+		})),
+	)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				p := s.sample(now)
+				mu.Lock()
+				line = p.String()
+				mu.Unlock()
+				if size > 0 {
+					bar.SetCurrent(min(int64(p.elapsed/time.Millisecond), size))
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		wg.Wait()
+		bar.Abort(false)
+		bars.Wait()
+	}
+}
