@@ -17,6 +17,7 @@ type reportOptions struct {
 	out        string // the summary JSON
 	hgrm       string
 	hlog       string
+	html       string
 	junit      string
 	thresholds []string
 }
@@ -29,6 +30,7 @@ func (o *reportOptions) addFlags(fs *pflag.FlagSet, outFlag string) {
 		fs.StringVarP(&o.out, "output", "o", "", "write the merged summary JSON to `FILE` (default: standard output)")
 	}
 	fs.StringVar(&o.hgrm, "hgrm", "", "write the latency distribution (from due time) as an HdrHistogram percentile `FILE` (.hgrm, ms)")
+	fs.StringVar(&o.html, "html", "", "write the report as one self-contained HTML `FILE` (charts over time, percentiles, tables; opens offline)")
 	fs.StringVar(&o.hlog, "hlog", "", "write the per-second latency histograms as an HdrHistogram interval log `FILE` (.hlog)")
 	fs.StringArrayVar(&o.thresholds, "threshold", nil, "fail (exit 99) unless `EXPR` holds: p99<200ms, service p95<50ms, errors<1%, rps>1000, dropped<=0, 'POST /events: p95<50ms' (repeatable)")
 	fs.StringVar(&o.junit, "junit", "", "write the --threshold results as JUnit XML to `FILE`")
@@ -41,7 +43,10 @@ type outputs struct {
 	thresholds []report.Threshold
 	out, hgrm  *os.File
 	hlog       *os.File
+	html       *os.File
 	junit      *os.File
+	// config is the run's configuration, shown in the HTML report.
+	config []report.Setting
 }
 
 // parseThresholds checks the --threshold expressions.
@@ -71,7 +76,7 @@ func (o *reportOptions) open(endpoints []string, outName string) (*outputs, erro
 	for _, f := range []struct {
 		flag, path string
 		file       **os.File
-	}{{outName, o.out, &w.out}, {"--hgrm", o.hgrm, &w.hgrm}, {"--hlog", o.hlog, &w.hlog}, {"--junit", o.junit, &w.junit}} {
+	}{{outName, o.out, &w.out}, {"--hgrm", o.hgrm, &w.hgrm}, {"--hlog", o.hlog, &w.hlog}, {"--html", o.html, &w.html}, {"--junit", o.junit, &w.junit}} {
 		if f.path == "" {
 			continue
 		}
@@ -101,7 +106,8 @@ func (w *outputs) write(text, json io.Writer, s *report.Summary) error {
 	for _, f := range []struct {
 		file   *os.File
 		render func(io.Writer, *report.Summary) error
-	}{{w.hgrm, report.WriteHgrm}, {w.hlog, report.WriteHlog}, {w.junit, report.WriteJUnit}, {w.out, report.WriteJSON}} {
+	}{{w.hgrm, report.WriteHgrm}, {w.hlog, report.WriteHlog}, {w.junit, report.WriteJUnit}, {w.out, report.WriteJSON},
+		{w.html, func(out io.Writer, s *report.Summary) error { return report.WriteHTML(out, s, w.config) }}} {
 		if f.file == nil {
 			continue
 		}
@@ -128,7 +134,7 @@ func (w *outputs) write(text, json io.Writer, s *report.Summary) error {
 // late).
 func (w *outputs) close() error {
 	var first error
-	for _, f := range []**os.File{&w.out, &w.hgrm, &w.hlog, &w.junit} {
+	for _, f := range []**os.File{&w.out, &w.hgrm, &w.hlog, &w.html, &w.junit} {
 		if *f != nil {
 			if err := (*f).Close(); err != nil && first == nil {
 				first = err

@@ -138,6 +138,7 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		return fmt.Errorf("%w (nothing was sent)", err)
 	}
 	defer outs.close()
+	outs.config = runSettings(f, &cfg, o)
 	var dump *report.FailureDump
 	if o.dumpFile != "" {
 		if o.dumpMax < 1 {
@@ -265,4 +266,27 @@ func targetRate(cfg *vu.Config, st vu.Stats) *float64 {
 		r = float64(st.Scheduled) / span.Seconds()
 	}
 	return &r
+}
+
+// runSettings is the run's configuration for the HTML report.
+func runSettings(f *rrpair.File, cfg *vu.Config, o *runOptions) []report.Setting {
+	set := []report.Setting{
+		{Name: "file", Value: fmt.Sprintf("%s (%d pairs, %d iterations, %d filtered out)", f.Name(), f.Len(), f.Iterations(), f.Filtered())},
+		{Name: "target", Value: cfg.Target},
+		{Name: "model", Value: cfg.Model.String()},
+		{Name: "walk", Value: cfg.Walk.String()},
+		{Name: "VUs", Value: fmt.Sprintf("%d (max %d)", cfg.VUs, cfg.MaxVUs)},
+		{Name: "duration", Value: cfg.Duration.String()},
+		{Name: "timeout · grace", Value: cfg.Timeout.String() + " · " + cfg.Grace.String()},
+	}
+	if cfg.Model == vu.Rate {
+		set = append(set, report.Setting{Name: "rate", Value: fmt.Sprintf("%.2f/s, stages %q", cfg.Rate, o.load.stages)})
+	}
+	if cfg.Model == vu.Recorded {
+		set = append(set, report.Setting{Name: "speed", Value: fmt.Sprint(cfg.Speed)})
+	}
+	if sh := f.Shard(); sh.Count > 1 {
+		set = append(set, report.Setting{Name: "shard", Value: fmt.Sprintf("%d/%d", sh.Index, sh.Count)})
+	}
+	return set
 }
