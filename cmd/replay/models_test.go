@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/replay-dev/replay/pkg/report"
 )
 
 func TestRateRunReportsItsSchedule(t *testing.T) {
@@ -146,5 +148,31 @@ func TestThresholdsExitCode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestAbortOnFail(t *testing.T) {
+	srv := newSUT(t, 2*time.Millisecond, 500)
+	out := filepath.Join(t.TempDir(), "summary.json")
+	start := time.Now()
+	r := runMain(t, context.Background(), "", "run", "-f", trafficFile(t, 10), "--target", srv.URL,
+		"--vus", "2", "--duration", "30s", "--threshold", "errors<20", "--abort-on-fail", "--out", out, "-q")
+	if r.code != 99 {
+		t.Fatalf("exit %d, want 99: %s", r.code, r.stderr)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the run went on for %v after the threshold broke", took)
+	}
+	s := readSummary(t, out)
+	if n := num(s, "failed"); n < 20 || n > 2000 {
+		t.Errorf("failed %d: want the run stopped soon after 20", n)
+	}
+	if !strings.Contains(r.stderr, "abort-on-fail") {
+		t.Errorf("stderr lacks the abort: %s", r.stderr)
+	}
+	// A threshold that can recover does not abort.
+	th, _ := report.ParseThreshold("p99<1ms")
+	if th.Hopeless(1000, 1000, 1000) {
+		t.Error("a latency threshold counted as hopeless")
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -193,6 +194,12 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 			srv.Close()
 		}()
 	}
+	runCtx := ctx
+	if o.abort {
+		var stopWatch func()
+		runCtx, stopWatch = watchThresholds(ctx, ts, rec, pool, log)
+		defer stopWatch()
+	}
 	stopProgress := func() {}
 	if o.progress != "off" {
 		tty := o.progress == "bar" || (o.progress == "auto" && isTerminal(io.err))
@@ -206,13 +213,16 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		}
 		stopProgress = startProgress(ctx, tty, io.err, every, total, progressSources{live: rec.Live, vus: pool.Live}, log)
 	}
-	st, runErr := pool.Run(ctx)
+	st, runErr := pool.Run(runCtx)
 	stopProgress()
 	rec.Close()
 	if runErr != nil && st.Started.IsZero() { // refused before the first request
 		return fmt.Errorf("%w\nnothing was sent", runErr)
 	}
-	if st.Interrupted {
+	switch {
+	case errors.Is(context.Cause(runCtx), errAborted):
+		log.Warn().Msg("aborted by --abort-on-fail: reports cover the requests sent so far")
+	case st.Interrupted:
 		log.Warn().Msg("stopped by signal: reports cover the requests sent so far")
 	}
 	if dump != nil {
@@ -289,4 +299,37 @@ func runSettings(f *rrpair.File, cfg *vu.Config, o *runOptions) []report.Setting
 		set = append(set, report.Setting{Name: "shard", Value: fmt.Sprintf("%d/%d", sh.Index, sh.Count)})
 	}
 	return set
+}
+
+// errAborted is the cause of a run stopped by --abort-on-fail.
+var errAborted = errors.New("a threshold can no longer pass")
+
+// watchThresholds cancels the returned context once a threshold can no
+// longer pass (checked every 100ms); the run then stops and writes its
+// reports, and the failed threshold exits 99.
+func watchThresholds(ctx context.Context, ts []report.Threshold, rec *report.Recorder, pool *vu.Pool, log zerolog.Logger) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				failed := rec.Live().Failed
+				for _, th := range ts {
+					if th.Hopeless(failed, pool.Dropped(), pool.Late()) {
+						log.Warn().Str("threshold", th.Text).Msg("--abort-on-fail: the threshold can no longer pass; stopping")
+						cancel(errAborted)
+						return
+					}
+				}
+			}
+		}
+	}()
+	return ctx, func() { close(done); cancel(nil) }
 }

@@ -104,6 +104,30 @@ func ParseThreshold(s string) (Threshold, error) {
 	return t, nil
 }
 
+// Hopeless reports whether threshold t can no longer pass once the counts so
+// far break it: it bounds from above a count that only grows (errors as a
+// count, dropped, late). --abort-on-fail stops a run on these.
+func (t Threshold) Hopeless(failed, dropped, late int64) bool {
+	if t.Endpoint != "" || (t.Op != "<" && t.Op != "<=") {
+		return false
+	}
+	var n int64
+	switch t.Metric {
+	case "errors":
+		n = failed
+	case "dropped":
+		n = dropped
+	case "late":
+		n = late
+	default:
+		return false
+	}
+	if t.Op == "<" {
+		return float64(n) >= t.Value
+	}
+	return float64(n) > t.Value
+}
+
 // NeedsCompare reports whether a threshold checks the response comparison.
 func NeedsCompare(ts []Threshold) bool {
 	for _, t := range ts {

@@ -61,6 +61,23 @@ type Pool struct {
 	running atomic.Pointer[run] // the run under way, for Live
 }
 
+// Dropped and Late return the run's counts so far: iterations an open
+// model dropped, requests begun late. Safe during Run; zeros before it.
+func (p *Pool) Dropped() int64 {
+	if r := p.running.Load(); r != nil && r.sched != nil {
+		return r.sched.dropped.Load()
+	}
+	return 0
+}
+
+// Late: see Dropped.
+func (p *Pool) Late() int64 {
+	if r := p.running.Load(); r != nil {
+		return r.late.Load()
+	}
+	return 0
+}
+
 // Live returns how many VUs the run has started and how many requests are
 // in flight; zeros before Run. Safe to call from any goroutine during Run.
 func (p *Pool) Live() (vus int, inFlight int64) {
@@ -118,7 +135,8 @@ type run struct {
 	wg     sync.WaitGroup // VUs and the scheduler
 	vusMu  sync.Mutex     // guards vus
 	vus    []*vu
-	idle   chan *vu // open models: VUs waiting for an iteration
+	idle   chan *vu   // open models: VUs waiting for an iteration
+	sched  *scheduler // open models
 	errMu  sync.Mutex
 	runErr error
 }
@@ -149,6 +167,7 @@ func (p *Pool) Run(ctx context.Context) (Stats, error) {
 	}
 	r.base = cfg.Clock.Now()
 	r.baseUnix = r.base.UnixNano()
+	r.sched = sched
 	p.running.Store(r)
 	stats := Stats{Started: r.base, OutOfOrder: outOfOrder}
 
