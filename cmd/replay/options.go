@@ -136,6 +136,7 @@ type runOptions struct {
 	linger   time.Duration
 	compare  string
 	ignore   []string
+	cmpHdrs  []string
 	progress string
 	every    time.Duration
 	abort    bool
@@ -160,6 +161,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.StringVar(&o.key, "key", "", "client certificate key, PEM `FILE` (with --cert)")
 	fs.StringVar(&o.sni, "server-name", "", "TLS server `NAME` to send (SNI) and verify, instead of the host dialed")
 	fs.StringVar(&o.compare, "compare", "", "compare each answer with the recorded one: `status`, or body (status and body, JSON-aware)")
+	fs.StringArrayVar(&o.cmpHdrs, "compare-header", nil, "with --compare: also compare this response header `NAME` with the recorded one (repeatable)")
 	fs.StringArrayVar(&o.ignore, "compare-ignore", nil, "with --compare body: ignore this JSON `PATH` (id, data.created_at, items.*.ts; repeatable)")
 	fs.BoolVar(&o.abort, "abort-on-fail", false, "stop the run (and write the reports) as soon as a threshold can no longer pass: errors<N, dropped<N, late<N")
 	fs.StringVar(&o.progress, "progress", "auto", "live progress: auto (a bar on a terminal, log lines otherwise), bar, log or off")

@@ -114,6 +114,9 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	if len(o.ignore) > 0 && o.compare != "body" {
 		return fmt.Errorf("--compare-ignore: only with --compare body")
 	}
+	if len(o.cmpHdrs) > 0 && o.compare == "" {
+		return fmt.Errorf("--compare-header: only with --compare status or body")
+	}
 	switch o.progress {
 	case "auto", "bar", "log", "off":
 	default:
@@ -176,7 +179,7 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	}
 	var comparer *report.Comparer
 	if o.compare != "" {
-		comparer = report.NewComparer(f.Endpoints(), o.compare == "body", o.ignore)
+		comparer = report.NewComparer(f.Endpoints(), o.compare == "body", o.ignore, o.cmpHdrs)
 		pool.Observers = append(pool.Observers, comparer)
 		pool.DecodeResponses = true
 	}

@@ -16,14 +16,15 @@ import (
 )
 
 // Comparer compares each live response with the recorded one (--compare):
-// the status always, and with body the body too — as JSON when both sides
-// are JSON, with the ignored paths removed first (timestamps, IDs), else
-// byte for byte. It is a vu.Observer; counting is atomic and a mismatch
+// the status always, with body the body too — as JSON when both sides are
+// JSON, with the ignored paths removed first (timestamps, IDs), else byte
+// for byte — and the headers named (--compare-header). It is a vu.Observer; counting is atomic and a mismatch
 // takes a lock only to keep its example.
 type Comparer struct {
 	endpoints []string
 	body      bool
 	ignore    [][]string
+	headers   []string // compared by name, when recorded
 
 	compared, matched, unrecorded atomic.Int64
 	perEndpoint                   []endpointMatch
@@ -38,9 +39,10 @@ var _ vu.Observer = (*Comparer)(nil)
 
 // NewComparer compares responses; body adds bodies, ignoring the JSON paths
 // in ignore ("id", "data.created_at", "items.*.ts": * matches any key or
-// element).
-func NewComparer(endpoints []string, body bool, ignore []string) *Comparer {
-	c := &Comparer{endpoints: endpoints, body: body, mismatches: map[string]*Mismatch{},
+// element); headers are response headers to compare by name (when the
+// recording has them).
+func NewComparer(endpoints []string, body bool, ignore, headers []string) *Comparer {
+	c := &Comparer{endpoints: endpoints, body: body, headers: headers, mismatches: map[string]*Mismatch{},
 		perEndpoint: make([]endpointMatch, len(endpoints))}
 	for _, p := range ignore {
 		c.ignore = append(c.ignore, strings.Split(p, "."))
@@ -69,10 +71,30 @@ func (c *Comparer) Observe(_ int, p *rrpair.Pair, resp *fasthttp.Response) {
 		c.mismatch(p, "body", clipBody(p.Res.Body), clipBody(resp.Body()))
 		return
 	}
+	for _, name := range c.headers {
+		recorded, ok := recordedHeader(p, name)
+		if !ok {
+			continue
+		}
+		if got := resp.Header.Peek(name); string(got) != recorded {
+			c.mismatch(p, "header "+name, recorded, string(got))
+			return
+		}
+	}
 	c.matched.Add(1)
 	if ep != nil {
 		ep.matched.Add(1)
 	}
+}
+
+// recordedHeader is the first recorded value of the response header name.
+func recordedHeader(p *rrpair.Pair, name string) (string, bool) {
+	for _, h := range p.Res.Headers {
+		if strings.EqualFold(string(h.Name), name) {
+			return string(h.Value), true
+		}
+	}
+	return "", false
 }
 
 // sameBody compares two bodies: as JSON values with the ignored paths

@@ -37,7 +37,7 @@ func TestComparer(t *testing.T) {
 		{"JSON differs beyond the ignored", true, []string{"id"}, pair(1, 202, `{"id":"1","v":2}`), respond(202, `{"id":"2","v":3}`), false, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := NewComparer(eps, tt.body, tt.ignore)
+			c := NewComparer(eps, tt.body, tt.ignore, nil)
 			c.Observe(0, tt.pair, tt.resp)
 			r := c.Result()
 			if got := r.Compared == 1; got != tt.counts {
@@ -51,7 +51,20 @@ func TestComparer(t *testing.T) {
 			}
 		})
 	}
-	c := NewComparer(eps, false, nil)
+	hc := NewComparer(eps, false, nil, []string{"content-type"})
+	recorded := pair(0, 200, "")
+	recorded.Res.Headers = []rrpair.Header{{Name: []byte("Content-Type"), Value: []byte("application/json")}}
+	plain := respond(200, "")
+	plain.Header.SetContentType("text/plain")
+	hc.Observe(0, recorded, plain)
+	json := respond(200, "")
+	json.Header.SetContentType("application/json")
+	hc.Observe(0, recorded, json)
+	if r := hc.Result(); r.Matched != 1 || len(r.Mismatches) != 1 || r.Mismatches[0].Kind != "header content-type" || r.Mismatches[0].Replayed != "text/plain" {
+		t.Errorf("headers: %+v", r)
+	}
+
+	c := NewComparer(eps, false, nil, nil)
 	for i := 0; i < 10; i++ {
 		c.Observe(0, pair(0, 200, ""), respond(200, ""))
 		if i < 4 {

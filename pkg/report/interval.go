@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math/bits"
 	"sort"
 	"strconv"
 	"time"
@@ -14,7 +15,7 @@ import (
 // Interval is one second of a run, on wall-clock seconds, so the intervals
 // of shards line up:
 //
-//	{"t": 1795356951, "requests": 2000, "errors": 3, "status": {"2xx": 1990, "5xx": 7},
+//	{"t": 1795356951, "requests": 2000, "errors": 3, "status": {"2xx": 1990, "5xx": 7}, "vus": 50,
 //	 "latency_ms": {"p50": 0.9, "p90": 1.8, "p99": 4.9, "max": 12}, "histogram": "HISTF..."}
 //
 // A request belongs to the second its answer ended in. The histogram
@@ -25,6 +26,7 @@ type Interval struct {
 	Requests  int64            `json:"requests"`
 	Errors    int64            `json:"errors"` // requests without an answer
 	Status    map[string]int64 `json:"status"` // answers by class: "2xx"...
+	VUs       int              `json:"vus"`    // VUs that finished a request in this second
 	Latency   IntervalLatency  `json:"latency_ms"`
 	Histogram string           `json:"histogram"`
 }
@@ -42,6 +44,7 @@ type intervalFold struct {
 	requests, errors int64
 	class            [6]int64
 	latency          *hdrhistogram.Histogram
+	vus              []uint64 // bit set of the VUs seen
 }
 
 // intervalDelay is how long after its end an interval stays open for
@@ -61,6 +64,12 @@ func (f *fold) addInterval(r *vu.Result) {
 		f.open[sec] = iv
 	}
 	iv.requests++
+	if w := int(r.VU / 64); w < 1<<16 { // up to a few million VUs
+		for len(iv.vus) <= w {
+			iv.vus = append(iv.vus, 0)
+		}
+		iv.vus[w] |= 1 << (r.VU % 64)
+	}
 	if r.Err != vu.ErrNone {
 		iv.errors++
 	} else {
@@ -90,7 +99,11 @@ func (f *fold) closeIntervals(upTo int64) {
 	for _, s := range secs {
 		iv := f.open[s]
 		delete(f.open, s)
-		out := Interval{T: s, Requests: iv.requests, Errors: iv.errors, Status: map[string]int64{},
+		vus := 0
+		for _, w := range iv.vus {
+			vus += bits.OnesCount64(w)
+		}
+		out := Interval{T: s, Requests: iv.requests, Errors: iv.errors, Status: map[string]int64{}, VUs: vus,
 			Latency: IntervalLatency{
 				P50: msOf(iv.latency.ValueAtQuantile(50)), P90: msOf(iv.latency.ValueAtQuantile(90)),
 				P99: msOf(iv.latency.ValueAtQuantile(99)), Max: msOf(iv.latency.Max()),
@@ -105,6 +118,7 @@ func (f *fold) closeIntervals(upTo int64) {
 		f.intervals = append(f.intervals, out)
 		iv.latency.Reset()
 		f.spare = append(f.spare, iv.latency)
+		iv.vus = nil
 		if s > f.closedUpTo {
 			f.closedUpTo = s
 		}

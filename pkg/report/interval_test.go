@@ -21,7 +21,9 @@ func TestIntervals(t *testing.T) {
 		rs = append(rs, atSecond(base, 1, 200, vu.ErrNone))
 	}
 	for i := 0; i < 5; i++ {
-		rs = append(rs, atSecond(base+1, 10, 503, vu.ErrNone))
+		r := atSecond(base+1, 10, 503, vu.ErrNone)
+		r.VU = uint32(i * 40) // 5 VUs, across words of the bit set
+		rs = append(rs, r)
 	}
 	rs = append(rs, atSecond(base+1, 0, 0, vu.ErrTimeout))
 	for i := 0; i < 3; i++ {
@@ -51,6 +53,9 @@ func TestIntervals(t *testing.T) {
 		iv := s.Intervals[i]
 		if iv.T != w.t || iv.Requests != w.requests || iv.Errors != w.errors || iv.Status[w.class] != w.n {
 			t.Errorf("interval %d: got %+v, want t %d, %d requests, %d errors, %s %d", i, iv, w.t, w.requests, w.errors, w.class, w.n)
+		}
+		if wantVUs := map[int]int{1: 5}[i]; (wantVUs == 0 && iv.VUs != 1) || (wantVUs != 0 && iv.VUs != wantVUs) {
+			t.Errorf("interval %d: %d VUs", i, iv.VUs)
 		}
 		if iv.Latency.P99 < w.p99Within[0] || iv.Latency.P99 > w.p99Within[1] {
 			t.Errorf("interval %d: p99 %v, want in %v", i, iv.Latency.P99, w.p99Within)

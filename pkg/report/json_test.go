@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -234,5 +236,32 @@ func TestRenderersReturnWriteErrors(t *testing.T) {
 				t.Errorf("got %v, want %v", err, errWrite)
 			}
 		})
+	}
+}
+
+// TestJSONGolden pins the summary JSON of a fixed run: the contract users
+// script against. go test ./pkg/report -run TestJSONGolden -update rewrites it.
+func TestJSONGolden(t *testing.T) {
+	rate := 400.0
+	s := record(testEndpoints, fixture()).Summary(Meta{Started: t0, Model: "rate", TargetRate: &rate, VUsMax: 4,
+		Iterations: 130, Scheduled: 133, Dropped: 3, Late: 2, LagMean: 500 * time.Microsecond, LagMax: 2 * time.Millisecond, LateAfter: 10 * time.Millisecond})
+	th, _ := ParseThreshold("p99<5ms")
+	Evaluate(s, []Threshold{th})
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "summary.golden.json")
+	if *update {
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("summary JSON differs from %s (run with -update if the change is meant):\n%s", golden, buf.String())
 	}
 }

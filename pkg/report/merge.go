@@ -136,6 +136,7 @@ func Merge(ss []*Summary) (*Summary, error) {
 			}
 			m.iv.Requests += iv.Requests
 			m.iv.Errors += iv.Errors
+			m.iv.VUs += iv.VUs // shards have VUs of their own
 			addCounts(m.iv.Status, iv.Status)
 			if err := mergeHistogram(m.hist, iv.Histogram, i, fmt.Sprintf("interval %d", iv.T)); err != nil {
 				return nil, err
