@@ -70,36 +70,45 @@ func (p progressLine) String() string {
 func startProgress(ctx context.Context, tty bool, w io.Writer, every, total time.Duration, src progressSources, log zerolog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &sampler{src: src, start: time.Now(), lastAt: time.Now()}
+	show, done := logProgress(log), func() {}
+	if tty {
+		show, done = barProgress(ctx, w, every, total, s.start)
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
-	if !tty {
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(every)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case now := <-t.C:
-					p := s.sample(now)
-					log.Info().Dur("elapsed", p.elapsed.Round(time.Millisecond)).Float64("rps", p.rps).Float64("p99_ms", p.p99).
-						Int64("requests", p.requests).Int64("failed", p.failed).Int("vus", p.vus).Int64("in_flight", p.inFlight).Msg("progress")
-				}
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				show(s.sample(now))
 			}
-		}()
-		return func() { cancel(); wg.Wait() }
+		}
+	}()
+	return func() { cancel(); wg.Wait(); done() }
+}
+
+// logProgress shows progress as structured log lines.
+func logProgress(log zerolog.Logger) func(progressLine) {
+	return func(p progressLine) {
+		log.Info().Dur("elapsed", p.elapsed.Round(time.Millisecond)).Float64("rps", p.rps).Float64("p99_ms", p.p99).
+			Int64("requests", p.requests).Int64("failed", p.failed).Int("vus", p.vus).Int64("in_flight", p.inFlight).Msg("progress")
 	}
+}
+
+// barProgress shows progress as an mpb bar on w; done removes it.
+func barProgress(ctx context.Context, w io.Writer, every, total time.Duration, start time.Time) (show func(progressLine), done func()) {
 	bars := mpb.NewWithContext(ctx, mpb.WithOutput(w), mpb.WithWidth(100), mpb.WithRefreshRate(every), mpb.WithAutoRefresh())
-	size := int64(total / time.Millisecond)
-	if size <= 0 {
-		size = 0 // unknown length: the bar shows elapsed time only
-	}
-	var mu sync.Mutex // guards line
+	size := max(int64(total/time.Millisecond), 0) // 0: unknown length, elapsed time only
+	var mu sync.Mutex                             // guards line
 	line := ""
 	bar := bars.AddBar(size, mpb.BarWidth(20),
 		mpb.PrependDecorators(decor.Name("replay "), decor.Any(func(decor.Statistics) string {
-			elapsed := time.Since(s.start).Round(time.Second)
+			elapsed := time.Since(start).Round(time.Second)
 			if total > 0 {
 				return fmt.Sprintf("%v/%v", elapsed, total)
 			}
@@ -111,29 +120,13 @@ func startProgress(ctx context.Context, tty bool, w io.Writer, every, total time
 			return line
 		})),
 	)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-t.C:
-				p := s.sample(now)
-				mu.Lock()
-				line = p.String()
-				mu.Unlock()
-				if size > 0 {
-					bar.SetCurrent(min(int64(p.elapsed/time.Millisecond), size))
-				}
-			}
+	show = func(p progressLine) {
+		mu.Lock()
+		line = p.String()
+		mu.Unlock()
+		if size > 0 {
+			bar.SetCurrent(min(int64(p.elapsed/time.Millisecond), size))
 		}
-	}()
-	return func() {
-		cancel()
-		wg.Wait()
-		bar.Abort(false)
-		bars.Wait()
 	}
+	return show, func() { bar.Abort(false); bars.Wait() }
 }
