@@ -2,12 +2,14 @@ package report
 
 import (
 	"bytes"
+	"context"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/replay-dev/replay/pkg/vu"
 )
@@ -84,7 +86,9 @@ func TestHTMLInChromium(t *testing.T) {
 	f.Close()
 	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
 		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir=" + filepath.Join(dir, "profile")}
-	dom, err := exec.Command(browser, append(args, "--dump-dom", "file://"+page)...).Output()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a first start can be slow
+	defer cancel()
+	dom, err := exec.CommandContext(ctx, browser, append(args, "--dump-dom", "file://"+page)...).Output()
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
@@ -92,7 +96,7 @@ func TestHTMLInChromium(t *testing.T) {
 		t.Errorf("the rendered page has %d chart lines, want the series of 4 charts", n)
 	}
 	shot := filepath.Join(os.TempDir(), "replay-report-screenshot.png")
-	if out, err := exec.Command(browser, append(args, "--window-size=1200,1800", "--screenshot="+shot, "file://"+page)...).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, browser, append(args, "--window-size=1200,1800", "--screenshot="+shot, "file://"+page)...).CombinedOutput(); err != nil {
 		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
 	}
 	t.Logf("screenshot of the HTML report: %s", shot)
