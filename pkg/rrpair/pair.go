@@ -42,9 +42,12 @@ type Request struct {
 	Host []byte
 	// Scheme is "http" or "https" from l7protocol or an absolute URI, or
 	// empty when the line does not say.
-	Scheme  []byte
-	Headers []Header
-	Body    []byte
+	Scheme []byte
+	// HostHeader, when a rewrite sets it, is the Host header to send,
+	// whatever the destination (--target, --keep-host); never decoded.
+	HostHeader []byte
+	Headers    []Header
+	Body       []byte
 }
 
 // Response is the recorded answer.
@@ -117,10 +120,29 @@ func (p *Pair) UnixNano() (ns int64, ok bool) {
 }
 
 func parseRFC3339(b []byte) (int64, bool) {
+	st, ok := ParseRFC3339(b)
+	return st.UnixNano, ok
+}
+
+// Stamp is an RFC 3339 time as it was written: the instant, and how it was
+// written, so that a shifted time can be written the same way.
+type Stamp struct {
+	UnixNano int64
+	Offset   int  // seconds east of UTC, as written
+	Frac     int  // digits of the fraction, as written (0: none)
+	Zulu     byte // 'Z' or 'z' when the offset was written so, else 0
+	Sep      byte // between date and time: 'T', 't' or ' '
+}
+
+// ParseRFC3339 parses an RFC 3339 time (any offset, any number of fraction
+// digits, nanoseconds kept) without allocating.
+func ParseRFC3339(b []byte) (Stamp, bool) {
 	// 2006-01-02T15:04:05[.frac](Z|±07:00)
+	var st Stamp
 	if len(b) < 20 || b[4] != '-' || b[7] != '-' || (b[10] != 'T' && b[10] != 't' && b[10] != ' ') || b[13] != ':' || b[16] != ':' {
-		return 0, false
+		return st, false
 	}
+	st.Sep = b[10]
 	num := func(s []byte) (int, bool) {
 		n := 0
 		for _, c := range s {
@@ -138,7 +160,7 @@ func parseRFC3339(b []byte) (int64, bool) {
 	minute, ok5 := num(b[14:16])
 	sec, ok6 := num(b[17:19])
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || sec > 60 {
-		return 0, false
+		return st, false
 	}
 	i := 19
 	var nanos int64
@@ -154,25 +176,82 @@ func parseRFC3339(b []byte) (int64, bool) {
 			i++
 		}
 		if i == start {
-			return 0, false
+			return st, false
 		}
+		st.Frac = i - start
 	}
-	var offset int64
 	switch {
 	case i == len(b)-1 && (b[i] == 'Z' || b[i] == 'z'):
+		st.Zulu = b[i]
 	case i == len(b)-6 && (b[i] == '+' || b[i] == '-') && b[i+3] == ':':
 		oh, ok1 := num(b[i+1 : i+3])
 		om, ok2 := num(b[i+4 : i+6])
 		if !ok1 || !ok2 || oh > 23 || om > 59 {
-			return 0, false
+			return st, false
 		}
-		offset = int64(oh*3600+om*60) * 1e9
+		st.Offset = oh*3600 + om*60
 		if b[i] == '-' {
-			offset = -offset
+			st.Offset = -st.Offset
 		}
 	default:
-		return 0, false
+		return st, false
 	}
 	t := time.Date(year, time.Month(month), day, hour, minute, sec, 0, time.UTC)
-	return t.UnixNano() + nanos - offset, true
+	st.UnixNano = t.UnixNano() + nanos - int64(st.Offset)*1e9
+	return st, true
+}
+
+// AppendRFC3339 appends the instant ns written as st was written (same
+// offset, fraction digits, separator and zone letter), without allocating.
+func (st Stamp) AppendRFC3339(dst []byte, ns int64) []byte {
+	t := time.Unix(0, ns).UTC().Add(time.Duration(st.Offset) * time.Second)
+	year, month, day := t.Date()
+	hour, minute, sec := t.Clock()
+	dst = appendInt(dst, year, 4)
+	dst = append(dst, '-')
+	dst = appendInt(dst, int(month), 2)
+	dst = append(dst, '-')
+	dst = appendInt(dst, day, 2)
+	dst = append(dst, st.Sep)
+	dst = appendInt(dst, hour, 2)
+	dst = append(dst, ':')
+	dst = appendInt(dst, minute, 2)
+	dst = append(dst, ':')
+	dst = appendInt(dst, sec, 2)
+	if st.Frac > 0 {
+		dst = append(dst, '.')
+		frac := t.Nanosecond()
+		for i, scale := 0, 100000000; i < st.Frac; i++ {
+			dst = append(dst, byte('0'+frac/scale%10))
+			if scale > 1 {
+				scale /= 10
+			} else {
+				frac = 0 // digits past nanoseconds are zeros
+			}
+		}
+	}
+	if st.Zulu != 0 {
+		return append(dst, st.Zulu)
+	}
+	off, sign := st.Offset, byte('+')
+	if off < 0 {
+		off, sign = -off, '-'
+	}
+	dst = append(dst, sign)
+	dst = appendInt(dst, off/3600, 2)
+	dst = append(dst, ':')
+	return appendInt(dst, off%3600/60, 2)
+}
+
+// appendInt appends n (not negative) with at least width digits.
+func appendInt(dst []byte, n, width int) []byte {
+	var buf [20]byte
+	i := len(buf)
+	for n > 0 || width > 0 {
+		i--
+		buf[i] = byte('0' + n%10)
+		n /= 10
+		width--
+	}
+	return append(dst, buf[i:]...)
 }

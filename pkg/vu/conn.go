@@ -25,6 +25,15 @@ type conn struct {
 // destination says where req goes: over TLS or not, the dial address, the
 // host name for SNI, and the Host header value.
 func (v *vu) destination(req *rrpair.Request) (https bool, addr, name string, host []byte) {
+	https, addr, name, host = v.dest(req)
+	if len(req.HostHeader) > 0 {
+		host = req.HostHeader
+	}
+	return https, addr, name, host
+}
+
+// dest is destination without a transform's Host header.
+func (v *vu) dest(req *rrpair.Request) (https bool, addr, name string, host []byte) {
 	cfg := v.r.cfg
 	t := cfg.target
 	if mapped, ok := cfg.hostMap[string(req.Host)]; ok {

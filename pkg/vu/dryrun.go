@@ -38,6 +38,9 @@ func (p *Pool) DryRun(w io.Writer, n int) error {
 	endpoints := p.File.Endpoints()
 	for k := 0; k < p.File.Iterations() && sent < n; k++ {
 		v.cur.Start(order(k))
+		if p.Rewriter != nil {
+			p.Rewriter.Begin(0)
+		}
 		for sent < n {
 			more, err := v.cur.Next(&v.pair)
 			if err != nil {

@@ -15,8 +15,13 @@ import (
 
 // Rewriter changes an outgoing request in place before it is sent (the
 // transform chain). It is called from every VU concurrently, with that VU's
-// own request; vu is the VU's number.
+// own request; vu is the VU's number, from 0 to the most VUs of the run.
+// Begin is called when VU vu starts an iteration (a session), so that what
+// it learned in the previous one is forgotten. Rewrite is not called for
+// the hops of a redirect: they follow the Location as given. An error
+// fails the request (ErrOther) without sending it.
 type Rewriter interface {
+	Begin(vu int)
 	Rewrite(vu int, req *rrpair.Request, pair *rrpair.Pair) error
 }
 

@@ -29,6 +29,7 @@ func (v *vu) redirect() bool {
 			return false
 		}
 		req.Scheme, req.Host = []byte(u.Scheme), []byte(u.Host)
+		req.HostHeader = nil // a transform's Host was for the first host
 		req.URI = []byte(u.RequestURI())
 	case v.loc[0] == '/':
 		req.URI = v.loc

@@ -151,6 +151,9 @@ func (v *vu) serve() error {
 func (v *vu) iteration(k int, firstDue int64) error {
 	r, cfg := v.r, v.r.cfg
 	v.cur.Start(k)
+	if rw := r.pool.Rewriter; rw != nil {
+		rw.Begin(v.id)
+	}
 	var prevEnd, prevTS, firstTS int64
 	var prevDur time.Duration
 	for j := 0; !r.stopping.Load(); j++ {
@@ -208,7 +211,7 @@ func (v *vu) do(due int64) int64 {
 	defer v.finish()
 
 	req := &v.pair.Req
-	if rw := r.pool.Rewriter; rw != nil {
+	if rw := r.pool.Rewriter; rw != nil && !v.hop {
 		if err := rw.Rewrite(v.id, req, &v.pair); err != nil {
 			res.Err = ErrOther
 			res.Sent, res.End = r.nanos(), r.nanos()

@@ -1,0 +1,311 @@
+package transform
+
+import "bytes"
+
+// maxDepth bounds the nesting a JSON walk follows; deeper values are not
+// visited (the walk still checks the document's shape).
+const maxDepth = 32
+
+// jsonWalker visits the scalar values of a JSON document with their key
+// path, giving each value's byte span in the document, so that a rewrite
+// can replace exactly that span and leave every other byte as it was. It
+// does not allocate; a VU keeps one and reuses it.
+type jsonWalker struct {
+	data  []byte
+	depth int
+	// keys[i] is the key (raw, between the quotes) at depth i, or nil for
+	// an array element, whose index is idx[i].
+	keys [maxDepth][]byte
+	idx  [maxDepth]int
+}
+
+// visitor receives each scalar value: data[start:end] is the value as
+// written (a string with its quotes). It returns false to stop the walk.
+type visitor interface {
+	visit(w *jsonWalker, start, end int) bool
+}
+
+// walk visits every scalar of data in document order. It reports false
+// when data is not one well-formed JSON value (what was visited before the
+// fault stands; callers check before they rewrite) or a visitor stopped.
+func (w *jsonWalker) walk(data []byte, v visitor) bool {
+	w.data, w.depth = data, 0
+	i, ok := w.value(skipSpace(data, 0), v)
+	return ok && skipSpace(data, i) == len(data)
+}
+
+// value walks the value at data[i:] and returns the index after it.
+func (w *jsonWalker) value(i int, v visitor) (int, bool) {
+	d := w.data
+	if i >= len(d) {
+		return i, false
+	}
+	switch c := d[i]; {
+	case c == '{':
+		return w.object(i+1, v)
+	case c == '[':
+		return w.array(i+1, v)
+	case c == '"':
+		end, ok := stringEnd(d, i)
+		if !ok {
+			return end, false
+		}
+		return end, v.visit(w, i, end)
+	default:
+		end := i
+		for end < len(d) && isScalarByte(d[end]) {
+			end++
+		}
+		if end == i || !validScalar(d[i:end]) {
+			return end, false
+		}
+		return end, v.visit(w, i, end)
+	}
+}
+
+func (w *jsonWalker) object(i int, v visitor) (int, bool) {
+	d := w.data
+	i = skipSpace(d, i)
+	if i < len(d) && d[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(d) || d[i] != '"' {
+			return i, false
+		}
+		end, ok := stringEnd(d, i)
+		if !ok {
+			return end, false
+		}
+		key := d[i+1 : end-1]
+		i = skipSpace(d, end)
+		if i >= len(d) || d[i] != ':' {
+			return i, false
+		}
+		if i, ok = w.child(key, 0, skipSpace(d, i+1), v); !ok {
+			return i, false
+		}
+		i = skipSpace(d, i)
+		if i < len(d) && d[i] == '}' {
+			return i + 1, true
+		}
+		if i >= len(d) || d[i] != ',' {
+			return i, false
+		}
+		i = skipSpace(d, i+1)
+	}
+}
+
+func (w *jsonWalker) array(i int, v visitor) (int, bool) {
+	d := w.data
+	i = skipSpace(d, i)
+	if i < len(d) && d[i] == ']' {
+		return i + 1, true
+	}
+	for n := 0; ; n++ {
+		var ok bool
+		if i, ok = w.child(nil, n, i, v); !ok {
+			return i, false
+		}
+		i = skipSpace(d, i)
+		if i < len(d) && d[i] == ']' {
+			return i + 1, true
+		}
+		if i >= len(d) || d[i] != ',' {
+			return i, false
+		}
+		i = skipSpace(d, i+1)
+	}
+}
+
+// child walks the value at i, one level down under key (or index n).
+func (w *jsonWalker) child(key []byte, n, i int, v visitor) (int, bool) {
+	if w.depth == maxDepth {
+		return i, false
+	}
+	w.keys[w.depth], w.idx[w.depth] = key, n
+	w.depth++
+	end, ok := w.value(i, v)
+	w.depth--
+	return end, ok
+}
+
+// stringEnd returns the index after the closing quote of the string that
+// starts at d[i] == '"'.
+func stringEnd(d []byte, i int) (int, bool) {
+	for j := i + 1; j < len(d); j++ {
+		switch d[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, true
+		}
+	}
+	return len(d), false
+}
+
+func skipSpace(d []byte, i int) int {
+	for i < len(d) && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+func isScalarByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c == '-' || c == '+' || c == '.' || c == 'E'
+}
+
+func validScalar(b []byte) bool {
+	switch string(b) {
+	case "true", "false", "null":
+		return true
+	}
+	_, ok := jsonNumber(b)
+	return ok
+}
+
+// jsonNumber reports whether b is a JSON number, and whether it is a plain
+// non-negative integer (digits only).
+func jsonNumber(b []byte) (digits, ok bool) {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	start := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i == start || b[start] == '0' && i-start > 1 {
+		return false, false
+	}
+	if i == len(b) {
+		return start == 0, true
+	}
+	if b[i] == '.' {
+		i++
+		fs := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == fs {
+			return false, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		es := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == es {
+			return false, false
+		}
+	}
+	return false, i == len(b)
+}
+
+// jsonPath is a dotted path into a JSON document: "order.id", "items.*.ts"
+// ("*" is any key or array element; a number also matches that array
+// index).
+type jsonPath [][]byte
+
+func parseJSONPath(s string) (jsonPath, bool) {
+	if s == "" {
+		return nil, false
+	}
+	parts := bytes.Split([]byte(s), []byte("."))
+	for _, p := range parts {
+		if len(p) == 0 {
+			return nil, false
+		}
+	}
+	return parts, true
+}
+
+// at reports whether the walker stands at p.
+func (p jsonPath) at(w *jsonWalker) bool {
+	if w.depth != len(p) {
+		return false
+	}
+	for i, seg := range p {
+		if len(seg) == 1 && seg[0] == '*' {
+			continue
+		}
+		if k := w.keys[i]; k != nil {
+			if !bytes.Equal(k, seg) {
+				return false
+			}
+		} else if n, ok := atoi(seg); !ok || n != w.idx[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func atoi(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 9 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// isJSON reports whether a body is worth walking as JSON: it starts (after
+// space) with an object or an array.
+func isJSON(body []byte) bool {
+	i := skipSpace(body, 0)
+	return i < len(body) && (body[i] == '{' || body[i] == '[')
+}
+
+// span is a replacement of data[start:end] by repl.
+type span struct {
+	start, end int
+	repl       []byte
+}
+
+// splice appends data to dst with the spans (in order, not overlapping)
+// replaced.
+func splice(dst, data []byte, spans []span) []byte {
+	at := 0
+	for _, s := range spans {
+		dst = append(dst, data[at:s.start]...)
+		dst = append(dst, s.repl...)
+		at = s.end
+	}
+	return append(dst, data[at:]...)
+}
+
+// pathFinder collects the spans of the values at any of its paths.
+type pathFinder struct {
+	paths []jsonPath
+	found [][2]int
+}
+
+func (f *pathFinder) visit(w *jsonWalker, start, end int) bool {
+	for _, p := range f.paths {
+		if p.at(w) {
+			f.found = append(f.found, [2]int{start, end})
+			break
+		}
+	}
+	return true
+}
+
+// find returns the spans of the values at f's paths in data (nil when data
+// is not JSON). The result is valid until the next find.
+func (f *pathFinder) find(w *jsonWalker, data []byte) [][2]int {
+	f.found = f.found[:0]
+	if !isJSON(data) || !w.walk(data, f) {
+		return nil
+	}
+	return f.found
+}

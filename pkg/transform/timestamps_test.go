@@ -1,0 +1,107 @@
+package transform
+
+import (
+	"testing"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/rrpair"
+)
+
+func TestTimestamps(t *testing.T) {
+	tests := []struct {
+		name, yaml, line, want string
+		changed, failed        bool
+	}{
+		{"rfc3339 header", `{transforms: [timestamps: {auto: true}]}`,
+			line("GET", "/a", `{"X-Sent":["2026-11-01T10:00:00Z"],"X-Other":["hello"]}`, ""),
+			"GET /a\nX-Sent: 2026-11-23T08:30:15Z\nX-Other: hello\n", true, false},
+		{"offset and fraction kept", `{transforms: [timestamps: {auto: true}]}`,
+			line("GET", "/a", `{"X-Sent":["2026-11-01T11:00:00.250+01:00"],"X-Lower":["2026-11-01t05:00:00.123456789-05:00"]}`, ""),
+			"GET /a\nX-Sent: 2026-11-23T09:30:15.250+01:00\nX-Lower: 2026-11-23t03:30:15.123456789-05:00\n", true, false},
+		{"epoch seconds and ms", `{transforms: [timestamps: {auto: true}]}`,
+			line("POST", "/e", `{"X-Epoch":["1793527200"]}`, `{"ts":1793527200123,"n":5551234567,"s":"1793527199"}`),
+			"POST /e\nX-Epoch: 1795422615\n" + `{"ts":1795422615123,"n":5551234567,"s":"1795422614"}`, true, false},
+		{"query, escaped", `{transforms: [timestamps: {auto: true}]}`,
+			line("GET", "/feed?since=2026-11-01T09%3A55%3A00Z&limit=20&t=1793527200", "", ""),
+			"GET /feed?since=2026-11-23T08%3A25%3A15Z&limit=20&t=1795422615\n", true, false},
+		{"outside the window only when named", `{transforms: [timestamps: {auto: true, json: [born]}]}`,
+			line("POST", "/u", "", `{"born":"1990-05-01T00:00:00Z","old":"2020-01-01T00:00:00Z","deep":{"at":[1793527200000]}}`),
+			"POST /u\n" + `{"born":"1990-05-22T22:30:15Z","old":"2020-01-01T00:00:00Z","deep":{"at":[1795422615000]}}`, true, false},
+		{"named locations only", `{transforms: [timestamps: {query: [since], headers: [x-when], json: [items.*.at]}]}`,
+			line("POST", "/q?since=1793527200&other=1793527200", `{"X-When":["2026-11-01T10:00:00Z"],"X-Not":["2026-11-01T10:00:00Z"]}`,
+				`{"items":[{"at":"2026-11-01T10:00:00Z"},{"at":1793527200}],"at":"2026-11-01T10:00:00Z"}`),
+			"POST /q?since=1795422615&other=1793527200\nX-When: 2026-11-23T08:30:15Z\nX-Not: 2026-11-01T10:00:00Z\n" +
+				`{"items":[{"at":"2026-11-23T08:30:15Z"},{"at":1795422615}],"at":"2026-11-01T10:00:00Z"}`, true, false},
+		{"escaped strings and non-JSON bodies alone", `{transforms: [timestamps: {auto: true}]}`,
+			line("POST", "/f", "", `{"a":"2026-11-01T10:00:00\u005a"}`),
+			"POST /f\n" + `{"a":"2026-11-01T10:00:00\u005a"}`, false, false},
+		{"no recorded ts", `{transforms: [timestamps: {auto: true}]}`,
+			`{"http":{"req":{"method":"GET","uri":"/a","host":"h","headers":{"X-Sent":["2026-11-01T10:00:00Z"]}}}}`,
+			"GET /a\nX-Sent: 2026-11-01T10:00:00Z\n", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := chain(t, tt.yaml)
+			_, ps := pairs(t, tt.line)
+			p := ps[0]
+			if err := c.Rewrite(0, &p.Req, &p); err != nil {
+				t.Fatal(err)
+			}
+			if got := wire(&p.Req); got != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tt.want)
+			}
+			n := c.Counts()[0]
+			if failed := n.Failed == 1; failed != tt.failed {
+				t.Errorf("failed count %d, want failed=%v", n.Failed, tt.failed)
+			}
+			if changed := n.Changed == 1; changed != tt.changed {
+				t.Errorf("changed count %d, want changed=%v", n.Changed, tt.changed)
+			}
+		})
+	}
+}
+
+func TestStampRoundTrip(t *testing.T) {
+	for _, s := range []string{
+		"2026-11-01T10:00:00Z", "2026-11-01T10:00:00.5Z", "2026-11-01T10:00:00.000000001+14:00",
+		"2026-11-01 10:00:00-09:30", "1999-12-31T23:59:59.123456789z",
+	} {
+		st, ok := rrpair.ParseRFC3339([]byte(s))
+		if !ok {
+			t.Fatalf("%s: not parsed", s)
+		}
+		if got := string(st.AppendRFC3339(nil, st.UnixNano)); got != s {
+			t.Errorf("got %s, want %s", got, s)
+		}
+		want, err := time.Parse(time.RFC3339Nano, s)
+		if err == nil && want.UnixNano() != st.UnixNano {
+			t.Errorf("%s: %d, want %d", s, st.UnixNano, want.UnixNano())
+		}
+	}
+}
+
+// FuzzShift checks the timestamp finder on any value: no panic, and what
+// it writes has the value's length and parses as the shifted time.
+func FuzzShift(f *testing.F) {
+	for _, s := range []string{"2026-11-01T10:00:00Z", "1793527200", "1793527200123", "2026-11-01T11:00:00.250+01:00", "9999999999", "0000000000"} {
+		f.Add([]byte(s), int64(delta))
+	}
+	f.Fuzz(func(t *testing.T, v []byte, d int64) {
+		sh := shift{rec: recordedAt.UnixNano(), delta: d, window: int64(DefaultWindow)}
+		var buf []byte
+		out, ok := sh.apply(&buf, v, true)
+		if !ok {
+			return
+		}
+		if st, isStamp := rrpair.ParseRFC3339(v); isStamp {
+			got, ok := rrpair.ParseRFC3339(out)
+			if !ok || got.UnixNano != st.UnixNano+d && st.Frac >= 9 {
+				t.Fatalf("%s shifted by %d: %s", v, d, out)
+			}
+			return
+		}
+		if len(out) != len(v) {
+			t.Fatalf("%s shifted to %s: length changed", v, out)
+		}
+	})
+}

@@ -1,0 +1,209 @@
+// Package transform rewrites outgoing requests so that recorded traffic is
+// valid again at replay time, and learns from live responses what later
+// requests need (correlation). A Chain is built once from a Spec (a YAML
+// file, flags, or both), checked before any traffic is sent, and then
+// called by every VU: as vu.Rewriter before each request and as
+// vu.Observer after each answer.
+//
+// The transforms, applied in the order given:
+//
+//	timestamps  move timestamps by (now − recorded ts), keeping their format
+//	jwt         re-sign JWTs with a configured key: fresh iat/nbf/exp, claims kept
+//	headers     set, remove, rename headers
+//	query       set, remove query parameters
+//	path        rewrite the path by prefix or regular expression
+//	host        send another Host header, whatever --target says
+//	correlate   replace a recorded value by the one the SUT returned live
+//	cookies     a per-session cookie jar (Set-Cookie → Cookie)
+//
+// Each VU owns its scratch buffers and what it learned, so the hot path
+// takes no lock; header, query, timestamp and cached-JWT rewrites reuse
+// those buffers and allocate nothing per request in steady state.
+package transform
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/valyala/fasthttp"
+)
+
+// step is one transform of the chain.
+type step interface {
+	name() string
+	// apply rewrites c.req in place, setting c.changed when it changed
+	// something and c.failed when it found something it could not rewrite.
+	apply(c *call)
+}
+
+// learner is a step that also learns from live responses.
+type learner interface {
+	step
+	// observe learns from the live answer to pair, on the VU of st; the
+	// learner is step i of the chain (for its counts).
+	observe(st *vuState, i int, pair *rrpair.Pair, resp *fasthttp.Response)
+	// needsRecorded reports whether it reads the recorded response.
+	needsRecorded() bool
+}
+
+// Count is what one transform did over a run.
+type Count struct {
+	Name string `json:"name"`
+	// Changed counts requests it changed; Failed, requests where it found
+	// something it could not rewrite (a JWT it could not parse, a
+	// correlated value the SUT never returned, a pair without ts).
+	Changed int64 `json:"changed"`
+	Failed  int64 `json:"failed"`
+}
+
+// Chain is a run's transform chain. Build it with New; it is safe for use
+// by many VUs at once, each with its own number.
+type Chain struct {
+	steps    []step
+	learners []int // indexes of the steps that are learners
+	vus      []vuState
+	now      func() time.Time
+}
+
+// vuState is what one VU owns: scratch buffers, counts, what it learned.
+type vuState struct {
+	bufs   [][5][]byte // per step
+	counts []Count
+	walker    jsonWalker
+	ts        tsState
+	jwtFinder pathFinder
+	finder    pathFinder
+	spans     []span
+	learn  sessionState
+	_      [64]byte // keep VUs off each other's cache lines
+}
+
+// call is one request going through the chain on one VU.
+type call struct {
+	st              *vuState
+	req             *rrpair.Request
+	pair            *rrpair.Pair
+	now             int64 // Unix ns
+	step            int
+	changed, failed bool
+}
+
+// buf returns the current step's scratch buffer k (0 to 4).
+func (c *call) buf(k int) *[]byte { return &c.st.bufs[c.step][k] }
+
+// Options are what a Chain needs to know of the run.
+type Options struct {
+	// VUs is the most VUs the run will have; VU numbers go from 0 to VUs-1.
+	VUs int
+	// Endpoints is the file's endpoint table (rrpair.File.Endpoints), for
+	// transforms limited to an endpoint.
+	Endpoints []string
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+func newChain(steps []step, opt Options) *Chain {
+	c := &Chain{steps: steps, now: opt.Now}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	for i, s := range steps {
+		if _, ok := s.(learner); ok {
+			c.learners = append(c.learners, i)
+		}
+	}
+	c.vus = make([]vuState, max(opt.VUs, 1))
+	for i := range c.vus {
+		c.vus[i].bufs = make([][5][]byte, len(steps))
+		c.vus[i].counts = make([]Count, len(steps))
+	}
+	return c
+}
+
+// Len is the number of transforms.
+func (c *Chain) Len() int { return len(c.steps) }
+
+// Names lists the transforms in order.
+func (c *Chain) Names() []string {
+	names := make([]string, len(c.steps))
+	for i, s := range c.steps {
+		names[i] = s.name()
+	}
+	return names
+}
+
+// NeedsResponses reports whether the chain reads recorded responses, which
+// the VUs must then decode (vu.Pool.DecodeResponses).
+func (c *Chain) NeedsResponses() bool {
+	for _, i := range c.learners {
+		if c.steps[i].(learner).needsRecorded() {
+			return true
+		}
+	}
+	return false
+}
+
+// Learns reports whether the chain learns from live responses, so that it
+// must also be one of the pool's observers.
+func (c *Chain) Learns() bool { return len(c.learners) > 0 }
+
+func (c *Chain) state(vu int) (*vuState, error) {
+	if vu < 0 || vu >= len(c.vus) {
+		return nil, fmt.Errorf("transform: VU %d out of range: the chain was built for %d VUs", vu, len(c.vus))
+	}
+	return &c.vus[vu], nil
+}
+
+// Begin starts a new iteration (session) on VU vu: what it learned in the
+// previous one is forgotten.
+func (c *Chain) Begin(vu int) {
+	if st, err := c.state(vu); err == nil {
+		st.learn.reset()
+	}
+}
+
+// Rewrite applies the chain to req, the request of pair, on VU vu.
+func (c *Chain) Rewrite(vu int, req *rrpair.Request, pair *rrpair.Pair) error {
+	st, err := c.state(vu)
+	if err != nil {
+		return err
+	}
+	call := call{st: st, req: req, pair: pair, now: c.now().UnixNano()}
+	for i, s := range c.steps {
+		call.step, call.changed, call.failed = i, false, false
+		s.apply(&call)
+		if call.changed {
+			st.counts[i].Changed++
+		}
+		if call.failed {
+			st.counts[i].Failed++
+		}
+	}
+	return nil
+}
+
+// Observe lets the learning transforms learn from a live answer.
+func (c *Chain) Observe(vu int, pair *rrpair.Pair, resp *fasthttp.Response) {
+	st, err := c.state(vu)
+	if err != nil {
+		return
+	}
+	for _, i := range c.learners {
+		c.steps[i].(learner).observe(st, i, pair, resp)
+	}
+}
+
+// Counts sums what each transform did over every VU. Call it after the
+// run, not during it.
+func (c *Chain) Counts() []Count {
+	out := make([]Count, len(c.steps))
+	for i, s := range c.steps {
+		out[i].Name = s.name()
+		for v := range c.vus {
+			out[i].Changed += c.vus[v].counts[i].Changed
+			out[i].Failed += c.vus[v].counts[i].Failed
+		}
+	}
+	return out
+}
