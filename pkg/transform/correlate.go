@@ -18,10 +18,10 @@ import (
 // through a regular expression's first group), or by a regular expression
 // over the body. The recorded responses must be in the file.
 //
-//	- correlate:
-//	    name: order id              # for the report (default: what it reads)
-//	    endpoint: POST /orders      # only this endpoint's answers (as reports name it)
-//	    json: id                    # or: header: Location, regex: '/orders/([^/?]+)'
+//   - correlate:
+//     name: order id              # for the report (default: what it reads)
+//     endpoint: POST /orders      # only this endpoint's answers (as reports name it)
+//     json: id                    # or: header: Location, regex: '/orders/([^/?]+)'
 type CorrelateSpec struct {
 	Name     string `yaml:"name"`
 	Endpoint string `yaml:"endpoint"`
@@ -297,7 +297,7 @@ func (s *sessionState) learn(step int, from, to []byte) {
 // header of the session's later requests.
 type cookies struct{}
 
-func (cookies) name() string         { return "cookies" }
+func (cookies) name() string        { return "cookies" }
 func (cookies) needsRecorded() bool { return false }
 
 func (cookies) observe(st *vuState, _ int, _ *rrpair.Pair, resp *fasthttp.Response) {

@@ -34,10 +34,10 @@ func (p *Pairs) UnmarshalYAML(n *yaml.Node) error {
 // without regard to case; a set header replaces every value of that name
 // (where it first stands, keeping the recorded spelling) or is added last.
 //
-//	- headers:
-//	    set: {X-Env: staging, Authorization: "Bearer test-token"}
-//	    remove: [X-Debug, Cookie]
-//	    rename: {X-Old-Trace: X-Trace}
+//   - headers:
+//     set: {X-Env: staging, Authorization: "Bearer test-token"}
+//     remove: [X-Debug, Cookie]
+//     rename: {X-Old-Trace: X-Trace}
 type HeaderSpec struct {
 	Set    Pairs    `yaml:"set"`
 	Remove []string `yaml:"remove"`
@@ -138,9 +138,9 @@ func (h *headers) apply(c *call) {
 // (escape them yourself); a set parameter replaces the first of that name
 // (later ones go) or is added last.
 //
-//	- query:
-//	    set: {api_key: test-key}
-//	    remove: [debug]
+//   - query:
+//     set: {api_key: test-key}
+//     remove: [debug]
 type QuerySpec struct {
 	Set    Pairs    `yaml:"set"`
 	Remove []string `yaml:"remove"`
@@ -221,8 +221,8 @@ func (q *query) apply(c *call) {
 // PathSpec rewrites the path (the query stays): a prefix replaced by To, or
 // a regular expression's matches replaced by To ($1 for a group).
 //
-//	- path: {prefix: /v1/, to: /v2/}
-//	- path: {regex: '^/api/(\w+)/v1', to: '/api/$1/v2'}
+//   - path: {prefix: /v1/, to: /v2/}
+//   - path: {regex: '^/api/(\w+)/v1', to: '/api/$1/v2'}
 type PathSpec struct {
 	Prefix string `yaml:"prefix"`
 	Regex  string `yaml:"regex"`

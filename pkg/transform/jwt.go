@@ -23,16 +23,16 @@ import (
 // The same recorded token maps to the same re-signed one for Reuse, so
 // signing costs per distinct token, not per request.
 //
-//	- jwt:
-//	    secret: s3cret                # HMAC (HS256; alg: HS384/HS512)
-//	    # key_file: keys/signing.pem  # or a PEM private key: RSA (RS256, alg: PS256...), EC (ES256/384/512 by curve), Ed25519 (EdDSA)
-//	    # kid: key-2026               # set the header's kid
-//	    # ttl: 1h                     # exp = now + ttl, instead of the token's own lifetime
-//	    reuse: 30s                    # default 30s; 0 signs every request
-//	    headers: [Authorization]      # default; a value "Bearer <jwt>" or just "<jwt>"
-//	    cookies: true                 # default: cookie values that are JWTs
-//	    query: [access_token]
-//	    json: [auth.token]
+//   - jwt:
+//     secret: s3cret                # HMAC (HS256; alg: HS384/HS512)
+//     # key_file: keys/signing.pem  # or a PEM private key: RSA (RS256, alg: PS256...), EC (ES256/384/512 by curve), Ed25519 (EdDSA)
+//     # kid: key-2026               # set the header's kid
+//     # ttl: 1h                     # exp = now + ttl, instead of the token's own lifetime
+//     reuse: 30s                    # default 30s; 0 signs every request
+//     headers: [Authorization]      # default; a value "Bearer <jwt>" or just "<jwt>"
+//     cookies: true                 # default: cookie values that are JWTs
+//     query: [access_token]
+//     json: [auth.token]
 type JWTSpec struct {
 	Secret     string         `yaml:"secret"`
 	SecretFile string         `yaml:"secret_file"`

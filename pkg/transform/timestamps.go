@@ -12,12 +12,12 @@ import (
 // written (RFC 3339 with its offset and fraction digits, epoch seconds,
 // epoch milliseconds).
 //
-//	- timestamps:
-//	    auto: true         # find them: RFC 3339 strings, 10/13-digit numbers near ts
-//	    window: 24h        # how near (auto only)
-//	    json: [sent_at, items.*.ts]
-//	    query: [since]
-//	    headers: [X-Request-Time]
+//   - timestamps:
+//     auto: true         # find them: RFC 3339 strings, 10/13-digit numbers near ts
+//     window: 24h        # how near (auto only)
+//     json: [sent_at, items.*.ts]
+//     query: [since]
+//     headers: [X-Request-Time]
 type TimestampSpec struct {
 	// Auto finds timestamps in every header value, query value and JSON
 	// body value: RFC 3339 strings, and 10- or 13-digit numbers (epoch s,

@@ -68,15 +68,15 @@ type Chain struct {
 
 // vuState is what one VU owns: scratch buffers, counts, what it learned.
 type vuState struct {
-	bufs   [][5][]byte // per step
-	counts []Count
+	bufs      [][5][]byte // per step
+	counts    []Count
 	walker    jsonWalker
 	ts        tsState
 	jwtFinder pathFinder
 	finder    pathFinder
 	spans     []span
-	learn  sessionState
-	_      [64]byte // keep VUs off each other's cache lines
+	learn     sessionState
+	_         [64]byte // keep VUs off each other's cache lines
 }
 
 // call is one request going through the chain on one VU.
