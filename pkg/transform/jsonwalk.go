@@ -134,11 +134,26 @@ func (w *jsonWalker) child(key []byte, n, i int, v visitor) (int, bool) {
 // starts at d[i] == '"'.
 func stringEnd(d []byte, i int) (int, bool) {
 	for j := i + 1; j < len(d); j++ {
-		switch d[j] {
-		case '\\':
+		switch c := d[j]; {
+		case c == '\\':
 			j++
-		case '"':
+			if j >= len(d) {
+				return j, false
+			}
+			switch d[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(d) || !isHex(d[j+1]) || !isHex(d[j+2]) || !isHex(d[j+3]) || !isHex(d[j+4]) {
+					return j, false
+				}
+				j += 4
+			default:
+				return j, false
+			}
+		case c == '"':
 			return j + 1, true
+		case c < 0x20:
+			return j, false
 		}
 	}
 	return len(d), false
