@@ -61,10 +61,11 @@ func forEachParam(query []byte, f func(name, value []byte, sep bool)) {
 }
 
 // unescapeQuery appends v with %XX escapes and '+' decoded to dst, for
-// recognising a value; v itself is returned when it has no escapes.
-func unescapeQuery(dst, v []byte) []byte {
+// recognising a value; v itself is returned, and escaped is false, when it
+// has no escapes.
+func unescapeQuery(dst, v []byte) (out []byte, escaped bool) {
 	if bytes.IndexByte(v, '%') < 0 && bytes.IndexByte(v, '+') < 0 {
-		return v
+		return v, false
 	}
 	for i := 0; i < len(v); i++ {
 		switch c := v[i]; {
@@ -77,7 +78,7 @@ func unescapeQuery(dst, v []byte) []byte {
 			dst = append(dst, c)
 		}
 	}
-	return dst
+	return dst, true
 }
 
 // escapeQuery re-escapes dst[start:], a new value for the raw query value

@@ -223,21 +223,32 @@ func replaceTokens(dst *[]byte, s []byte, maps []mapping, want func(*mapping) bo
 	changed := false
 	at := 0
 	for i := 0; i < len(s); {
-		hit := -1
+		// The earliest whole-token occurrence of any wanted value.
+		hit, hitAt := -1, len(s)
 		for k := range maps {
 			m := &maps[k]
-			if want(m) && bytes.HasPrefix(s[i:], m.from) && boundary(s, i-1) && boundary(s, i+len(m.from)) {
-				hit = k
-				break
+			if !want(m) {
+				continue
+			}
+			for j := i; j < hitAt; {
+				n := bytes.Index(s[j:], m.from)
+				if n < 0 || j+n >= hitAt {
+					break
+				}
+				j += n
+				if boundary(s, j-1) && boundary(s, j+len(m.from)) {
+					hit, hitAt = k, j
+					break
+				}
+				j++
 			}
 		}
 		if hit < 0 {
-			i++
-			continue
+			break
 		}
-		*dst = append(*dst, s[at:i]...)
+		*dst = append(*dst, s[at:hitAt]...)
 		*dst = append(*dst, maps[hit].to...)
-		i += len(maps[hit].from)
+		i = hitAt + len(maps[hit].from)
 		at = i
 		changed = true
 	}

@@ -75,6 +75,12 @@ type signed struct {
 	until int64 // Unix ns
 }
 
+// lastJWT is a VU's last re-signed token, checked before the shared cache.
+type lastJWT struct {
+	from []byte // the recorded token
+	signed
+}
+
 // newJWT loads the key (files relative to dir) and checks that it signs.
 func newJWT(s *JWTSpec, dir string) (*jwtSigner, error) {
 	j := &jwtSigner{kid: []byte(s.Kid), ttl: int64(s.TTL), reuse: int64(DefaultReuse),
@@ -191,13 +197,7 @@ func (j *jwtSigner) apply(c *call) {
 		switch {
 		case containsFold(j.headers, h.Name):
 			v := h.Value
-			prefix := 0
-			if sp := indexByte(v, ' '); sp > 0 && looksLikeJWT(v[sp+1:]) {
-				prefix = sp + 1 // "Bearer <jwt>"
-			}
-			if !looksLikeJWT(v[prefix:]) {
-				continue
-			}
+			prefix := indexByte(v, ' ') + 1 // after "Bearer ", or 0
 			if tok, ok := j.token(c, v[prefix:]); ok {
 				start := len(*buf)
 				*buf = append(append(*buf, v[:prefix]...), tok...)
@@ -217,9 +217,18 @@ func (j *jwtSigner) apply(c *call) {
 	}
 }
 
-// token returns the re-signed form of tok, from the cache when it is fresh.
-// It counts a change, or a failure when tok cannot be re-signed.
+// token returns the re-signed form of tok, from the cache when it is
+// fresh; ok is false when tok is not a JWT. It counts a change, or a
+// failure when tok looks like a JWT but cannot be re-signed.
 func (j *jwtSigner) token(c *call, tok []byte) ([]byte, bool) {
+	last := &c.st.lastJWT
+	if c.now < last.until && bytes.Equal(last.from, tok) {
+		c.changed = true
+		return last.token, true // the VU's last token: no lock, no hashing
+	}
+	if !looksLikeJWT(tok) {
+		return nil, false
+	}
 	j.mu.RLock()
 	s, ok := j.cache[string(tok)]
 	j.mu.RUnlock()
@@ -240,6 +249,7 @@ func (j *jwtSigner) token(c *call, tok []byte) ([]byte, bool) {
 		j.cache[string(tok)] = s
 		j.mu.Unlock()
 	}
+	last.from, last.signed = append(last.from[:0], tok...), s
 	c.changed = true
 	return s.token, true
 }
@@ -247,9 +257,6 @@ func (j *jwtSigner) token(c *call, tok []byte) ([]byte, bool) {
 // cookieHeader re-signs the JWT values of a Cookie header into buf.
 func (j *jwtSigner) cookieHeader(c *call, buf *[]byte, v []byte) ([]byte, bool) {
 	return rewriteCookies(buf, v, func(_, value []byte) ([]byte, bool) {
-		if !looksLikeJWT(value) {
-			return nil, false
-		}
 		return j.token(c, value)
 	})
 }
@@ -267,7 +274,7 @@ func (j *jwtSigner) rewriteQuery(c *call) {
 		*out = append(*out, name...)
 		if value != nil {
 			*out = append(*out, '=')
-			if containsExact(j.query, name) && looksLikeJWT(value) {
+			if containsExact(j.query, name) {
 				if tok, ok := j.token(c, value); ok {
 					value, changed = tok, true
 				}
@@ -290,7 +297,7 @@ func (j *jwtSigner) rewriteJSON(c *call) {
 	spans := c.st.spans[:0]
 	for _, at := range f.find(&c.st.walker, body) {
 		v := body[at[0]:at[1]]
-		if len(v) < 2 || v[0] != '"' || !looksLikeJWT(v[1:len(v)-1]) {
+		if len(v) < 2 || v[0] != '"' {
 			continue
 		}
 		if tok, ok := j.token(c, v[1:len(v)-1]); ok {
@@ -308,21 +315,29 @@ func (j *jwtSigner) rewriteJSON(c *call) {
 // looksLikeJWT reports whether b is three base64url segments, the first
 // one a JSON object ("eyJ").
 func looksLikeJWT(b []byte) bool {
-	if len(b) < 10 || !bytes.HasPrefix(b, []byte("eyJ")) {
+	if len(b) < 10 || b[0] != 'e' || b[1] != 'y' || b[2] != 'J' {
 		return false
 	}
 	dots := 0
 	for _, c := range b {
-		switch {
-		case c == '.':
-			dots++
-		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_', c == '=':
-		default:
+		switch jwtByte[c] {
+		case 0:
 			return false
+		case 2:
+			dots++
 		}
 	}
 	return dots == 2
 }
+
+// jwtByte is 1 for the bytes of base64url (and '='), 2 for '.'.
+var jwtByte = func() (t [256]byte) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=") {
+		t[c] = 1
+	}
+	t['.'] = 2
+	return t
+}()
 
 var b64 = base64.RawURLEncoding
 

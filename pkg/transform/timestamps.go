@@ -128,8 +128,10 @@ func (t *timestamps) shiftQuery(c *call, sh shift) ([]byte, bool) {
 		if value != nil {
 			*out = append(*out, '=')
 			if named || t.auto {
-				raw := unescapeQuery((*tmp)[:0], value)
-				*tmp = raw
+				raw, escaped := unescapeQuery((*tmp)[:0], value)
+				if escaped {
+					*tmp = raw // never keep value itself: it may be the read-only mapping
+				}
 				start := len(*out)
 				if v, ok := sh.apply(out, raw, named); ok {
 					*out = escapeQuery(append((*out)[:start], v...), start, value)

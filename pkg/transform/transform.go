@@ -73,9 +73,11 @@ type vuState struct {
 	walker    jsonWalker
 	ts        tsState
 	jwtFinder pathFinder
+	lastJWT   lastJWT
 	finder    pathFinder
 	spans     []span
 	learn     sessionState
+	call      call     // the request going through the chain
 	_         [64]byte // keep VUs off each other's cache lines
 }
 
@@ -169,14 +171,17 @@ func (c *Chain) Rewrite(vu int, req *rrpair.Request, pair *rrpair.Pair) error {
 	if err != nil {
 		return err
 	}
-	call := call{st: st, req: req, pair: pair, now: c.now().UnixNano()}
+	// The call lives in the VU's state: on the stack it would escape to
+	// the heap through the step interface, once per request.
+	cl := &st.call
+	*cl = call{st: st, req: req, pair: pair, now: c.now().UnixNano()}
 	for i, s := range c.steps {
-		call.step, call.changed, call.failed = i, false, false
-		s.apply(&call)
-		if call.changed {
+		cl.step, cl.changed, cl.failed = i, false, false
+		s.apply(cl)
+		if cl.changed {
 			st.counts[i].Changed++
 		}
-		if call.failed {
+		if cl.failed {
 			st.counts[i].Failed++
 		}
 	}
