@@ -109,41 +109,43 @@ func (o *loadOptions) walk() (vu.Walk, error) {
 
 // runOptions are the flags of `replay run`.
 type runOptions struct {
-	load     loadOptions
-	filter   filterOptions
-	shard    shardOptions
-	file     string
-	keepHost bool
-	noReuse  bool
-	insecure bool
-	timeout  time.Duration
-	grace    time.Duration
-	report   reportOptions
-	cpuprof  string
-	dryRun   int
-	dumpFile string
-	dumpMax  int
-	hostMap  []string
-	ca       string
-	cert     string
-	key      string
-	sni      string
-	maxConn  time.Duration
-	follow   int
-	timings  bool
-	proxy    string
-	metrics  string
-	linger   time.Duration
-	compare  string
-	ignore   []string
-	cmpHdrs  []string
-	progress string
-	every    time.Duration
-	abort    bool
+	load       loadOptions
+	transforms transformOptions
+	filter     filterOptions
+	shard      shardOptions
+	file       string
+	keepHost   bool
+	noReuse    bool
+	insecure   bool
+	timeout    time.Duration
+	grace      time.Duration
+	report     reportOptions
+	cpuprof    string
+	dryRun     int
+	dumpFile   string
+	dumpMax    int
+	hostMap    []string
+	ca         string
+	cert       string
+	key        string
+	sni        string
+	maxConn    time.Duration
+	follow     int
+	timings    bool
+	proxy      string
+	metrics    string
+	linger     time.Duration
+	compare    string
+	ignore     []string
+	cmpHdrs    []string
+	progress   string
+	every      time.Duration
+	abort      bool
 }
 
 func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	o.load.addFlags(fs, vus)
+	o.transforms.addFlags(fs)
 	o.filter.addFlags(fs)
 	o.shard.addFlags(fs)
 	fs.BoolVar(&o.keepHost, "keep-host", false, "send the recorded Host header instead of the --target host")

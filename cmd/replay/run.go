@@ -126,6 +126,10 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	if err != nil {
 		return err
 	}
+	spec, err := o.transforms.spec()
+	if err != nil {
+		return fmt.Errorf("%w\nnothing was sent", err)
+	}
 	divide(&cfg, shard)
 	opening := time.Now()
 	f, err := open(rrpair.Options{RequireHost: o.load.target == "", Filter: filter, Shard: shard})
@@ -135,6 +139,9 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	defer f.Close()
 	if o.dryRun > 0 {
 		pool := &vu.Pool{File: f, Config: cfg}
+		if _, err := installTransforms(spec, f, &cfg, pool); err != nil {
+			return fmt.Errorf("--transforms: %w\nnothing was sent", err)
+		}
 		return pool.DryRun(io.out, o.dryRun)
 	}
 	outs, err := o.report.open(f.Endpoints(), "--out")
@@ -172,8 +179,16 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		}
 		defer stop()
 	}
+	pool := &vu.Pool{File: f, Config: cfg}
+	chain, err := installTransforms(spec, f, &cfg, pool)
+	if err != nil {
+		return fmt.Errorf("--transforms: %w\nnothing was sent", err)
+	}
+	if chain != nil {
+		log.Info().Strs("transforms", chain.Names()).Msg("rewriting requests")
+	}
 	rec := report.NewRecorder(f.Endpoints())
-	pool := &vu.Pool{File: f, Config: cfg, Sink: rec}
+	pool.Sink = rec
 	if dump != nil {
 		pool.Failures = dump
 	}
@@ -242,6 +257,7 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	if comparer != nil {
 		sum.Compare = comparer.Result()
 	}
+	sum.Transforms = transformCounts(chain)
 	if err := outs.write(io.out, nil, sum); err != nil {
 		if runErr != nil {
 			return runErr

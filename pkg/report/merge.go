@@ -89,6 +89,7 @@ func Merge(ss []*Summary) (*Summary, error) {
 		out.OutOfOrder += s.OutOfOrder
 		addCounts(out.Status, s.Status)
 		addCounts(out.Errors, s.Errors)
+		out.Transforms = mergeTransforms(out.Transforms, s.Transforms)
 		if s.TargetRate != nil {
 			rateSum += *s.TargetRate
 			rates++
@@ -250,4 +251,21 @@ func WriteHgrm(w io.Writer, s *Summary) error {
 	}
 	_, err = h.PercentilesPrint(w, 5, 1000) // µs -> ms
 	return err
+}
+
+// mergeTransforms adds the counts of b to a, by name, keeping a's order
+// and adding b's new names after.
+func mergeTransforms(a, b []Transform) []Transform {
+next:
+	for _, t := range b {
+		for i := range a {
+			if a[i].Name == t.Name {
+				a[i].Changed += t.Changed
+				a[i].Failed += t.Failed
+				continue next
+			}
+		}
+		a = append(a, t)
+	}
+	return a
 }

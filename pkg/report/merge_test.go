@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -107,5 +108,23 @@ func TestMergeCompare(t *testing.T) {
 	c := m.Compare
 	if c.Compared != 40 || c.Matched != 36 || c.MatchPct != 90 || c.Endpoints[0].Compared != 40 || len(c.Mismatches) != 1 || c.Mismatches[0].Count != 4 {
 		t.Errorf("got %+v", c)
+	}
+}
+
+func TestMergeTransforms(t *testing.T) {
+	a := record(testEndpoints, fixture()).Summary(Meta{Started: t0})
+	b := record(testEndpoints, fixture()).Summary(Meta{Started: t0})
+	a.Transforms = []Transform{{Name: "timestamps", Changed: 10}, {Name: "jwt", Changed: 9, Failed: 1}}
+	b.Transforms = []Transform{{Name: "jwt", Changed: 5}, {Name: "cookies", Changed: 2}}
+	m, err := Merge([]*Summary{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Transform{{Name: "timestamps", Changed: 10}, {Name: "jwt", Changed: 14, Failed: 1}, {Name: "cookies", Changed: 2}}
+	if fmt.Sprint(m.Transforms) != fmt.Sprint(want) {
+		t.Errorf("got %v, want %v", m.Transforms, want)
+	}
+	if a.Transforms[1].Changed != 9 {
+		t.Error("merge changed its input")
 	}
 }

@@ -70,6 +70,9 @@ type Summary struct {
 	Intervals []Interval `json:"intervals,omitempty"`
 	// Compare is the comparison with the recorded responses (--compare).
 	Compare *Compare `json:"compare,omitempty"`
+	// Transforms are what each transform did (--transforms and its flags),
+	// in chain order.
+	Transforms []Transform `json:"transforms,omitempty"`
 	// Thresholds are the --threshold results, in the order given.
 	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
 
@@ -87,6 +90,13 @@ type Summary struct {
 
 	Histogram        string `json:"histogram"`         // latency, µs, HdrHistogram V2 compressed base64 ("HISTF...")
 	ServiceHistogram string `json:"service_histogram"` // service time, same encoding
+}
+
+// Transform is what one transform of the chain did over the run.
+type Transform struct {
+	Name    string `json:"name"`    // "timestamps", "jwt", "correlate json id", "cookies"...
+	Changed int64  `json:"changed"` // requests it changed
+	Failed  int64  `json:"failed"`  // requests where it found something it could not rewrite
 }
 
 // Timings are the phases of requests (--timings), k6's http_req_connecting,

@@ -84,6 +84,12 @@ func WriteText(w io.Writer, s *Summary) error {
 		buf.WriteString("\nEndpoints\n")
 		writeEndpoints(&buf, s.Endpoints)
 	}
+	if len(s.Transforms) > 0 {
+		buf.WriteString("\nTransforms                     changed     failed\n")
+		for _, t := range s.Transforms {
+			fmt.Fprintf(&buf, "  %-28s %7d %10d\n", t.Name, t.Changed, t.Failed)
+		}
+	}
 	if c := s.Compare; c != nil {
 		what := "status"
 		if c.Body {

@@ -531,3 +531,35 @@ func asFieldError(err error) *FieldError {
 	}
 	return &FieldError{Msg: err.Error(), Off: -1}
 }
+
+// SetsCookies reports whether a recorded response sets a cookie (has a
+// Set-Cookie header), which turns a replay's cookie jar on by default. Only
+// lines that mention "set-cookie" in a common spelling are decoded, so a
+// file without cookies costs one scan of the mapping.
+func (f *File) SetsCookies() bool {
+	if !mentionsSetCookie(f.data) {
+		return false
+	}
+	cur := f.NewCursor().WithResponses()
+	var p Pair
+	for i := range f.pairs {
+		if !mentionsSetCookie(f.line(i)) || cur.Decode(i, &p) != nil {
+			continue
+		}
+		for _, h := range p.Res.Headers {
+			if bytes.EqualFold(h.Name, []byte("set-cookie")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func mentionsSetCookie(b []byte) bool {
+	for _, s := range []string{"Set-Cookie", "set-cookie", "SET-COOKIE", "Set-cookie"} {
+		if bytes.Contains(b, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}

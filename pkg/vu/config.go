@@ -153,6 +153,18 @@ const (
 	DefaultLateAfter = 10 * time.Millisecond
 )
 
+// MostVUs is the most VUs a run with c can have: VU numbers, as a Rewriter
+// or Observer sees them, go from 0 to MostVUs()-1.
+func (c *Config) MostVUs() int {
+	if c.Model == Closed {
+		return max(c.VUs, 1)
+	}
+	if c.MaxVUs == 0 {
+		return max(c.VUs, DefaultMaxVUs)
+	}
+	return max(c.VUs, c.MaxVUs)
+}
+
 // Validate checks the configuration and fills defaults. Its errors name the
 // flag a user would fix.
 func (c *Config) Validate() error {
