@@ -505,3 +505,27 @@ func TestShardsAreDisjointAndWhole(t *testing.T) {
 		t.Error("shard 3/3 opened")
 	}
 }
+
+func TestSetsCookies(t *testing.T) {
+	res := func(headers string) string {
+		return `{"http":{"req":{"method":"POST","uri":"/login","host":"h","body":"set-cookie is just text here"},"res":{"statusCode":200,"headers":` + headers + `}}}`
+	}
+	for _, tt := range []struct {
+		lines []string
+		want  bool
+	}{
+		{[]string{res(`{}`), res(`{"Content-Type":["text/plain"]}`)}, false},
+		{[]string{res(`{}`), res(`{"set-cookie":["sid=1"]}`)}, true},
+		{[]string{res(`{"SET-COOKIE":["sid=1"]}`)}, true},
+		{[]string{res(`{"X-Note":["Set-Cookie"]}`)}, false}, // mentioned, not set
+	} {
+		f, err := OpenReader(strings.NewReader(strings.Join(tt.lines, "\n")), "t.jsonl", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.SetsCookies(); got != tt.want {
+			t.Errorf("%v: got %v, want %v", tt.lines, got, tt.want)
+		}
+		f.Close()
+	}
+}

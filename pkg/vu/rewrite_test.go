@@ -1,0 +1,85 @@
+package vu
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
+)
+
+// tagger is a Rewriter and Observer that stamps each request with the
+// number of the request within its iteration and a Host of its own, and
+// counts what it was called for.
+type tagger struct {
+	mu       sync.Mutex
+	begins   int
+	rewrites int
+	observed int
+	inIter   map[int]int // per VU: requests since Begin
+}
+
+func (g *tagger) Begin(vu int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.begins++
+	g.inIter[vu] = 0
+}
+
+func (g *tagger) Rewrite(vu int, req *rrpair.Request, _ *rrpair.Pair) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.rewrites++
+	g.inIter[vu]++
+	req.HostHeader = []byte("rewritten.example")
+	req.Headers = append(req.Headers, rrpair.Header{Name: []byte("X-Nth"), Value: []byte{byte('0' + g.inIter[vu])}})
+	return nil
+}
+
+func (g *tagger) Observe(int, *rrpair.Pair, *fasthttp.Response) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.observed++
+}
+
+func TestRewriterAndObserver(t *testing.T) {
+	srv := newRawServer(t, func(n int64, _ []byte) action {
+		if n == 1 {
+			return action{status: 302, header: "Location: /moved\r\n"}
+		}
+		return action{status: 200}
+	})
+	session := func(s, uri string) string {
+		return `{"tags":{"session":"` + s + `"},"http":{"req":{"method":"GET","uri":"` + uri + `","host":"recorded.example"}}}`
+	}
+	f := openLines(t, session("a", "/1"), session("a", "/2"), session("b", "/3"))
+	g := &tagger{inIter: map[int]int{}}
+	p := &Pool{File: f, Config: Config{VUs: 1, Target: srv.url(), Timeout: 5 * time.Second, FollowRedirects: 3, Log: zerolog.Nop()},
+		Sink: &collect{}, Rewriter: g, Observers: []Observer{g}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.requests()
+	want := []string{
+		"GET /1 HTTP/1.1\r\nHost: rewritten.example\r\nX-Nth: 1\r\n\r\n",
+		"GET /moved HTTP/1.1\r\nHost: rewritten.example\r\nX-Nth: 1\r\n\r\n", // a hop is not rewritten again
+		"GET /2 HTTP/1.1\r\nHost: rewritten.example\r\nX-Nth: 2\r\n\r\n",
+		"GET /3 HTTP/1.1\r\nHost: rewritten.example\r\nX-Nth: 1\r\n\r\n", // a new iteration began
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d requests: %q", len(got), got)
+	}
+	for i := range want {
+		if string(got[i]) != want[i] {
+			t.Errorf("request %d: got %q, want %q", i, got[i], want[i])
+		}
+	}
+	if g.begins != 2 || g.rewrites != 3 || g.observed != 4 {
+		t.Errorf("begins %d, rewrites %d, observed %d; want 2, 3, 4", g.begins, g.rewrites, g.observed)
+	}
+}
