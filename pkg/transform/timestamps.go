@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -259,12 +260,9 @@ func appendDigits(dst []byte, n int64, width int) []byte {
 		return append(dst, '-') // never the right width: the caller refuses it
 	}
 	var buf [20]byte
-	i := len(buf)
-	for n > 0 || width > 0 {
-		i--
-		buf[i] = byte('0' + n%10)
-		n /= 10
-		width--
+	digits := strconv.AppendInt(buf[:0], n, 10)
+	for i := len(digits); i < width; i++ {
+		dst = append(dst, '0')
 	}
-	return append(dst, buf[i:]...)
+	return append(dst, digits...)
 }
