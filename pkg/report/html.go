@@ -87,7 +87,9 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 <table><tr><th>endpoint</th><th>compared</th><th>match</th></tr>{{range .Endpoints}}<tr><td>{{.Name}}</td><td>{{.Compared}}</td><td>{{f2 .MatchPct}}%</td></tr>{{end}}</table>
 {{if .Mismatches}}<table><tr><th>mismatch</th><th>count</th><th>recorded</th><th>replayed</th></tr>{{range .Mismatches}}<tr><td>{{.Endpoint}} · {{.Kind}}</td><td>{{.Count}}</td><td>{{.Recorded}}</td><td>{{.Replayed}}</td></tr>{{end}}</table>{{end}}
 {{else}}<p>Not compared (run with --compare).</p>{{end}}
-<h2>Configuration</h2>
+{{if .S.Transforms}}<h2>Transforms</h2>
+<table><tr><th>transform</th><th>changed</th><th>failed</th></tr>{{range .S.Transforms}}<tr><td>{{.Name}}</td><td>{{.Changed}}</td><td>{{.Failed}}</td></tr>{{end}}</table>
+{{end}}<h2>Configuration</h2>
 <table>{{range .Config}}<tr><td>{{.Name}}</td><td style="text-align:left">{{.Value}}</td></tr>{{end}}
 <tr><td>requests · succeeded · failed</td><td style="text-align:left">{{.S.Requests}} · {{.S.Succeeded}} · {{.S.Failed}}</td></tr>
 <tr><td>duration · wait</td><td style="text-align:left">{{f2 .S.DurationS}} s · {{f2 .S.WaitS}} s</td></tr>

@@ -46,6 +46,7 @@ func TestWriteTextGolden(t *testing.T) {
 		{"rate", rateSummary()},
 		{"closed", record(testEndpoints, fixture()).Summary(Meta{Started: t0, Model: "closed", VUsMax: 4})},
 		{"empty", record(testEndpoints, nil).Summary(Meta{Started: t0, Model: "closed"})},
+		{"transforms", withTransforms(record(testEndpoints, fixture()).Summary(Meta{Started: t0, Model: "closed", VUsMax: 4}))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,4 +105,9 @@ func TestFormatMillis(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withTransforms(s *Summary) *Summary {
+	s.Transforms = []Transform{{Name: "timestamps", Changed: 120}, {Name: "jwt", Changed: 118, Failed: 2}, {Name: "correlate json id", Changed: 40, Failed: 1}}
+	return s
 }
