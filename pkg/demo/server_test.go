@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/valyala/fasthttp"
 
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
@@ -404,5 +405,27 @@ func TestCloseStopsListening(t *testing.T) {
 	}
 	if _, err := http.Get(url + "/health"); err == nil {
 		t.Error("the server still answers after Close")
+	}
+}
+
+// BenchmarkAuthenticate is the cost of checking a token the server has seen
+// before: a map lookup and a time comparison, no parse.
+func BenchmarkAuthenticate(b *testing.B) {
+	s := &Server{now: func() time.Time { return testNow }}
+	s.tokens.max = maxTokens
+	var ctx fasthttp.RequestCtx
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"exp": testNow.Add(time.Hour).Unix()}).SignedString([]byte(JWTSecret))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx.Request.Header.Set("Authorization", "Bearer "+tok)
+	if msg := s.authenticate(&ctx); msg != "" {
+		b.Fatal(msg)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if msg := s.authenticate(&ctx); msg != "" {
+			b.Fatal(msg)
+		}
 	}
 }

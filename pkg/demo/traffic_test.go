@@ -24,7 +24,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/demo.jsonl from the generator")
 
-const trafficPath = "../../testdata/demo.jsonl"
+const (
+	trafficPath    = "../../testdata/demo.jsonl"
+	transformsPath = "../../testdata/demo-transforms.yaml"
+)
 
 // header is one recorded header with its values, kept in order.
 type header struct {
@@ -220,7 +223,8 @@ func generate() []byte {
 				status: 202, resBody: fmt.Sprintf(`{"status":"accepted","count":%d}`, len(evs)), duration: 2.5})
 		case 5: // the load balancer's health check
 			pairs = append(pairs, recorded{ts: step(), method: "GET", uri: "/health",
-				headers: []header{{"User-Agent", []string{"kube-probe/1.31"}}}, status: 200, resBody: "ok", duration: 0.2})
+				headers: []header{{"User-Agent", []string{"kube-probe/1.31"}}}, status: 200,
+				resHdrs: []header{{"Content-Type", []string{"text/plain"}}}, resBody: "ok", duration: 0.2})
 		case 7: // a client bug: a truncated event
 			pairs = append(pairs, recorded{ts: step(), session: session, method: "POST", uri: "/events", headers: withCT,
 				body: `{"type":"click","user_id":`, status: 400, resBody: `{"error":"body is not a JSON object"}`, duration: 0.3})
@@ -258,6 +262,18 @@ func TestDemoTraffic(t *testing.T) {
 	}
 	if !bytes.Equal(replay.DemoTraffic, got) {
 		t.Errorf("the embedded traffic differs from %s", trafficPath)
+	}
+	transforms, err := os.ReadFile(transformsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(replay.DemoTransforms, transforms) {
+		t.Errorf("the embedded transforms differ from %s", transformsPath)
+	}
+	for _, want := range []string{"secret: " + JWTSecret + " ", "endpoint: POST /orders ", "json: id "} {
+		if !bytes.Contains(transforms, []byte(want)) {
+			t.Errorf("%s does not contain %q", transformsPath, want)
+		}
 	}
 }
 
