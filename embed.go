@@ -8,3 +8,10 @@ import _ "embed"
 //
 //go:embed testdata/demo.jsonl
 var DemoTraffic []byte
+
+// DemoTransforms is testdata/demo-transforms.yaml: the transforms that make
+// DemoTraffic valid again at replay time (fresh timestamps, a re-signed
+// token, order ids learned from the live POST /orders).
+//
+//go:embed testdata/demo-transforms.yaml
+var DemoTransforms []byte
