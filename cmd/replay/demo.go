@@ -15,6 +15,7 @@ import (
 func newDemoCmd(io stdio, logger func() (zerolog.Logger, error)) *cobra.Command {
 	var o runOptions
 	var serve string
+	var raw bool
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Replay built-in traffic against a built-in demo SUT on loopback",
@@ -23,9 +24,18 @@ answers 202, a few GET endpoints, a small random service time) on a loopback
 port, replay the recorded traffic that travels inside the binary against it,
 and print the report. Works from any directory; nothing leaves loopback.
 
+The demo SUT checks what goes stale in recorded traffic: it verifies JWTs
+(the recorded token expired an hour after the recording), refuses events
+older than five minutes, and knows only the orders it created. The demo
+therefore replays with its transforms file (testdata/demo-transforms.yaml,
+inside the binary): timestamps shifted, the token re-signed, order ids
+learned from the live answers. --raw replays without them, to show the
+traffic failing; --transforms FILE uses yours instead.
+
 With --serve ADDR, only run the demo SUT on ADDR (a loopback address) until
 interrupted, to aim replay run or another tool at it.`,
 		Example: `  replay demo
+  replay demo --raw                  # the same traffic without transforms: 401s
   replay demo --vus 50 --duration 10s --out demo.json
   replay demo --serve 127.0.0.1:8080`,
 		Args: cobra.NoArgs,
@@ -53,6 +63,13 @@ interrupted, to aim replay run or another tool at it.`,
 			defer srv.Close()
 			o.load.target = srv.URL()
 			log.Info().Str("url", srv.URL()).Msg("demo SUT started")
+			switch {
+			case raw:
+				log.Info().Msg("--raw: replaying the traffic as recorded; expect 401 (expired token), 422 (stale events) and 404 (unknown orders)")
+			case o.transforms.file == "":
+				o.transforms.builtin, o.transforms.builtinName = replay.DemoTransforms, "demo-transforms.yaml"
+				log.Info().Msg("replaying with the demo's transforms (timestamps shifted, JWT re-signed, order ids correlated); --raw to go without")
+			}
 			return execute(cmd.Context(), &o, func(opt rrpair.Options) (*rrpair.File, error) {
 				return rrpair.OpenReader(bytes.NewReader(replay.DemoTraffic), "demo.jsonl", opt)
 			}, io, log)
@@ -62,5 +79,6 @@ interrupted, to aim replay run or another tool at it.`,
 	cmd.Flags().Lookup("duration").DefValue = "5s"
 	o.load.duration = 5 * time.Second
 	cmd.Flags().StringVar(&serve, "serve", "", "only serve the demo SUT on `ADDR` (loopback) until interrupted")
+	cmd.Flags().BoolVar(&raw, "raw", false, "replay without the demo's transforms, to see the recorded traffic fail")
 	return cmd
 }

@@ -29,7 +29,7 @@ func TestDemo(t *testing.T) {
 	status, _ := s["status"].(map[string]any)
 	for code := range status {
 		switch code {
-		case "200", "202", "400", "404", "503": // as recorded
+		case "200", "201", "202", "400", "404", "503": // as recorded
 		default:
 			t.Errorf("status %s was never recorded", code)
 		}
@@ -37,6 +37,40 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{"POST /events", "GET /users/{id}/feed", "Latency       [from due"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// TestDemoTransforms replays the demo traffic recorded as successful
+// against the demo SUT, on real sockets: as recorded (--raw) nearly all of
+// it fails (expired token, stale events, unknown orders); with the demo's
+// transforms all of it succeeds.
+func TestDemoTransforms(t *testing.T) {
+	run := func(extra ...string) map[string]any {
+		out := filepath.Join(t.TempDir(), "demo.json")
+		args := append([]string{"demo", "--keep", "status=2xx", "--duration", "1s", "--vus", "4", "--out", out, "-q", "--log-level", "warn"}, extra...)
+		r := runMain(t, context.Background(), "", args...)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		return readSummary(t, out)
+	}
+	raw := run("--raw")
+	if ratio := float64(num(raw, "succeeded")) / float64(num(raw, "requests")); num(raw, "requests") < 50 || ratio > 0.05 {
+		t.Errorf("--raw: %d of %d succeeded, want nearly none", num(raw, "succeeded"), num(raw, "requests"))
+	}
+	fixed := run()
+	if num(fixed, "requests") < 50 || num(fixed, "succeeded") != num(fixed, "requests") {
+		t.Errorf("with transforms: %d of %d succeeded (status %v), want all", num(fixed, "succeeded"), num(fixed, "requests"), fixed["status"])
+	}
+	names := map[string]bool{}
+	for _, x := range fixed["transforms"].([]any) {
+		m := x.(map[string]any)
+		names[m["name"].(string)] = m["changed"].(float64) > 0 && m["failed"].(float64) == 0
+	}
+	for _, n := range []string{"timestamps", "jwt", "correlate json id"} {
+		if !names[n] {
+			t.Errorf("transform %s: changed nothing or failed (%v)", n, fixed["transforms"])
 		}
 	}
 }

@@ -21,6 +21,9 @@ type transformOptions struct {
 	removeHeader []string
 	hostHeader   string
 	cookies      string
+	// builtin is used when no --transforms file is given (the demo's).
+	builtin     []byte
+	builtinName string
 }
 
 func (o *transformOptions) addFlags(fs *pflag.FlagSet) {
@@ -38,10 +41,15 @@ func (o *transformOptions) addFlags(fs *pflag.FlagSet) {
 // this order: host, headers, timestamps, jwt.
 func (o *transformOptions) spec() (*transform.Spec, error) {
 	spec := &transform.Spec{}
-	if o.file != "" {
-		var err error
+	var err error
+	switch {
+	case o.file != "":
 		if spec, err = transform.ReadFile(o.file); err != nil {
 			return nil, fmt.Errorf("--transforms: %w", err)
+		}
+	case o.builtin != nil:
+		if spec, err = transform.Parse(o.builtin, o.builtinName, "."); err != nil {
+			return nil, err
 		}
 	}
 	if o.cookies != transform.CookiesAuto {
