@@ -65,7 +65,7 @@ interrupted, to aim replay run or another tool at it.`,
 			log.Info().Str("url", srv.URL()).Msg("demo SUT started")
 			switch {
 			case raw:
-				log.Info().Msg("--raw: replaying the traffic as recorded; expect 401 (expired token), 422 (stale events) and 404 (unknown orders)")
+				log.Info().Msg("--raw: replaying the traffic as recorded; expect 401s: the recorded token expired (past it, stale events get 422 and unknown orders 404)")
 			case o.transforms.file == "":
 				o.transforms.builtin, o.transforms.builtinName = replay.DemoTransforms, "demo-transforms.yaml"
 				log.Info().Msg("replaying with the demo's transforms (timestamps shifted, JWT re-signed, order ids correlated); --raw to go without")
