@@ -76,7 +76,7 @@ func Parse(b []byte, name, dir string) (*Spec, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(spec); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, &ConfigError{name, errors.New("empty: want a list under transforms:")}
+			return nil, &ConfigError{name, errors.New("empty: want a list of transforms")}
 		}
 		return nil, yamlError(name, err)
 	}

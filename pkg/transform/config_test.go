@@ -17,7 +17,7 @@ func TestConfigErrors(t *testing.T) {
 	ecPEM := filepath.Base(writePEM(t, dir, ec))
 	os.WriteFile(filepath.Join(dir, "junk.pem"), []byte("not a key"), 0o600)
 	tests := []struct{ name, yaml, want string }{
-		{"empty", "", "t.yaml: empty: want a list under transforms:"},
+		{"empty", "", "t.yaml: empty: want a list of transforms"},
 		{"syntax", "transforms:\n  - jwt: {secret: [}\n", "t.yaml:1: did not find expected node content"},
 		{"tab", "transforms:\n\t- host: x\n", "t.yaml:2: found character that cannot start any token"},
 		{"unknown top-level key", "transform:\n  - host: x\n", `t.yaml:1: unknown key "transform" in the file (top level); want one of transforms, cookies`},

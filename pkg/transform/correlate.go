@@ -313,7 +313,7 @@ func (cookies) needsRecorded() bool { return false }
 
 func (cookies) observe(st *vuState, _ int, _ *rrpair.Pair, resp *fasthttp.Response) {
 	ss := &st.learn
-	resp.Header.VisitAllCookie(func(name, value []byte) {
+	for name, value := range resp.Header.Cookies() {
 		if i := bytes.IndexByte(value, ';'); i >= 0 {
 			value = value[:i]
 		}
@@ -321,16 +321,14 @@ func (cookies) observe(st *vuState, _ int, _ *rrpair.Pair, resp *fasthttp.Respon
 			value = value[i+1:]
 		}
 		value = bytes.TrimSpace(value)
-		for k := range ss.cookies {
-			if bytes.Equal(ss.cookies[k].from, name) {
-				ss.cookies[k].to = ss.keep(value)
-				return
-			}
+		if k := jarIndex(ss.cookies, name); k >= 0 {
+			ss.cookies[k].to = ss.keep(value)
+			continue
 		}
 		if len(ss.cookies) < maxLearned {
 			ss.cookies = append(ss.cookies, mapping{from: ss.keep(name), to: ss.keep(value)})
 		}
-	})
+	}
 }
 
 func (cookies) apply(c *call) {

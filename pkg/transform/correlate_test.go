@@ -133,3 +133,18 @@ func TestCookieJar(t *testing.T) {
 		t.Error("cookies: on left the jar off")
 	}
 }
+
+func TestLearningDoesNotAllocate(t *testing.T) {
+	f, ps := pairs(t, orderFlow()...)
+	c := chain(t, "transforms:\n  - correlate: {endpoint: POST /orders, json: id}\ncookies: on\n", f.Endpoints()...)
+	resp := live(201, `{"id":"o-987"}`, "Set-Cookie", "sid=live; Path=/")
+	c.Begin(0)
+	c.Observe(0, &ps[0], resp) // warm the VU's buffers
+	allocs := testing.AllocsPerRun(100, func() {
+		c.Begin(0)
+		c.Observe(0, &ps[0], resp)
+	})
+	if allocs != 0 {
+		t.Errorf("learning from an answer: %.1f allocs, want 0", allocs)
+	}
+}
