@@ -31,6 +31,11 @@
 // Order ids are "o-" and 10 lower-case letters and digits, at least two of
 // them digits ("o-k3j9x0p2qa"); the server remembers the last 100 000.
 //
+// With Options.SinkURL, accepted events that carry a "ce-id" header are
+// queued and delivered later by a worker at Options.WorkerRate a second to
+// SinkURL/stage/processed (see worker.go): the asynchronous path whose
+// end-to-end latency replay's sinks measure.
+//
 // Each answer takes a small random service time (0.2–2 ms, one in a hundred
 // about 10 ms) so that latency percentiles look like a real service's.
 package demo
@@ -71,6 +76,12 @@ const (
 type Options struct {
 	// Now is the server's clock, for token and event times; time.Now when nil.
 	Now func() time.Time
+	// SinkURL turns the asynchronous path on: accepted events with a
+	// ce-id are delivered to SinkURL/stage/processed by a worker.
+	SinkURL string
+	// WorkerRate is the worker's events per second (DefaultWorkerRate
+	// when 0).
+	WorkerRate float64
 }
 
 // Server is a running demo SUT.
@@ -83,6 +94,7 @@ type Server struct {
 	nextID   atomic.Int64
 	tokens   tokenCache
 	orders   orderSet
+	worker   *worker // nil without Options.SinkURL
 }
 
 // Start listens on addr, which must be a loopback address ("127.0.0.1:0"
@@ -107,6 +119,12 @@ func StartWith(addr string, opts Options) (*Server, error) {
 	s := &Server{ln: ln, done: make(chan error, 1), now: opts.Now}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if opts.SinkURL != "" {
+		if s.worker, err = startWorker(opts.SinkURL, opts.WorkerRate); err != nil {
+			ln.Close()
+			return nil, err
+		}
 	}
 	s.tokens.max = maxTokens
 	s.orders.max = maxOrders
@@ -142,7 +160,27 @@ func (s *Server) Close() error {
 	if serr := <-s.done; serr != nil && !errors.Is(serr, net.ErrClosed) && err == nil {
 		err = serr
 	}
+	if s.worker != nil {
+		s.worker.close()
+	}
 	return err
+}
+
+// Queue is the state of the asynchronous path.
+type Queue struct {
+	Backlog   int   // events waiting for the worker
+	Delivered int64 // events the sink accepted
+	Failed    int64 // deliveries the sink refused or that failed
+	Dropped   int64 // events that found the queue full
+}
+
+// Queue reports the asynchronous path; zero without Options.SinkURL.
+func (s *Server) Queue() Queue {
+	if s.worker == nil {
+		return Queue{}
+	}
+	w := s.worker
+	return Queue{Backlog: len(w.queue), Delivered: w.sent.Load(), Failed: w.failed.Load(), Dropped: w.dropped.Load()}
 }
 
 // serviceTime is the simulated work of one request.
@@ -404,6 +442,9 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx) {
 	if msg := checkEventTimes(ev, s.now()); msg != "" {
 		jsonError(ctx, fasthttp.StatusUnprocessableEntity, "stale event: "+msg)
 		return
+	}
+	if id := peekHeader(ctx, "ce-id"); s.worker != nil && len(id) > 0 {
+		s.worker.enqueue(id)
 	}
 	ctx.SetStatusCode(fasthttp.StatusAccepted)
 	ctx.SetContentType("application/json")
