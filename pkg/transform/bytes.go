@@ -1,10 +1,6 @@
 package transform
 
-import (
-	"bytes"
-
-	"github.com/replay-dev/replay/pkg/rrpair"
-)
+import "bytes"
 
 func indexByte(b []byte, c byte) int { return bytes.IndexByte(b, c) }
 
@@ -122,8 +118,6 @@ func unhex(c byte) byte {
 	}
 	return c - '0'
 }
-
-func rrpairHeader(name, value []byte) rrpair.Header { return rrpair.Header{Name: name, Value: value} }
 
 // rewriteCookies appends the Cookie header value v to *buf with the values
 // repl replaces, and returns that; ok is false, and *buf as it was, when

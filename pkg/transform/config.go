@@ -201,6 +201,13 @@ func Build(s *Spec, cookiesAuto bool, opt Options) (*Chain, error) {
 	default:
 		return nil, &ConfigError{"cookies", fmt.Errorf("want auto, on or off, got %q", s.Cookies)}
 	}
+	if opt.Stamp != nil {
+		st, err := newStamp(opt.Stamp)
+		if err != nil {
+			return nil, &ConfigError{"--correlate", err}
+		}
+		steps = append(steps, st)
+	}
 	return newChain(steps, opt), nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/replay-dev/replay/pkg/rrpair"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -113,25 +114,32 @@ func (h *headers) apply(c *call) {
 		hs = kept
 	}
 	for _, s := range h.set {
-		at := -1
-		kept := hs[:0]
-		for _, x := range hs {
-			if bytes.EqualFold(x.Name, s[0]) {
-				if at >= 0 {
-					continue // a later value of a set name goes
-				}
-				at = len(kept)
-				x.Value = s[1]
-			}
-			kept = append(kept, x)
-		}
-		hs = kept
-		if at < 0 {
-			hs = append(hs, rrpairHeader(s[0], s[1]))
-		}
+		hs = setHeader(hs, s[0], s[1])
 		c.changed = true
 	}
 	req.Headers = hs
+}
+
+// setHeader gives name (any case) the one value value: where it first
+// stands, keeping the recorded spelling, later values removed; or added
+// last. It reuses hs's array.
+func setHeader(hs []rrpair.Header, name, value []byte) []rrpair.Header {
+	at := -1
+	kept := hs[:0]
+	for _, x := range hs {
+		if bytes.EqualFold(x.Name, name) {
+			if at >= 0 {
+				continue // a later value of a set name goes
+			}
+			at = len(kept)
+			x.Value = value
+		}
+		kept = append(kept, x)
+	}
+	if at < 0 {
+		kept = append(kept, rrpair.Header{Name: name, Value: value})
+	}
+	return kept
 }
 
 // QuerySpec sets and removes query parameters. Values are written as given

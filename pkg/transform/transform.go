@@ -77,6 +77,9 @@ type vuState struct {
 	finder    pathFinder
 	spans     []span
 	learn     sessionState
+	vu        int // the VU's number
+	stamp     vuStamp
+	topKey    topKey
 	call      call     // the request going through the chain
 	_         [64]byte // keep VUs off each other's cache lines
 }
@@ -103,6 +106,9 @@ type Options struct {
 	Endpoints []string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Stamp, when set, stamps each request with a correlation ID, last
+	// in the chain.
+	Stamp *StampOptions
 }
 
 func newChain(steps []step, opt Options) *Chain {
@@ -117,6 +123,7 @@ func newChain(steps []step, opt Options) *Chain {
 	}
 	c.vus = make([]vuState, max(opt.VUs, 1))
 	for i := range c.vus {
+		c.vus[i].vu = i
 		c.vus[i].bufs = make([][5][]byte, len(steps))
 		c.vus[i].counts = make([]Count, len(steps))
 	}

@@ -1,0 +1,220 @@
+package event
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestIDRoundTrip(t *testing.T) {
+	for _, id := range []ID{
+		{Nonce: 1, Shard: 0, VU: 0, Seq: 0, Sent: 0},
+		{Nonce: 0xffffffff, Shard: 63, VU: 4999, Seq: 1 << 40, Sent: time.Date(2026, 11, 23, 8, 0, 0, 123456000, time.UTC).UnixMicro()},
+	} {
+		b := AppendID(nil, id)
+		got, ok := ParseID(b)
+		if !ok || got != id {
+			t.Errorf("%s: got %+v %v, want %+v", b, got, ok, id)
+		}
+	}
+	for _, bad := range []string{"", "rp1-", "rp1-1-0-0-0", "rp1-1-0-0-0-0-0", "rp2-1-0-0-0-0", "rp1-0-0-0-0-0", "rp1-1-0-0-00-0", "rp1-1-0-0-X-0", "evt-1001"} {
+		if id, ok := ParseID([]byte(bad)); ok {
+			t.Errorf("%q parsed as %+v", bad, id)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		b := AppendID(make([]byte, 0, 64)[:0], ID{Nonce: 9, VU: 3, Seq: 99, Sent: 1})
+		ParseID(b)
+	}); n > 1 { // the make
+		t.Errorf("%v allocs", n)
+	}
+}
+
+func FuzzParseID(f *testing.F) {
+	f.Add([]byte("rp1-k3j9x0-0-7-1kz-lw9r0z4k1s"))
+	f.Add([]byte("rp1-1-0-0-0-0"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, ok := ParseID(b)
+		if !ok {
+			return
+		}
+		if again, ok := ParseID(AppendID(nil, id)); !ok || again != id {
+			t.Fatalf("%q: %+v does not round-trip", b, id)
+		}
+	})
+}
+
+func TestJSONID(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"specversion":"1.0","id":"rp1-1-0-0-0-0","data":{"id":"inner"}}`: "rp1-1-0-0-0-0",
+		`{"data":{"id":"inner"},"type":"id","id" : "x"}`:                   "x",
+		`{"type":"click"}`: "",
+		`[{"id":"x"}]`:     "",
+		`{"id":7}`:         "",
+	} {
+		if got := string(jsonID([]byte(in))); got != want {
+			t.Errorf("%s: got %q, want %q", in, got, want)
+		}
+	}
+}
+
+// seen records what a sink reports.
+type seen struct {
+	mu     sync.Mutex
+	events []string // "stage id"
+}
+
+func (s *seen) Seen(id []byte, stage string, _ time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, stage+" "+string(id))
+}
+
+func (s *seen) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.events...)
+}
+
+func TestHTTPSink(t *testing.T) {
+	rec := &seen{}
+	sink, err := ListenHTTP("127.0.0.1:0", rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	post := func(path, body string, headers ...string) int {
+		req, _ := http.NewRequest("POST", sink.URL()+path, strings.NewReader(body))
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	codes := []int{
+		post("/", `{}`, "ce-id", "a", "ce-specversion", "1.0"),                                                             // binary mode
+		post("/stage/settled", `{"specversion":"1.0","id":"b","data":{}}`, "Content-Type", "application/cloudevents+json"), // structured
+		post("/hook", `x`, "X-Replay-Id", "c", "X-Replay-Stage", "queued"),
+		post("/stage/settled", `{"id":"b"}`), // a duplicate delivery is still a delivery
+		post("/", `no id`),
+	}
+	if want := []int{204, 204, 204, 204, 400}; fmt.Sprint(codes) != fmt.Sprint(want) {
+		t.Errorf("status %v, want %v", codes, want)
+	}
+	if got, want := rec.list(), []string{"delivered a", "settled b", "queued c", "settled b"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("seen %v, want %v", got, want)
+	}
+}
+
+// redisServer starts a redis-server on a free loopback port for the test.
+func redisServer(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("REPLAY_CI") == "1" {
+			t.Fatal("redis-server is not installed, and REPLAY_CI=1: .ci/run installs it")
+		}
+		t.Skip("SKIPPED: redis-server is not installed (apt-get install redis-server); the Redis sink is not tested")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); cmd.Wait() })
+	ready := make(chan bool)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "Ready to accept connections") {
+				close(ready)
+				for sc.Scan() {
+				}
+				return
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("redis-server did not start")
+	}
+	return fmt.Sprintf("redis://127.0.0.1:%d/0", port)
+}
+
+func TestRedisSink(t *testing.T) {
+	url := redisServer(t)
+	opt, _ := redis.ParseURL(url)
+	client := redis.NewClient(opt)
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, spec := range []string{url + "?list=done", url + "?stream=events&stage=stored", url + "?stream=grouped&group=replay"} {
+		t.Run(spec[strings.IndexByte(spec, '?'):], func(t *testing.T) {
+			rs, err := ParseRedisSink(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &seen{}
+			runCtx, stop := context.WithCancel(ctx)
+			done := make(chan error)
+			go func() { done <- rs.Run(runCtx, rec, nil) }()
+			time.Sleep(200 * time.Millisecond) // a stream is read from its newest entry: start first
+			push := func(v string) {
+				var err error
+				if rs.List != "" {
+					err = client.LPush(ctx, rs.List, v).Err()
+				} else {
+					err = client.XAdd(ctx, &redis.XAddArgs{Stream: rs.Stream, Values: map[string]any{"id": v}}).Err()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			push("e1")
+			push(`{"specversion":"1.0","id":"e2"}`)
+			push("e1") // delivered twice
+			deadline := time.Now().Add(10 * time.Second)
+			for len(rec.list()) < 3 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			stop()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			want := []string{rs.Stage + " e1", rs.Stage + " e2", rs.Stage + " e1"}
+			if got := rec.list(); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("seen %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestParseRedisSink(t *testing.T) {
+	for _, bad := range []string{"redis://h:1", "redis://h:1?list=a&stream=b", "redis://h:1?list=a&group=g", "redis://h:1?queue=a", "http://h?list=a"} {
+		if _, err := ParseRedisSink(bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package event
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisSink consumes events where the SUT or its workers publish them in
+// Redis: a list (BRPOP) or a stream (XREAD from the newest entry, or
+// XREADGROUP with a consumer group). A list element or the stream field is
+// the ID itself, or a JSON event with a top-level "id" (a CloudEvent).
+type RedisSink struct {
+	URL    string // redis://host:port/db
+	List   string // consume this list, or
+	Stream string // this stream
+	Group  string // stream only: read as this consumer group (created if missing)
+	Field  string // stream only: the field holding the ID or event (default "id", then any JSON field)
+	Stage  string // the stage these events reach (default: the list or stream name)
+}
+
+// ParseRedisSink reads a sink given on the command line:
+//
+//	redis://127.0.0.1:6379/0?list=events.done
+//	redis://127.0.0.1:6379?stream=events&group=replay&stage=stored
+func ParseRedisSink(s string) (*RedisSink, error) {
+	if _, err := redis.ParseURL(strings.SplitN(s, "?", 2)[0]); err != nil {
+		return nil, fmt.Errorf("want redis://host:port[/db]?list=NAME or ?stream=NAME: %w", err)
+	}
+	rs := &RedisSink{URL: strings.SplitN(s, "?", 2)[0]}
+	if i := strings.IndexByte(s, '?'); i >= 0 {
+		for _, kv := range strings.Split(s[i+1:], "&") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "list":
+				rs.List = v
+			case "stream":
+				rs.Stream = v
+			case "group":
+				rs.Group = v
+			case "field":
+				rs.Field = v
+			case "stage":
+				rs.Stage = v
+			default:
+				return nil, fmt.Errorf("unknown parameter %q: want list, stream, group, field or stage", k)
+			}
+		}
+	}
+	if (rs.List == "") == (rs.Stream == "") {
+		return nil, fmt.Errorf("%s: name a list (?list=NAME) or a stream (?stream=NAME)", s)
+	}
+	if rs.Group != "" && rs.Stream == "" {
+		return nil, fmt.Errorf("%s: group is for streams", s)
+	}
+	if rs.Stage == "" {
+		rs.Stage = rs.List + rs.Stream
+	}
+	return rs, nil
+}
+
+// Run consumes until ctx is done, reporting each event to r. It reconnects
+// after errors with a short backoff, and returns nil when ctx ends it, or
+// the error that makes consuming impossible (a bad URL).
+func (rs *RedisSink) Run(ctx context.Context, r Receiver, now func() time.Time) error {
+	opt, err := redis.ParseURL(rs.URL)
+	if err != nil {
+		return err
+	}
+	if now == nil {
+		now = time.Now
+	}
+	client := redis.NewClient(opt)
+	defer client.Close()
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		var err error
+		if rs.List != "" {
+			err = rs.list(ctx, client, r, now)
+		} else {
+			err = rs.stream(ctx, client, r, now)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && !errors.Is(err, redis.Nil) {
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 2*time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+	}
+	return nil
+}
+
+// list pops until an error: BRPOP with a one-second timeout, so that a
+// stop is seen.
+func (rs *RedisSink) list(ctx context.Context, c *redis.Client, r Receiver, now func() time.Time) error {
+	for ctx.Err() == nil {
+		v, err := c.BRPop(ctx, time.Second, rs.List).Result()
+		if errors.Is(err, redis.Nil) {
+			continue // timed out: nothing to pop
+		}
+		if err != nil {
+			return err
+		}
+		r.Seen(payloadID([]byte(v[1])), rs.Stage, now())
+	}
+	return nil
+}
+
+// stream reads new entries until an error.
+func (rs *RedisSink) stream(ctx context.Context, c *redis.Client, r Receiver, now func() time.Time) error {
+	last := "$"
+	if rs.Group != "" {
+		err := c.XGroupCreateMkStream(ctx, rs.Stream, rs.Group, "$").Err()
+		if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
+			return err
+		}
+	}
+	for ctx.Err() == nil {
+		var res []redis.XStream
+		var err error
+		if rs.Group != "" {
+			res, err = c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: rs.Group, Consumer: "replay", Streams: []string{rs.Stream, ">"}, Count: 512, Block: time.Second, NoAck: true}).Result()
+		} else {
+			res, err = c.XRead(ctx, &redis.XReadArgs{Streams: []string{rs.Stream, last}, Count: 512, Block: time.Second}).Result()
+		}
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		at := now()
+		for _, st := range res {
+			for _, m := range st.Messages {
+				last = m.ID
+				r.Seen(rs.messageID(m.Values), rs.Stage, at)
+			}
+		}
+	}
+	return nil
+}
+
+func (rs *RedisSink) messageID(values map[string]any) []byte {
+	field := rs.Field
+	if field == "" {
+		field = "id"
+	}
+	if v, ok := values[field].(string); ok {
+		return payloadID([]byte(v))
+	}
+	for _, v := range values { // an event as JSON under another name
+		if s, ok := v.(string); ok {
+			if id := jsonID([]byte(s)); id != nil {
+				return id
+			}
+		}
+	}
+	return nil
+}
+
+// payloadID is the ID in a payload: the payload itself, or the "id" of a
+// JSON event.
+func payloadID(b []byte) []byte {
+	if len(b) > 0 && b[0] == '{' {
+		return jsonID(b)
+	}
+	return b
+}

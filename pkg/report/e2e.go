@@ -1,0 +1,245 @@
+package report
+
+import (
+	"context"
+	"math/bits"
+	"sync"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/replay-dev/replay/pkg/event"
+)
+
+// maxStages bounds the stages an E2E tracker keeps; later ones are counted
+// under "other".
+const maxStages = 32
+
+// E2E keeps the score of events followed out of an event-driven SUT: the
+// requests the API accepted (by VU and sequence number), the events sinks
+// saw at each stage, the end-to-end latency per stage (seen − sent) in HDR
+// histograms of replay's geometry, duplicates, loss, and events received
+// per second.
+//
+// Memory: one bit per stamped request per VU for what was accepted, one
+// bit per event per stage for what was seen, a histogram (about 190 KB)
+// and a count per second per stage. Nothing else is kept per event.
+type E2E struct {
+	nonce uint32
+	start time.Time
+	now   func() time.Time
+
+	// accepted[vu] is written by that VU's goroutine only, read once the
+	// run is over.
+	accepted []bitset
+	sent     []int64 // per VU: requests stamped
+
+	mu       sync.Mutex // guards what follows
+	stages   []*e2eStage
+	foreign  int64 // IDs seen that this run did not send
+	lastSeen time.Time
+}
+
+type e2eStage struct {
+	name     string
+	seen     []bitset // per VU
+	received int64
+	unique   int64
+	dups     int64
+	hist     *hdrhistogram.Histogram
+	perSec   []int64
+}
+
+// bitset is a growable set of sequence numbers.
+type bitset struct {
+	words []uint64
+	n     int64
+}
+
+// set adds i and reports whether it was new.
+func (b *bitset) set(i uint64) bool {
+	w := int(i / 64)
+	if w >= len(b.words) {
+		b.words = append(b.words, make([]uint64, max(w+1-len(b.words), len(b.words)))...)
+	}
+	m := uint64(1) << (i % 64)
+	if b.words[w]&m != 0 {
+		return false
+	}
+	b.words[w] |= m
+	b.n++
+	return true
+}
+
+// both counts the members of a that are in b too.
+func both(a, b *bitset) int64 {
+	n := 0
+	for i := range min(len(a.words), len(b.words)) {
+		n += bits.OnesCount64(a.words[i] & b.words[i])
+	}
+	return int64(n)
+}
+
+// NewE2E returns a tracker for a run with this nonce and at most vus VUs,
+// started at start. now is the clock (time.Now when nil).
+func NewE2E(nonce uint32, vus int, start time.Time, now func() time.Time) *E2E {
+	if now == nil {
+		now = time.Now
+	}
+	return &E2E{nonce: nonce, start: start, now: now, accepted: make([]bitset, vus), sent: make([]int64, vus)}
+}
+
+// Nonce is the run's nonce, for stamping IDs.
+func (t *E2E) Nonce() uint32 { return t.nonce }
+
+// Stamped counts a stamped request of VU vu. Called on that VU's goroutine.
+func (t *E2E) Stamped(vu int) {
+	if vu >= 0 && vu < len(t.sent) {
+		t.sent[vu]++
+	}
+}
+
+// Accepted records that the API answered the stamped request seq of VU vu
+// below 400, so its event is expected downstream. Called on that VU's
+// goroutine; it allocates only when the VU's set grows.
+func (t *E2E) Accepted(vu int, seq uint64) {
+	if vu >= 0 && vu < len(t.accepted) {
+		t.accepted[vu].set(seq)
+	}
+}
+
+// Seen records an event seen at a stage (event.Receiver).
+func (t *E2E) Seen(idText []byte, stage string, at time.Time) {
+	id, ok := event.ParseID(idText)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastSeen = at
+	if !ok || id.Nonce != t.nonce || id.VU >= len(t.accepted) {
+		t.foreign++
+		return
+	}
+	st := t.stage(stage)
+	st.received++
+	if !st.seen[id.VU].set(id.Seq) {
+		st.dups++
+		return
+	}
+	st.unique++
+	recordNanos(st.hist, at.Sub(time.UnixMicro(id.Sent)).Nanoseconds())
+	if sec := int(at.Sub(t.start) / time.Second); sec >= 0 && sec < 7*24*3600 {
+		if sec >= len(st.perSec) {
+			st.perSec = append(st.perSec, make([]int64, sec+1-len(st.perSec))...)
+		}
+		st.perSec[sec]++
+	}
+}
+
+// stage returns the named stage, creating it; t.mu is held.
+func (t *E2E) stage(name string) *e2eStage {
+	for _, st := range t.stages {
+		if st.name == name {
+			return st
+		}
+	}
+	if len(t.stages) >= maxStages-1 && name != "other" { // the last place is other's
+		return t.stage("other")
+	}
+	st := &e2eStage{name: name, seen: make([]bitset, len(t.accepted)), hist: newHistogram()}
+	t.stages = append(t.stages, st)
+	return st
+}
+
+// complete reports whether every accepted event was seen at every stage
+// (and at least one stage exists); t.mu is held.
+func (t *E2E) complete() bool {
+	if len(t.stages) == 0 {
+		return false
+	}
+	for _, st := range t.stages {
+		for vu := range t.accepted {
+			if both(&t.accepted[vu], &st.seen[vu]) != t.accepted[vu].n {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Drain waits, once the run has stopped sending (at lastSend), for the
+// events still on their way: until every accepted event was seen at every
+// stage, or no event arrived for 3 × idle, or drain passed since lastSend
+// (as the Knative receiver does). It returns how long it waited. sleep
+// waits (time.Sleep in a run; tests step a fake clock).
+func (t *E2E) Drain(ctx context.Context, lastSend time.Time, drain, idle time.Duration, sleep func(time.Duration)) time.Duration {
+	began := t.now()
+	for ctx.Err() == nil {
+		now := t.now()
+		t.mu.Lock()
+		done := t.complete()
+		quiet := t.lastSeen
+		t.mu.Unlock()
+		if quiet.Before(lastSend) {
+			quiet = lastSend
+		}
+		if done || now.Sub(quiet) >= 3*idle || now.Sub(lastSend) >= drain {
+			break
+		}
+		sleep(min(idle/4, 50*time.Millisecond))
+	}
+	return t.now().Sub(began)
+}
+
+// E2ESummary is the end-to-end section of a Summary ("e2e").
+type E2ESummary struct {
+	Sent     int64      `json:"sent"`     // requests stamped with an ID
+	Accepted int64      `json:"accepted"` // of those, answered below 400: events expected downstream
+	Foreign  int64      `json:"foreign"`  // IDs seen that this run did not send
+	DrainS   float64    `json:"drain_s"`  // how long the run waited for the last events
+	Stages   []E2EStage `json:"stages"`
+}
+
+// E2EStage is what was seen at one stage.
+type E2EStage struct {
+	Name       string        `json:"name"`
+	Received   int64         `json:"received"`   // deliveries, duplicates included
+	Unique     int64         `json:"unique"`     // distinct events
+	Duplicates int64         `json:"duplicates"` // Received − Unique
+	Lost       int64         `json:"lost"`       // accepted but never seen here
+	LostPct    float64       `json:"lost_pct"`   // Lost / Accepted, %
+	Latency    Latency       `json:"latency_ms"` // seen − sent
+	Histogram  string        `json:"histogram"`  // HdrHistogram V2 compressed base64, µs
+	Intervals  []E2EInterval `json:"intervals"`  // received per second since the start
+}
+
+// E2EInterval is one second of a stage.
+type E2EInterval struct {
+	T        int64 `json:"t"`        // seconds since the start
+	Received int64 `json:"received"` // distinct events first seen in it
+}
+
+// Summary returns the section, with drain the time Drain waited. Call it
+// once the run and the drain are over.
+func (t *E2E) Summary(drain time.Duration) *E2ESummary {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := &E2ESummary{Foreign: t.foreign, DrainS: drain.Seconds()}
+	for vu := range t.accepted {
+		s.Sent += t.sent[vu]
+		s.Accepted += t.accepted[vu].n
+	}
+	for _, st := range t.stages {
+		var seenAccepted int64
+		for vu := range t.accepted {
+			seenAccepted += both(&t.accepted[vu], &st.seen[vu])
+		}
+		e := E2EStage{Name: st.name, Received: st.received, Unique: st.unique, Duplicates: st.dups,
+			Lost: s.Accepted - seenAccepted, Latency: latencyOf(st.hist), Histogram: encodeHistogram(st.hist)}
+		e.LostPct = pct(e.Lost, s.Accepted)
+		for sec, n := range st.perSec {
+			if n > 0 {
+				e.Intervals = append(e.Intervals, E2EInterval{T: int64(sec), Received: n})
+			}
+		}
+		s.Stages = append(s.Stages, e)
+	}
+	return s
+}

@@ -1,0 +1,140 @@
+package transform
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+
+	"github.com/replay-dev/replay/pkg/event"
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/valyala/fasthttp"
+)
+
+// Stamper keeps the score of stamped requests (report.E2E): the chain
+// tells it each request it stamps and each one the API accepted.
+type Stamper interface {
+	Nonce() uint32
+	Stamped(vu int)
+	Accepted(vu int, seq uint64)
+}
+
+// StampOptions turn on correlation IDs: each request carries a unique ID
+// (event.ID: run, shard, VU, sequence, send time) that the SUT passes
+// along to where sinks see it. Only then: a plain replay stays faithful.
+type StampOptions struct {
+	Header string // set this header to the ID ("ce-id": CloudEvents binary mode); "" for none
+	JSON   string // set this top-level field of a JSON object body ("id": a structured CloudEvent); "" for none
+	Shard  int
+	To     Stamper
+}
+
+// stamp is the last step of a chain with StampOptions.
+type stamp struct {
+	header []byte
+	field  []byte // the JSON key, quoted
+	shard  int
+	to     Stamper
+	nonce  uint32
+}
+
+func newStamp(o *StampOptions) (*stamp, error) {
+	if o.Header == "" && o.JSON == "" {
+		return nil, fmt.Errorf("correlation IDs: give a header, a JSON field, or both")
+	}
+	if o.Header != "" && !validHeaderName(o.Header) {
+		return nil, fmt.Errorf("correlation IDs: %q is not a header name", o.Header)
+	}
+	s := &stamp{shard: o.Shard, to: o.To, nonce: o.To.Nonce()}
+	if o.Header != "" {
+		s.header = []byte(o.Header)
+	}
+	if o.JSON != "" {
+		s.field = []byte(strconv.Quote(o.JSON))
+	}
+	return s, nil
+}
+
+func (s *stamp) name() string        { return "correlation id" }
+func (s *stamp) needsRecorded() bool { return false }
+
+// vuStamp is a VU's stamping state.
+type vuStamp struct {
+	seq     uint64 // the next sequence number
+	pending bool   // the last request was stamped with seq-1
+}
+
+func (s *stamp) apply(c *call) {
+	st := &c.st.stamp
+	seq := st.seq
+	st.seq++
+	buf := c.buf(0)
+	*buf = event.AppendID((*buf)[:0], event.ID{Nonce: s.nonce, Shard: s.shard, VU: c.st.vu, Seq: seq, Sent: c.now / 1000})
+	id := *buf
+	stamped := false
+	if s.header != nil {
+		c.req.Headers = setHeader(c.req.Headers, s.header, id)
+		stamped = true
+	}
+	if s.field != nil {
+		if body, ok := setTopLevelString(&c.st.walker, &c.st.topKey, c.buf(1), c.req.Body, s.field, id); ok {
+			c.req.Body = body
+			stamped = true
+		}
+	}
+	st.pending = stamped
+	if !stamped {
+		c.failed = true // no header asked for, and the body is not a JSON object
+		return
+	}
+	s.to.Stamped(c.st.vu)
+	c.changed = true
+}
+
+func (s *stamp) observe(st *vuState, _ int, _ *rrpair.Pair, resp *fasthttp.Response) {
+	if st.stamp.pending && resp.StatusCode() < 400 {
+		s.to.Accepted(st.vu, st.stamp.seq-1)
+	}
+	st.stamp.pending = false
+}
+
+// setTopLevelString writes body with the top-level key (quoted) set to the
+// string value into *dst: its value replaced where the key stands, or the
+// pair added first. ok is false when body is not a JSON object.
+func setTopLevelString(w *jsonWalker, f *topKey, dst *[]byte, body, key, value []byte) ([]byte, bool) {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil, false
+	}
+	*f = topKey{key: key[1 : len(key)-1], start: -1}
+	if !w.walk(body, f) {
+		return nil, false
+	}
+	out := (*dst)[:0]
+	if f.start >= 0 {
+		out = append(out, body[:f.start]...)
+		out = append(append(append(out, '"'), value...), '"')
+		out = append(out, body[f.end:]...)
+	} else {
+		out = append(out, body[:i+1]...)
+		out = append(append(append(append(out, key...), ':', '"'), value...), '"')
+		if j := skipSpace(body, i+1); j < len(body) && body[j] != '}' {
+			out = append(out, ',')
+		}
+		out = append(out, body[i+1:]...)
+	}
+	*dst = out
+	return out, true
+}
+
+// topKey finds the span of a top-level key's scalar value.
+type topKey struct {
+	key        []byte
+	start, end int
+}
+
+func (f *topKey) visit(w *jsonWalker, start, end int) bool {
+	if f.start < 0 && w.depth == 1 && w.keys[0] != nil && bytes.Equal(w.keys[0], f.key) {
+		f.start, f.end = start, end
+	}
+	return true
+}

@@ -1,0 +1,70 @@
+package transform
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/event"
+)
+
+type stampCounter struct {
+	stamped  int
+	accepted []uint64
+}
+
+func (s *stampCounter) Nonce() uint32            { return 77 }
+func (s *stampCounter) Stamped(int)              { s.stamped++ }
+func (s *stampCounter) Accepted(_ int, q uint64) { s.accepted = append(s.accepted, q) }
+
+func TestStamp(t *testing.T) {
+	tests := []struct {
+		name, header, field, line, want string
+		failed                          bool
+	}{
+		{"header", "ce-id", "", line("POST", "/e", `{"Ce-Id":["recorded"],"A":["1"]}`, `{"x":1}`), "POST /e\nCe-Id: ID\nA: 1\n{\"x\":1}", false},
+		{"header added", "ce-id", "", line("POST", "/e", `{"A":["1"]}`, ""), "POST /e\nA: 1\nce-id: ID\n", false},
+		{"json replaced", "", "id", line("POST", "/e", "", `{"specversion":"1.0","id":"recorded","data":{"id":1}}`), "POST /e\n" + `{"specversion":"1.0","id":"ID","data":{"id":1}}`, false},
+		{"json added", "", "id", line("POST", "/e", "", ` {"type":"click"}`), "POST /e\n" + ` {"id":"ID","type":"click"}`, false},
+		{"json into {}", "", "id", line("POST", "/e", "", `{}`), "POST /e\n" + `{"id":"ID"}`, false},
+		{"not JSON", "", "id", line("POST", "/e", "", `a=1`), "POST /e\na=1", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := &stampCounter{}
+			c, err := Build(nil, false, Options{VUs: 3, Now: func() time.Time { return now }, Stamp: &StampOptions{Header: tt.header, JSON: tt.field, Shard: 2, To: sc}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, ps := pairs(t, tt.line)
+			p := ps[0]
+			c.Rewrite(2, &p.Req, &p)
+			id := string(event.AppendID(nil, event.ID{Nonce: 77, Shard: 2, VU: 2, Seq: 0, Sent: now.UnixMicro()}))
+			if got := wire(&p.Req); got != strings.ReplaceAll(tt.want, "ID", id) {
+				t.Errorf("got\n%s\nwant\n%s", got, strings.ReplaceAll(tt.want, "ID", id))
+			}
+			if n := c.Counts()[0]; (n.Failed == 1) != tt.failed || (sc.stamped == 1) == tt.failed {
+				t.Errorf("counts %+v, stamped %d, want failed=%v", n, sc.stamped, tt.failed)
+			}
+			c.Observe(2, &p, live(202, ""))
+			if !tt.failed && (len(sc.accepted) != 1 || sc.accepted[0] != 0) {
+				t.Errorf("accepted %v, want [0]", sc.accepted)
+			}
+		})
+	}
+}
+
+func TestStampAcceptsOnlyAnswersBelow400(t *testing.T) {
+	sc := &stampCounter{}
+	c, _ := Build(nil, false, Options{VUs: 1, Stamp: &StampOptions{Header: "ce-id", To: sc}})
+	_, ps := pairs(t, line("POST", "/e", "", ""))
+	for _, status := range []int{202, 500, 200, 429} {
+		p := ps[0]
+		p.Req.Headers = nil
+		c.Rewrite(0, &p.Req, &p)
+		c.Observe(0, &p, live(status, ""))
+	}
+	if sc.stamped != 4 || len(sc.accepted) != 2 || sc.accepted[0] != 0 || sc.accepted[1] != 2 {
+		t.Errorf("stamped %d, accepted %v; want 4 and [0 2]", sc.stamped, sc.accepted)
+	}
+}
