@@ -125,7 +125,7 @@ func (t *E2E) Seen(idText []byte, stage string, at time.Time) {
 	}
 	st.unique++
 	recordNanos(st.hist, at.Sub(time.UnixMicro(id.Sent)).Nanoseconds())
-	if sec := int(at.Sub(t.start) / time.Second); sec >= 0 && sec < 7*24*3600 {
+	if sec := int(at.Unix() - t.start.Unix()); sec >= 0 && sec < 7*24*3600 {
 		if sec >= len(st.perSec) {
 			st.perSec = append(st.perSec, make([]int64, sec+1-len(st.perSec))...)
 		}
@@ -212,7 +212,7 @@ type E2EStage struct {
 
 // E2EInterval is one second of a stage.
 type E2EInterval struct {
-	T        int64 `json:"t"`        // seconds since the start
+	T        int64 `json:"t"`        // Unix seconds of the interval's start, as in Interval
 	Received int64 `json:"received"` // distinct events first seen in it
 }
 
@@ -236,7 +236,7 @@ func (t *E2E) Summary(drain time.Duration) *E2ESummary {
 		e.LostPct = pct(e.Lost, s.Accepted)
 		for sec, n := range st.perSec {
 			if n > 0 {
-				e.Intervals = append(e.Intervals, E2EInterval{T: int64(sec), Received: n})
+				e.Intervals = append(e.Intervals, E2EInterval{T: t.start.Unix() + int64(sec), Received: n})
 			}
 		}
 		s.Stages = append(s.Stages, e)

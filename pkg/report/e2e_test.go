@@ -51,7 +51,7 @@ func TestE2E(t *testing.T) {
 	if st.Name != "settled" || st.Unique != 50 || st.Lost != 50 || st.Latency.P50 < 1199 || st.Latency.P50 > 1201 {
 		t.Errorf("settled: %+v", st)
 	}
-	if len(st.Intervals) != 1 || st.Intervals[0].T != 1 || st.Intervals[0].Received != 50 {
+	if len(st.Intervals) != 1 || st.Intervals[0].T != start.Unix()+1 || st.Intervals[0].Received != 50 {
 		t.Errorf("settled intervals %+v, want 50 in second 1", st.Intervals)
 	}
 	if h, err := DecodeHistogram(p.Histogram); err != nil || h.TotalCount() != 98 {

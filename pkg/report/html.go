@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -87,7 +88,10 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 <table><tr><th>endpoint</th><th>compared</th><th>match</th></tr>{{range .Endpoints}}<tr><td>{{.Name}}</td><td>{{.Compared}}</td><td>{{f2 .MatchPct}}%</td></tr>{{end}}</table>
 {{if .Mismatches}}<table><tr><th>mismatch</th><th>count</th><th>recorded</th><th>replayed</th></tr>{{range .Mismatches}}<tr><td>{{.Endpoint}} · {{.Kind}}</td><td>{{.Count}}</td><td>{{.Recorded}}</td><td>{{.Replayed}}</td></tr>{{end}}</table>{{end}}
 {{else}}<p>Not compared (run with --compare).</p>{{end}}
-{{if .S.Transforms}}<h2>Transforms</h2>
+{{with .S.E2E}}<h2>End-to-end: send → seen by a sink</h2>
+<p>{{.Sent}} events sent, {{.Accepted}} accepted by the API{{if .Foreign}}, {{.Foreign}} foreign IDs{{end}}; waited {{f2 .DrainS}} s for the last.</p>
+<table><tr><th>stage</th><th>received</th><th>duplicates</th><th>lost</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>{{range .Stages}}<tr><td>{{.Name}}</td><td>{{.Unique}}</td><td>{{.Duplicates}}</td><td>{{.Lost}} ({{f2 .LostPct}}%)</td><td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td></tr>{{end}}</table>
+{{end}}{{if .S.Transforms}}<h2>Transforms</h2>
 <table><tr><th>transform</th><th>changed</th><th>failed</th></tr>{{range .S.Transforms}}<tr><td>{{.Name}}</td><td>{{.Changed}}</td><td>{{.Failed}}</td></tr>{{end}}</table>
 {{end}}<h2>Configuration</h2>
 <table>{{range .Config}}<tr><td>{{.Name}}</td><td style="text-align:left">{{.Value}}</td></tr>{{end}}
@@ -199,6 +203,9 @@ func elapsedTicks(s *Summary) ([]float64, func(float64) string) {
 }
 
 func throughputChart(s *Summary) template.HTML {
+	if s.E2E != nil && len(s.E2E.Stages) > 0 {
+		return sentReceivedChart(s)
+	}
 	xs, tick := elapsedTicks(s)
 	req, fail := make([]float64, len(xs)), make([]float64, len(xs))
 	for i, iv := range s.Intervals {
@@ -207,6 +214,48 @@ func throughputChart(s *Summary) template.HTML {
 	}
 	return lineChart("Throughput and failures over time", "elapsed", "requests / s",
 		xs, []series{{"requests", palette[0], req}, {"failed (≥400 or error)", palette[5], fail}}, tick)
+}
+
+// sentReceivedChart is the throughput chart of a run followed to sinks:
+// requests sent and events received at each stage, second by second,
+// through the drain; a backlog is the gap between the curves.
+func sentReceivedChart(s *Summary) template.HTML {
+	seconds := map[int64]bool{}
+	for _, iv := range s.Intervals {
+		seconds[iv.T] = true
+	}
+	for _, st := range s.E2E.Stages {
+		for _, iv := range st.Intervals {
+			seconds[iv.T] = true
+		}
+	}
+	ts := make([]int64, 0, len(seconds))
+	for t := range seconds {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	if len(ts) == 0 {
+		return ""
+	}
+	at := map[int64]int{}
+	xs := make([]float64, len(ts))
+	for i, t := range ts {
+		at[t], xs[i] = i, float64(t-ts[0])
+	}
+	sent := make([]float64, len(ts))
+	for _, iv := range s.Intervals {
+		sent[at[iv.T]] = float64(iv.Requests)
+	}
+	ss := []series{{"requests sent", palette[0], sent}}
+	for k, st := range s.E2E.Stages {
+		recv := make([]float64, len(ts))
+		for _, iv := range st.Intervals {
+			recv[at[iv.T]] = float64(iv.Received)
+		}
+		ss = append(ss, series{"events at " + st.Name, palette[(k+1)%len(palette)], recv})
+	}
+	return lineChart("Sent and received over time", "elapsed", "per second", xs, ss,
+		func(x float64) string { return trimFloat(math.Round(x*10)/10) + "s" })
 }
 
 func latencyChart(s *Summary) template.HTML {

@@ -57,6 +57,7 @@ func Merge(ss []*Summary) (*Summary, error) {
 	cmpEndpoints := map[string]*EndpointMatch{}
 	var cmpOrder []string
 	mismatches := map[string]*Mismatch{}
+	var e2es []*E2ESummary
 	for i, s := range ss {
 		if i == 0 || s.Started.Before(out.Started) {
 			out.Started = s.Started
@@ -90,6 +91,9 @@ func Merge(ss []*Summary) (*Summary, error) {
 		addCounts(out.Status, s.Status)
 		addCounts(out.Errors, s.Errors)
 		out.Transforms = mergeTransforms(out.Transforms, s.Transforms)
+		if s.E2E != nil {
+			e2es = append(e2es, s.E2E)
+		}
 		if s.TargetRate != nil {
 			rateSum += *s.TargetRate
 			rates++
@@ -200,6 +204,13 @@ func Merge(ss []*Summary) (*Summary, error) {
 		cmp.Mismatches = sortMismatches(cmp.Mismatches)
 		out.Compare = cmp
 	}
+	if len(e2es) > 0 {
+		e, err := mergeE2E(e2es)
+		if err != nil {
+			return nil, err
+		}
+		out.E2E = e
+	}
 	for _, m := range intervals {
 		m.iv.Latency = IntervalLatency{P50: msOf(m.hist.ValueAtQuantile(50)), P90: msOf(m.hist.ValueAtQuantile(90)),
 			P99: msOf(m.hist.ValueAtQuantile(99)), Max: msOf(m.hist.Max())}
@@ -268,4 +279,55 @@ next:
 		a = append(a, t)
 	}
 	return a
+}
+
+// mergeE2E adds up the end-to-end sections of shards (or of runs and
+// standalone sinks): counts by stage name, histograms merged exactly,
+// per-second counts added.
+func mergeE2E(es []*E2ESummary) (*E2ESummary, error) {
+	out := &E2ESummary{}
+	type stageMerge struct {
+		st   E2EStage
+		hist *hdrhistogram.Histogram
+		secs map[int64]int64
+	}
+	var order []*stageMerge
+	byName := map[string]*stageMerge{}
+	for _, e := range es {
+		out.Sent += e.Sent
+		out.Accepted += e.Accepted
+		out.Foreign += e.Foreign
+		out.DrainS = max(out.DrainS, e.DrainS)
+		for _, st := range e.Stages {
+			m := byName[st.Name]
+			if m == nil {
+				m = &stageMerge{st: E2EStage{Name: st.Name}, hist: newHistogram(), secs: map[int64]int64{}}
+				byName[st.Name] = m
+				order = append(order, m)
+			}
+			h, err := DecodeHistogram(st.Histogram)
+			if err != nil {
+				return nil, fmt.Errorf("e2e stage %s: %w", st.Name, err)
+			}
+			m.hist.Merge(h)
+			m.st.Received += st.Received
+			m.st.Unique += st.Unique
+			m.st.Duplicates += st.Duplicates
+			m.st.Lost += st.Lost
+			for _, iv := range st.Intervals {
+				m.secs[iv.T] += iv.Received
+			}
+		}
+	}
+	for _, m := range order {
+		m.st.LostPct = pct(m.st.Lost, out.Accepted)
+		m.st.Latency = latencyOf(m.hist)
+		m.st.Histogram = encodeHistogram(m.hist)
+		for t, n := range m.secs {
+			m.st.Intervals = append(m.st.Intervals, E2EInterval{T: t, Received: n})
+		}
+		sort.Slice(m.st.Intervals, func(i, j int) bool { return m.st.Intervals[i].T < m.st.Intervals[j].T })
+		out.Stages = append(out.Stages, m.st)
+	}
+	return out, nil
 }

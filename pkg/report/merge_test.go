@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/replay-dev/replay/pkg/event"
 	"github.com/replay-dev/replay/pkg/vu"
 )
 
@@ -126,5 +128,37 @@ func TestMergeTransforms(t *testing.T) {
 	}
 	if a.Transforms[1].Changed != 9 {
 		t.Error("merge changed its input")
+	}
+}
+
+func TestMergeE2E(t *testing.T) {
+	start := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	shard := func(ms int) *Summary {
+		tr := NewE2E(5, 1, start, nil)
+		for seq := range uint64(10) {
+			tr.Stamped(0)
+			tr.Accepted(0, seq)
+			if seq < 9 {
+				tr.Seen(event.AppendID(nil, event.ID{Nonce: 5, Seq: seq, Sent: start.UnixMicro()}), "done", start.Add(time.Duration(ms)*time.Millisecond))
+			}
+		}
+		s := record(testEndpoints, fixture()).Summary(Meta{Started: t0})
+		s.E2E = tr.Summary(time.Second)
+		return s
+	}
+	m, err := Merge([]*Summary{shard(10), shard(30)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := m.E2E
+	if e.Sent != 20 || e.Accepted != 20 || len(e.Stages) != 1 {
+		t.Fatalf("got %+v", e)
+	}
+	st := e.Stages[0]
+	if st.Unique != 18 || st.Lost != 2 || st.LostPct != 10 || st.Latency.Min < 9.9 || st.Latency.Max < 29.9 || st.Latency.Max > 30.1 {
+		t.Errorf("stage %+v", st)
+	}
+	if len(st.Intervals) != 1 || st.Intervals[0].Received != 18 {
+		t.Errorf("intervals %+v", st.Intervals)
 	}
 }

@@ -70,6 +70,9 @@ type Summary struct {
 	Intervals []Interval `json:"intervals,omitempty"`
 	// Compare is the comparison with the recorded responses (--compare).
 	Compare *Compare `json:"compare,omitempty"`
+	// E2E is the end-to-end section: events followed through the SUT to
+	// sinks (--sink-http, --sink-redis).
+	E2E *E2ESummary `json:"e2e,omitempty"`
 	// Transforms are what each transform did (--transforms and its flags),
 	// in chain order.
 	Transforms []Transform `json:"transforms,omitempty"`

@@ -84,6 +84,9 @@ func WriteText(w io.Writer, s *Summary) error {
 		buf.WriteString("\nEndpoints\n")
 		writeEndpoints(&buf, s.Endpoints)
 	}
+	if e := s.E2E; e != nil {
+		writeE2E(&buf, e)
+	}
 	if len(s.Transforms) > 0 {
 		buf.WriteString("\nTransforms                     changed     failed\n")
 		for _, t := range s.Transforms {
@@ -142,30 +145,7 @@ func writeEndpoints(buf *bytes.Buffer, eps []Endpoint) {
 			outcomes,
 		})
 	}
-	width := make([]int, len(rows[0]))
-	for _, row := range rows {
-		for i, cell := range row {
-			width[i] = max(width[i], len([]rune(cell)))
-		}
-	}
-	last := len(width) - 1
-	for _, row := range rows {
-		buf.WriteString("  ")
-		for i, cell := range row {
-			switch i {
-			case 0:
-				fmt.Fprintf(buf, "%-*s", width[i], cell)
-			case last:
-				buf.WriteString(cell)
-			default:
-				fmt.Fprintf(buf, "%*s", width[i], cell)
-			}
-			if i != last {
-				buf.WriteString("  ")
-			}
-		}
-		buf.WriteByte('\n')
-	}
+	writeTable(buf, rows, true)
 }
 
 // formatLatency lists a distribution in the order of its bracket.
@@ -272,4 +252,57 @@ func sig3(v float64) string {
 		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	}
 	return s
+}
+
+// writeE2E writes the end-to-end section: events followed to the sinks.
+func writeE2E(buf *bytes.Buffer, e *E2ESummary) {
+	fmt.Fprintf(buf, "\nEnd-to-end (send → seen by a sink): %d events sent, %d accepted by the API", e.Sent, e.Accepted)
+	if e.Foreign > 0 {
+		fmt.Fprintf(buf, ", %d foreign IDs seen", e.Foreign)
+	}
+	fmt.Fprintf(buf, "; waited %s for the last\n", formatMillis(e.DrainS*1000))
+	if len(e.Stages) == 0 {
+		buf.WriteString("  no event was seen: does the SUT pass the ID along, and does it reach the sink?\n")
+		return
+	}
+	rows := [][]string{{"stage", "received", "dup", "lost", "lost%", "p50", "p90", "p99", "max"}}
+	for _, st := range e.Stages {
+		rows = append(rows, []string{st.Name, strconv.FormatInt(st.Unique, 10), strconv.FormatInt(st.Duplicates, 10),
+			strconv.FormatInt(st.Lost, 10), fmt.Sprintf("%.2f%%", st.LostPct),
+			formatMillis(st.Latency.P50), formatMillis(st.Latency.P90), formatMillis(st.Latency.P99), formatMillis(st.Latency.Max)})
+	}
+	writeTable(buf, rows, false)
+}
+
+// writeTable writes rows as columns: the first left-aligned, the others
+// right-aligned, the last one left-aligned when lastLeft.
+func writeTable(buf *bytes.Buffer, rows [][]string, lastLeft bool) {
+	width := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, cell := range row {
+			width[i] = max(width[i], len([]rune(cell)))
+		}
+	}
+	last := len(width) - 1
+	for _, row := range rows {
+		buf.WriteString("  ")
+		for i, cell := range row {
+			switch i {
+			case 0:
+				fmt.Fprintf(buf, "%-*s", width[i], cell)
+			case last:
+				if lastLeft {
+					buf.WriteString(cell)
+				} else {
+					fmt.Fprintf(buf, "%*s", width[i], cell)
+				}
+			default:
+				fmt.Fprintf(buf, "%*s", width[i], cell)
+			}
+			if i != last {
+				buf.WriteString("  ")
+			}
+		}
+		buf.WriteByte('\n')
+	}
 }

@@ -19,11 +19,16 @@ import (
 //	dropped<=0             iterations an arrival rate dropped; also late (requests)
 //	match>99%              responses matching the recorded ones (--compare)
 //	POST /events: p95<50ms the same for one endpoint (latency and errors)
+//	e2e.p99<2s             end-to-end latency (send → seen by a sink), the worst stage
+//	e2e.settled.p99<2s     the same for one stage
+//	lost<0.1%              events accepted but not seen, worst stage, as a share of accepted (or a count)
+//	duplicates<1           events seen more than once, all stages
 //
 // Latencies take ms (default), s or µs/us.
 type Threshold struct {
 	Text     string
 	Endpoint string // "" for the whole run
+	Stage    string // e2e: "" for the worst stage
 	Metric   string // "latency p99", "service max", "errors%", "errors", "rps", ...
 	Op       string // <, <=, >, >=
 	Value    float64
@@ -58,6 +63,12 @@ func ParseThreshold(s string) (Threshold, error) {
 		rest = rest[1:]
 	}
 	rest = strings.TrimSpace(rest)
+	if e2e, ok := strings.CutPrefix(metric, "e2e."); ok {
+		metric = "e2e " + e2e
+		if i := strings.LastIndexByte(e2e, '.'); i >= 0 {
+			t.Stage, metric = e2e[:i], "e2e "+e2e[i+1:]
+		}
+	}
 	kind, stat, two := strings.Cut(metric, " ")
 	if !two {
 		kind, stat = "", metric
@@ -67,7 +78,7 @@ func ParseThreshold(s string) (Threshold, error) {
 	}
 	unitScale := 1.0
 	switch {
-	case kind == "latency" || kind == "service":
+	case kind == "latency" || kind == "service" || kind == "e2e":
 		if !slices.Contains(latencyStats, stat) {
 			return t, fmt.Errorf("threshold %q: unknown statistic %q, want one of %s", s, stat, strings.Join(latencyStats, " "))
 		}
@@ -90,8 +101,13 @@ func ParseThreshold(s string) (Threshold, error) {
 		t.Metric = stat
 	case kind == "" && stat == "match":
 		t.Metric, rest = "match%", strings.TrimSuffix(rest, "%")
+	case kind == "" && (stat == "lost" || stat == "duplicates"):
+		t.Metric = stat
+		if stat == "lost" && strings.HasSuffix(rest, "%") {
+			t.Metric, rest = "lost%", strings.TrimSuffix(rest, "%")
+		}
 	default:
-		return t, fmt.Errorf("threshold %q: unknown metric %q, want a latency statistic (p99, service p95, ...), errors, rps, throughput, iteration_rate, dropped or late", s, metric)
+		return t, fmt.Errorf("threshold %q: unknown metric %q, want a latency statistic (p99, service p95, e2e.p99, ...), errors, rps, throughput, iteration_rate, dropped, late, match, lost or duplicates", s, metric)
 	}
 	if t.Endpoint != "" && !strings.HasPrefix(t.Metric, "latency") && !strings.HasPrefix(t.Metric, "errors") && t.Metric != "match%" {
 		return t, fmt.Errorf("threshold %q: per endpoint, only latency, errors and match are known", s)
@@ -206,6 +222,8 @@ func measure(s *Summary, t Threshold) (float64, string) {
 		return float64(s.Dropped), "iterations"
 	case "late":
 		return float64(s.Late), "requests"
+	case "e2e", "lost", "lost%", "duplicates":
+		return measureE2E(s.E2E, t, stat)
 	case "match%":
 		if s.Compare == nil {
 			return math.NaN(), "% (no --compare)"
@@ -280,4 +298,43 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// measureE2E measures an end-to-end threshold: for one stage, or the
+// worst (largest) over all stages.
+func measureE2E(e *E2ESummary, t Threshold, stat string) (float64, string) {
+	if e == nil || len(e.Stages) == 0 {
+		return math.NaN(), "(no event seen by a sink)"
+	}
+	worst, found := math.Inf(-1), false
+	var dups int64
+	for _, st := range e.Stages {
+		if t.Stage != "" && st.Name != t.Stage {
+			continue
+		}
+		found = true
+		dups += st.Duplicates
+		var v float64
+		switch t.Metric {
+		case "lost":
+			v = float64(st.Lost)
+		case "lost%":
+			v = st.LostPct
+		default:
+			v = statOf(st.Latency, stat)
+		}
+		worst = max(worst, v)
+	}
+	if !found {
+		return math.NaN(), fmt.Sprintf("(no stage %q)", t.Stage)
+	}
+	switch t.Metric {
+	case "lost":
+		return worst, "events"
+	case "lost%":
+		return worst, "%"
+	case "duplicates":
+		return float64(dups), "events"
+	}
+	return worst, "ms"
 }

@@ -90,3 +90,42 @@ func TestJUnit(t *testing.T) {
 		t.Errorf("got %+v\n%s", suite, buf.String())
 	}
 }
+
+func TestE2EThresholds(t *testing.T) {
+	s := rateSummary()
+	none, _ := ParseThreshold("e2e.p99<2s")
+	if Evaluate(s, []Threshold{none}) || !strings.Contains(s.Thresholds[0].Unit, "no event") {
+		t.Errorf("e2e threshold without a sink: %+v, want a failure saying why", s.Thresholds)
+	}
+	s.E2E = &E2ESummary{Accepted: 1000, Stages: []E2EStage{
+		{Name: "processed", Lost: 0, Duplicates: 2, Latency: Latency{P99: 800}},
+		{Name: "settled", Lost: 3, LostPct: 0.3, Latency: Latency{P99: 2500}},
+	}}
+	for _, tt := range []struct {
+		expr string
+		pass bool
+	}{
+		{"e2e.p99<2s", false}, // the worst stage: settled
+		{"e2e.p99<2600ms", true},
+		{"e2e.processed.p99<1s", true},
+		{"e2e.settled.p99<1s", false},
+		{"e2e.nowhere.p99<1s", false},
+		{"lost<0.5%", true},
+		{"lost<0.1%", false},
+		{"lost<=3", true},
+		{"lost<3", false},
+		{"duplicates<1", false},
+		{"duplicates<=2", true},
+	} {
+		th, err := ParseThreshold(tt.expr)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.expr, err)
+		}
+		if got := Evaluate(s, []Threshold{th}); got != tt.pass {
+			t.Errorf("%s: pass %v, want %v (%+v)", tt.expr, got, tt.pass, s.Thresholds)
+		}
+	}
+	if _, err := ParseThreshold("POST /events: e2e.p99<1s"); err == nil {
+		t.Error("an endpoint's e2e threshold parsed")
+	}
+}
