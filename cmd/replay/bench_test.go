@@ -56,7 +56,7 @@ func hotPath(b *testing.B, transforms string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if chain, err = installTransforms(spec, f, &pool.Config, pool); err != nil {
+		if chain, err = installTransforms(spec, f, &pool.Config, pool, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"time"
 
 	replay "github.com/replay-dev/replay"
@@ -15,7 +16,8 @@ import (
 func newDemoCmd(io stdio, logger func() (zerolog.Logger, error)) *cobra.Command {
 	var o runOptions
 	var serve string
-	var raw bool
+	var raw, noSink bool
+	var workerRate float64
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Replay built-in traffic against a built-in demo SUT on loopback",
@@ -56,7 +58,23 @@ interrupted, to aim replay run or another tool at it.`,
 			if o.load.target != "" {
 				return fmt.Errorf("--target: the demo replays against its own SUT; use replay run to aim elsewhere")
 			}
-			srv, err := demo.Start("127.0.0.1:0")
+			// The demo's worker delivers processed events to replay's HTTP
+			// sink, so the report shows end-to-end latency beside the API's.
+			if o.sinks.http == "" && !noSink {
+				addr, err := freeLoopbackAddr()
+				if err != nil {
+					return err
+				}
+				o.sinks.http = addr
+			}
+			opts := demo.Options{WorkerRate: workerRate}
+			if o.sinks.http != "" {
+				opts.SinkURL = "http://" + o.sinks.http
+				if len(o.sinks.only) == 0 {
+					o.sinks.only = []string{"POST /events"} // what the worker processes
+				}
+			}
+			srv, err := demo.StartWith("127.0.0.1:0", opts)
 			if err != nil {
 				return err
 			}
@@ -80,5 +98,17 @@ interrupted, to aim replay run or another tool at it.`,
 	o.load.duration = 5 * time.Second
 	cmd.Flags().StringVar(&serve, "serve", "", "only serve the demo SUT on `ADDR` (loopback) until interrupted")
 	cmd.Flags().BoolVar(&raw, "raw", false, "replay without the demo's transforms, to see the recorded traffic fail")
+	cmd.Flags().BoolVar(&noSink, "no-sink", false, "do not follow events to the demo's worker (no end-to-end section)")
+	cmd.Flags().Float64Var(&workerRate, "worker-rate", demo.DefaultWorkerRate, "events a second the demo SUT's worker processes; above it, a backlog grows")
 	return cmd
+}
+
+// freeLoopbackAddr finds a free loopback address ("127.0.0.1:PORT").
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,13 +13,12 @@ import (
 	"time"
 )
 
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func freeAddr(t *testing.T) string {
+	addr, err := freeLoopbackAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // scrape returns the value of one metric line, or -1.
@@ -43,7 +41,7 @@ func scrape(t *testing.T, addr, metric string) float64 {
 // its summary is written: the counters grow and end at the report's.
 func TestMetricsDuringARun(t *testing.T) {
 	srv := newSUT(t, 20*time.Millisecond, 202)
-	addr := freePort(t)
+	addr := freeAddr(t)
 	out := filepath.Join(t.TempDir(), "summary.json")
 	done := make(chan result, 1)
 	go func() {

@@ -111,6 +111,7 @@ func (o *loadOptions) walk() (vu.Walk, error) {
 type runOptions struct {
 	load       loadOptions
 	transforms transformOptions
+	sinks      sinkOptions
 	filter     filterOptions
 	shard      shardOptions
 	file       string
@@ -146,6 +147,7 @@ type runOptions struct {
 func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	o.load.addFlags(fs, vus)
 	o.transforms.addFlags(fs)
+	o.sinks.addFlags(fs)
 	o.filter.addFlags(fs)
 	o.shard.addFlags(fs)
 	fs.BoolVar(&o.keepHost, "keep-host", false, "send the recorded Host header instead of the --target host")

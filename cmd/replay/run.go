@@ -8,6 +8,7 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/event"
 	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -130,6 +131,10 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	if err != nil {
 		return fmt.Errorf("%w\nnothing was sent", err)
 	}
+	stamp, redisSinks, err := o.sinks.stamp()
+	if err != nil {
+		return fmt.Errorf("%w\nnothing was sent", err)
+	}
 	divide(&cfg, shard)
 	opening := time.Now()
 	f, err := open(rrpair.Options{RequireHost: o.load.target == "", Filter: filter, Shard: shard})
@@ -139,7 +144,10 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	defer f.Close()
 	if o.dryRun > 0 {
 		pool := &vu.Pool{File: f, Config: cfg}
-		if _, err := installTransforms(spec, f, &cfg, pool); err != nil {
+		if stamp != nil {
+			stamp.To = report.NewE2E(event.NewNonce(), cfg.MostVUs(), time.Now(), nil)
+		}
+		if _, err := installTransforms(spec, f, &cfg, pool, stamp); err != nil {
 			return fmt.Errorf("--transforms: %w\nnothing was sent", err)
 		}
 		return pool.DryRun(io.out, o.dryRun)
@@ -180,9 +188,21 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		defer stop()
 	}
 	pool := &vu.Pool{File: f, Config: cfg}
-	chain, err := installTransforms(spec, f, &cfg, pool)
+	var tracker *report.E2E
+	if stamp != nil {
+		tracker = report.NewE2E(event.NewNonce(), cfg.MostVUs(), time.Now(), nil)
+		stamp.To, stamp.Shard = tracker, shard.Index
+	}
+	chain, err := installTransforms(spec, f, &cfg, pool, stamp)
 	if err != nil {
 		return fmt.Errorf("--transforms: %w\nnothing was sent", err)
+	}
+	var sk *sinks
+	if tracker != nil {
+		if sk, err = startSinks(&o.sinks, redisSinks, tracker, log); err != nil {
+			return fmt.Errorf("%w\nnothing was sent", err)
+		}
+		defer sk.close()
 	}
 	if chain != nil {
 		log.Info().Strs("transforms", chain.Names()).Msg("rewriting requests")
@@ -258,6 +278,9 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		sum.Compare = comparer.Result()
 	}
 	sum.Transforms = transformCounts(chain)
+	if tracker != nil {
+		sum.E2E = drainEvents(ctx, &o.sinks, tracker, sk, log)
+	}
 	if err := outs.write(io.out, nil, sum); err != nil {
 		if runErr != nil {
 			return runErr

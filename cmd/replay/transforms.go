@@ -89,10 +89,10 @@ func (o *transformOptions) spec() (*transform.Spec, error) {
 // install builds the chain for f and wires it into the pool: as its
 // rewriter, and as an observer when it learns from answers. It returns nil
 // when nothing is configured.
-func installTransforms(spec *transform.Spec, f *rrpair.File, cfg *vu.Config, pool *vu.Pool) (*transform.Chain, error) {
+func installTransforms(spec *transform.Spec, f *rrpair.File, cfg *vu.Config, pool *vu.Pool, stamp *transform.StampOptions) (*transform.Chain, error) {
 	cookiesAuto := spec.Cookies == "" || spec.Cookies == transform.CookiesAuto
 	chain, err := transform.Build(spec, cookiesAuto && f.SetsCookies(), transform.Options{
-		VUs: cfg.MostVUs(), Endpoints: f.Endpoints(),
+		VUs: cfg.MostVUs(), Endpoints: f.Endpoints(), Stamp: stamp,
 	})
 	if err != nil {
 		return nil, err

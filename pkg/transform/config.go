@@ -202,7 +202,7 @@ func Build(s *Spec, cookiesAuto bool, opt Options) (*Chain, error) {
 		return nil, &ConfigError{"cookies", fmt.Errorf("want auto, on or off, got %q", s.Cookies)}
 	}
 	if opt.Stamp != nil {
-		st, err := newStamp(opt.Stamp)
+		st, err := newStamp(opt.Stamp, opt.Endpoints)
 		if err != nil {
 			return nil, &ConfigError{"--correlate", err}
 		}

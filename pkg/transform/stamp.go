@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/replay-dev/replay/pkg/event"
@@ -25,7 +26,10 @@ type StampOptions struct {
 	Header string // set this header to the ID ("ce-id": CloudEvents binary mode); "" for none
 	JSON   string // set this top-level field of a JSON object body ("id": a structured CloudEvent); "" for none
 	Shard  int
-	To     Stamper
+	// Only limits stamping to these endpoints (as reports name them):
+	// those whose requests become events. Empty: every request.
+	Only []string
+	To   Stamper
 }
 
 // stamp is the last step of a chain with StampOptions.
@@ -35,9 +39,10 @@ type stamp struct {
 	shard  int
 	to     Stamper
 	nonce  uint32
+	only   []bool // by endpoint index; nil: all
 }
 
-func newStamp(o *StampOptions) (*stamp, error) {
+func newStamp(o *StampOptions, endpoints []string) (*stamp, error) {
 	if o.Header == "" && o.JSON == "" {
 		return nil, fmt.Errorf("correlation IDs: give a header, a JSON field, or both")
 	}
@@ -50,6 +55,16 @@ func newStamp(o *StampOptions) (*stamp, error) {
 	}
 	if o.JSON != "" {
 		s.field = []byte(strconv.Quote(o.JSON))
+	}
+	if len(o.Only) > 0 {
+		s.only = make([]bool, len(endpoints))
+		for _, name := range o.Only {
+			i := slices.Index(endpoints, name)
+			if i < 0 {
+				return nil, fmt.Errorf("correlation IDs: %q is not an endpoint of the file; it has %s", name, listSome(endpoints, 8))
+			}
+			s.only[i] = true
+		}
 	}
 	return s, nil
 }
@@ -65,6 +80,10 @@ type vuStamp struct {
 
 func (s *stamp) apply(c *call) {
 	st := &c.st.stamp
+	if s.only != nil && (int(c.pair.Endpoint) >= len(s.only) || !s.only[c.pair.Endpoint]) {
+		st.pending = false
+		return
+	}
 	seq := st.seq
 	st.seq++
 	buf := c.buf(0)

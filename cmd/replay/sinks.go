@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/event"
+	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/transform"
+	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
+)
+
+// sinkOptions are the flags that follow events out of the SUT: correlation
+// IDs on the requests, and the sinks that see the events leave.
+type sinkOptions struct {
+	correlate string // "", header, body, both
+	only      []string
+	header    string
+	field     string
+	http      string
+	redis     []string
+	drain     time.Duration
+	idle      time.Duration
+}
+
+func (o *sinkOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.correlate, "correlate", "", "stamp each request with a correlation ID: header, body or both (header when a sink is given)")
+	fs.StringArrayVar(&o.only, "correlate-only", nil, "stamp only the requests of this `ENDPOINT` (as reports name it: 'POST /events'), those that become events (repeatable)")
+	fs.StringVar(&o.header, "correlate-header", "ce-id", "the header that carries the ID (CloudEvents binary mode)")
+	fs.StringVar(&o.field, "correlate-json", "id", "the top-level JSON body field that carries the ID (a structured CloudEvent)")
+	fs.StringVar(&o.http, "sink-http", "", "receive events delivered over HTTP on `ADDR` (CloudEvents, or any POST with the ID); the stage from /stage/NAME")
+	fs.StringArrayVar(&o.redis, "sink-redis", nil, "consume events from Redis: `redis://host:port/db?list=NAME` or ?stream=NAME[&group=G][&stage=S] (repeatable)")
+	fs.DurationVar(&o.drain, "drain", 30*time.Second, "after the last request, wait at most this long for events still on their way")
+	fs.DurationVar(&o.idle, "drain-idle", time.Second, "stop draining once no event arrived for 3 times this long")
+}
+
+// enabled reports whether requests are stamped.
+func (o *sinkOptions) enabled() bool { return o.correlate != "" || o.http != "" || len(o.redis) > 0 }
+
+// stamp checks the flags and returns the stamping options, with To unset.
+func (o *sinkOptions) stamp() (*transform.StampOptions, []*event.RedisSink, error) {
+	if !o.enabled() {
+		return nil, nil, nil
+	}
+	st := &transform.StampOptions{Only: o.only}
+	switch o.correlate {
+	case "", "header":
+		st.Header = o.header
+	case "body":
+		st.JSON = o.field
+	case "both":
+		st.Header, st.JSON = o.header, o.field
+	default:
+		return nil, nil, flagError("--correlate", "header, body or both", o.correlate)
+	}
+	if o.drain < 0 || o.idle <= 0 {
+		return nil, nil, fmt.Errorf("--drain and --drain-idle: want positive durations, got %s and %s", o.drain, o.idle)
+	}
+	var rs []*event.RedisSink
+	for _, u := range o.redis {
+		r, err := event.ParseRedisSink(u)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--sink-redis: %w", err)
+		}
+		rs = append(rs, r)
+	}
+	return st, rs, nil
+}
+
+// sinks are the running receivers of a run.
+type sinks struct {
+	http   *event.HTTPSink
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// startSinks starts the receivers, reporting to rec.
+func startSinks(o *sinkOptions, redis []*event.RedisSink, rec event.Receiver, log zerolog.Logger) (*sinks, error) {
+	s := &sinks{}
+	if o.http != "" {
+		h, err := event.ListenHTTP(o.http, rec, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--sink-http: %w", err)
+		}
+		s.http = h
+		log.Info().Str("url", h.URL()).Msg("HTTP sink listening: POST events to it (stage from /stage/NAME)")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	for _, r := range redis {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := r.Run(ctx, rec, nil); err != nil {
+				log.Error().Err(err).Str("redis", r.URL).Msg("Redis sink stopped")
+			}
+		}()
+		log.Info().Str("redis", r.URL).Str("list", r.List).Str("stream", r.Stream).Msg("Redis sink consuming")
+	}
+	return s, nil
+}
+
+func (s *sinks) close() {
+	s.once.Do(func() {
+		s.cancel()
+		s.wg.Wait()
+		if s.http != nil {
+			s.http.Close()
+		}
+	})
+}
+
+// drainEvents waits for the events still on their way after the run, and
+// returns the tracker's summary.
+func drainEvents(ctx context.Context, o *sinkOptions, tr *report.E2E, s *sinks, log zerolog.Logger) *report.E2ESummary {
+	log.Info().Dur("at_most", o.drain).Msg("draining: waiting for the events still on their way")
+	waited := tr.Drain(ctx, time.Now(), o.drain, o.idle, time.Sleep)
+	s.close()
+	return tr.Summary(waited)
+}
