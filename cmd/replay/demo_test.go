@@ -34,7 +34,10 @@ func TestDemo(t *testing.T) {
 			t.Errorf("status %s was never recorded", code)
 		}
 	}
-	for _, want := range []string{"POST /events", "GET /users/{id}/feed", "Latency       [from due"} {
+	if e2e, _ := s["e2e"].(map[string]any); e2e == nil || len(e2e["stages"].([]any)) != 1 {
+		t.Errorf("e2e: got %v, want the worker's deliveries at one stage", s["e2e"])
+	}
+	for _, want := range []string{"POST /events", "GET /users/{id}/feed", "Latency       [from due", "End-to-end (send → seen by a sink)", "processed"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, r.stdout)
 		}

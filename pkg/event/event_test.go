@@ -1,19 +1,16 @@
 package event
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/replay-dev/replay/internal/testredis"
 )
 
 func TestIDRoundTrip(t *testing.T) {
@@ -120,51 +117,8 @@ func TestHTTPSink(t *testing.T) {
 	}
 }
 
-// redisServer starts a redis-server on a free loopback port for the test.
-func redisServer(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("REPLAY_CI") == "1" {
-			t.Fatal("redis-server is not installed, and REPLAY_CI=1: .ci/run installs it")
-		}
-		t.Skip("SKIPPED: redis-server is not installed (apt-get install redis-server); the Redis sink is not tested")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); cmd.Wait() })
-	ready := make(chan bool)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "Ready to accept connections") {
-				close(ready)
-				for sc.Scan() {
-				}
-				return
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(10 * time.Second):
-		t.Fatal("redis-server did not start")
-	}
-	return fmt.Sprintf("redis://127.0.0.1:%d/0", port)
-}
-
 func TestRedisSink(t *testing.T) {
-	url := redisServer(t)
+	url := testredis.Start(t)
 	opt, _ := redis.ParseURL(url)
 	client := redis.NewClient(opt)
 	defer client.Close()

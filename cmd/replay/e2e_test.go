@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/replay-dev/replay/internal/testredis"
+)
+
+// queueSUT is the seeds' event-driven service on loopback: its API LPUSHes
+// each event's ce-id to a Redis list and answers 202; its worker BRPOPs
+// them and POSTs each to the sink, after some work.
+type queueSUT struct {
+	api     *httptest.Server
+	redis   *redis.Client
+	list    string
+	sink    string        // replay's --sink-http address
+	work    time.Duration // per event, in the worker
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	handled atomic.Int64
+}
+
+func newQueueSUT(t *testing.T, redisURL, list, sinkAddr string, work time.Duration) *queueSUT {
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &queueSUT{redis: redis.NewClient(opt), list: list, sink: "http://" + sinkAddr + "/stage/processed", work: work}
+	s.api = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.redis.LPush(r.Context(), s.list, r.Header.Get("ce-id")).Err(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	s.wg.Add(1)
+	go s.worker(ctx)
+	t.Cleanup(func() { cancel(); s.wg.Wait(); s.api.Close(); s.redis.Close() })
+	return s
+}
+
+func (s *queueSUT) worker(ctx context.Context) {
+	defer s.wg.Done()
+	for ctx.Err() == nil {
+		v, err := s.redis.BRPop(ctx, 200*time.Millisecond, s.list).Result()
+		if err != nil {
+			continue // timeout or stop
+		}
+		time.Sleep(s.work)
+		req, _ := http.NewRequest("POST", s.sink, nil)
+		req.Header.Set("ce-id", v[1])
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+		s.handled.Add(1)
+	}
+}
+
+// eventFile is n recorded event POSTs.
+func eventFile(t *testing.T, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"http":{"req":{"method":"POST","uri":"/events","host":"api","headers":{"Content-Type":["application/json"]},"body":"{\"n\":%d}"},"res":{"statusCode":202}}}`+"\n", i)
+	}
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type e2eResult struct {
+	summary  map[string]any
+	stages   map[string]map[string]any
+	apiP50   float64
+	apiP90   float64
+	accepted int64
+	stdout   string
+}
+
+// runE2E replays file against target with an HTTP sink on sinkAddr.
+func runE2E(t *testing.T, file, target, sinkAddr string, extra ...string) e2eResult {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "s.json")
+	args := append([]string{"run", "-f", file, "--target", target, "--vus", "4", "--sink-http", sinkAddr,
+		"--drain", "20s", "--drain-idle", "500ms", "--out", out, "--log-level", "warn"}, extra...)
+	r := runMain(t, context.Background(), "", args...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	s := readSummary(t, out)
+	e2e, ok := s["e2e"].(map[string]any)
+	if !ok {
+		t.Fatalf("no e2e section:\n%s", r.stdout)
+	}
+	res := e2eResult{summary: s, stages: map[string]map[string]any{}, accepted: int64(e2e["accepted"].(float64)), stdout: r.stdout}
+	for _, x := range e2e["stages"].([]any) {
+		st := x.(map[string]any)
+		res.stages[st["name"].(string)] = st
+	}
+	lat := s["latency_ms"].(map[string]any)
+	res.apiP50, res.apiP90 = lat["p50"].(float64), lat["p90"].(float64)
+	return res
+}
+
+func stageLatency(st map[string]any, stat string) float64 {
+	return st["latency_ms"].(map[string]any)[stat].(float64)
+}
+
+func TestEndToEndThroughRedis(t *testing.T) {
+	redisURL := testredis.Start(t)
+	file := eventFile(t, 300)
+
+	// A worker keeping up: every event arrives once, none is lost, and
+	// the time to the sink exceeds the API's answer.
+	sinkAddr := freeAddr(t)
+	sut := newQueueSUT(t, redisURL, "jobs-fast", sinkAddr, time.Millisecond)
+	fast := runE2E(t, file, sut.api.URL, sinkAddr)
+	st := fast.stages["processed"]
+	if st == nil || fast.accepted != 300 || num(st, "unique") != 300 || num(st, "duplicates") != 0 || num(st, "lost") != 0 {
+		t.Fatalf("accepted %d, stage %v; want 300 received once, none lost\n%s", fast.accepted, st, fast.stdout)
+	}
+	if p50 := stageLatency(st, "p50"); p50 < fast.apiP50 {
+		t.Errorf("end-to-end p50 %.3fms below the API's %.3fms", p50, fast.apiP50)
+	}
+	if !strings.Contains(fast.stdout, "End-to-end (send → seen by a sink): 300 events sent, 300 accepted") {
+		t.Errorf("text report:\n%s", fast.stdout)
+	}
+
+	// A slow worker: the backlog grows, and the end-to-end percentiles
+	// with it, while the API answers as fast as before.
+	sinkAddr = freeAddr(t)
+	slowSUT := newQueueSUT(t, redisURL, "jobs-slow", sinkAddr, 8*time.Millisecond)
+	slow := runE2E(t, file, slowSUT.api.URL, sinkAddr)
+	sst := slow.stages["processed"]
+	if sst == nil || num(sst, "unique") != 300 || num(sst, "lost") != 0 {
+		t.Fatalf("slow: stage %v", sst)
+	}
+	if fp, sp := stageLatency(st, "p90"), stageLatency(sst, "p90"); sp < 5*fp || sp < 200 {
+		t.Errorf("slow worker: end-to-end p90 %.1fms, fast %.1fms: want the backlog to show (5x, and 200ms at least)", sp, fp)
+	}
+	if slow.apiP90 > 10*fast.apiP90+20 {
+		t.Errorf("slow worker: API p90 %.2fms, fast %.2fms: the API should not slow down", slow.apiP90, fast.apiP90)
+	}
+}
+
+// lossySUT delivers each event straight to the sink from its handler, at
+// two stages, dropping every 100th event and delivering every other 50th
+// twice.
+func lossySUT(t *testing.T, sinkAddr string) *httptest.Server {
+	var n atomic.Int64
+	deliver := func(stage, id string) {
+		req, _ := http.NewRequest("POST", "http://"+sinkAddr+"/stage/"+stage, strings.NewReader(`{"id":"`+id+`"}`))
+		req.Header.Set("Content-Type", "application/cloudevents+json")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("ce-id")
+		w.WriteHeader(http.StatusAccepted)
+		deliver("queued", id) // every event, once
+		switch k := n.Add(1); {
+		case k%100 == 0: // lost
+		case k%50 == 0:
+			deliver("settled", id)
+			deliver("settled", id)
+		default:
+			deliver("settled", id)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestEndToEndLossDuplicatesStages(t *testing.T) {
+	sinkAddr := freeAddr(t)
+	srv := lossySUT(t, sinkAddr)
+	res := runE2E(t, eventFile(t, 1000), srv.URL, sinkAddr)
+	q, s := res.stages["queued"], res.stages["settled"]
+	if q == nil || s == nil || len(res.stages) != 2 {
+		t.Fatalf("stages %v, want queued and settled", res.stages)
+	}
+	if num(q, "unique") != 1000 || num(q, "lost") != 0 || num(q, "duplicates") != 0 {
+		t.Errorf("queued: %v", q)
+	}
+	if num(s, "unique") != 990 || num(s, "lost") != 10 || num(s, "duplicates") != 10 || num(s, "received") != 1000 {
+		t.Errorf("settled: %v; want 990 unique, 10 lost, 10 duplicates", s)
+	}
+
+	// Thresholds on it: lost is 1% at settled, so lost<0.5% fails (exit
+	// 99, reports written) while the queued stage's latency passes.
+	out := filepath.Join(t.TempDir(), "s.json")
+	r := runMain(t, context.Background(), "", "run", "-f", eventFile(t, 1000), "--target", srv.URL, "--sink-http", sinkAddr,
+		"--drain-idle", "300ms", "--threshold", "lost<0.5%", "--threshold", "e2e.queued.p99<5s", "--out", out, "-q")
+	if r.code != 99 {
+		t.Fatalf("exit %d, want 99: %s", r.code, r.stderr)
+	}
+	ths := readSummary(t, out)["thresholds"].([]any)
+	if len(ths) != 2 || ths[0].(map[string]any)["pass"] != false || ths[1].(map[string]any)["pass"] != true {
+		t.Errorf("thresholds %v, want lost failing and e2e.queued.p99 passing", ths)
+	}
+}
