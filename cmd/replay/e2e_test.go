@@ -214,3 +214,35 @@ func TestEndToEndLossDuplicatesStages(t *testing.T) {
 		t.Errorf("thresholds %v, want lost failing and e2e.queued.p99 passing", ths)
 	}
 }
+
+// TestRedisSinkInRun follows events that the SUT publishes to a Redis
+// stream, with --sink-redis.
+func TestRedisSinkInRun(t *testing.T) {
+	redisURL := testredis.Start(t)
+	opt, _ := redis.ParseURL(redisURL)
+	client := redis.NewClient(opt)
+	defer client.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := client.XAdd(r.Context(), &redis.XAddArgs{Stream: "stored", Values: map[string]any{"id": r.Header.Get("ce-id")}}).Err(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer api.Close()
+	out := filepath.Join(t.TempDir(), "s.json")
+	r := runMain(t, context.Background(), "", "run", "-f", eventFile(t, 200), "--target", api.URL, "--vus", "2",
+		"--sink-redis", redisURL+"?stream=stored&group=replay", "--drain-idle", "300ms", "--out", out, "-q")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	e2e := readSummary(t, out)["e2e"].(map[string]any)
+	stages := e2e["stages"].([]any)
+	if len(stages) != 1 {
+		t.Fatalf("stages %v", stages)
+	}
+	st := stages[0].(map[string]any)
+	if st["name"] != "stored" || num(st, "unique") != 200 || num(st, "lost") != 0 {
+		t.Errorf("stage %v, want 200 stored, none lost", st)
+	}
+}
