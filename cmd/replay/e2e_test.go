@@ -246,3 +246,50 @@ func TestRedisSinkInRun(t *testing.T) {
 		t.Errorf("stage %v, want 200 stored, none lost", st)
 	}
 }
+
+// TestSinkStandalone runs replay sink on its own while a run stamps its
+// requests; the merge of their summaries works out the loss.
+func TestSinkStandalone(t *testing.T) {
+	sinkAddr := freeAddr(t)
+	srv := lossySUT(t, sinkAddr)
+	dir := t.TempDir()
+	sinkOut, runOut, merged := filepath.Join(dir, "sink.json"), filepath.Join(dir, "run.json"), filepath.Join(dir, "merged.json")
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan result)
+	go func() {
+		var out, errb strings.Builder
+		code := Main(ctx, []string{"sink", "--sink-http", sinkAddr, "--out", sinkOut}, strings.NewReader(""), &out, &errb)
+		done <- result{code, out.String(), errb.String()}
+	}()
+	// The sink is up once it answers.
+	for i := 0; i < 100; i++ {
+		if resp, err := http.Post("http://"+sinkAddr+"/", "text/plain", nil); err == nil {
+			resp.Body.Close()
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := runMain(t, context.Background(), "", "run", "-f", eventFile(t, 1000), "--target", srv.URL, "--correlate", "header", "--out", runOut, "-q")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	stop()
+	sr := <-done
+	if sr.code != 0 || !strings.Contains(sr.stdout, "settled") {
+		t.Fatalf("sink: exit %d\n%s%s", sr.code, sr.stdout, sr.stderr)
+	}
+	if r := runMain(t, context.Background(), "", "report", "merge", runOut, sinkOut, "-o", merged, "-q"); r.code != 0 {
+		t.Fatalf("merge: exit %d: %s", r.code, r.stderr)
+	}
+	e2e := readSummary(t, merged)["e2e"].(map[string]any)
+	if num(e2e, "accepted") != 1000 {
+		t.Errorf("accepted %v", e2e["accepted"])
+	}
+	for _, x := range e2e["stages"].([]any) {
+		st := x.(map[string]any)
+		want := map[string][2]int64{"queued": {1000, 0}, "settled": {990, 10}}[st["name"].(string)]
+		if num(st, "unique") != want[0] || num(st, "lost") != want[1] {
+			t.Errorf("stage %v: want unique %d, lost %d", st, want[0], want[1])
+		}
+	}
+}

@@ -57,6 +57,7 @@ errors honestly.
 		newInspectCmd(io),
 		newDemoCmd(io, logger),
 		newReportCmd(io),
+		newSinkCmd(io, logger),
 	)
 	return root
 }

@@ -117,6 +117,9 @@ func (s *sinks) close() {
 // drainEvents waits for the events still on their way after the run, and
 // returns the tracker's summary.
 func drainEvents(ctx context.Context, o *sinkOptions, tr *report.E2E, s *sinks, log zerolog.Logger) *report.E2ESummary {
+	if o.http == "" && len(o.redis) == 0 {
+		return tr.Summary(0) // stamped for sinks elsewhere (replay sink)
+	}
 	log.Info().Dur("at_most", o.drain).Msg("draining: waiting for the events still on their way")
 	waited := tr.Drain(ctx, time.Now(), o.drain, o.idle, time.Sleep)
 	s.close()

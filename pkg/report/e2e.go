@@ -24,9 +24,12 @@ const maxStages = 32
 // bit per event per stage for what was seen, a histogram (about 190 KB)
 // and a count per second per stage. Nothing else is kept per event.
 type E2E struct {
-	nonce uint32
+	nonce uint32 // 0: any run's events (a standalone sink)
 	start time.Time
 	now   func() time.Time
+	// slots maps (nonce, shard, VU) to a slot of the seen sets, for a
+	// standalone sink that sees many runs and shards.
+	slots map[[3]uint64]int
 
 	// accepted[vu] is written by that VU's goroutine only, read once the
 	// run is over.
@@ -88,6 +91,15 @@ func NewE2E(nonce uint32, vus int, start time.Time, now func() time.Time) *E2E {
 	return &E2E{nonce: nonce, start: start, now: now, accepted: make([]bitset, vus), sent: make([]int64, vus)}
 }
 
+// NewE2ESink returns a tracker for a standalone sink (replay sink): it
+// counts the events of any run and shard, and knows nothing of what was
+// accepted (a merge with the runs' summaries works loss out).
+func NewE2ESink(start time.Time, now func() time.Time) *E2E {
+	t := NewE2E(0, 0, start, now)
+	t.slots = map[[3]uint64]int{}
+	return t
+}
+
 // Nonce is the run's nonce, for stamping IDs.
 func (t *E2E) Nonce() uint32 { return t.nonce }
 
@@ -113,13 +125,25 @@ func (t *E2E) Seen(idText []byte, stage string, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lastSeen = at
-	if !ok || id.Nonce != t.nonce || id.VU >= len(t.accepted) {
+	slot := id.VU
+	switch {
+	case ok && t.slots != nil:
+		key := [3]uint64{uint64(id.Nonce), uint64(id.Shard), uint64(id.VU)}
+		var known bool
+		if slot, known = t.slots[key]; !known {
+			slot = len(t.slots)
+			t.slots[key] = slot
+		}
+	case !ok || id.Nonce != t.nonce || id.VU >= len(t.accepted):
 		t.foreign++
 		return
 	}
 	st := t.stage(stage)
 	st.received++
-	if !st.seen[id.VU].set(id.Seq) {
+	for slot >= len(st.seen) {
+		st.seen = append(st.seen, bitset{})
+	}
+	if !st.seen[slot].set(id.Seq) {
 		st.dups++
 		return
 	}
@@ -156,7 +180,7 @@ func (t *E2E) complete() bool {
 	}
 	for _, st := range t.stages {
 		for vu := range t.accepted {
-			if both(&t.accepted[vu], &st.seen[vu]) != t.accepted[vu].n {
+			if vu >= len(st.seen) || both(&t.accepted[vu], &st.seen[vu]) != t.accepted[vu].n {
 				return false
 			}
 		}
@@ -228,7 +252,7 @@ func (t *E2E) Summary(drain time.Duration) *E2ESummary {
 	}
 	for _, st := range t.stages {
 		var seenAccepted int64
-		for vu := range t.accepted {
+		for vu := range min(len(t.accepted), len(st.seen)) {
 			seenAccepted += both(&t.accepted[vu], &st.seen[vu])
 		}
 		e := E2EStage{Name: st.name, Received: st.received, Unique: st.unique, Duplicates: st.dups,

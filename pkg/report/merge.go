@@ -320,6 +320,10 @@ func mergeE2E(es []*E2ESummary) (*E2ESummary, error) {
 		}
 	}
 	for _, m := range order {
+		// Shards that ran their own sinks counted their losses; a
+		// standalone sink's summary knows none, which the runs'
+		// accepted events tell.
+		m.st.Lost = max(m.st.Lost, out.Accepted-m.st.Unique)
 		m.st.LostPct = pct(m.st.Lost, out.Accepted)
 		m.st.Latency = latencyOf(m.hist)
 		m.st.Histogram = encodeHistogram(m.hist)

@@ -254,9 +254,16 @@ func sig3(v float64) string {
 	return s
 }
 
+// WriteE2EText writes the end-to-end section alone (replay sink).
+func WriteE2EText(buf *bytes.Buffer, e *E2ESummary) { writeE2E(buf, e) }
+
 // writeE2E writes the end-to-end section: events followed to the sinks.
 func writeE2E(buf *bytes.Buffer, e *E2ESummary) {
-	fmt.Fprintf(buf, "\nEnd-to-end (send → seen by a sink): %d events sent, %d accepted by the API", e.Sent, e.Accepted)
+	if e.Sent == 0 && e.Accepted == 0 { // a standalone sink's
+		fmt.Fprintf(buf, "\nEnd-to-end (send → seen by this sink)")
+	} else {
+		fmt.Fprintf(buf, "\nEnd-to-end (send → seen by a sink): %d events sent, %d accepted by the API", e.Sent, e.Accepted)
+	}
 	if e.Foreign > 0 {
 		fmt.Fprintf(buf, ", %d foreign IDs seen", e.Foreign)
 	}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/report"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+)
+
+func newSinkCmd(io stdio, logger func() (zerolog.Logger, error)) *cobra.Command {
+	var o sinkOptions
+	var duration time.Duration
+	var out string
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "sink",
+		Short: "Receive events on their way out of the SUT, standalone, and write a mergeable summary",
+		Long: `Run the sinks of replay run on their own: receive the events a SUT delivers
+(--sink-http) or publishes to Redis (--sink-redis), time each from the send
+time its correlation ID carries, until interrupted or --duration, then
+print the end-to-end section and write it (--out) as a summary that
+replay report merge adds to the runs' summaries: with the runs' accepted
+events, the merge works out what was lost. Use it when the runs are
+sharded over pods and the events come back to one place; clocks must be
+synchronised.`,
+		Example: `  replay sink --sink-http :9090 --out sink.json
+  replay run -f traffic.jsonl --target http://api:8080 --correlate header --out run.json
+  replay report merge run.json sink.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := logger()
+			if err != nil {
+				return err
+			}
+			if o.http == "" && len(o.redis) == 0 {
+				return fmt.Errorf("--sink-http or --sink-redis: give at least one sink")
+			}
+			_, redis, err := o.stamp()
+			if err != nil {
+				return err
+			}
+			started := time.Now()
+			tr := report.NewE2ESink(started, nil)
+			sk, err := startSinks(&o, redis, tr, log)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if duration > 0 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(duration):
+				}
+			} else {
+				<-ctx.Done()
+			}
+			sk.close()
+			sum := &report.Summary{Version: report.SummaryVersion, Started: started.UTC(), DurationS: time.Since(started).Seconds(),
+				Model: "sink", E2E: tr.Summary(0)}
+			if !quiet {
+				var buf bytes.Buffer
+				report.WriteE2EText(&buf, sum.E2E)
+				io.out.Write(buf.Bytes())
+			}
+			if out != "" {
+				f, err := os.Create(out)
+				if err != nil {
+					return fmt.Errorf("--out: %w", err)
+				}
+				defer f.Close()
+				if err := report.WriteJSON(f, sum); err != nil {
+					return fmt.Errorf("--out: %w", err)
+				}
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.http, "sink-http", "", "receive events delivered over HTTP on `ADDR` (CloudEvents, or any POST with the ID); the stage from /stage/NAME")
+	fs.StringArrayVar(&o.redis, "sink-redis", nil, "consume events from Redis: `redis://host:port/db?list=NAME` or ?stream=NAME[&group=G][&stage=S] (repeatable)")
+	fs.DurationVar(&duration, "duration", 0, "stop after this long (default: when interrupted)")
+	fs.StringVar(&out, "out", "", "write the summary JSON (mergeable with the runs') to `FILE`")
+	fs.BoolVarP(&quiet, "quiet", "q", false, "do not print the end-to-end section")
+	o.idle, o.correlate = time.Second, "header"
+	return cmd
+}
