@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/event"
 	"github.com/replay-dev/replay/pkg/vu"
 )
 
@@ -122,5 +123,26 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 	if blue < 50 {
 		t.Errorf("the screenshot shows %d blue chart pixels: the charts did not render", blue)
+	}
+}
+
+func TestHTMLEndToEnd(t *testing.T) {
+	s := htmlFixture()
+	start := s.Started
+	tr := NewE2E(3, 1, start, nil)
+	for seq := range uint64(20) {
+		tr.Stamped(0)
+		tr.Accepted(0, seq)
+		tr.Seen(event.AppendID(nil, event.ID{Nonce: 3, Seq: seq, Sent: start.UnixMicro()}), "processed", start.Add(time.Duration(seq)*100*time.Millisecond))
+	}
+	s.E2E = tr.Summary(time.Second)
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Sent and received over time", "events at processed", "End-to-end: send → seen by a sink", "<td>processed</td><td>20</td>"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the report lacks %q", want)
+		}
 	}
 }
