@@ -1,0 +1,159 @@
+package rrpair
+
+import (
+	"encoding/base64"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Record is one pair to write as an RRPair line: what importers and the
+// capture proxy produce.
+type Record struct {
+	TS       time.Time     // when the request was made; zero: no ts
+	Duration time.Duration // the recorded response time; 0: none
+	Protocol string        // "http" or "https" (l7protocol); "": none
+	Session  string        // tags.session; "": none
+	Version  string        // http.req.version ("1.1", "2"); "": none
+	Method   string
+	URI      string // path and query, raw
+	Host     string
+	Headers  []Field // in order; a name may repeat
+	Body     []byte
+	// The recorded answer; Status 0 writes none.
+	Status     int
+	ResHeaders []Field
+	ResBody    []byte
+}
+
+// Field is one header line.
+type Field struct{ Name, Value string }
+
+// maxTextBody is the largest body written as text; larger ones, and any
+// that is not UTF-8, are written as base64.
+const maxTextBody = 64 << 10
+
+// AppendLine appends r as one RRPair JSON line, newline included. Headers
+// become {"Name": ["v1", "v2"]}: the values of a name (same spelling)
+// together where it first appears, which is how a replay sends them.
+func AppendLine(dst []byte, r *Record) []byte {
+	dst = append(dst, '{')
+	if !r.TS.IsZero() {
+		dst = append(dst, `"ts":`...)
+		dst = appendJSONString(dst, r.TS.UTC().Format(time.RFC3339Nano))
+		dst = append(dst, ',')
+	}
+	if r.Duration > 0 {
+		dst = append(dst, `"duration":`...)
+		dst = strconv.AppendFloat(dst, float64(r.Duration)/float64(time.Millisecond), 'f', -1, 64)
+		dst = append(dst, ',')
+	}
+	if r.Protocol != "" {
+		dst = append(dst, `"l7protocol":`...)
+		dst = appendJSONString(dst, r.Protocol)
+		dst = append(dst, ',')
+	}
+	if r.Session != "" {
+		dst = append(dst, `"tags":{"session":`...)
+		dst = appendJSONString(dst, r.Session)
+		dst = append(dst, "},"...)
+	}
+	dst = append(dst, `"http":{"req":{"method":`...)
+	dst = appendJSONString(dst, r.Method)
+	dst = append(dst, `,"uri":`...)
+	dst = appendJSONString(dst, r.URI)
+	if r.Host != "" {
+		dst = append(dst, `,"host":`...)
+		dst = appendJSONString(dst, r.Host)
+	}
+	if r.Version != "" {
+		dst = append(dst, `,"version":`...)
+		dst = appendJSONString(dst, r.Version)
+	}
+	dst = appendHeaders(dst, r.Headers)
+	dst = appendBody(dst, r.Body)
+	dst = append(dst, '}')
+	if r.Status != 0 {
+		dst = append(dst, `,"res":{"statusCode":`...)
+		dst = strconv.AppendInt(dst, int64(r.Status), 10)
+		dst = appendHeaders(dst, r.ResHeaders)
+		dst = appendBody(dst, r.ResBody)
+		dst = append(dst, '}')
+	}
+	return append(dst, "}}\n"...)
+}
+
+func appendHeaders(dst []byte, hs []Field) []byte {
+	if len(hs) == 0 {
+		return dst
+	}
+	dst = append(dst, `,"headers":{`...)
+	for i, h := range hs {
+		seen := false
+		for _, p := range hs[:i] {
+			if p.Name == h.Name {
+				seen = true
+				break
+			}
+		}
+		if seen {
+			continue
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, h.Name)
+		dst = append(dst, ":["...)
+		first := true
+		for _, v := range hs[i:] {
+			if v.Name != h.Name {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = appendJSONString(dst, v.Value)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
+}
+
+func appendBody(dst, body []byte) []byte {
+	switch {
+	case len(body) == 0:
+		return dst
+	case len(body) <= maxTextBody && utf8.Valid(body):
+		dst = append(dst, `,"body":`...)
+		return appendJSONString(dst, string(body))
+	}
+	dst = append(dst, `,"bodyBase64":"`...)
+	dst = base64.StdEncoding.AppendEncode(dst, body)
+	return append(dst, '"')
+}
+
+// appendJSONString appends s as a JSON string: UTF-8 kept, quotes,
+// backslashes and control characters escaped.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
+}

@@ -1,0 +1,78 @@
+package rrpair
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEncodeRoundTrip(t *testing.T) {
+	recs := []Record{
+		{TS: time.Date(2026, 11, 1, 10, 0, 0, 123456789, time.UTC), Duration: 2500 * time.Microsecond, Protocol: "https", Session: "s-1", Version: "1.1",
+			Method: "POST", URI: "/a//b/%2F?x=1&y=\"q\"", Host: "api:8443",
+			Headers:    []Field{{"content-type", "application/json"}, {"X-A", "1"}, {"Accept", "*/*"}, {"X-A", "2"}, {"x-a", "lower"}},
+			Body:       []byte("{\"é\":\"line\\nbreak\"}\t\x01"),
+			Status:     201,
+			ResHeaders: []Field{{"Set-Cookie", "a=1"}, {"Set-Cookie", "b=2"}},
+			ResBody:    []byte{0xff, 0x00, 0x10}},
+		{Method: "GET", URI: "/health"},
+		{Method: "PUT", URI: "/big", Body: bytes.Repeat([]byte("x"), maxTextBody+1)},
+	}
+	var buf []byte
+	for i := range recs {
+		buf = AppendLine(buf, &recs[i])
+	}
+	f, err := OpenReader(bytes.NewReader(buf), "enc.jsonl", Options{})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, buf)
+	}
+	defer f.Close()
+	if !strings.Contains(string(buf), `"bodyBase64":"eHh4`) {
+		t.Error("a body over 64 KiB is not base64")
+	}
+	for i, r := range recs {
+		var p Pair
+		cur := f.NewCursor().WithResponses()
+		if err := cur.Decode(i, &p); err != nil {
+			t.Fatal(err)
+		}
+		got := Record{Method: string(p.Req.Method), URI: string(p.Req.URI), Host: string(p.Req.Host), Body: p.Req.Body,
+			Session: string(p.Session), Version: string(p.Version), Status: p.Res.Status, ResBody: p.Res.Body, Protocol: string(p.Req.Scheme)}
+		if len(p.TS) > 0 {
+			got.TS, _ = p.Time()
+		}
+		d, _ := p.RecordedDuration()
+		got.Duration = d
+		for _, h := range p.Req.Headers {
+			got.Headers = append(got.Headers, Field{string(h.Name), string(h.Value)})
+		}
+		for _, h := range p.Res.Headers {
+			got.ResHeaders = append(got.ResHeaders, Field{string(h.Name), string(h.Value)})
+		}
+		want := r
+		if i == 0 { // the values of a name go together, where it first stands
+			want.Headers = []Field{{"content-type", "application/json"}, {"X-A", "1"}, {"X-A", "2"}, {"Accept", "*/*"}, {"x-a", "lower"}}
+		}
+		if !equalRecord(got, want) {
+			t.Errorf("record %d:\n got %+v\nwant %+v", i, got, want)
+		}
+	}
+}
+
+func equalRecord(a, b Record) bool {
+	same := func(x, y []Field) bool {
+		if len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if x[i] != y[i] {
+				return false
+			}
+		}
+		return true
+	}
+	return a.TS.Equal(b.TS) && a.Duration == b.Duration && a.Protocol == b.Protocol && a.Session == b.Session && a.Version == b.Version &&
+		a.Method == b.Method && a.URI == b.URI && a.Host == b.Host && bytes.Equal(a.Body, b.Body) && a.Status == b.Status &&
+		bytes.Equal(a.ResBody, b.ResBody) && same(a.Headers, b.Headers) && same(a.ResHeaders, b.ResHeaders)
+}
