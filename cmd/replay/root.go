@@ -58,6 +58,7 @@ errors honestly.
 		newDemoCmd(io, logger),
 		newReportCmd(io),
 		newSinkCmd(io, logger),
+		newExportCmd(io),
 	)
 	return root
 }

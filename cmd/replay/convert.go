@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/export"
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+)
+
+// skipped counts what a converter could not convert, keeps the first few,
+// and says so on stderr; with --strict any of it fails the command.
+type skipped struct {
+	what  string // "pair", "entry", "record"
+	n     int
+	first []string
+}
+
+func (s *skipped) add(where int, why string) {
+	s.n++
+	if len(s.first) < 5 {
+		s.first = append(s.first, fmt.Sprintf("%s %d: %s", s.what, where, why))
+	}
+}
+
+// report writes the skipped items to w; with strict, any is an error.
+func (s *skipped) report(w io.Writer, strict bool) error {
+	if s.n == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "replay: skipped %d %ss:\n  %s\n", s.n, s.what, strings.Join(s.first, "\n  "))
+	if s.n > len(s.first) {
+		fmt.Fprintf(w, "  ... and %d more\n", s.n-len(s.first))
+	}
+	if strict {
+		return fmt.Errorf("--strict: %d %ss could not be converted", s.n, s.what)
+	}
+	return nil
+}
+
+// output opens -o, or returns stdout.
+func output(path string, stdout io.Writer) (io.Writer, func() error, error) {
+	if path == "" || path == "-" {
+		return stdout, func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-o: %w", err)
+	}
+	return f, f.Close, nil
+}
+
+func newExportCmd(io stdio) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "export",
+		Short: "Write recorded traffic as a k6 script or vegeta targets",
+	}
+	var file, out string
+	var strict bool
+	openFile := func(args []string, target string) (*rrpair.File, error) {
+		if len(args) == 1 {
+			file = args[0]
+		}
+		if file == "" {
+			return nil, fmt.Errorf("-f, --file: name the traffic file")
+		}
+		return openTraffic(file, io, rrpair.Options{RequireHost: target == ""})
+	}
+
+	var o runOptions
+	k6 := &cobra.Command{
+		Use:   "k6 [FILE]",
+		Short: "Write a k6 script that replays the traffic, with the load of the flags given",
+		Long: `Write a k6 script (-o script.js) and its data beside it (script.data.json):
+each k6 iteration replays one recorded iteration (a session, or a single
+request) in order, with the recorded method, URL, headers and body, a check
+on the recorded status, and the endpoint as the request's name tag. The
+scenario reflects the load flags, as replay run reads them: --vus with
+--duration (constant-vus), none (shared-iterations: every iteration once),
+--rate (constant-arrival-rate), --stages (ramping-vus, or
+ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
+		Example: `  replay export k6 -f traffic.jsonl --target http://127.0.0.1:8080 --vus 50 --duration 1m -o load.js
+  k6 run --no-usage-report load.js`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if out == "" || out == "-" {
+				return fmt.Errorf("-o: export k6 writes a script and its data beside it: give -o FILE.js")
+			}
+			o.timeout, o.grace = time.Minute, time.Minute // not exported: k6 has its own
+			cfg, err := o.config(zerolog.Nop())
+			if err != nil {
+				return err
+			}
+			f, err := openFile(args, o.load.target)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			load := export.K6Load{VUs: cfg.VUs, MaxVUs: cfg.MostVUs(), Duration: cfg.Duration, Iterations: cfg.Iterations, RateStages: cfg.Model == vu.Rate}
+			if cfg.Model == vu.Rate {
+				load.Rate = cfg.Rate
+			}
+			for _, s := range cfg.Stages {
+				load.Stages = append(load.Stages, export.K6Stage{Duration: s.Duration, Target: s.Target})
+			}
+			dataPath := strings.TrimSuffix(out, filepath.Ext(out)) + ".data.json"
+			script, err := os.Create(out)
+			if err != nil {
+				return fmt.Errorf("-o: %w", err)
+			}
+			defer script.Close()
+			data, err := os.Create(dataPath)
+			if err != nil {
+				return fmt.Errorf("-o: %w", err)
+			}
+			defer data.Close()
+			sk := &skipped{what: "line"}
+			iters, reqs, err := export.K6(script, data, "./"+filepath.Base(dataPath), f, o.load.target, filepath.Base(file), load, sk.add)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(io.err, "replay: wrote %s and %s: %d iterations, %d requests\n", out, dataPath, iters, reqs)
+			return sk.report(io.err, strict)
+		},
+	}
+	k6.Flags().StringVarP(&file, "file", "f", "", "traffic `FILE` (RRPair JSON Lines)")
+	k6.Flags().StringVarP(&out, "output", "o", "", "the script `FILE.js` (its data goes beside it, FILE.data.json)")
+	k6.Flags().BoolVar(&strict, "strict", false, "fail when any pair cannot be exported")
+	o.load.addFlags(k6.Flags(), 1)
+
+	var target string
+	vegeta := &cobra.Command{
+		Use:   "vegeta [FILE]",
+		Short: "Write vegeta JSON targets, one per pair (vegeta attack -format=json)",
+		Example: `  replay export vegeta -f traffic.jsonl --target http://127.0.0.1:8080 -o targets.json
+  vegeta attack -format=json -targets=targets.json -rate=100 -duration=30s | vegeta report`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			f, err := openFile(args, target)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			w, closeOut, err := output(out, io.out)
+			if err != nil {
+				return err
+			}
+			sk := &skipped{what: "line"}
+			n, err := export.Vegeta(w, f, target, sk.add)
+			if cerr := closeOut(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(io.err, "replay: wrote %d targets\n", n)
+			return sk.report(io.err, strict)
+		},
+	}
+	vegeta.Flags().StringVarP(&file, "file", "f", "", "traffic `FILE` (RRPair JSON Lines)")
+	vegeta.Flags().StringVarP(&out, "output", "o", "", "write the targets to `FILE` (default: standard output)")
+	vegeta.Flags().StringVar(&target, "target", "", "send every request to `URL` instead of its recorded host")
+	vegeta.Flags().BoolVar(&strict, "strict", false, "fail when any pair cannot be exported")
+	cmd.AddCommand(k6, vegeta)
+	return cmd
+}
