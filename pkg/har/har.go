@@ -1,0 +1,246 @@
+// Package har converts HAR 1.2 files (what browsers and proxies export) to
+// RRPairs. Entries are decoded one at a time from the JSON stream; they
+// are written ordered by startedDateTime, so the converted records are
+// held until the end (about the size of the output, not of the HAR).
+package har
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/rrpair"
+)
+
+// Entry is the part of a HAR entry the conversion reads.
+type Entry struct {
+	PageRef         string  `json:"pageref"`
+	StartedDateTime string  `json:"startedDateTime"`
+	Time            float64 `json:"time"`
+	Request         struct {
+		Method      string  `json:"method"`
+		URL         string  `json:"url"`
+		HTTPVersion string  `json:"httpVersion"`
+		Headers     []nv    `json:"headers"`
+		PostData    *struct {
+			MimeType string `json:"mimeType"`
+			Text     string `json:"text"`
+			Params   []nv   `json:"params"`
+		} `json:"postData"`
+	} `json:"request"`
+	Response struct {
+		Status  int  `json:"status"`
+		Headers []nv `json:"headers"`
+		Content struct {
+			Text     string `json:"text"`
+			Encoding string `json:"encoding"`
+		} `json:"content"`
+	} `json:"response"`
+}
+
+type nv struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Stats say what a conversion did.
+type Stats struct {
+	Entries    int // entries read
+	Written    int // pairs written
+	Downgraded int // HTTP/2 or 3 entries, written as HTTP/1.1 pairs
+}
+
+// Skip receives an entry that could not be converted: its number in the
+// file (from 1) and why.
+type Skip func(entry int, why string)
+
+// Convert reads a HAR from r and writes its entries to w as RRPair lines,
+// ordered by startedDateTime; pages become sessions.
+func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
+	var st Stats
+	dec := json.NewDecoder(r)
+	if err := expectDelim(dec, '{'); err != nil {
+		return st, fmt.Errorf("not a HAR: %w", err)
+	}
+	type rec struct {
+		at   time.Time
+		line []byte
+	}
+	var recs []rec
+	found := false
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return st, err
+		}
+		if key != "log" {
+			if err := skipValue(dec); err != nil {
+				return st, err
+			}
+			continue
+		}
+		found = true
+		if err := expectDelim(dec, '{'); err != nil {
+			return st, fmt.Errorf("log: %w", err)
+		}
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				return st, err
+			}
+			if key != "entries" {
+				if err := skipValue(dec); err != nil {
+					return st, err
+				}
+				continue
+			}
+			if err := expectDelim(dec, '['); err != nil {
+				return st, fmt.Errorf("log.entries: %w", err)
+			}
+			for dec.More() {
+				st.Entries++
+				var e Entry
+				if err := dec.Decode(&e); err != nil {
+					return st, fmt.Errorf("entry %d: %w", st.Entries, err)
+				}
+				r, down, err := Record(&e)
+				if err != nil {
+					skip(st.Entries, err.Error())
+					continue
+				}
+				if down {
+					st.Downgraded++
+				}
+				recs = append(recs, rec{r.TS, rrpair.AppendLine(nil, r)})
+			}
+			if _, err := dec.Token(); err != nil { // ]
+				return st, err
+			}
+		}
+		if _, err := dec.Token(); err != nil { // }
+			return st, err
+		}
+	}
+	if !found {
+		return st, errors.New("not a HAR: no log")
+	}
+	slices.SortStableFunc(recs, func(a, b rec) int { return a.at.Compare(b.at) })
+	for _, r := range recs {
+		if _, err := w.Write(r.line); err != nil {
+			return st, err
+		}
+		st.Written++
+	}
+	return st, nil
+}
+
+// dropped are headers a replay must not send as recorded: connection
+// handling, a length recomputed from the body, HTTP/2 pseudo-headers.
+func dropped(name string) bool {
+	if strings.HasPrefix(name, ":") {
+		return true
+	}
+	switch strings.ToLower(name) {
+	case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "content-length":
+		return true
+	}
+	return false
+}
+
+// Record converts one entry; downgraded is true for an HTTP/2 or 3 entry.
+func Record(e *Entry) (r *rrpair.Record, downgraded bool, err error) {
+	req := &e.Request
+	if req.Method == "" {
+		return nil, false, errors.New("request.method: missing")
+	}
+	u, err := url.Parse(req.URL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, false, fmt.Errorf("request.url: want an absolute http(s) URL, got %q", req.URL)
+	}
+	r = &rrpair.Record{Method: req.Method, URI: u.RequestURI(), Host: u.Host, Protocol: u.Scheme, Session: e.PageRef}
+	if ts, err := time.Parse(time.RFC3339Nano, e.StartedDateTime); err == nil {
+		r.TS = ts
+	} else if e.StartedDateTime != "" {
+		return nil, false, fmt.Errorf("startedDateTime: want RFC 3339, got %q", e.StartedDateTime)
+	}
+	if e.Time > 0 {
+		r.Duration = time.Duration(e.Time * float64(time.Millisecond))
+	}
+	v := strings.ToLower(req.HTTPVersion)
+	switch {
+	case strings.HasPrefix(v, "h2") || strings.HasPrefix(v, "h3") || strings.HasPrefix(v, "http/2") || strings.HasPrefix(v, "http/3"):
+		downgraded = true
+		r.Version = "2"
+		if strings.Contains(v, "3") {
+			r.Version = "3"
+		}
+		// HTTP/2 has no Host header; the URL's host becomes the pair's.
+	case strings.Contains(v, "1.0"):
+		r.Version = "1.0"
+	default:
+		r.Version = "1.1"
+	}
+	for _, h := range req.Headers {
+		if !dropped(h.Name) {
+			r.Headers = append(r.Headers, rrpair.Field{Name: h.Name, Value: h.Value})
+		}
+	}
+	if pd := req.PostData; pd != nil {
+		switch {
+		case pd.Text != "":
+			r.Body = []byte(pd.Text)
+		case len(pd.Params) > 0:
+			if strings.HasPrefix(pd.MimeType, "multipart/") {
+				return nil, false, errors.New("request.postData: multipart params without text cannot be rebuilt")
+			}
+			var b strings.Builder
+			for i, p := range pd.Params {
+				if i > 0 {
+					b.WriteByte('&')
+				}
+				b.WriteString(url.QueryEscape(p.Name) + "=" + url.QueryEscape(p.Value))
+			}
+			r.Body = []byte(b.String())
+		}
+	}
+	res := &e.Response
+	if res.Status > 0 {
+		r.Status = res.Status
+		for _, h := range res.Headers {
+			if !dropped(h.Name) {
+				r.ResHeaders = append(r.ResHeaders, rrpair.Field{Name: h.Name, Value: h.Value})
+			}
+		}
+		if res.Content.Encoding == "base64" {
+			if r.ResBody, err = base64.StdEncoding.DecodeString(res.Content.Text); err != nil {
+				return nil, false, fmt.Errorf("response.content.text: bad base64: %w", err)
+			}
+		} else {
+			r.ResBody = []byte(res.Content.Text)
+		}
+	}
+	return r, downgraded, nil
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := t.(json.Delim); !ok || d != want {
+		return fmt.Errorf("want %q, got %v", want, t)
+	}
+	return nil
+}
+
+// skipValue skips the next value of the stream.
+func skipValue(dec *json.Decoder) error {
+	var v json.RawMessage
+	return dec.Decode(&v)
+}

@@ -1,0 +1,78 @@
+package har
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/replay-dev/replay/pkg/rrpair"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestConvertGolden(t *testing.T) {
+	in, err := os.ReadFile(filepath.Join("testdata", "browser.har"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	var skipped []string
+	st, err := Convert(bytes.NewReader(in), &out, func(entry int, why string) { skipped = append(skipped, why) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Entries != 4 || st.Written != 3 || st.Downgraded != 2 || len(skipped) != 1 || !strings.Contains(skipped[0], "chrome-extension") {
+		t.Errorf("stats %+v, skipped %v", st, skipped)
+	}
+	golden := filepath.Join("testdata", "browser.golden.jsonl")
+	if *update {
+		os.WriteFile(golden, out.Bytes(), 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (go test -update writes it)", err)
+	}
+	if !bytes.Equal(out.Bytes(), want) {
+		t.Errorf("got\n%s\nwant\n%s", out.Bytes(), want)
+	}
+	// The output is a valid traffic file.
+	f, err := rrpair.OpenReader(&out, "browser.jsonl", rrpair.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Len() != 3 || f.Sessions() != 1 {
+		t.Errorf("%d pairs, %d sessions", f.Len(), f.Sessions())
+	}
+}
+
+func TestNotHAR(t *testing.T) {
+	for _, in := range []string{`[]`, `{"x":1}`, `{"log":{"entries":{}}}`, `{"log":{"entries":[{"request":1}]}}`, ``} {
+		if _, err := Convert(strings.NewReader(in), &bytes.Buffer{}, func(int, string) {}); err == nil {
+			t.Errorf("%q: no error", in)
+		}
+	}
+}
+
+// FuzzHAR feeds the converter anything: it errs or skips, never panics,
+// and what it writes is a valid traffic file.
+func FuzzHAR(f *testing.F) {
+	seed, _ := os.ReadFile(filepath.Join("testdata", "browser.har"))
+	f.Add(seed)
+	f.Add([]byte(`{"log":{"entries":[{"request":{"method":"GET","url":"http://h/"},"response":{"status":0}}]}}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var out bytes.Buffer
+		st, err := Convert(bytes.NewReader(in), &out, func(int, string) {})
+		if err != nil || st.Written == 0 {
+			return
+		}
+		file, err := rrpair.OpenReader(&out, "fuzz.jsonl", rrpair.Options{})
+		if err != nil {
+			t.Fatalf("the output is not a valid traffic file: %v\n%s", err, out.Bytes())
+		}
+		file.Close()
+	})
+}
