@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/pkg/export"
+	"github.com/replay-dev/replay/pkg/gor"
+	"github.com/replay-dev/replay/pkg/har"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
@@ -169,5 +171,98 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 	vegeta.Flags().StringVar(&target, "target", "", "send every request to `URL` instead of its recorded host")
 	vegeta.Flags().BoolVar(&strict, "strict", false, "fail when any pair cannot be exported")
 	cmd.AddCommand(k6, vegeta)
+	return cmd
+}
+
+func newImportCmd(io stdio) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import",
+		Short: "Convert a HAR or a GoReplay capture to RRPairs",
+	}
+	var file, out string
+	var strict bool
+	input := func(args []string) (*os.File, error) {
+		if len(args) == 1 {
+			file = args[0]
+		}
+		if file == "" {
+			return nil, fmt.Errorf("name the file to import (an argument, or -f)")
+		}
+		return os.Open(file)
+	}
+	flags := func(c *cobra.Command, what string) {
+		c.Flags().StringVarP(&file, "file", "f", "", "the `FILE` to import")
+		c.Flags().StringVarP(&out, "output", "o", "", "write the RRPairs to `FILE` (default: standard output)")
+		c.Flags().BoolVar(&strict, "strict", false, "fail when any "+what+" cannot be converted")
+	}
+	harCmd := &cobra.Command{
+		Use:   "har FILE.har",
+		Short: "Convert a HAR 1.2 file (a browser's or a proxy's export) to RRPairs",
+		Long: `Convert a HAR 1.2 file to RRPairs: entries ordered by startedDateTime, pages
+as sessions, HTTP/2 pseudo-headers and hop-by-hop headers dropped,
+Content-Length left to the replay, postData.text (or its params, form-encoded)
+as the body, the response's content.text (base64 when so encoded) kept for
+--compare. HTTP/2 and 3 entries become HTTP/1.1 pairs, counted as
+downgraded. Entries that cannot be converted are skipped, reported on
+stderr with their number.`,
+		Example: `  replay import har session.har -o traffic.jsonl`,
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			in, err := input(args)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			w, closeOut, err := output(out, io.out)
+			if err != nil {
+				return err
+			}
+			sk := &skipped{what: "entry"}
+			st, err := har.Convert(in, w, sk.add)
+			if cerr := closeOut(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			fmt.Fprintf(io.err, "replay: %d entries, %d pairs written, %d downgraded from HTTP/2 or 3\n", st.Entries, st.Written, st.Downgraded)
+			return sk.report(io.err, strict)
+		},
+	}
+	flags(harCmd, "entry")
+	gorCmd := &cobra.Command{
+		Use:   "gor FILE.gor",
+		Short: "Convert a GoReplay capture (.gor, .gor.gz) to RRPairs",
+		Long: `Convert a GoReplay capture file to RRPairs: each request with its original
+response (replayed responses are counted, not kept), names, case and order
+of headers as captured, chunked bodies de-chunked. Gzip-compressed captures
+are read as they are. Records that cannot be converted are skipped,
+reported on stderr with their number.`,
+		Example: `  replay import gor requests_0.gor.gz -o traffic.jsonl`,
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			in, err := input(args)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			w, closeOut, err := output(out, io.out)
+			if err != nil {
+				return err
+			}
+			sk := &skipped{what: "record"}
+			st, err := gor.Convert(in, w, sk.add)
+			if cerr := closeOut(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			fmt.Fprintf(io.err, "replay: %d records, %d pairs written, %d replayed responses not kept\n", st.Records, st.Written, st.Replayed)
+			return sk.report(io.err, strict)
+		},
+	}
+	flags(gorCmd, "record")
+	cmd.AddCommand(harCmd, gorCmd)
 	return cmd
 }

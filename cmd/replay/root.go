@@ -59,6 +59,7 @@ errors honestly.
 		newReportCmd(io),
 		newSinkCmd(io, logger),
 		newExportCmd(io),
+		newImportCmd(io),
 	)
 	return root
 }

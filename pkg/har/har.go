@@ -114,10 +114,15 @@ func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 					skip(st.Entries, err.Error())
 					continue
 				}
+				line := rrpair.AppendLine(nil, r)
+				if err := rrpair.CheckLine(line); err != nil {
+					skip(st.Entries, err.Error())
+					continue
+				}
 				if down {
 					st.Downgraded++
 				}
-				recs = append(recs, rec{r.TS, rrpair.AppendLine(nil, r)})
+				recs = append(recs, rec{r.TS, line})
 			}
 			if _, err := dec.Token(); err != nil { // ]
 				return st, err

@@ -1,6 +1,7 @@
 package rrpair
 
 import (
+	"bytes"
 	"encoding/base64"
 	"strconv"
 	"time"
@@ -156,4 +157,12 @@ func appendJSONString(dst []byte, s string) []byte {
 		}
 	}
 	return append(dst, '"')
+}
+
+// CheckLine validates one line as Open does (a missing host aside), for
+// converters that skip, and report, what Open would refuse.
+func CheckLine(line []byte) error {
+	d := decoder{validate: true}
+	var p Pair
+	return d.decode(bytes.TrimSuffix(line, []byte("\n")), &p)
 }

@@ -1,0 +1,72 @@
+package gor
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/replay-dev/replay/pkg/rrpair"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestConvertGolden(t *testing.T) {
+	for _, name := range []string{"capture.gor", "capture.gor.gz"} {
+		t.Run(name, func(t *testing.T) {
+			in, err := os.Open(filepath.Join("testdata", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Close()
+			var out bytes.Buffer
+			var skipped []string
+			st, err := Convert(in, &out, func(n int, why string) { skipped = append(skipped, why) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Records != 8 || st.Written != 3 || st.Replayed != 1 || len(skipped) != 2 ||
+				!strings.Contains(skipped[0], "no captured request") || !strings.Contains(skipped[1], "timestamp") {
+				t.Errorf("stats %+v, skipped %q", st, skipped)
+			}
+			golden := filepath.Join("testdata", "capture.golden.jsonl")
+			if *update {
+				os.WriteFile(golden, out.Bytes(), 0o644)
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (go test -update writes it)", err)
+			}
+			if !bytes.Equal(out.Bytes(), want) {
+				t.Errorf("got\n%s\nwant\n%s", out.Bytes(), want)
+			}
+			f, err := rrpair.OpenReader(&out, "capture.jsonl", rrpair.Options{RequireHost: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		})
+	}
+}
+
+// FuzzGor feeds the converter anything: no panic, and what it writes is a
+// valid traffic file.
+func FuzzGor(f *testing.F) {
+	seed, _ := os.ReadFile(filepath.Join("testdata", "capture.gor"))
+	f.Add(seed)
+	f.Add([]byte("1 a 1 0\nGET / HTTP/1.1\r\nHost: h\r\n\r\n\n" + Separator + "\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var out bytes.Buffer
+		st, err := Convert(bytes.NewReader(in), &out, func(int, string) {})
+		if err != nil || st.Written == 0 {
+			return
+		}
+		file, err := rrpair.OpenReader(&out, "fuzz.jsonl", rrpair.Options{})
+		if err != nil {
+			t.Fatalf("the output is not a valid traffic file: %v\n%q\n%s", err, in, out.Bytes())
+		}
+		file.Close()
+	})
+}
