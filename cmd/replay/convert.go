@@ -20,7 +20,7 @@ import (
 // skipped counts what a converter could not convert, keeps the first few,
 // and says so on stderr; with --strict any of it fails the command.
 type skipped struct {
-	what  string // "pair", "entry", "record"
+	what  string // "line", "entry", "record"
 	n     int
 	first []string
 }
@@ -32,17 +32,27 @@ func (s *skipped) add(where int, why string) {
 	}
 }
 
+func (s *skipped) plural() string {
+	if s.n == 1 {
+		return s.what
+	}
+	if strings.HasSuffix(s.what, "y") {
+		return strings.TrimSuffix(s.what, "y") + "ies"
+	}
+	return s.what + "s"
+}
+
 // report writes the skipped items to w; with strict, any is an error.
 func (s *skipped) report(w io.Writer, strict bool) error {
 	if s.n == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "replay: skipped %d %ss:\n  %s\n", s.n, s.what, strings.Join(s.first, "\n  "))
+	fmt.Fprintf(w, "replay: skipped %d %s:\n  %s\n", s.n, s.plural(), strings.Join(s.first, "\n  "))
 	if s.n > len(s.first) {
 		fmt.Fprintf(w, "  ... and %d more\n", s.n-len(s.first))
 	}
 	if strict {
-		return fmt.Errorf("--strict: %d %ss could not be converted", s.n, s.what)
+		return fmt.Errorf("--strict: %d %s could not be converted", s.n, s.plural())
 	}
 	return nil
 }

@@ -60,6 +60,7 @@ errors honestly.
 		newSinkCmd(io, logger),
 		newExportCmd(io),
 		newImportCmd(io),
+		newRecordCmd(io, logger),
 	)
 	return root
 }

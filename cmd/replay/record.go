@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/capture"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+)
+
+func newRecordCmd(io stdio, logger func() (zerolog.Logger, error)) *cobra.Command {
+	var listen, upstream, out, session string
+	var opt capture.Options
+	cmd := &cobra.Command{
+		Use:   "record",
+		Short: "Record traffic: a reverse proxy that writes every exchange as an RRPair",
+		Long: `Put replay in front of a service: every request passes to --upstream
+unchanged (method, raw path, header case and order, body) and its answer
+comes back unchanged, while each exchange is written as an RRPair line with
+ts, duration, the recorded answer and a session tag: one per client
+connection, or --session header:NAME / cookie:NAME. Large or binary bodies
+are written as base64. --redact-header and --redact-json keep secrets out of
+the file. Stop with Ctrl-C (or SIGTERM): exchanges under way finish, the
+file is flushed and closed. Plain HTTP/1.x upstreams.`,
+		Example: `  replay record --listen :8080 --upstream http://svc:80 -o traffic.jsonl
+  replay record --listen 127.0.0.1:9000 --upstream http://127.0.0.1:8080 --session cookie:sid --redact-header Authorization -o t.jsonl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := logger()
+			if err != nil {
+				return err
+			}
+			u, err := url.Parse(upstream)
+			if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+				return flagError("--upstream", "http://host:port", upstream)
+			}
+			opt.Upstream, opt.Session = u.Host, session
+			if u.Port() == "" {
+				opt.Upstream += ":80"
+			}
+			w, closeOut, err := output(out, io.out)
+			if err != nil {
+				return err
+			}
+			p, err := capture.Listen(listen, w, opt)
+			if err != nil {
+				closeOut()
+				return fmt.Errorf("--listen: %w", err)
+			}
+			log.Info().Str("listen", p.Addr()).Str("upstream", upstream).Str("output", out).Msg("recording; stop with Ctrl-C")
+			<-cmd.Context().Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err = p.Close(ctx)
+			if cerr := closeOut(); err == nil {
+				err = cerr
+			}
+			st := p.Stats()
+			log.Info().Int64("pairs", st.Pairs).Int64("connections", st.Connections).Int64("errors", st.Errors).Msg("recorded")
+			return err
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&listen, "listen", "127.0.0.1:8080", "listen on `ADDR`")
+	fs.StringVar(&upstream, "upstream", "", "forward to this `URL` (http://host:port)")
+	fs.StringVarP(&out, "output", "o", "", "write the pairs to `FILE` (default: standard output)")
+	fs.StringVar(&session, "session", "", "the session of a pair: `header:NAME` or cookie:NAME (default: one per client connection)")
+	fs.StringArrayVar(&opt.RedactHeader, "redact-header", nil, "record this header's values as REDACTED (repeatable)")
+	fs.StringArrayVar(&opt.RedactJSON, "redact-json", nil, "record this JSON body field (a dotted path) as REDACTED (repeatable)")
+	cmd.MarkFlagRequired("upstream")
+	return cmd
+}
