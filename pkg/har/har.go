@@ -24,10 +24,10 @@ type Entry struct {
 	StartedDateTime string  `json:"startedDateTime"`
 	Time            float64 `json:"time"`
 	Request         struct {
-		Method      string  `json:"method"`
-		URL         string  `json:"url"`
-		HTTPVersion string  `json:"httpVersion"`
-		Headers     []nv    `json:"headers"`
+		Method      string `json:"method"`
+		URL         string `json:"url"`
+		HTTPVersion string `json:"httpVersion"`
+		Headers     []nv   `json:"headers"`
 		PostData    *struct {
 			MimeType string `json:"mimeType"`
 			Text     string `json:"text"`
