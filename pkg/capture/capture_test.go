@@ -1,0 +1,83 @@
+package capture
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/rrpair"
+)
+
+// lockedBuffer is an output the writer goroutine and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
+
+func TestProxyChunkedSessionsRedaction(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"part":1,`))
+		w.(http.Flusher).Flush() // chunked
+		w.Write([]byte(`"token":"live-secret"}`))
+	}))
+	defer up.Close()
+	var out lockedBuffer
+	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: strings.TrimPrefix(up.URL, "http://"), Session: "cookie:sid", RedactJSON: []string{"token", "user.password"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sid := range []string{"a", "b", "a"} {
+		req, _ := http.NewRequest("POST", "http://"+p.Addr()+"/login", strings.NewReader(`{"user":{"name":"ada","password":"pw"}}`))
+		req.Header.Set("Cookie", "theme=dark; sid="+sid)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != `{"part":1,"token":"live-secret"}` {
+			t.Errorf("the client got %q: the answer must pass unchanged", body)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.Pairs != 3 || st.Errors != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	f, err := rrpair.OpenReader(bytes.NewReader(out.b.Bytes()), "rec.jsonl", rrpair.Options{})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.b.Bytes())
+	}
+	defer f.Close()
+	if f.Len() != 3 || f.Sessions() != 2 {
+		t.Errorf("%d pairs in %d sessions, want 3 in 2 (by cookie)", f.Len(), f.Sessions())
+	}
+	var p0 rrpair.Pair
+	if err := f.NewCursor().WithResponses().Decode(0, &p0); err != nil {
+		t.Fatal(err)
+	}
+	var res, req map[string]any
+	json.Unmarshal(p0.Res.Body, &res)
+	json.Unmarshal(p0.Req.Body, &req)
+	if res["token"] != Redacted || res["part"] == nil || req["user"].(map[string]any)["password"] != Redacted {
+		t.Errorf("recorded bodies: %s / %s", p0.Req.Body, p0.Res.Body)
+	}
+	for _, h := range p0.Res.Headers {
+		if strings.EqualFold(string(h.Name), "Transfer-Encoding") {
+			t.Error("Transfer-Encoding recorded: the body is stored de-chunked")
+		}
+	}
+}
