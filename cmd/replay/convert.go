@@ -184,95 +184,78 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 	return cmd
 }
 
-func newImportCmd(io stdio) *cobra.Command {
+func newImportCmd(std stdio) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import",
 		Short: "Convert a HAR or a GoReplay capture to RRPairs",
 	}
-	var file, out string
-	var strict bool
-	input := func(args []string) (*os.File, error) {
-		if len(args) == 1 {
-			file = args[0]
-		}
-		if file == "" {
-			return nil, fmt.Errorf("name the file to import (an argument, or -f)")
-		}
-		return os.Open(file)
-	}
-	flags := func(c *cobra.Command, what string) {
-		c.Flags().StringVarP(&file, "file", "f", "", "the `FILE` to import")
-		c.Flags().StringVarP(&out, "output", "o", "", "write the RRPairs to `FILE` (default: standard output)")
-		c.Flags().BoolVar(&strict, "strict", false, "fail when any "+what+" cannot be converted")
-	}
-	harCmd := &cobra.Command{
-		Use:   "har FILE.har",
-		Short: "Convert a HAR 1.2 file (a browser's or a proxy's export) to RRPairs",
-		Long: `Convert a HAR 1.2 file to RRPairs: entries ordered by startedDateTime, pages
+	cmd.AddCommand(
+		importer(std, "har FILE.har", "Convert a HAR 1.2 file (a browser's or a proxy's export) to RRPairs",
+			`Convert a HAR 1.2 file to RRPairs: entries ordered by startedDateTime, pages
 as sessions, HTTP/2 pseudo-headers and hop-by-hop headers dropped,
 Content-Length left to the replay, postData.text (or its params, form-encoded)
 as the body, the response's content.text (base64 when so encoded) kept for
 --compare. HTTP/2 and 3 entries become HTTP/1.1 pairs, counted as
 downgraded. Entries that cannot be converted are skipped, reported on
 stderr with their number.`,
-		Example: `  replay import har session.har -o traffic.jsonl`,
-		Args:    cobra.MaximumNArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			in, err := input(args)
-			if err != nil {
-				return err
-			}
-			defer in.Close()
-			w, closeOut, err := output(out, io.out)
-			if err != nil {
-				return err
-			}
-			sk := &skipped{what: "entry"}
-			st, err := har.Convert(in, w, sk.add)
-			if cerr := closeOut(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", file, err)
-			}
-			fmt.Fprintf(io.err, "replay: %d entries, %d pairs written, %d downgraded from HTTP/2 or 3\n", st.Entries, st.Written, st.Downgraded)
-			return sk.report(io.err, strict)
-		},
-	}
-	flags(harCmd, "entry")
-	gorCmd := &cobra.Command{
-		Use:   "gor FILE.gor",
-		Short: "Convert a GoReplay capture (.gor, .gor.gz) to RRPairs",
-		Long: `Convert a GoReplay capture file to RRPairs: each request with its original
+			"  replay import har session.har -o traffic.jsonl", "entry",
+			func(r io.Reader, w io.Writer, skip func(int, string)) (string, error) {
+				st, err := har.Convert(r, w, skip)
+				return fmt.Sprintf("%d entries, %d pairs written, %d downgraded from HTTP/2 or 3", st.Entries, st.Written, st.Downgraded), err
+			}),
+		importer(std, "gor FILE.gor", "Convert a GoReplay capture (.gor, .gor.gz) to RRPairs",
+			`Convert a GoReplay capture file to RRPairs: each request with its original
 response (replayed responses are counted, not kept), names, case and order
 of headers as captured, chunked bodies de-chunked. Gzip-compressed captures
 are read as they are. Records that cannot be converted are skipped,
 reported on stderr with their number.`,
-		Example: `  replay import gor requests_0.gor.gz -o traffic.jsonl`,
-		Args:    cobra.MaximumNArgs(1),
+			"  replay import gor requests_0.gor.gz -o traffic.jsonl", "record",
+			func(r io.Reader, w io.Writer, skip func(int, string)) (string, error) {
+				st, err := gor.Convert(r, w, skip)
+				return fmt.Sprintf("%d records, %d pairs written, %d replayed responses not kept", st.Records, st.Written, st.Replayed), err
+			}),
+	)
+	return cmd
+}
+
+// importer is an import subcommand: FILE (or -f) through convert to -o
+// (or stdout), what it skipped on stderr.
+func importer(std stdio, use, short, long, example, what string, convert func(io.Reader, io.Writer, func(int, string)) (string, error)) *cobra.Command {
+	var file, out string
+	var strict bool
+	cmd := &cobra.Command{
+		Use: use, Short: short, Long: long, Example: example,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			in, err := input(args)
+			if len(args) == 1 {
+				file = args[0]
+			}
+			if file == "" {
+				return fmt.Errorf("name the file to import (an argument, or -f)")
+			}
+			in, err := os.Open(file)
 			if err != nil {
 				return err
 			}
 			defer in.Close()
-			w, closeOut, err := output(out, io.out)
+			w, closeOut, err := output(out, std.out)
 			if err != nil {
 				return err
 			}
-			sk := &skipped{what: "record"}
-			st, err := gor.Convert(in, w, sk.add)
+			sk := &skipped{what: what}
+			summary, err := convert(in, w, sk.add)
 			if cerr := closeOut(); err == nil {
 				err = cerr
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", file, err)
 			}
-			fmt.Fprintf(io.err, "replay: %d records, %d pairs written, %d replayed responses not kept\n", st.Records, st.Written, st.Replayed)
-			return sk.report(io.err, strict)
+			fmt.Fprintf(std.err, "replay: %s\n", summary)
+			return sk.report(std.err, strict)
 		},
 	}
-	flags(gorCmd, "record")
-	cmd.AddCommand(harCmd, gorCmd)
+	cmd.Flags().StringVarP(&file, "file", "f", "", "the `FILE` to import")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the RRPairs to `FILE` (default: standard output)")
+	cmd.Flags().BoolVar(&strict, "strict", false, "fail when any "+what+" cannot be converted")
 	return cmd
 }

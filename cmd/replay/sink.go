@@ -80,8 +80,7 @@ synchronised.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.http, "sink-http", "", "receive events delivered over HTTP on `ADDR` (CloudEvents, or any POST with the ID); the stage from /stage/NAME")
-	fs.StringArrayVar(&o.redis, "sink-redis", nil, "consume events from Redis: `redis://host:port/db?list=NAME` or ?stream=NAME[&group=G][&stage=S] (repeatable)")
+	o.addSinkFlags(fs)
 	fs.DurationVar(&duration, "duration", 0, "stop after this long (default: when interrupted)")
 	fs.StringVar(&out, "out", "", "write the summary JSON (mergeable with the runs') to `FILE`")
 	fs.BoolVarP(&quiet, "quiet", "q", false, "do not print the end-to-end section")

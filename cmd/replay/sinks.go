@@ -31,10 +31,15 @@ func (o *sinkOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.only, "correlate-only", nil, "stamp only the requests of this `ENDPOINT` (as reports name it: 'POST /events'), those that become events (repeatable)")
 	fs.StringVar(&o.header, "correlate-header", "ce-id", "the header that carries the ID (CloudEvents binary mode)")
 	fs.StringVar(&o.field, "correlate-json", "id", "the top-level JSON body field that carries the ID (a structured CloudEvent)")
-	fs.StringVar(&o.http, "sink-http", "", "receive events delivered over HTTP on `ADDR` (CloudEvents, or any POST with the ID); the stage from /stage/NAME")
-	fs.StringArrayVar(&o.redis, "sink-redis", nil, "consume events from Redis: `redis://host:port/db?list=NAME` or ?stream=NAME[&group=G][&stage=S] (repeatable)")
+	o.addSinkFlags(fs)
 	fs.DurationVar(&o.drain, "drain", 30*time.Second, "after the last request, wait at most this long for events still on their way")
 	fs.DurationVar(&o.idle, "drain-idle", time.Second, "stop draining once no event arrived for 3 times this long")
+}
+
+// addSinkFlags adds the sink flags, shared by run and sink.
+func (o *sinkOptions) addSinkFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.http, "sink-http", "", "receive events delivered over HTTP on `ADDR` (CloudEvents, or any POST with the ID); the stage from /stage/NAME")
+	fs.StringArrayVar(&o.redis, "sink-redis", nil, "consume events from Redis: `redis://host:port/db?list=NAME` or ?stream=NAME[&group=G][&stage=S] (repeatable)")
 }
 
 // enabled reports whether requests are stamped.
