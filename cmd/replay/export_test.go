@@ -104,3 +104,18 @@ func TestExportK6RunsInK6(t *testing.T) {
 		}
 	}
 }
+
+func TestImportReportsSkipped(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "t.jsonl")
+	r := runMain(t, context.Background(), "", "import", "har", "../../pkg/har/testdata/browser.har", "-o", out)
+	if r.code != 0 || !strings.Contains(r.stderr, "3 pairs written, 2 downgraded") || !strings.Contains(r.stderr, "skipped 1 entry:\n  entry 4: request.url") {
+		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if r := runMain(t, context.Background(), "", "inspect", out); r.code != 0 {
+		t.Errorf("the imported file does not inspect: %s", r.stderr)
+	}
+	r = runMain(t, context.Background(), "", "import", "gor", "-f", "../../pkg/gor/testdata/capture.gor.gz", "--strict", "-o", out)
+	if r.code != 1 || !strings.Contains(r.stderr, "record 7: a response to no captured request") || !strings.Contains(r.stderr, "--strict: 2 records could not be converted") {
+		t.Errorf("--strict: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
