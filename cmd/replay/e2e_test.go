@@ -55,7 +55,7 @@ func newQueueSUT(t *testing.T, redisURL, list, sinkAddr string, work time.Durati
 func (s *queueSUT) worker(ctx context.Context) {
 	defer s.wg.Done()
 	for ctx.Err() == nil {
-		v, err := s.redis.BRPop(ctx, 200*time.Millisecond, s.list).Result()
+		v, err := s.redis.BRPop(ctx, time.Second, s.list).Result()
 		if err != nil {
 			continue // timeout or stop
 		}
@@ -291,5 +291,29 @@ func TestSinkStandalone(t *testing.T) {
 		if num(st, "unique") != want[0] || num(st, "lost") != want[1] {
 			t.Errorf("stage %v: want unique %d, lost %d", st, want[0], want[1])
 		}
+	}
+}
+
+func TestSinkErrorsSendNothing(t *testing.T) {
+	srv := newSUT(t, 0, 202)
+	file := eventFile(t, 5)
+	down := freeAddr(t) // nothing listens there
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sink-redis", "redis://" + down + "/0?list=done"}, "--sink-redis: redis://" + down + "/0"},
+		{[]string{"--sink-redis", "redis://127.0.0.1:6379?queue=x"}, `--sink-redis: unknown parameter "queue"`},
+		{[]string{"--correlate", "sideways"}, "--correlate"},
+		{[]string{"--correlate-only", "GET /nowhere"}, `"GET /nowhere" is not an endpoint of the file`},
+		{[]string{"--sink-http", "127.0.0.1:99999"}, "--sink-http"},
+	} {
+		r := runMain(t, context.Background(), "", append([]string{"run", "-f", file, "--target", srv.URL}, tt.args...)...)
+		if r.code != 1 || !strings.Contains(r.stderr, tt.want) || !strings.Contains(r.stderr, "nothing was sent") {
+			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit 1 with %q and nothing was sent", tt.args, r.code, r.stderr, tt.want)
+		}
+	}
+	if n := srv.count.Load(); n != 0 {
+		t.Errorf("the SUT received %d requests, want 0", n)
 	}
 }

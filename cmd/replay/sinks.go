@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/replay-dev/replay/pkg/event"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/transform"
@@ -43,7 +44,16 @@ func (o *sinkOptions) addSinkFlags(fs *pflag.FlagSet) {
 }
 
 // enabled reports whether requests are stamped.
-func (o *sinkOptions) enabled() bool { return o.correlate != "" || o.http != "" || len(o.redis) > 0 }
+func (o *sinkOptions) enabled() bool {
+	return o.correlate != "" || len(o.only) > 0 || o.http != "" || len(o.redis) > 0
+}
+
+// The Redis client logs its retries to stderr; replay reports errors itself.
+func init() { redis.SetLogger(discardLog{}) }
+
+type discardLog struct{}
+
+func (discardLog) Printf(context.Context, string, ...any) {}
 
 // stamp checks the flags and returns the stamping options, with To unset.
 func (o *sinkOptions) stamp() (*transform.StampOptions, []*event.RedisSink, error) {
@@ -97,12 +107,17 @@ func startSinks(o *sinkOptions, redis []*event.RedisSink, rec event.Receiver, lo
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	for _, r := range redis {
+		openCtx, done := context.WithTimeout(ctx, 10*time.Second)
+		c, err := r.Open(openCtx)
+		done()
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("--sink-redis: %w", err)
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			if err := r.Run(ctx, rec, nil); err != nil {
-				log.Error().Err(err).Str("redis", r.URL).Msg("Redis sink stopped")
-			}
+			c.Run(ctx, rec, nil)
 		}()
 		log.Info().Str("redis", r.URL).Str("list", r.List).Str("stream", r.Stream).Msg("Redis sink consuming")
 	}

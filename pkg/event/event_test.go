@@ -132,9 +132,12 @@ func TestRedisSink(t *testing.T) {
 			}
 			rec := &seen{}
 			runCtx, stop := context.WithCancel(ctx)
+			c, err := rs.Open(ctx) // ready: nothing pushed after it is missed
+			if err != nil {
+				t.Fatal(err)
+			}
 			done := make(chan error)
-			go func() { done <- rs.Run(runCtx, rec, nil) }()
-			time.Sleep(200 * time.Millisecond) // a stream is read from its newest entry: start first
+			go func() { c.Run(runCtx, rec, nil); done <- nil }()
 			push := func(v string) {
 				var err error
 				if rs.List != "" {

@@ -63,31 +63,71 @@ func ParseRedisSink(s string) (*RedisSink, error) {
 	return rs, nil
 }
 
-// Run consumes until ctx is done, reporting each event to r. It reconnects
-// after errors with a short backoff, and returns nil when ctx ends it, or
-// the error that makes consuming impossible (a bad URL).
-func (rs *RedisSink) Run(ctx context.Context, r Receiver, now func() time.Time) error {
+// Consumer is a RedisSink connected and ready: a stream's consumer group
+// exists, or the stream's newest entry is known, so no event published
+// after Open is missed.
+type Consumer struct {
+	rs     *RedisSink
+	client *redis.Client
+	last   string // XREAD: the entry read up to
+}
+
+// Open connects and prepares, so that a run can start sending at once. It
+// fails when Redis cannot be reached.
+func (rs *RedisSink) Open(ctx context.Context) (*Consumer, error) {
 	opt, err := redis.ParseURL(rs.URL)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	c := &Consumer{rs: rs, client: redis.NewClient(opt), last: "0"}
+	if err := c.prepare(ctx); err != nil {
+		c.client.Close()
+		return nil, fmt.Errorf("%s: %w", rs.URL, err)
+	}
+	return c, nil
+}
+
+func (c *Consumer) prepare(ctx context.Context) error {
+	rs := c.rs
+	switch {
+	case rs.Stream != "" && rs.Group != "":
+		err := c.client.XGroupCreateMkStream(ctx, rs.Stream, rs.Group, "$").Err()
+		if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
+			return err
+		}
+	case rs.Stream != "":
+		msgs, err := c.client.XRevRangeN(ctx, rs.Stream, "+", "-", 1).Result()
+		if err != nil {
+			return err
+		}
+		if len(msgs) == 1 {
+			c.last = msgs[0].ID
+		}
+	default:
+		return c.client.Ping(ctx).Err()
+	}
+	return nil
+}
+
+// Run consumes until ctx is done, reporting each event to r, and closes
+// the connection. It reconnects after errors with a short backoff.
+func (c *Consumer) Run(ctx context.Context, r Receiver, now func() time.Time) {
+	defer c.client.Close()
 	if now == nil {
 		now = time.Now
 	}
-	client := redis.NewClient(opt)
-	defer client.Close()
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		var err error
-		if rs.List != "" {
-			err = rs.list(ctx, client, r, now)
+		if c.rs.List != "" {
+			err = c.list(ctx, r, now)
 		} else {
-			err = rs.stream(ctx, client, r, now)
+			err = c.stream(ctx, r, now)
 		}
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
-		if err != nil && !errors.Is(err, redis.Nil) {
+		if err != nil {
 			select {
 			case <-ctx.Done():
 			case <-time.After(backoff):
@@ -97,14 +137,14 @@ func (rs *RedisSink) Run(ctx context.Context, r Receiver, now func() time.Time) 
 		}
 		backoff = 50 * time.Millisecond
 	}
-	return nil
 }
 
 // list pops until an error: BRPOP with a one-second timeout, so that a
 // stop is seen.
-func (rs *RedisSink) list(ctx context.Context, c *redis.Client, r Receiver, now func() time.Time) error {
+func (c *Consumer) list(ctx context.Context, r Receiver, now func() time.Time) error {
+	rs := c.rs
 	for ctx.Err() == nil {
-		v, err := c.BRPop(ctx, time.Second, rs.List).Result()
+		v, err := c.client.BRPop(ctx, time.Second, rs.List).Result()
 		if errors.Is(err, redis.Nil) {
 			continue // timed out: nothing to pop
 		}
@@ -117,21 +157,15 @@ func (rs *RedisSink) list(ctx context.Context, c *redis.Client, r Receiver, now 
 }
 
 // stream reads new entries until an error.
-func (rs *RedisSink) stream(ctx context.Context, c *redis.Client, r Receiver, now func() time.Time) error {
-	last := "$"
-	if rs.Group != "" {
-		err := c.XGroupCreateMkStream(ctx, rs.Stream, rs.Group, "$").Err()
-		if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
-			return err
-		}
-	}
+func (c *Consumer) stream(ctx context.Context, r Receiver, now func() time.Time) error {
+	rs := c.rs
 	for ctx.Err() == nil {
 		var res []redis.XStream
 		var err error
 		if rs.Group != "" {
-			res, err = c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: rs.Group, Consumer: "replay", Streams: []string{rs.Stream, ">"}, Count: 512, Block: time.Second, NoAck: true}).Result()
+			res, err = c.client.XReadGroup(ctx, &redis.XReadGroupArgs{Group: rs.Group, Consumer: "replay", Streams: []string{rs.Stream, ">"}, Count: 512, Block: time.Second, NoAck: true}).Result()
 		} else {
-			res, err = c.XRead(ctx, &redis.XReadArgs{Streams: []string{rs.Stream, last}, Count: 512, Block: time.Second}).Result()
+			res, err = c.client.XRead(ctx, &redis.XReadArgs{Streams: []string{rs.Stream, c.last}, Count: 512, Block: time.Second}).Result()
 		}
 		if errors.Is(err, redis.Nil) {
 			continue
@@ -142,7 +176,7 @@ func (rs *RedisSink) stream(ctx context.Context, c *redis.Client, r Receiver, no
 		at := now()
 		for _, st := range res {
 			for _, m := range st.Messages {
-				last = m.ID
+				c.last = m.ID
 				r.Seen(rs.messageID(m.Values), rs.Stage, at)
 			}
 		}
