@@ -148,7 +148,7 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 			stamp.To = report.NewE2E(event.NewNonce(), cfg.MostVUs(), time.Now(), nil)
 		}
 		if _, err := installTransforms(spec, f, &cfg, pool, stamp); err != nil {
-			return fmt.Errorf("--transforms: %w\nnothing was sent", err)
+			return fmt.Errorf("%w\nnothing was sent", err)
 		}
 		return pool.DryRun(io.out, o.dryRun)
 	}
@@ -195,7 +195,7 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	}
 	chain, err := installTransforms(spec, f, &cfg, pool, stamp)
 	if err != nil {
-		return fmt.Errorf("--transforms: %w\nnothing was sent", err)
+		return fmt.Errorf("%w\nnothing was sent", err)
 	}
 	var sk *sinks
 	if tracker != nil {
