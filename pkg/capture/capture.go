@@ -169,7 +169,7 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 	cr, ur := bufio.NewReaderSize(c, 64<<10), bufio.NewReaderSize(up, 64<<10)
 	session := "c-" + strconv.FormatInt(connID, 10)
 	for {
-		req, err := readMessage(cr, true, "")
+		req, err := readMessage(cr, true, "", c)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !isTimeout(err) {
 				p.stats.errs.Add(1)
@@ -182,7 +182,10 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 			io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 			return
 		}
-		res, err := readMessage(ur, false, req.method)
+		res, err := readMessage(ur, false, req.method, nil)
+		for err == nil && res.status == 100 { // interim: the client had its 100 from us
+			res, err = readMessage(ur, false, req.method, nil)
+		}
 		if err != nil {
 			p.stats.errs.Add(1)
 			return

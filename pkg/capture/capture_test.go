@@ -85,3 +85,35 @@ func TestProxyChunkedSessionsRedaction(t *testing.T) {
 		}
 	}
 }
+
+func TestProxyExpectContinue(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	}))
+	defer up.Close()
+	var out lockedBuffer
+	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: strings.TrimPrefix(up.URL, "http://")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", "http://"+p.Addr()+"/upload", strings.NewReader(strings.Repeat("x", 4096)))
+	req.Header.Set("Expect", "100-continue")
+	client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: 10 * time.Second}, Timeout: 5 * time.Second}
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(body) != 4096 || time.Since(start) > 3*time.Second {
+		t.Errorf("status %d, %d bytes, in %v: want the body echoed without waiting out the client's timeout", resp.StatusCode, len(body), time.Since(start))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p.Close(ctx)
+	if !strings.Contains(out.b.String(), `"statusCode":200`) {
+		t.Errorf("recorded: %s", out.b.String())
+	}
+}

@@ -29,8 +29,10 @@ type message struct {
 const maxHead = 64 << 10
 
 // readMessage reads one message from br. For a response, method is the
-// request's (a HEAD answer has no body).
-func readMessage(br *bufio.Reader, request bool, method string) (*message, error) {
+// request's (a HEAD answer has no body). A request that expects
+// "100-continue" gets it from the proxy (to continue, written to w) before
+// its body is read; the upstream's own interim answer is then not passed on.
+func readMessage(br *bufio.Reader, request bool, method string, w io.Writer) (*message, error) {
 	m := &message{}
 	var raw bytes.Buffer
 	line, err := readLine(br, &raw)
@@ -89,6 +91,11 @@ func readMessage(br *bufio.Reader, request bool, method string) (*message, error
 	}
 	if m.version == "1.0" && !hasToken(m.headers, "connection", "keep-alive") {
 		m.close = true
+	}
+	if request && w != nil && hasToken(m.headers, "expect", "100-continue") {
+		if _, err := io.WriteString(w, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case !request && (method == "HEAD" || m.status/100 == 1 || m.status == 204 || m.status == 304):
