@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
-	"github.com/replay-dev/replay/internal/testredis"
+	"github.com/replay-dev/replay/internal/testservers"
 )
 
 // queueSUT is the seeds' event-driven service on loopback: its API LPUSHes
@@ -121,7 +122,7 @@ func stageLatency(st map[string]any, stat string) float64 {
 }
 
 func TestEndToEndThroughRedis(t *testing.T) {
-	redisURL := testredis.Start(t)
+	redisURL := testservers.Redis(t)
 	file := eventFile(t, 300)
 
 	// A worker keeping up: every event arrives once, none is lost, and
@@ -218,7 +219,7 @@ func TestEndToEndLossDuplicatesStages(t *testing.T) {
 // TestRedisSinkInRun follows events that the SUT publishes to a Redis
 // stream, with --sink-redis.
 func TestRedisSinkInRun(t *testing.T) {
-	redisURL := testredis.Start(t)
+	redisURL := testservers.Redis(t)
 	opt, _ := redis.ParseURL(redisURL)
 	client := redis.NewClient(opt)
 	defer client.Close()
@@ -315,5 +316,35 @@ func TestSinkErrorsSendNothing(t *testing.T) {
 	}
 	if n := srv.count.Load(); n != 0 {
 		t.Errorf("the SUT received %d requests, want 0", n)
+	}
+}
+
+// TestNATSSinkInRun follows events that the SUT publishes on NATS, with
+// --sink-nats.
+func TestNATSSinkInRun(t *testing.T) {
+	natsURL := testservers.NATS(t)
+	pub, err := nats.Connect(natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pub.Publish("events.accepted", []byte(r.Header.Get("ce-id")))
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer api.Close()
+	out := filepath.Join(t.TempDir(), "s.json")
+	r := runMain(t, context.Background(), "", "run", "-f", eventFile(t, 200), "--target", api.URL, "--vus", "2",
+		"--sink-nats", natsURL+"?subject=events.*", "--drain-idle", "300ms", "--out", out, "-q")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	stages := readSummary(t, out)["e2e"].(map[string]any)["stages"].([]any)
+	if len(stages) != 1 {
+		t.Fatalf("stages %v", stages)
+	}
+	st := stages[0].(map[string]any)
+	if st["name"] != "events.*" || num(st, "unique") != 200 || num(st, "lost") != 0 {
+		t.Errorf("stage %v, want 200 seen, none lost", st)
 	}
 }

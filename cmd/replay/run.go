@@ -131,7 +131,7 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	if err != nil {
 		return fmt.Errorf("%w\nnothing was sent", err)
 	}
-	stamp, redisSinks, err := o.sinks.stamp()
+	stamp, sinkList, err := o.sinks.stamp()
 	if err != nil {
 		return fmt.Errorf("%w\nnothing was sent", err)
 	}
@@ -199,7 +199,7 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	}
 	var sk *sinks
 	if tracker != nil {
-		if sk, err = startSinks(&o.sinks, redisSinks, tracker, log); err != nil {
+		if sk, err = startSinks(&o.sinks, sinkList, tracker, log); err != nil {
 			return fmt.Errorf("%w\nnothing was sent", err)
 		}
 		defer sk.close()

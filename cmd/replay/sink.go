@@ -36,16 +36,16 @@ synchronised.`,
 			if err != nil {
 				return err
 			}
-			if o.http == "" && len(o.redis) == 0 {
-				return fmt.Errorf("--sink-http or --sink-redis: give at least one sink")
+			if !o.hasSinks() {
+				return fmt.Errorf("--sink-http, --sink-redis or --sink-nats: give at least one sink")
 			}
-			_, redis, err := o.stamp()
+			_, parsed, err := o.stamp()
 			if err != nil {
 				return err
 			}
 			started := time.Now()
 			tr := report.NewE2ESink(started, nil)
-			sk, err := startSinks(&o, redis, tr, log)
+			sk, err := startSinks(&o, parsed, tr, log)
 			if err != nil {
 				return err
 			}

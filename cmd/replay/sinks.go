@@ -23,6 +23,7 @@ type sinkOptions struct {
 	field     string
 	http      string
 	redis     []string
+	nats      []string
 	drain     time.Duration
 	idle      time.Duration
 }
@@ -41,12 +42,16 @@ func (o *sinkOptions) addFlags(fs *pflag.FlagSet) {
 func (o *sinkOptions) addSinkFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.http, "sink-http", "", "receive events delivered over HTTP on `ADDR` (CloudEvents, or any POST with the ID); the stage from /stage/NAME")
 	fs.StringArrayVar(&o.redis, "sink-redis", nil, "consume events from Redis: `redis://host:port/db?list=NAME` or ?stream=NAME[&group=G][&stage=S] (repeatable)")
+	fs.StringArrayVar(&o.nats, "sink-nats", nil, "subscribe to events on NATS: `nats://host:port?subject=NAME`[&stage=S] (repeatable)")
 }
 
 // enabled reports whether requests are stamped.
 func (o *sinkOptions) enabled() bool {
-	return o.correlate != "" || len(o.only) > 0 || o.http != "" || len(o.redis) > 0
+	return o.correlate != "" || len(o.only) > 0 || o.hasSinks()
 }
+
+// hasSinks reports whether a sink is given.
+func (o *sinkOptions) hasSinks() bool { return o.http != "" || len(o.redis) > 0 || len(o.nats) > 0 }
 
 // The Redis client logs its retries to stderr; replay reports errors itself.
 func init() { redis.SetLogger(discardLog{}) }
@@ -55,8 +60,14 @@ type discardLog struct{}
 
 func (discardLog) Printf(context.Context, string, ...any) {}
 
+// parsed are the sinks the flags name.
+type parsedSinks struct {
+	redis []*event.RedisSink
+	nats  []*event.NATSSink
+}
+
 // stamp checks the flags and returns the stamping options, with To unset.
-func (o *sinkOptions) stamp() (*transform.StampOptions, []*event.RedisSink, error) {
+func (o *sinkOptions) stamp() (*transform.StampOptions, *parsedSinks, error) {
 	if !o.enabled() {
 		return nil, nil, nil
 	}
@@ -74,27 +85,35 @@ func (o *sinkOptions) stamp() (*transform.StampOptions, []*event.RedisSink, erro
 	if o.drain < 0 || o.idle <= 0 {
 		return nil, nil, fmt.Errorf("--drain and --drain-idle: want positive durations, got %s and %s", o.drain, o.idle)
 	}
-	var rs []*event.RedisSink
+	ps := &parsedSinks{}
 	for _, u := range o.redis {
 		r, err := event.ParseRedisSink(u)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--sink-redis: %w", err)
 		}
-		rs = append(rs, r)
+		ps.redis = append(ps.redis, r)
 	}
-	return st, rs, nil
+	for _, u := range o.nats {
+		n, err := event.ParseNATSSink(u)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--sink-nats: %w", err)
+		}
+		ps.nats = append(ps.nats, n)
+	}
+	return st, ps, nil
 }
 
 // sinks are the running receivers of a run.
 type sinks struct {
 	http   *event.HTTPSink
+	nats   []*event.NATSConsumer
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
 }
 
 // startSinks starts the receivers, reporting to rec.
-func startSinks(o *sinkOptions, redis []*event.RedisSink, rec event.Receiver, log zerolog.Logger) (*sinks, error) {
+func startSinks(o *sinkOptions, ps *parsedSinks, rec event.Receiver, log zerolog.Logger) (*sinks, error) {
 	s := &sinks{}
 	if o.http != "" {
 		h, err := event.ListenHTTP(o.http, rec, nil)
@@ -106,7 +125,18 @@ func startSinks(o *sinkOptions, redis []*event.RedisSink, rec event.Receiver, lo
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	for _, r := range redis {
+	for _, n := range ps.nats {
+		openCtx, done := context.WithTimeout(ctx, 10*time.Second)
+		c, err := n.Open(openCtx, rec, nil)
+		done()
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("--sink-nats: %w", err)
+		}
+		s.nats = append(s.nats, c)
+		log.Info().Str("nats", n.URL).Str("subject", n.Subject).Msg("NATS sink subscribed")
+	}
+	for _, r := range ps.redis {
 		openCtx, done := context.WithTimeout(ctx, 10*time.Second)
 		c, err := r.Open(openCtx)
 		done()
@@ -128,6 +158,9 @@ func (s *sinks) close() {
 	s.once.Do(func() {
 		s.cancel()
 		s.wg.Wait()
+		for _, c := range s.nats {
+			c.Close()
+		}
 		if s.http != nil {
 			s.http.Close()
 		}
@@ -137,7 +170,7 @@ func (s *sinks) close() {
 // drainEvents waits for the events still on their way after the run, and
 // returns the tracker's summary.
 func drainEvents(ctx context.Context, o *sinkOptions, tr *report.E2E, s *sinks, log zerolog.Logger) *report.E2ESummary {
-	if o.http == "" && len(o.redis) == 0 {
+	if !o.hasSinks() {
 		return tr.Summary(0) // stamped for sinks elsewhere (replay sink)
 	}
 	log.Info().Dur("at_most", o.drain).Msg("draining: waiting for the events still on their way")

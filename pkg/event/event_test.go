@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
-	"github.com/replay-dev/replay/internal/testredis"
+	"github.com/replay-dev/replay/internal/testservers"
 )
 
 func TestIDRoundTrip(t *testing.T) {
@@ -118,7 +119,7 @@ func TestHTTPSink(t *testing.T) {
 }
 
 func TestRedisSink(t *testing.T) {
-	url := testredis.Start(t)
+	url := testservers.Redis(t)
 	opt, _ := redis.ParseURL(url)
 	client := redis.NewClient(opt)
 	defer client.Close()
@@ -171,6 +172,44 @@ func TestRedisSink(t *testing.T) {
 func TestParseRedisSink(t *testing.T) {
 	for _, bad := range []string{"redis://h:1", "redis://h:1?list=a&stream=b", "redis://h:1?list=a&group=g", "redis://h:1?queue=a", "http://h?list=a"} {
 		if _, err := ParseRedisSink(bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+func TestNATSSink(t *testing.T) {
+	url := testservers.NATS(t)
+	ns, err := ParseNATSSink(url + "?subject=orders.*&stage=settled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &seen{}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := ns.Open(ctx, rec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	pub.Publish("orders.paid", []byte("e1"))
+	pub.Publish("orders.shipped", []byte(`{"specversion":"1.0","id":"e2"}`))
+	pub.PublishMsg(&nats.Msg{Subject: "orders.paid", Header: nats.Header{"ce-id": {"e3"}}, Data: []byte("payload")})
+	pub.Publish("other.subject", []byte("e4"))
+	pub.Flush()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(rec.list()) < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.Close()
+	if got, want := rec.list(), []string{"settled e1", "settled e2", "settled e3"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("seen %v, want %v", got, want)
+	}
+	for _, bad := range []string{"nats://h:1", "http://h:1?subject=a", "nats://h:1?subject=a&queue=b"} {
+		if _, err := ParseNATSSink(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}

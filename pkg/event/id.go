@@ -2,7 +2,7 @@
 // event-driven SUT: correlation IDs that carry their own send time, the
 // Receiver interface that whatever keeps the score implements, and the
 // sinks that observe events leaving the system (an HTTP receiver, a Redis
-// list or stream consumer).
+// list or stream consumer, a NATS subscriber).
 //
 // An ID says everything a receiver needs, with no state shared with the
 // sender: which run sent it (a random nonce), the shard, the VU, the VU's
