@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	replay "github.com/replay-dev/replay"
@@ -70,6 +71,9 @@ interrupted, to aim replay run or another tool at it.`,
 			opts := demo.Options{WorkerRate: workerRate}
 			if o.sinks.http != "" {
 				opts.SinkURL = "http://" + o.sinks.http
+				if strings.HasPrefix(o.sinks.http, ":") { // all interfaces: the worker uses loopback
+					opts.SinkURL = "http://127.0.0.1" + o.sinks.http
+				}
 				if len(o.sinks.only) == 0 {
 					o.sinks.only = []string{"POST /events"} // what the worker processes
 				}
