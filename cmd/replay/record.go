@@ -59,7 +59,7 @@ file is flushed and closed. Plain HTTP/1.x upstreams.`,
 				err = cerr
 			}
 			st := p.Stats()
-			log.Info().Int64("pairs", st.Pairs).Int64("connections", st.Connections).Int64("errors", st.Errors).Msg("recorded")
+			log.Info().Int64("pairs", st.Pairs).Int64("connections", st.Connections).Int64("errors", st.Errors).Int64("too_large", st.TooLarge).Msg("recorded")
 			return err
 		},
 	}
@@ -70,6 +70,8 @@ file is flushed and closed. Plain HTTP/1.x upstreams.`,
 	fs.StringVar(&session, "session", "", "the session of a pair: `header:NAME` or cookie:NAME (default: one per client connection)")
 	fs.StringArrayVar(&opt.RedactHeader, "redact-header", nil, "record this header's values as REDACTED (repeatable)")
 	fs.StringArrayVar(&opt.RedactJSON, "redact-json", nil, "record this JSON body field (a dotted path) as REDACTED (repeatable)")
+	fs.Int64Var(&opt.MaxBody, "max-body", 16<<20, "an exchange with a larger request body is passed on but not recorded; a larger answer body is not recorded (`BYTES`)")
+	fs.DurationVar(&opt.IdleTimeout, "idle-timeout", 2*time.Minute, "close client connections idle this long")
 	cmd.MarkFlagRequired("upstream")
 	return cmd
 }

@@ -32,8 +32,14 @@ type Options struct {
 	Session      string
 	RedactHeader []string // header names whose values are recorded as REDACTED
 	RedactJSON   []string // top-level (dotted) JSON body fields recorded as REDACTED
-	MaxBody      int64    // bodies larger than this are passed but recorded cut (default 16 MiB)
-	Now          func() time.Time
+	// MaxBody: an exchange whose request body is larger is passed on but
+	// not recorded (a replay of a cut body would be a lie); an answer body
+	// larger is recorded without its body. Default 16 MiB. Each message is
+	// held in memory while it passes.
+	MaxBody int64
+	// IdleTimeout closes a client connection idle this long (default 2m).
+	IdleTimeout time.Duration
+	Now         func() time.Time
 }
 
 // Redacted replaces a redacted value.
@@ -44,6 +50,7 @@ type Stats struct {
 	Connections int64
 	Pairs       int64 // exchanges recorded
 	Errors      int64 // exchanges that failed (upstream down, bad request)
+	TooLarge    int64 // exchanges passed on but not recorded: a request body over MaxBody
 }
 
 // Proxy is a running recording proxy.
@@ -54,7 +61,7 @@ type Proxy struct {
 	done  chan error // the writer's result
 	wg    sync.WaitGroup
 	conns sync.Map // net.Conn -> struct{}, open client connections
-	stats struct{ conns, pairs, errs atomic.Int64 }
+	stats struct{ conns, pairs, errs, large atomic.Int64 }
 	seq   atomic.Int64
 }
 
@@ -66,6 +73,9 @@ func Listen(addr string, w io.Writer, opt Options) (*Proxy, error) {
 	}
 	if opt.MaxBody == 0 {
 		opt.MaxBody = 16 << 20
+	}
+	if opt.IdleTimeout == 0 {
+		opt.IdleTimeout = 2 * time.Minute
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
@@ -89,7 +99,7 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Stats reports what the proxy did so far.
 func (p *Proxy) Stats() Stats {
-	return Stats{Connections: p.stats.conns.Load(), Pairs: p.stats.pairs.Load(), Errors: p.stats.errs.Load()}
+	return Stats{Connections: p.stats.conns.Load(), Pairs: p.stats.pairs.Load(), Errors: p.stats.errs.Load(), TooLarge: p.stats.large.Load()}
 }
 
 // Close stops accepting, lets each connection finish the exchange under
@@ -169,6 +179,7 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 	cr, ur := bufio.NewReaderSize(c, 64<<10), bufio.NewReaderSize(up, 64<<10)
 	session := "c-" + strconv.FormatInt(connID, 10)
 	for {
+		c.SetReadDeadline(time.Now().Add(p.opt.IdleTimeout))
 		req, err := readMessage(cr, true, "", c)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !isTimeout(err) {
@@ -195,7 +206,14 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 			p.stats.errs.Add(1)
 			return
 		}
-		p.record(req, res, start, end, session)
+		if int64(len(req.body)) > p.opt.MaxBody {
+			p.stats.large.Add(1)
+		} else {
+			if int64(len(res.body)) > p.opt.MaxBody {
+				res.body = nil
+			}
+			p.record(req, res, start, end, session)
+		}
 		if req.close || res.close {
 			return
 		}

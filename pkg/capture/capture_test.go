@@ -117,3 +117,37 @@ func TestProxyExpectContinue(t *testing.T) {
 		t.Errorf("recorded: %s", out.b.String())
 	}
 }
+
+func TestProxyMaxBody(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(bytes.Repeat(b, 2))
+	}))
+	defer up.Close()
+	var out lockedBuffer
+	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: strings.TrimPrefix(up.URL, "http://"), MaxBody: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{10, 80, 200} {
+		resp, err := http.Post("http://"+p.Addr()+"/echo", "text/plain", strings.NewReader(strings.Repeat("x", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if len(body) != 2*n {
+			t.Errorf("%d bytes sent, %d echoed: the proxy must pass everything", n, len(body))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p.Close(ctx)
+	if st := p.Stats(); st.Pairs != 2 || st.TooLarge != 1 {
+		t.Errorf("stats %+v, want 2 recorded and 1 too large", st)
+	}
+	lines := strings.Split(strings.TrimSpace(out.b.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"res":{"statusCode":200,"headers"`) || strings.Contains(lines[1], strings.Repeat("x", 160)) {
+		t.Errorf("recorded:\n%s", out.b.String())
+	}
+}
