@@ -1,10 +1,11 @@
 // Package har converts HAR 1.2 files (what browsers and proxies export) to
-// RRPairs. Entries are decoded one at a time from the JSON stream; they
-// are written ordered by startedDateTime, so the converted records are
-// held until the end (about the size of the output, not of the HAR).
+// RRPairs. Entries are decoded one at a time from the JSON stream and
+// written ordered by startedDateTime: a file in two passes (offsets and
+// times first, 24 bytes an entry), a pipe by holding the converted lines.
 package har
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -61,79 +62,33 @@ type Stats struct {
 type Skip func(entry int, why string)
 
 // Convert reads a HAR from r and writes its entries to w as RRPair lines,
-// ordered by startedDateTime; pages become sessions.
+// ordered by startedDateTime; pages become sessions. When r can seek (a
+// file), it streams in two passes: the first keeps each entry's offset and
+// time (24 bytes an entry), the second converts the entries in time order.
+// Otherwise the converted lines are held until they can be sorted.
 func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
-	var st Stats
-	dec := json.NewDecoder(r)
-	if err := expectDelim(dec, '{'); err != nil {
-		return st, fmt.Errorf("not a HAR: %w", err)
+	if rs, ok := r.(io.ReadSeeker); ok {
+		return convertSeeking(rs, w, skip)
 	}
+	var st Stats
 	type rec struct {
 		at   time.Time
 		line []byte
 	}
 	var recs []rec
-	found := false
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return st, err
+	err := entries(r, func(n int, _ int64, dec *json.Decoder) error {
+		st.Entries = n
+		var e Entry
+		if err := dec.Decode(&e); err != nil {
+			return fmt.Errorf("entry %d: %w", n, err)
 		}
-		if key != "log" {
-			if err := skipValue(dec); err != nil {
-				return st, err
-			}
-			continue
+		if line, at, ok := convert(&e, n, &st, skip); ok {
+			recs = append(recs, rec{at, line})
 		}
-		found = true
-		if err := expectDelim(dec, '{'); err != nil {
-			return st, fmt.Errorf("log: %w", err)
-		}
-		for dec.More() {
-			key, err := dec.Token()
-			if err != nil {
-				return st, err
-			}
-			if key != "entries" {
-				if err := skipValue(dec); err != nil {
-					return st, err
-				}
-				continue
-			}
-			if err := expectDelim(dec, '['); err != nil {
-				return st, fmt.Errorf("log.entries: %w", err)
-			}
-			for dec.More() {
-				st.Entries++
-				var e Entry
-				if err := dec.Decode(&e); err != nil {
-					return st, fmt.Errorf("entry %d: %w", st.Entries, err)
-				}
-				r, down, err := Record(&e)
-				if err != nil {
-					skip(st.Entries, err.Error())
-					continue
-				}
-				line := rrpair.AppendLine(nil, r)
-				if err := rrpair.CheckLine(line); err != nil {
-					skip(st.Entries, err.Error())
-					continue
-				}
-				if down {
-					st.Downgraded++
-				}
-				recs = append(recs, rec{r.TS, line})
-			}
-			if _, err := dec.Token(); err != nil { // ]
-				return st, err
-			}
-		}
-		if _, err := dec.Token(); err != nil { // }
-			return st, err
-		}
-	}
-	if !found {
-		return st, errors.New("not a HAR: no log")
+		return nil
+	})
+	if err != nil {
+		return st, err
 	}
 	slices.SortStableFunc(recs, func(a, b rec) int { return a.at.Compare(b.at) })
 	for _, r := range recs {
@@ -143,6 +98,140 @@ func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 		st.Written++
 	}
 	return st, nil
+}
+
+// convertSeeking is Convert in two passes over a seekable input.
+func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
+	var st Stats
+	type ref struct {
+		at  time.Time
+		off int64
+		n   int
+	}
+	var refs []ref
+	base, err := r.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return st, err
+	}
+	err = entries(r, func(n int, off int64, dec *json.Decoder) error {
+		st.Entries = n
+		var e struct {
+			StartedDateTime string `json:"startedDateTime"`
+		}
+		if err := dec.Decode(&e); err != nil {
+			return fmt.Errorf("entry %d: %w", n, err)
+		}
+		at, _ := time.Parse(time.RFC3339Nano, e.StartedDateTime) // checked in the second pass
+		refs = append(refs, ref{at, base + off, n})
+		return nil
+	})
+	if err != nil {
+		return st, err
+	}
+	slices.SortStableFunc(refs, func(a, b ref) int { return a.at.Compare(b.at) })
+	br := bufio.NewReader(r)
+	for _, f := range refs {
+		if _, err := r.Seek(f.off, io.SeekStart); err != nil {
+			return st, err
+		}
+		br.Reset(r)
+		for { // from the end of the previous token: skip "," and space
+			c, err := br.ReadByte()
+			if err != nil {
+				return st, err
+			}
+			if c != ',' && c != ' ' && c != '\n' && c != '\r' && c != '\t' {
+				br.UnreadByte()
+				break
+			}
+		}
+		var e Entry
+		if err := json.NewDecoder(br).Decode(&e); err != nil {
+			return st, fmt.Errorf("entry %d: %w", f.n, err)
+		}
+		if line, _, ok := convert(&e, f.n, &st, skip); ok {
+			if _, err := w.Write(line); err != nil {
+				return st, err
+			}
+			st.Written++
+		}
+	}
+	return st, nil
+}
+
+// convert makes entry n's line, or skips it.
+func convert(e *Entry, n int, st *Stats, skip Skip) ([]byte, time.Time, bool) {
+	r, down, err := Record(e)
+	if err != nil {
+		skip(n, err.Error())
+		return nil, time.Time{}, false
+	}
+	line := rrpair.AppendLine(nil, r)
+	if err := rrpair.CheckLine(line); err != nil {
+		skip(n, err.Error())
+		return nil, time.Time{}, false
+	}
+	if down {
+		st.Downgraded++
+	}
+	return line, r.TS, true
+}
+
+// entries walks log.entries of the HAR in r, calling fn for entry n (from
+// 1) with the decoder positioned before it and the offset where the
+// previous token ended; fn must consume the entry.
+func entries(r io.Reader, fn func(n int, off int64, dec *json.Decoder) error) error {
+	dec := json.NewDecoder(r)
+	if err := expectDelim(dec, '{'); err != nil {
+		return fmt.Errorf("not a HAR: %w", err)
+	}
+	found := false
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if key != "log" {
+			if err := skipValue(dec); err != nil {
+				return err
+			}
+			continue
+		}
+		found = true
+		if err := expectDelim(dec, '{'); err != nil {
+			return fmt.Errorf("log: %w", err)
+		}
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			if key != "entries" {
+				if err := skipValue(dec); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := expectDelim(dec, '['); err != nil {
+				return fmt.Errorf("log.entries: %w", err)
+			}
+			for n := 1; dec.More(); n++ {
+				if err := fn(n, dec.InputOffset(), dec); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil { // ]
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil { // }
+			return err
+		}
+	}
+	if !found {
+		return errors.New("not a HAR: no log")
+	}
+	return nil
 }
 
 // dropped are headers a replay must not send as recorded: connection

@@ -3,6 +3,7 @@ package har
 import (
 	"bytes"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,4 +76,21 @@ func FuzzHAR(f *testing.F) {
 		}
 		file.Close()
 	})
+}
+
+// TestSeekingMatchesBuffered: a file (seekable, two passes) and a stream
+// (buffered) convert the same.
+func TestSeekingMatchesBuffered(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "browser.har"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var fromFile, fromStream bytes.Buffer
+	st1, err1 := Convert(f, &fromFile, func(int, string) {})
+	in, _ := os.ReadFile(filepath.Join("testdata", "browser.har"))
+	st2, err2 := Convert(io.MultiReader(bytes.NewReader(in)), &fromStream, func(int, string) {})
+	if err1 != nil || err2 != nil || st1 != st2 || !bytes.Equal(fromFile.Bytes(), fromStream.Bytes()) {
+		t.Errorf("file: %+v %v\n%s\nstream: %+v %v\n%s", st1, err1, fromFile.Bytes(), st2, err2, fromStream.Bytes())
+	}
 }
