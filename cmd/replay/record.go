@@ -13,6 +13,7 @@ import (
 
 func newRecordCmd(io stdio, logger func() (zerolog.Logger, error)) *cobra.Command {
 	var listen, upstream, out, session string
+	var duration time.Duration
 	var opt capture.Options
 	cmd := &cobra.Command{
 		Use:   "record",
@@ -24,7 +25,7 @@ ts, duration, the recorded answer and a session tag: one per client
 connection, or --session header:NAME / cookie:NAME. Large or binary bodies
 are written as base64. --redact-header and --redact-json keep secrets out of
 the file. Stop with Ctrl-C (or SIGTERM): exchanges under way finish, the
-file is flushed and closed. Plain HTTP/1.x upstreams.`,
+file is flushed and closed (or after --duration). Plain HTTP/1.x upstreams.`,
 		Example: `  replay record --listen :8080 --upstream http://svc:80 -o traffic.jsonl
   replay record --listen 127.0.0.1:9000 --upstream http://127.0.0.1:8080 --session cookie:sid --redact-header Authorization -o t.jsonl`,
 		Args: cobra.NoArgs,
@@ -51,7 +52,14 @@ file is flushed and closed. Plain HTTP/1.x upstreams.`,
 				return fmt.Errorf("--listen: %w", err)
 			}
 			log.Info().Str("listen", p.Addr()).Str("upstream", upstream).Str("output", out).Msg("recording; stop with Ctrl-C")
-			<-cmd.Context().Done()
+			if duration > 0 {
+				select {
+				case <-cmd.Context().Done():
+				case <-time.After(duration):
+				}
+			} else {
+				<-cmd.Context().Done()
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			err = p.Close(ctx)
@@ -71,6 +79,7 @@ file is flushed and closed. Plain HTTP/1.x upstreams.`,
 	fs.StringArrayVar(&opt.RedactHeader, "redact-header", nil, "record this header's values as REDACTED (repeatable)")
 	fs.StringArrayVar(&opt.RedactJSON, "redact-json", nil, "record this JSON body field (a dotted path) as REDACTED (repeatable)")
 	fs.Int64Var(&opt.MaxBody, "max-body", 16<<20, "an exchange with a larger request body is passed on but not recorded; a larger answer body is not recorded (`BYTES`)")
+	fs.DurationVar(&duration, "duration", 0, "stop recording after this long (default: when interrupted)")
 	fs.DurationVar(&opt.IdleTimeout, "idle-timeout", 2*time.Minute, "close client connections idle this long")
 	cmd.MarkFlagRequired("upstream")
 	return cmd
