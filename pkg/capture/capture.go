@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/replay-dev/replay/internal/http1"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -180,7 +181,7 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 	session := "c-" + strconv.FormatInt(connID, 10)
 	for {
 		c.SetReadDeadline(time.Now().Add(p.opt.IdleTimeout))
-		req, err := readMessage(cr, true, "", c)
+		req, err := http1.Read(cr, true, "", c)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !isTimeout(err) {
 				p.stats.errs.Add(1)
@@ -188,33 +189,33 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 			return
 		}
 		start := p.opt.Now()
-		if _, err := up.Write(req.raw); err != nil {
+		if _, err := up.Write(req.Raw); err != nil {
 			p.stats.errs.Add(1)
 			io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 			return
 		}
-		res, err := readMessage(ur, false, req.method, nil)
-		for err == nil && res.status == 100 { // interim: the client had its 100 from us
-			res, err = readMessage(ur, false, req.method, nil)
+		res, err := http1.Read(ur, false, req.Method, nil)
+		for err == nil && res.Status == 100 { // interim: the client had its 100 from us
+			res, err = http1.Read(ur, false, req.Method, nil)
 		}
 		if err != nil {
 			p.stats.errs.Add(1)
 			return
 		}
 		end := p.opt.Now()
-		if _, err := c.Write(res.raw); err != nil {
+		if _, err := c.Write(res.Raw); err != nil {
 			p.stats.errs.Add(1)
 			return
 		}
-		if int64(len(req.body)) > p.opt.MaxBody {
+		if int64(len(req.Body)) > p.opt.MaxBody {
 			p.stats.large.Add(1)
 		} else {
-			if int64(len(res.body)) > p.opt.MaxBody {
-				res.body = nil
+			if int64(len(res.Body)) > p.opt.MaxBody {
+				res.Body = nil
 			}
 			p.record(req, res, start, end, session)
 		}
-		if req.close || res.close {
+		if req.Close || res.Close {
 			return
 		}
 	}
@@ -226,14 +227,14 @@ func isTimeout(err error) bool {
 }
 
 // record queues the pair of an exchange.
-func (p *Proxy) record(req, res *message, start, end time.Time, connSession string) {
-	r := &rrpair.Record{TS: start, Duration: max(end.Sub(start), time.Microsecond), Protocol: "http", Version: req.version,
-		Method: req.method, URI: req.target, Status: res.status}
+func (p *Proxy) record(req, res *http1.Message, start, end time.Time, connSession string) {
+	r := &rrpair.Record{TS: start, Duration: max(end.Sub(start), time.Microsecond), Protocol: "http", Version: req.Version,
+		Method: req.Method, URI: req.Target, Status: res.Status}
 	session := connSession
 	if s := p.opt.Session; s != "" {
 		session = ""
 		kind, name, _ := strings.Cut(s, ":")
-		for _, h := range req.headers {
+		for _, h := range req.Headers {
 			switch {
 			case kind == "header" && strings.EqualFold(h.Name, name):
 				session = h.Value
@@ -247,24 +248,20 @@ func (p *Proxy) record(req, res *message, start, end time.Time, connSession stri
 		}
 	}
 	r.Session = session
-	for _, h := range req.headers {
+	for _, h := range req.Headers {
 		if strings.EqualFold(h.Name, "Host") {
 			r.Host = h.Value
 		}
-		switch strings.ToLower(h.Name) {
-		case "transfer-encoding", "connection", "keep-alive", "proxy-connection":
-			continue
+		if !rrpair.ConnectionHeader(h.Name) {
+			r.Headers = append(r.Headers, p.redactHeader(h))
 		}
-		r.Headers = append(r.Headers, p.redactHeader(h))
 	}
-	for _, h := range res.headers {
-		switch strings.ToLower(h.Name) {
-		case "transfer-encoding", "connection", "keep-alive":
-			continue
+	for _, h := range res.Headers {
+		if !rrpair.ConnectionHeader(h.Name) {
+			r.ResHeaders = append(r.ResHeaders, p.redactHeader(h))
 		}
-		r.ResHeaders = append(r.ResHeaders, p.redactHeader(h))
 	}
-	r.Body, r.ResBody = p.redactJSON(req.body), p.redactJSON(res.body)
+	r.Body, r.ResBody = p.redactJSON(req.Body), p.redactJSON(res.Body)
 	p.stats.pairs.Add(1)
 	p.out <- rrpair.AppendLine(nil, r)
 }

@@ -62,12 +62,9 @@ func Walk(f *rrpair.File, target string, fn func(iter int, r *Request) error, sk
 				Name: endpoints[p.Endpoint], Status: p.Res.Status, Line: p.Line}
 			for _, h := range p.Req.Headers {
 				name := string(h.Name)
-				switch strings.ToLower(name) {
-				case "host", "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection":
+				if strings.EqualFold(name, "Host") || strings.EqualFold(name, "Content-Length") ||
+					rrpair.ConnectionHeader(name) || strings.HasPrefix(name, ":") {
 					continue // the tool sets these itself
-				}
-				if strings.HasPrefix(name, ":") {
-					continue
 				}
 				r.Headers = append(r.Headers, rrpair.Field{Name: name, Value: string(h.Value)})
 			}

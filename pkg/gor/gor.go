@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/replay-dev/replay/internal/http1"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -181,33 +182,22 @@ func parseRecord(rec []byte) (kind byte, id string, ts, latency int64, payload [
 
 // request parses a raw HTTP/1.x request, names, case and order kept.
 func request(b []byte) (*rrpair.Record, error) {
-	line, rest, ok := cutLine(b)
-	if !ok {
-		return nil, errors.New("request: no request line")
-	}
-	parts := strings.SplitN(string(line), " ", 3)
-	if len(parts) != 3 || !strings.HasPrefix(parts[2], "HTTP/") || parts[0] == "" || parts[1] == "" {
-		return nil, fmt.Errorf("request line %q: want METHOD URI HTTP/x.y", line)
-	}
-	r := &rrpair.Record{Method: parts[0], URI: parts[1], Version: strings.TrimPrefix(parts[2], "HTTP/")}
-	if !strings.HasPrefix(r.URI, "/") && r.URI != "*" && !strings.HasPrefix(r.URI, "http://") && !strings.HasPrefix(r.URI, "https://") {
-		return nil, fmt.Errorf("request line %q: the URI must be a path or an absolute http(s) URL", line)
-	}
-	hs, body, err := headers(rest)
+	m, err := http1.Read(bufio.NewReader(bytes.NewReader(b)), true, "", nil)
 	if err != nil {
 		return nil, fmt.Errorf("request: %w", err)
 	}
-	for _, h := range hs {
-		switch strings.ToLower(h.Name) {
-		case "host":
+	r := &rrpair.Record{Method: m.Method, URI: m.Target, Version: m.Version, Body: m.Body}
+	if !strings.HasPrefix(r.URI, "/") && r.URI != "*" && !strings.HasPrefix(r.URI, "http://") && !strings.HasPrefix(r.URI, "https://") {
+		return nil, fmt.Errorf("request target %q: want a path or an absolute http(s) URL", r.URI)
+	}
+	for _, h := range m.Headers {
+		if strings.EqualFold(h.Name, "Host") {
 			r.Host = h.Value
-		case "content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection":
+		}
+		if strings.EqualFold(h.Name, "Content-Length") || rrpair.ConnectionHeader(h.Name) {
 			continue // recomputed, or the VU's business
 		}
 		r.Headers = append(r.Headers, h)
-	}
-	if r.Body, err = messageBody(hs, body); err != nil {
-		return nil, fmt.Errorf("request: %w", err)
 	}
 	if strings.HasPrefix(r.URI, "http://") || strings.HasPrefix(r.URI, "https://") {
 		return r, nil // absolute form: the decoder takes host and scheme from it
@@ -218,104 +208,22 @@ func request(b []byte) (*rrpair.Record, error) {
 	return r, nil
 }
 
-// response parses a raw HTTP/1.x response into r.
+// response parses a raw HTTP/1.x response into r, past any interim
+// (1xx) answer.
 func response(r *rrpair.Record, b []byte) error {
-	line, rest, ok := cutLine(b)
-	if !ok {
-		return errors.New("response: no status line")
+	br := bufio.NewReader(bytes.NewReader(b))
+	m, err := http1.Read(br, false, r.Method, nil)
+	for err == nil && m.Status/100 == 1 {
+		m, err = http1.Read(br, false, r.Method, nil)
 	}
-	parts := strings.SplitN(string(line), " ", 3)
-	if len(parts) < 2 || !strings.HasPrefix(parts[0], "HTTP/") {
-		return fmt.Errorf("status line %q: want HTTP/x.y CODE", line)
-	}
-	code, err := strconv.Atoi(parts[1])
-	if err != nil || code < 100 || code > 999 {
-		return fmt.Errorf("status line %q: bad status", line)
-	}
-	hs, body, err := headers(rest)
 	if err != nil {
 		return fmt.Errorf("response: %w", err)
 	}
-	r.Status = code
-	for _, h := range hs {
-		switch strings.ToLower(h.Name) {
-		case "content-length", "transfer-encoding", "connection", "keep-alive":
-			continue
+	r.Status, r.ResBody = m.Status, m.Body
+	for _, h := range m.Headers {
+		if !strings.EqualFold(h.Name, "Content-Length") && !rrpair.ConnectionHeader(h.Name) {
+			r.ResHeaders = append(r.ResHeaders, h)
 		}
-		r.ResHeaders = append(r.ResHeaders, h)
-	}
-	r.ResBody, err = messageBody(hs, body)
-	if err != nil {
-		return fmt.Errorf("response: %w", err)
 	}
 	return nil
-}
-
-func cutLine(b []byte) (line, rest []byte, ok bool) {
-	i := bytes.IndexByte(b, '\n')
-	if i < 0 {
-		return nil, nil, false
-	}
-	return bytes.TrimSuffix(b[:i], []byte("\r")), b[i+1:], true
-}
-
-// headers reads header lines up to the blank line.
-func headers(b []byte) ([]rrpair.Field, []byte, error) {
-	var hs []rrpair.Field
-	for {
-		line, rest, ok := cutLine(b)
-		if !ok {
-			if len(bytes.TrimSpace(b)) == 0 {
-				return hs, nil, nil // no blank line: a message without body
-			}
-			return nil, nil, errors.New("headers: no end")
-		}
-		b = rest
-		if len(line) == 0 {
-			return hs, b, nil
-		}
-		name, value, found := bytes.Cut(line, []byte(":"))
-		if !found || len(name) == 0 {
-			return nil, nil, fmt.Errorf("header line %q: want Name: value", line)
-		}
-		hs = append(hs, rrpair.Field{Name: string(name), Value: string(bytes.TrimSpace(value))})
-	}
-}
-
-// messageBody is the body of a message, copied (the record's buffer is
-// reused): de-chunked when it was sent chunked, cut to Content-Length when
-// it says less.
-func messageBody(hs []rrpair.Field, body []byte) ([]byte, error) {
-	for _, h := range hs {
-		switch strings.ToLower(h.Name) {
-		case "transfer-encoding":
-			if strings.Contains(strings.ToLower(h.Value), "chunked") {
-				return dechunk(body)
-			}
-		case "content-length":
-			if n, err := strconv.Atoi(h.Value); err == nil && n >= 0 && n < len(body) {
-				body = body[:n]
-			}
-		}
-	}
-	return bytes.Clone(body), nil
-}
-
-func dechunk(b []byte) ([]byte, error) {
-	var out []byte
-	for {
-		line, rest, ok := cutLine(b)
-		if !ok {
-			return nil, errors.New("chunked body: cut short")
-		}
-		size, err := strconv.ParseInt(strings.TrimSpace(strings.SplitN(string(line), ";", 2)[0]), 16, 64)
-		if err != nil || size < 0 || size > int64(len(rest)) {
-			return nil, fmt.Errorf("chunked body: bad chunk size %q", line)
-		}
-		if size == 0 {
-			return out, nil
-		}
-		out = append(out, rest[:size]...)
-		b = bytes.TrimPrefix(rest[size:], []byte("\r\n"))
-	}
 }

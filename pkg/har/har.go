@@ -237,11 +237,11 @@ func entries(r io.Reader, fn func(n int, off int64, dec *json.Decoder) error) er
 // dropped are headers a replay must not send as recorded: connection
 // handling, a length recomputed from the body, HTTP/2 pseudo-headers.
 func dropped(name string) bool {
-	if strings.HasPrefix(name, ":") {
+	if strings.HasPrefix(name, ":") || rrpair.ConnectionHeader(name) {
 		return true
 	}
 	switch strings.ToLower(name) {
-	case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "content-length":
+	case "upgrade", "te", "content-length": // HTTP/2 forbids the first two; the length is the body's
 		return true
 	}
 	return false

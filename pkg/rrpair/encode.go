@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -165,4 +166,17 @@ func CheckLine(line []byte) error {
 	d := decoder{validate: true}
 	var p Pair
 	return d.decode(bytes.TrimSuffix(line, []byte("\n")), &p)
+}
+
+// ConnectionHeader reports whether a header (name in any case) belongs to
+// the connection rather than to the request: Connection, Keep-Alive,
+// Proxy-Connection, Transfer-Encoding. A replay never sends them (each VU
+// owns its connection; vu's wire writer drops them), so converters need
+// not record them.
+func ConnectionHeader(name string) bool {
+	switch strings.ToLower(name) {
+	case "connection", "keep-alive", "proxy-connection", "transfer-encoding":
+		return true
+	}
+	return false
 }

@@ -1,4 +1,8 @@
-package capture
+// Package http1 reads HTTP/1.x messages as they went by: the raw bytes, to
+// pass on unchanged, and the parts a recording needs (header names in their
+// case and order, the body de-chunked). The capture proxy reads them off
+// sockets, the GoReplay importer out of capture files.
+package http1
 
 import (
 	"bufio"
@@ -12,28 +16,27 @@ import (
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
-// message is one HTTP/1.x message as it went by: its raw bytes, to pass
-// on unchanged, and what the record needs.
-type message struct {
-	raw     []byte
-	method  string // request
-	target  string // request: the raw request target
-	version string // "1.1"
-	status  int    // response
-	headers []rrpair.Field
-	body    []byte // de-chunked
-	close   bool   // the connection ends after this message
+// Message is one HTTP/1.x message as it went by.
+type Message struct {
+	Raw     []byte // as read, to pass on unchanged
+	Method  string // request
+	Target  string // request: the raw request target
+	Version string // "1.1"
+	Status  int    // response
+	Headers []rrpair.Field
+	Body    []byte // de-chunked, a copy of its own
+	Close   bool   // the connection ends after this message
 }
 
 // maxHead bounds a message's start line and headers.
 const maxHead = 64 << 10
 
-// readMessage reads one message from br. For a response, method is the
+// Read reads one message from br. For a response, method is the
 // request's (a HEAD answer has no body). A request that expects
-// "100-continue" gets it from the proxy (to continue, written to w) before
-// its body is read; the upstream's own interim answer is then not passed on.
-func readMessage(br *bufio.Reader, request bool, method string, w io.Writer) (*message, error) {
-	m := &message{}
+// "100-continue" gets "100 Continue" written to w, when w is not nil,
+// before its body is read.
+func Read(br *bufio.Reader, request bool, method string, w io.Writer) (*Message, error) {
+	m := &Message{}
 	var raw bytes.Buffer
 	line, err := readLine(br, &raw)
 	if err != nil {
@@ -50,15 +53,15 @@ func readMessage(br *bufio.Reader, request bool, method string, w io.Writer) (*m
 		if len(f) != 3 || !strings.HasPrefix(f[2], "HTTP/1.") {
 			return nil, fmt.Errorf("request line %q: want METHOD TARGET HTTP/1.x", line)
 		}
-		m.method, m.target, m.version = f[0], f[1], strings.TrimPrefix(f[2], "HTTP/")
+		m.Method, m.Target, m.Version = f[0], f[1], strings.TrimPrefix(f[2], "HTTP/")
 	} else {
 		if len(f) < 2 || !strings.HasPrefix(f[0], "HTTP/1.") {
 			return nil, fmt.Errorf("status line %q", line)
 		}
-		if m.status, err = strconv.Atoi(f[1]); err != nil {
+		if m.Status, err = strconv.Atoi(f[1]); err != nil {
 			return nil, fmt.Errorf("status line %q", line)
 		}
-		m.version = strings.TrimPrefix(f[0], "HTTP/")
+		m.Version = strings.TrimPrefix(f[0], "HTTP/")
 	}
 	length, chunked := int64(-1), false
 	for {
@@ -77,7 +80,7 @@ func readMessage(br *bufio.Reader, request bool, method string, w io.Writer) (*m
 			return nil, fmt.Errorf("header line %q", h)
 		}
 		value = strings.TrimSpace(value)
-		m.headers = append(m.headers, rrpair.Field{Name: name, Value: value})
+		m.Headers = append(m.Headers, rrpair.Field{Name: name, Value: value})
 		switch strings.ToLower(name) {
 		case "content-length":
 			if length, err = strconv.ParseInt(value, 10, 64); err != nil || length < 0 {
@@ -86,21 +89,21 @@ func readMessage(br *bufio.Reader, request bool, method string, w io.Writer) (*m
 		case "transfer-encoding":
 			chunked = strings.Contains(strings.ToLower(value), "chunked")
 		case "connection":
-			m.close = strings.EqualFold(value, "close")
+			m.Close = strings.EqualFold(value, "close")
 		}
 	}
-	if m.version == "1.0" && !hasToken(m.headers, "connection", "keep-alive") {
-		m.close = true
+	if m.Version == "1.0" && !hasToken(m.Headers, "connection", "keep-alive") {
+		m.Close = true
 	}
-	if request && w != nil && hasToken(m.headers, "expect", "100-continue") {
+	if request && w != nil && hasToken(m.Headers, "expect", "100-continue") {
 		if _, err := io.WriteString(w, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 			return nil, err
 		}
 	}
 	switch {
-	case !request && (method == "HEAD" || m.status/100 == 1 || m.status == 204 || m.status == 304):
+	case !request && (method == "HEAD" || m.Status/100 == 1 || m.Status == 204 || m.Status == 304):
 	case chunked:
-		if m.body, err = readChunked(br, &raw); err != nil {
+		if m.Body, err = readChunked(br, &raw); err != nil {
 			return nil, err
 		}
 	case length >= 0:
@@ -108,16 +111,16 @@ func readMessage(br *bufio.Reader, request bool, method string, w io.Writer) (*m
 		if _, err := io.CopyN(&raw, br, length); err != nil {
 			return nil, fmt.Errorf("body: %w", err)
 		}
-		m.body = raw.Bytes()[start:]
+		m.Body = raw.Bytes()[start:]
 	case !request: // until the connection closes
 		start := raw.Len()
 		if _, err := io.Copy(&raw, br); err != nil {
 			return nil, err
 		}
-		m.body, m.close = raw.Bytes()[start:], true
+		m.Body, m.Close = raw.Bytes()[start:], true
 	}
-	m.raw = raw.Bytes()
-	m.body = bytes.Clone(m.body)
+	m.Raw = raw.Bytes()
+	m.Body = bytes.Clone(m.Body)
 	return m, nil
 }
 
