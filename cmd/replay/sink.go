@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"time"
@@ -62,9 +61,9 @@ synchronised.`,
 			sum := &report.Summary{Version: report.SummaryVersion, Started: started.UTC(), DurationS: time.Since(started).Seconds(),
 				Model: "sink", E2E: tr.Summary(0)}
 			if !quiet {
-				var buf bytes.Buffer
-				report.WriteE2EText(&buf, sum.E2E)
-				io.out.Write(buf.Bytes())
+				if err := report.WriteE2EText(io.out, sum.E2E); err != nil {
+					return err
+				}
 			}
 			if out != "" {
 				f, err := os.Create(out)

@@ -255,7 +255,12 @@ func sig3(v float64) string {
 }
 
 // WriteE2EText writes the end-to-end section alone (replay sink).
-func WriteE2EText(buf *bytes.Buffer, e *E2ESummary) { writeE2E(buf, e) }
+func WriteE2EText(w io.Writer, e *E2ESummary) error {
+	var buf bytes.Buffer
+	writeE2E(&buf, e)
+	_, err := w.Write(buf.Bytes())
+	return err
+}
 
 // writeE2E writes the end-to-end section: events followed to the sinks.
 func writeE2E(buf *bytes.Buffer, e *E2ESummary) {

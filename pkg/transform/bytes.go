@@ -2,8 +2,6 @@ package transform
 
 import "bytes"
 
-func indexByte(b []byte, c byte) int { return bytes.IndexByte(b, c) }
-
 func toBytes(ss []string) [][]byte {
 	out := make([][]byte, len(ss))
 	for i, s := range ss {
@@ -37,7 +35,7 @@ func containsExact(list [][]byte, name []byte) bool {
 // its name, its raw value (nil when the parameter has no '='), and whether
 // an '&' follows it.
 func forEachParam(query []byte, f func(name, value []byte, sep bool)) {
-	for len(query) > 0 || query != nil {
+	for {
 		part := query
 		amp := bytes.IndexByte(query, '&')
 		if amp >= 0 {
@@ -152,4 +150,32 @@ func rewriteCookies(buf *[]byte, v []byte, repl func(name, value []byte) ([]byte
 		return nil, false
 	}
 	return (*buf)[start:], true
+}
+
+// rewriteQuery appends uri to *out with the query values repl replaces, and
+// returns it; ok is false when repl replaced none. repl gets a parameter's
+// name and raw value, and appends the new raw value to *out when it
+// replaces it.
+func rewriteQuery(out *[]byte, uri []byte, repl func(name, value []byte) bool) ([]byte, bool) {
+	q := bytes.IndexByte(uri, '?')
+	if q < 0 {
+		return nil, false
+	}
+	*out = append((*out)[:0], uri[:q+1]...)
+	changed := false
+	forEachParam(uri[q+1:], func(name, value []byte, sep bool) {
+		*out = append(*out, name...)
+		if value != nil {
+			*out = append(*out, '=')
+			if repl(name, value) {
+				changed = true
+			} else {
+				*out = append(*out, value...)
+			}
+		}
+		if sep {
+			*out = append(*out, '&')
+		}
+	})
+	return *out, changed
 }

@@ -183,14 +183,11 @@ func (c *correlate) apply(call *call) {
 // replaced inside "o-1234").
 func replaceLearned(c *call, want func(*mapping) bool) {
 	ss := &c.st.learn
-	any := false
-	for k := range ss.maps {
-		if want(&ss.maps[k]) {
-			any = true
-			break
-		}
+	found := false
+	for k := 0; k < len(ss.maps) && !found; k++ {
+		found = want(&ss.maps[k])
 	}
-	if !any {
+	if !found {
 		return
 	}
 	req := c.req

@@ -178,7 +178,7 @@ func (q *query) name() string { return "query" }
 func (q *query) apply(c *call) {
 	uri := c.req.URI
 	path, raw := uri, []byte(nil)
-	if i := indexByte(uri, '?'); i >= 0 {
+	if i := bytes.IndexByte(uri, '?'); i >= 0 {
 		path, raw = uri[:i], uri[i+1:]
 	}
 	out := c.buf(0)
@@ -264,7 +264,7 @@ func (p *pathRewrite) name() string { return "path" }
 func (p *pathRewrite) apply(c *call) {
 	uri := c.req.URI
 	path, rest := uri, []byte(nil)
-	if i := indexByte(uri, '?'); i >= 0 {
+	if i := bytes.IndexByte(uri, '?'); i >= 0 {
 		path, rest = uri[:i], uri[i:]
 	}
 	out := c.buf(0)

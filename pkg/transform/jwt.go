@@ -197,7 +197,7 @@ func (j *jwtSigner) apply(c *call) {
 		switch {
 		case containsFold(j.headers, h.Name):
 			v := h.Value
-			prefix := indexByte(v, ' ') + 1 // after "Bearer ", or 0
+			prefix := bytes.IndexByte(v, ' ') + 1 // after "Bearer ", or 0
 			if tok, ok := j.token(c, v[prefix:]); ok {
 				start := len(*buf)
 				*buf = append(append(*buf, v[:prefix]...), tok...)
@@ -262,31 +262,18 @@ func (j *jwtSigner) cookieHeader(c *call, buf *[]byte, v []byte) ([]byte, bool) 
 }
 
 func (j *jwtSigner) rewriteQuery(c *call) {
-	uri := c.req.URI
-	q := indexByte(uri, '?')
-	if q < 0 {
-		return
-	}
 	out := c.buf(1)
-	*out = append((*out)[:0], uri[:q+1]...)
-	changed := false
-	forEachParam(uri[q+1:], func(name, value []byte, sep bool) {
-		*out = append(*out, name...)
-		if value != nil {
-			*out = append(*out, '=')
-			if containsExact(j.query, name) {
-				if tok, ok := j.token(c, value); ok {
-					value, changed = tok, true
-				}
-			}
-			*out = append(*out, value...)
+	if uri, ok := rewriteQuery(out, c.req.URI, func(name, value []byte) bool {
+		if !containsExact(j.query, name) {
+			return false
 		}
-		if sep {
-			*out = append(*out, '&')
+		tok, ok := j.token(c, value)
+		if ok {
+			*out = append(*out, tok...)
 		}
-	})
-	if changed {
-		c.req.URI = *out
+		return ok
+	}); ok {
+		c.req.URI = uri
 	}
 }
 

@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"time"
@@ -115,38 +116,23 @@ func (t *timestamps) apply(c *call) {
 // shiftQuery shifts the query values of the request's URI into a buffer of
 // its own; ok is false when none changed.
 func (t *timestamps) shiftQuery(c *call, sh shift) ([]byte, bool) {
-	uri := c.req.URI
-	q := indexByte(uri, '?')
-	if q < 0 {
-		return nil, false
-	}
 	out, tmp := c.buf(3), c.buf(4)
-	*out = append((*out)[:0], uri[:q+1]...)
-	changed := false
-	forEachParam(uri[q+1:], func(name, value []byte, sep bool) {
+	return rewriteQuery(out, c.req.URI, func(name, value []byte) bool {
 		named := containsExact(t.query, name)
-		*out = append(*out, name...)
-		if value != nil {
-			*out = append(*out, '=')
-			if named || t.auto {
-				raw, escaped := unescapeQuery((*tmp)[:0], value)
-				if escaped {
-					*tmp = raw // never keep value itself: it may be the read-only mapping
-				}
-				start := len(*out)
-				if v, ok := sh.apply(out, raw, named); ok {
-					*out = escapeQuery(append((*out)[:start], v...), start, value)
-					changed = true
-					value = nil
-				}
-			}
-			*out = append(*out, value...)
+		if !named && !t.auto {
+			return false
 		}
-		if sep {
-			*out = append(*out, '&')
+		raw, escaped := unescapeQuery((*tmp)[:0], value)
+		if escaped {
+			*tmp = raw // never keep value itself: it may be the read-only mapping
 		}
+		start := len(*out)
+		if _, ok := sh.apply(out, raw, named); !ok {
+			return false
+		}
+		*out = escapeQuery(*out, start, value)
+		return true
 	})
-	return *out, changed
 }
 
 // apply shifts v if it is a timestamp (within the window unless named),
@@ -215,7 +201,7 @@ func (s *tsState) visit(w *jsonWalker, start, end int) bool {
 		v, quoted = v[1:len(v)-1], true
 		start, end = start+1, end-1
 	}
-	if quoted && indexByte(v, '\\') >= 0 {
+	if quoted && bytes.IndexByte(v, '\\') >= 0 {
 		return true
 	}
 	if _, ok := s.sh.apply(s.repl, v, named); ok {
