@@ -213,3 +213,30 @@ func FuzzJWT(f *testing.F) {
 		}
 	})
 }
+
+func TestJWTKidAndSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "secret"), []byte("from-file\n"), 0o600)
+	spec, err := Parse([]byte("transforms:\n  - jwt: {secret_file: secret, kid: key-2026}\n"), "t.yaml", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Build(spec, false, Options{VUs: 1, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, header := range []string{`{"alg":"HS256"}`, `{"alg":"HS256","kid":"old"}`} {
+		tok := b64.EncodeToString([]byte(header)) + "." + b64.EncodeToString([]byte(`{"exp":1793530800,"iat":1793527200}`)) + ".c2ln"
+		_, ps := pairs(t, line("GET", "/", `{"Authorization":["Bearer `+tok+`"]}`, ""))
+		p := ps[0]
+		c.Rewrite(0, &p.Req, &p)
+		got := strings.TrimPrefix(string(p.Req.Headers[0].Value), "Bearer ")
+		parsed, err := jwt.Parse(got, func(*jwt.Token) (any, error) { return []byte("from-file"), nil },
+			jwt.WithValidMethods([]string{"HS256"}), jwt.WithTimeFunc(func() time.Time { return now }))
+		if err != nil {
+			t.Errorf("%s: %v: want signed with the file's secret", header, err)
+		} else if parsed.Header["kid"] != "key-2026" {
+			t.Errorf("%s: kid %v, want key-2026", header, parsed.Header["kid"])
+		}
+	}
+}
