@@ -142,14 +142,17 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		return fmt.Errorf("%w\nnothing was sent", err)
 	}
 	defer f.Close()
+	pool := &vu.Pool{File: f, Config: cfg}
+	var tracker *report.E2E
+	if stamp != nil {
+		tracker = report.NewE2E(event.NewNonce(), cfg.MostVUs(), time.Now(), nil)
+		stamp.To, stamp.Shard = tracker, shard.Index
+	}
+	chain, err := installTransforms(spec, f, &cfg, pool, stamp)
+	if err != nil {
+		return fmt.Errorf("%w\nnothing was sent", err)
+	}
 	if o.dryRun > 0 {
-		pool := &vu.Pool{File: f, Config: cfg}
-		if stamp != nil {
-			stamp.To = report.NewE2E(event.NewNonce(), cfg.MostVUs(), time.Now(), nil)
-		}
-		if _, err := installTransforms(spec, f, &cfg, pool, stamp); err != nil {
-			return fmt.Errorf("%w\nnothing was sent", err)
-		}
 		return pool.DryRun(io.out, o.dryRun)
 	}
 	outs, err := o.report.open(f.Endpoints(), "--out")
@@ -186,16 +189,6 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
 		defer stop()
-	}
-	pool := &vu.Pool{File: f, Config: cfg}
-	var tracker *report.E2E
-	if stamp != nil {
-		tracker = report.NewE2E(event.NewNonce(), cfg.MostVUs(), time.Now(), nil)
-		stamp.To, stamp.Shard = tracker, shard.Index
-	}
-	chain, err := installTransforms(spec, f, &cfg, pool, stamp)
-	if err != nil {
-		return fmt.Errorf("%w\nnothing was sent", err)
 	}
 	var sk *sinks
 	if tracker != nil {

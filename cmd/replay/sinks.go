@@ -60,7 +60,7 @@ type discardLog struct{}
 
 func (discardLog) Printf(context.Context, string, ...any) {}
 
-// parsed are the sinks the flags name.
+// parsedSinks are the sinks the flags name, checked.
 type parsedSinks struct {
 	redis []*event.RedisSink
 	nats  []*event.NATSSink
