@@ -2,33 +2,13 @@ package export
 
 import (
 	"bytes"
-	"flag"
-	"os"
+	"github.com/replay-dev/replay/internal/golden"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -update writes it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n got %s\nwant %s", name, got, want)
-	}
-}
 
 func open(t *testing.T) *rrpair.File {
 	f, err := rrpair.Open(filepath.Join("testdata", "traffic.jsonl"), rrpair.Options{})
@@ -45,7 +25,7 @@ func TestVegetaGolden(t *testing.T) {
 	if err != nil || n != 3 {
 		t.Fatalf("%d targets, %v", n, err)
 	}
-	golden(t, "targets.golden.json", buf.Bytes())
+	golden.Check(t, "targets.golden.json", buf.Bytes())
 }
 
 func TestK6Golden(t *testing.T) {
@@ -65,8 +45,8 @@ func TestK6Golden(t *testing.T) {
 			if err != nil || iters != 2 || reqs != 3 {
 				t.Fatalf("%d iterations, %d requests, %v", iters, reqs, err)
 			}
-			golden(t, "k6-"+tt.name+".golden.js", script.Bytes())
-			golden(t, "k6.golden.data.json", data.Bytes())
+			golden.Check(t, "k6-"+tt.name+".golden.js", script.Bytes())
+			golden.Check(t, "k6.golden.data.json", data.Bytes())
 		})
 	}
 }

@@ -2,7 +2,7 @@ package gor
 
 import (
 	"bytes"
-	"flag"
+	"github.com/replay-dev/replay/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +10,6 @@ import (
 
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func TestConvertGolden(t *testing.T) {
 	for _, name := range []string{"capture.gor", "capture.gor.gz"} {
@@ -31,17 +29,7 @@ func TestConvertGolden(t *testing.T) {
 				!strings.Contains(skipped[0], "no captured request") || !strings.Contains(skipped[1], "timestamp") {
 				t.Errorf("stats %+v, skipped %q", st, skipped)
 			}
-			golden := filepath.Join("testdata", "capture.golden.jsonl")
-			if *update {
-				os.WriteFile(golden, out.Bytes(), 0o644)
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (go test -update writes it)", err)
-			}
-			if !bytes.Equal(out.Bytes(), want) {
-				t.Errorf("got\n%s\nwant\n%s", out.Bytes(), want)
-			}
+			golden.Check(t, "capture.golden.jsonl", out.Bytes())
 			f, err := rrpair.OpenReader(&out, "capture.jsonl", rrpair.Options{RequireHost: true})
 			if err != nil {
 				t.Fatal(err)

@@ -2,7 +2,7 @@ package har
 
 import (
 	"bytes"
-	"flag"
+	"github.com/replay-dev/replay/internal/golden"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,8 +11,6 @@ import (
 
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func TestConvertGolden(t *testing.T) {
 	in, err := os.ReadFile(filepath.Join("testdata", "browser.har"))
@@ -28,17 +26,7 @@ func TestConvertGolden(t *testing.T) {
 	if st.Entries != 4 || st.Written != 3 || st.Downgraded != 2 || len(skipped) != 1 || !strings.Contains(skipped[0], "chrome-extension") {
 		t.Errorf("stats %+v, skipped %v", st, skipped)
 	}
-	golden := filepath.Join("testdata", "browser.golden.jsonl")
-	if *update {
-		os.WriteFile(golden, out.Bytes(), 0o644)
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (go test -update writes it)", err)
-	}
-	if !bytes.Equal(out.Bytes(), want) {
-		t.Errorf("got\n%s\nwant\n%s", out.Bytes(), want)
-	}
+	golden.Check(t, "browser.golden.jsonl", out.Bytes())
 	// The output is a valid traffic file.
 	f, err := rrpair.OpenReader(&out, "browser.jsonl", rrpair.Options{})
 	if err != nil {

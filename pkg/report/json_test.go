@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
+	"github.com/replay-dev/replay/internal/golden"
 	"slices"
 	"strings"
 	"testing"
@@ -251,17 +250,5 @@ func TestJSONGolden(t *testing.T) {
 	if err := WriteJSON(&buf, s); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "summary.golden.json")
-	if *update {
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("summary JSON differs from %s (run with -update if the change is meant):\n%s", golden, buf.String())
-	}
+	golden.Check(t, "summary.golden.json", buf.Bytes())
 }

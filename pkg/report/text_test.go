@@ -2,13 +2,9 @@ package report
 
 import (
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
+	"github.com/replay-dev/replay/internal/golden"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // rateSummary is a hand-built summary of an arrival-rate run that shows
 // every optional line.
@@ -54,19 +50,7 @@ func TestWriteTextGolden(t *testing.T) {
 			if err := WriteText(&buf, tt.s); err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", tt.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if !bytes.Equal(buf.Bytes(), want) {
-				t.Errorf("got:\n%s\nwant:\n%s", buf.Bytes(), want)
-			}
+			golden.Check(t, tt.name+".golden", buf.Bytes())
 		})
 	}
 }
