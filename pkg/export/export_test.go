@@ -2,11 +2,11 @@ package export
 
 import (
 	"bytes"
-	"github.com/replay-dev/replay/internal/golden"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/golden"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 

@@ -2,12 +2,12 @@ package gor
 
 import (
 	"bytes"
-	"github.com/replay-dev/replay/internal/golden"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/replay-dev/replay/internal/golden"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 

@@ -2,13 +2,13 @@ package har
 
 import (
 	"bytes"
-	"github.com/replay-dev/replay/internal/golden"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/replay-dev/replay/internal/golden"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 

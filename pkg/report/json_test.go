@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/replay-dev/replay/internal/golden"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/replay-dev/replay/internal/golden"
 )
 
 // summaryKeys are the top-level keys of the summary JSON: DESIGN.md's,

@@ -2,8 +2,9 @@ package report
 
 import (
 	"bytes"
-	"github.com/replay-dev/replay/internal/golden"
 	"testing"
+
+	"github.com/replay-dev/replay/internal/golden"
 )
 
 // rateSummary is a hand-built summary of an arrival-rate run that shows
