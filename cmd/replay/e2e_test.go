@@ -237,12 +237,7 @@ func TestRedisSinkInRun(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	e2e := readSummary(t, out)["e2e"].(map[string]any)
-	stages := e2e["stages"].([]any)
-	if len(stages) != 1 {
-		t.Fatalf("stages %v", stages)
-	}
-	st := stages[0].(map[string]any)
+	st := onlyStage(t, out)
 	if st["name"] != "stored" || num(st, "unique") != 200 || num(st, "lost") != 0 {
 		t.Errorf("stage %v, want 200 stored, none lost", st)
 	}
@@ -339,12 +334,18 @@ func TestNATSSinkInRun(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	stages := readSummary(t, out)["e2e"].(map[string]any)["stages"].([]any)
-	if len(stages) != 1 {
-		t.Fatalf("stages %v", stages)
-	}
-	st := stages[0].(map[string]any)
+	st := onlyStage(t, out)
 	if st["name"] != "events.*" || num(st, "unique") != 200 || num(st, "lost") != 0 {
 		t.Errorf("stage %v, want 200 seen, none lost", st)
 	}
+}
+
+// onlyStage is the one e2e stage of the summary at path.
+func onlyStage(t *testing.T, path string) map[string]any {
+	t.Helper()
+	stages := readSummary(t, path)["e2e"].(map[string]any)["stages"].([]any)
+	if len(stages) != 1 {
+		t.Fatalf("stages %v, want one", stages)
+	}
+	return stages[0].(map[string]any)
 }
