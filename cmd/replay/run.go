@@ -131,7 +131,7 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	if err != nil {
 		return fmt.Errorf("%w\nnothing was sent", err)
 	}
-	stamp, sinkList, err := o.sinks.stamp()
+	stamp, sinkList, err := o.sinks.parse()
 	if err != nil {
 		return fmt.Errorf("%w\nnothing was sent", err)
 	}

@@ -38,7 +38,7 @@ synchronised.`,
 			if !o.hasSinks() {
 				return fmt.Errorf("--sink-http, --sink-redis or --sink-nats: give at least one sink")
 			}
-			_, parsed, err := o.stamp()
+			_, parsed, err := o.parse()
 			if err != nil {
 				return err
 			}

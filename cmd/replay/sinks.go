@@ -66,8 +66,9 @@ type parsedSinks struct {
 	nats  []*event.NATSSink
 }
 
-// stamp checks the flags and returns the stamping options, with To unset.
-func (o *sinkOptions) stamp() (*transform.StampOptions, *parsedSinks, error) {
+// parse checks the flags and returns the stamping options (To unset; nil
+// when requests are not stamped) and the sinks they name.
+func (o *sinkOptions) parse() (*transform.StampOptions, *parsedSinks, error) {
 	if !o.enabled() {
 		return nil, nil, nil
 	}

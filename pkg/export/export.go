@@ -27,7 +27,8 @@ type Request struct {
 	Line    int
 }
 
-// Walk calls fn for each pair of f, iteration by iteration, in file order.
+// Walk calls fn for each pair of f, iteration by iteration, in file order;
+// r.Body is valid only during the call.
 // target replaces the recorded scheme and host when not empty. Pairs that
 // cannot be exported (no host and no target) are skipped, and reported to
 // skip with their line.
@@ -58,7 +59,7 @@ func Walk(f *rrpair.File, target string, fn func(iter int, r *Request) error, sk
 				}
 				base = scheme + "://" + string(p.Req.Host)
 			}
-			r := Request{Method: string(p.Req.Method), URL: base + string(p.Req.URI), Body: append([]byte(nil), p.Req.Body...),
+			r := Request{Method: string(p.Req.Method), URL: base + string(p.Req.URI), Body: p.Req.Body,
 				Name: endpoints[p.Endpoint], Status: p.Res.Status, Line: p.Line}
 			for _, h := range p.Req.Headers {
 				name := string(h.Name)
