@@ -64,6 +64,9 @@ func TestE2EDrain(t *testing.T) {
 	now := func() time.Time { return clock }
 	sleep := func(d time.Duration) { clock = clock.Add(d) }
 	lastSend := clock
+	if waited := NewE2E(1, 1, clock, now).Drain(context.Background(), lastSend, 30*time.Second, time.Second, sleep); waited != 0 {
+		t.Errorf("nothing accepted: waited %v, want 0", waited)
+	}
 	tr := NewE2E(1, 1, clock, now)
 	tr.Accepted(0, 0)
 	tr.Accepted(0, 1)
