@@ -64,6 +64,9 @@ type Proxy struct {
 	conns sync.Map // net.Conn -> struct{}, open client connections
 	stats struct{ conns, pairs, errs, large atomic.Int64 }
 	seq   atomic.Int64
+	// closing is set by Close before it cuts idle reads off, so that a
+	// connection setting its next read's deadline sees one or the other.
+	closing atomic.Bool
 }
 
 // Listen starts a proxy on addr that forwards to opt.Upstream and writes
@@ -107,6 +110,7 @@ func (p *Proxy) Stats() Stats {
 // way (within ctx), closes them, and flushes the output. It returns the
 // writer's error.
 func (p *Proxy) Close(ctx context.Context) error {
+	p.closing.Store(true)
 	p.ln.Close()
 	finished := make(chan struct{})
 	go func() { p.wg.Wait(); close(finished) }()
@@ -181,6 +185,9 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 	session := "c-" + strconv.FormatInt(connID, 10)
 	for {
 		c.SetReadDeadline(time.Now().Add(p.opt.IdleTimeout))
+		if p.closing.Load() {
+			return
+		}
 		req, err := http1.Read(cr, true, "", c)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !isTimeout(err) {

@@ -112,7 +112,11 @@ func TestProxyExpectContinue(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	closing := time.Now()
 	p.Close(ctx)
+	if took := time.Since(closing); took > 2*time.Second {
+		t.Errorf("Close took %v with an idle keep-alive connection open: it must cut idle reads off at once", took)
+	}
 	if !strings.Contains(out.b.String(), `"statusCode":200`) {
 		t.Errorf("recorded: %s", out.b.String())
 	}
