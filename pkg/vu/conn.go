@@ -83,13 +83,12 @@ func (v *vu) connect(addr, name string, https bool, res *Result) ErrorKind {
 	res.Reconnect = v.hadConn && !cfg.NoConnectionReuse
 	v.hadConn = true
 
-	ctx, cancel := context.WithTimeout(v.r.hardCtx, cfg.Timeout)
-	defer cancel()
+	deadline := time.Now().Add(cfg.Timeout)
 	var t0 int64
 	if cfg.Timings {
 		t0 = v.r.nanos()
 	}
-	raw, err := v.dial(ctx, addr)
+	raw, err := v.dial(addr, deadline)
 	if cfg.Timings {
 		res.ConnectNs = v.r.nanos() - t0
 	}
@@ -106,12 +105,16 @@ func (v *vu) connect(addr, name string, https bool, res *Result) ErrorKind {
 			tc.ServerName = name
 		}
 		tlsConn := tls.Client(raw, tc)
-		if err := tlsConn.HandshakeContext(ctx); err != nil {
+		ctx, cancel := context.WithDeadline(v.r.hardCtx, deadline)
+		err := tlsConn.HandshakeContext(ctx)
+		timedOut := ctx.Err() != nil
+		cancel()
+		if err != nil {
 			raw.Close()
 			if v.r.hard.Load() {
 				return ErrCancelled
 			}
-			if ctx.Err() != nil {
+			if timedOut {
 				return ErrTimeout
 			}
 			return ErrTLS
@@ -134,18 +137,16 @@ func (v *vu) connect(addr, name string, https bool, res *Result) ErrorKind {
 // dial opens a TCP connection to addr, through the --proxy's CONNECT
 // tunnel when there is one (the request then goes through it unchanged,
 // origin-form, as it would directly).
-func (v *vu) dial(ctx context.Context, addr string) (net.Conn, error) {
+func (v *vu) dial(addr string, deadline time.Time) (net.Conn, error) {
 	p := v.r.cfg.proxy
 	if p == nil {
-		return v.dialer.DialContext(ctx, "tcp", addr)
+		return v.dialer.dial(v.r.hardCtx, addr, deadline, v.r.nanos())
 	}
-	c, err := v.dialer.DialContext(ctx, "tcp", p.addr)
+	c, err := v.dialer.dial(v.r.hardCtx, p.addr, deadline, v.r.nanos())
 	if err != nil {
 		return nil, err
 	}
-	if deadline, ok := ctx.Deadline(); ok {
-		c.SetDeadline(deadline)
-	}
+	c.SetDeadline(deadline)
 	req := "CONNECT " + addr + " HTTP/1.1\r\nHost: " + addr + "\r\n" + p.auth + "\r\n"
 	if _, err := io.WriteString(c, req); err != nil {
 		c.Close()
@@ -185,6 +186,7 @@ func (v *vu) closeConn() {
 // interrupt cuts off the VU's in-flight request: called by the stopper
 // when the grace expires, from another goroutine.
 func (v *vu) interrupt() {
+	v.dialer.interrupt()
 	if c := v.active.Load(); c != nil {
 		c.raw.SetDeadline(time.Unix(1, 0))
 	}

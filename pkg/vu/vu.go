@@ -50,7 +50,7 @@ type vu struct {
 	wbuf    []byte
 	bufArr  [2][]byte
 	bufs    net.Buffers
-	dialer  net.Dialer
+	dialer  *tcpDialer
 
 	// The last recorded host resolved to a dial address (no --target).
 	lastHost  []byte
@@ -95,9 +95,7 @@ func newVU(r *run, id int) *vu {
 	if r.cfg.Timings {
 		v.cr.now = r.nanos
 	}
-	// No TCP keep-alive probes: a VU's connection is busy or closed, and
-	// the four setsockopt calls per dial cost --no-connection-reuse dearly.
-	v.dialer.KeepAlive = -1
+	v.dialer = newTCPDialer(&r.hard)
 	return v
 }
 
