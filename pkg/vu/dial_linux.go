@@ -33,7 +33,7 @@ type tcpDialer struct {
 	ras   []remoteAddr
 	until int64
 
-	soErr   error             // set by connected
+	soErr   error              // set by connected
 	checked func(uintptr) bool // connected, bound once
 }
 
