@@ -2,7 +2,6 @@ package vu
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -11,6 +10,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // tcpDialer opens a VU's TCP connections itself: a non-blocking socket put
@@ -18,10 +18,10 @@ import (
 // a dial on top of the system calls (a resolution, a context and its
 // AfterFunc, a deadline timer, a park for the connect, getpeername and
 // getsockname), which --no-connection-reuse pays on every request. Here a
-// dial is socket, TCP_NODELAY, connect, one TCP_INFO read that tells whether
-// the handshake is done (it always is on loopback, where connect completes
-// it), fcntl and the poller's registration; only a handshake still under
-// way parks the VU.
+// dial is socket, TCP_NODELAY, connect, getpeername to learn whether the
+// handshake is done (it always is on loopback, where connect completes it),
+// fcntl and the poller's registration; only a handshake still under way
+// parks the VU.
 //
 // Resolutions are kept per VU for dnsTTL, and dropped when no address of a
 // name could be reached, so that a moved service is found again.
@@ -164,35 +164,27 @@ func (d *tcpDialer) interrupt() {
 	}
 }
 
-// Linux TCP states (include/net/tcp_states.h).
-const (
-	tcpEstablished = 1
-	tcpSynSent     = 2
-	tcpSynRecv     = 3
-	tcpCloseWait   = 8
-)
-
 // handshake says whether the connect on fd has ended; err is why it failed.
-// The first byte of TCP_INFO is the connection's state.
+// A connected socket has a peer; one without has its error, or none while
+// the handshake is under way.
 func handshake(fd int) (done bool, err error) {
-	v, err := syscall.GetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_INFO)
-	if err != nil {
-		return false, err
-	}
-	var info [4]byte
-	binary.NativeEndian.PutUint32(info[:], uint32(v))
-	switch info[0] {
-	case tcpEstablished, tcpCloseWait:
+	var rsa syscall.RawSockaddrAny
+	n := uint32(syscall.SizeofSockaddrAny)
+	_, _, errno := syscall.RawSyscall(syscall.SYS_GETPEERNAME, uintptr(fd),
+		uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)))
+	if errno == 0 {
 		return true, nil
-	case tcpSynSent, tcpSynRecv:
-		return false, nil
 	}
-	if n, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ERROR); err != nil {
+	if errno != syscall.ENOTCONN {
+		return false, errno
+	}
+	switch n, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ERROR); {
+	case err != nil:
 		return false, err
-	} else if n != 0 {
+	case n != 0:
 		return false, syscall.Errno(n)
 	}
-	return false, syscall.ECONNABORTED // closed, and no error kept
+	return false, nil
 }
 
 // resolve turns host:port into its addresses: at once for an IP address,

@@ -1,0 +1,203 @@
+package vu
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fullListener is a loopback listener whose accept queue is full: the
+// kernel drops further SYNs, so a dial to it stays in its handshake.
+func fullListener(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil { // one queued connection fills it
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+	filler, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { filler.Close() })
+	return addr
+}
+
+func TestDialHandshakeTimesOut(t *testing.T) {
+	addr := fullListener(t)
+	d := newTCPDialer(new(atomic.Bool))
+	start := time.Now()
+	c, err := d.dial(t.Context(), addr, start.Add(300*time.Millisecond), 0)
+	took := time.Since(start)
+	if err == nil {
+		c.Close()
+		t.Fatal("dial to a full accept queue succeeded; want a timeout")
+	}
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("err = %v; want a net.Error that is a timeout", err)
+	}
+	if took < 250*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("the dial gave up after %v; want about 300ms", took)
+	}
+	if d.dialing.Load() != nil {
+		t.Fatal("the failed handshake is still published for interrupt")
+	}
+}
+
+func TestDialInterruptCutsHandshake(t *testing.T) {
+	addr := fullListener(t)
+	d := newTCPDialer(new(atomic.Bool))
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		c, err := d.dial(t.Context(), addr, start.Add(30*time.Second), 0)
+		if c != nil {
+			c.Close()
+		}
+		done <- err
+	}()
+	for d.dialing.Load() == nil {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the dial never waited on its handshake")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	d.interrupt()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("an interrupted handshake succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("interrupt did not cut the handshake off")
+	}
+}
+
+func TestDialRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	d := newTCPDialer(new(atomic.Bool))
+	_, err = d.dial(t.Context(), addr, time.Now().Add(5*time.Second), 0)
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("err = %v; want connection refused", err)
+	}
+	if d.addr != "" {
+		t.Fatal("a name none of whose addresses answered is still cached")
+	}
+}
+
+// TestDialConn checks a dialed connection end to end against a loopback
+// server: by IP and by name, its addresses, a round trip, EOF, a read
+// timeout and a reset, each as the net package reports them.
+func TestDialConn(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type step struct{ echo, reset bool }
+	steps := make(chan step, 4)
+	go func() {
+		for s := range steps {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if s.echo {
+				buf := make([]byte, 4)
+				if _, err := io.ReadFull(c, buf); err == nil {
+					c.Write(buf)
+				}
+			}
+			if s.reset {
+				c.(*net.TCPConn).SetLinger(0)
+			}
+			if s.echo || s.reset {
+				c.Close()
+			} else {
+				defer c.Close() // silent: the client times out
+			}
+		}
+	}()
+	defer close(steps)
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	d := newTCPDialer(new(atomic.Bool))
+	dial := func(addr string) net.Conn {
+		t.Helper()
+		c, err := d.dial(t.Context(), addr, time.Now().Add(5*time.Second), 0)
+		if err != nil {
+			t.Fatalf("dial %s: %v", addr, err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		return c
+	}
+
+	for _, addr := range []string{"127.0.0.1:" + port, "localhost:" + port} {
+		steps <- step{echo: true}
+		c := dial(addr)
+		if got := c.RemoteAddr().String(); got != "127.0.0.1:"+port {
+			t.Errorf("%s: RemoteAddr = %s", addr, got)
+		}
+		if la, ok := c.LocalAddr().(*net.TCPAddr); !ok || !la.IP.IsLoopback() || la.Port == 0 {
+			t.Errorf("%s: LocalAddr = %v", addr, c.LocalAddr())
+		}
+		if _, err := c.Write([]byte("ping")); err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(c)
+		if err != nil || string(got) != "ping" {
+			t.Fatalf("%s: read %q, %v; want the echo, then EOF", addr, got, err)
+		}
+		c.Close()
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("read after close: %v; want net.ErrClosed", err)
+		}
+	}
+
+	steps <- step{}
+	c := dial("127.0.0.1:" + port)
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	_, err = c.Read(make([]byte, 1))
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || kindOf(err) != ErrTimeout {
+		t.Errorf("read past the deadline: %v; want a timeout", err)
+	}
+	c.Close()
+
+	steps <- step{echo: true, reset: true}
+	c = dial("127.0.0.1:" + port)
+	c.Write([]byte("ping"))
+	var rerr error
+	for rerr == nil {
+		_, rerr = c.Read(make([]byte, 16))
+	}
+	if !errors.Is(rerr, syscall.ECONNRESET) || kindOf(rerr) != ErrReset {
+		t.Errorf("read of a reset connection: %v; want connection reset", rerr)
+	}
+	var op *net.OpError
+	if !errors.As(rerr, &op) || op.Op != "read" {
+		t.Errorf("read error %#v is not a net.OpError of a read", rerr)
+	}
+	c.Close()
+}
