@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
-	"time"
 )
 
 // FieldError is what is wrong with one line: the field (as a dotted path,
@@ -474,7 +473,7 @@ func (d *decoder) check(p *Pair) error {
 		return fieldErr("http.req.host", "%q is not a host[:port]", p.Req.Host)
 	}
 	if len(p.TS) > 0 {
-		if _, err := time.Parse(time.RFC3339Nano, string(p.TS)); err != nil {
+		if _, ok := ParseRFC3339(p.TS); !ok {
 			return fieldErr("ts", "want RFC 3339 time such as 2026-11-01T10:00:00.123456789Z, got %q", p.TS)
 		}
 	}

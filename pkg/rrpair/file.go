@@ -201,114 +201,80 @@ func (f *File) index(opt Options) error {
 	defer unix.Madvise(f.data, unix.MADV_NORMAL)
 
 	verr := &ValidationError{File: f.name}
-	d := decoder{validate: true}
-	var p Pair
 	epIDs := map[string]uint16{} // name -> provisional id
 	var epNames []string         // provisional id -> name
 	var epCounts []int           // provisional id -> pairs
 	sessionIter := map[string]uint32{}
 	hostSeen := map[string]bool{}
 	iters := uint32(0)
-	var name []byte
 
-	data := f.data
+	cs := chunks(f.data)
+	lines := 1
+	for _, c := range cs {
+		lines += c.lines
+	}
 	// Size the index exactly: growing it by doubling would leave copies
 	// of a large index behind as garbage.
-	lines := bytes.Count(data, []byte{'\n'}) + 1
 	f.pairs = make([]pairRef, 0, lines)
 	iterOf := make([]uint32, 0, lines) // pair -> iteration, while building
-	for off, line := 0, 1; off < len(data); line++ {
-		end := bytes.IndexByte(data[off:], '\n')
-		if end < 0 {
-			end = len(data)
-		} else {
-			end += off
+	tooLong := false
+	var global []uint16 // chunk endpoint -> provisional id
+	f.validateChunks(cs, opt, func(c *chunk) {
+		r := &c.res
+		verr.Total += r.errTotal
+		verr.Lines = append(verr.Lines, r.errs[:min(len(r.errs), opt.MaxErrors-len(verr.Lines))]...)
+		tooLong = tooLong || r.tooLong
+		if verr.Total > 0 || tooLong {
+			return
 		}
-		text := data[off:end]
-		start := off
-		off = end + 1
-		if isBlank(text) {
-			continue
-		}
-		err := d.decode(text, &p)
-		if err == nil && opt.RequireHost && len(p.Req.Host) == 0 {
-			err = fieldErr("http.req.host", "missing, and no target was given to send it to")
-		}
-		if err != nil {
-			verr.Total++
-			if len(verr.Lines) < opt.MaxErrors {
-				le := LineError{File: f.name, Line: line}
-				if fe, ok := err.(*FieldError); ok {
-					le.Err = fe
+		f.filtered += r.filtered
+		f.setsCookies = f.setsCookies || r.cookies
+		global = global[:0]
+		for i, name := range r.names {
+			id, ok := epIDs[name]
+			if !ok {
+				if len(epNames) >= 1<<16-1 {
+					id = 1<<16 - 1 // beyond 65535 names they all rank last
 				} else {
-					le.Err = &FieldError{Msg: err.Error(), Off: -1}
+					id = uint16(len(epNames))
+					epIDs[name] = id
+					epNames = append(epNames, name)
+					epCounts = append(epCounts, 0)
 				}
-				if le.Err.Off >= 0 {
-					le.Col = le.Err.Off + 1
+			}
+			if int(id) < len(epCounts) {
+				epCounts[id] += r.counts[i]
+			}
+			global = append(global, id)
+		}
+		for _, h := range r.hosts {
+			if !hostSeen[h] {
+				hostSeen[h] = true
+				f.hosts = append(f.hosts, h)
+			}
+		}
+		if r.firstTS != 0 && (f.firstTS == 0 || r.firstTS < f.firstTS) {
+			f.firstTS = r.firstTS
+		}
+		for i := range r.recs {
+			rec := &r.recs[i]
+			f.pairs = append(f.pairs, pairRef{off: rec.off, line: rec.line, endpoint: global[rec.endpoint]})
+			it := iters
+			if len(rec.session) > 0 {
+				if known, ok := sessionIter[string(rec.session)]; ok {
+					it = known
+				} else {
+					sessionIter[f.key(rec.session)] = iters
+					iters++
 				}
-				verr.Lines = append(verr.Lines, le)
-			}
-			continue
-		}
-		if verr.Total > 0 {
-			continue // only look for more errors
-		}
-		for i := 0; i < len(p.Res.Headers) && !f.setsCookies; i++ {
-			f.setsCookies = bytes.EqualFold(p.Res.Headers[i].Name, []byte("set-cookie"))
-		}
-		if line > 1<<32-1 || len(f.pairs) >= 1<<32-1 {
-			return fmt.Errorf("%s: more than 2^32 lines", f.name)
-		}
-
-		if len(p.EndpointTag) > 0 {
-			name = append(name[:0], p.EndpointTag...)
-		} else {
-			name = AppendEndpointName(name[:0], p.Req.Method, p.Req.URI)
-		}
-		if opt.Filter.active() {
-			p.Line = line
-			if !opt.Filter.keeps(&p, name) {
-				f.filtered++
-				continue
-			}
-		}
-		id, ok := epIDs[string(name)]
-		if !ok {
-			if len(epNames) >= 1<<16-1 {
-				id = 1<<16 - 1 // beyond 65535 names they all rank last
 			} else {
-				id = uint16(len(epNames))
-				epIDs[string(name)] = id
-				epNames = append(epNames, string(name))
-				epCounts = append(epCounts, 0)
-			}
-		}
-		if int(id) < len(epCounts) {
-			epCounts[id]++
-		}
-
-		if !hostSeen[string(p.Req.Host)] {
-			hostSeen[string(p.Req.Host)] = true
-			f.hosts = append(f.hosts, string(p.Req.Host))
-		}
-
-		f.pairs = append(f.pairs, pairRef{off: int64(start), line: uint32(line), endpoint: id})
-		if ns, ok := p.UnixNano(); ok && (f.firstTS == 0 || ns < f.firstTS) {
-			f.firstTS = ns
-		}
-
-		it := iters
-		if len(p.Session) > 0 {
-			if known, ok := sessionIter[string(p.Session)]; ok {
-				it = known
-			} else {
-				sessionIter[f.key(p.Session)] = iters
 				iters++
 			}
-		} else {
-			iters++
+			iterOf = append(iterOf, it)
 		}
-		iterOf = append(iterOf, it)
+	})
+	if tooLong && verr.Total == 0 {
+		return fmt.Errorf("%s: more than 2^32 lines", f.name)
 	}
 	if verr.Total > 0 {
 		return verr
@@ -339,11 +305,16 @@ func (f *File) index(opt Options) error {
 // (the map lives only while the index is built, and the mapping outlives
 // it); a string that was unescaped elsewhere is copied.
 func (f *File) key(b []byte) string {
-	if len(f.data) > 0 && uintptr(unsafe.Pointer(&b[0])) >= uintptr(unsafe.Pointer(&f.data[0])) &&
-		uintptr(unsafe.Pointer(&b[0])) < uintptr(unsafe.Pointer(&f.data[0]))+uintptr(len(f.data)) {
+	if f.inMapping(b) {
 		return unsafe.String(&b[0], len(b))
 	}
 	return string(b)
+}
+
+// inMapping says whether b (not empty) lies in the mapping.
+func (f *File) inMapping(b []byte) bool {
+	return len(f.data) > 0 && uintptr(unsafe.Pointer(&b[0])) >= uintptr(unsafe.Pointer(&f.data[0])) &&
+		uintptr(unsafe.Pointer(&b[0])) < uintptr(unsafe.Pointer(&f.data[0]))+uintptr(len(f.data))
 }
 
 func isBlank(b []byte) bool {

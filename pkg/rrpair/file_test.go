@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -422,6 +424,8 @@ func TestUnixNanoAgreesWithTimeParse(t *testing.T) {
 	for _, s := range []string{
 		"2026-11-01T10:00:00Z", "2026-11-01T10:00:00.5Z", "2026-11-01T10:00:00.123456789Z",
 		"2026-11-01T10:00:00.123456789+02:00", "2026-11-01T10:00:00-07:30", "1999-12-31T23:59:59.999999999Z",
+		"2024-02-29T12:00:00Z", "2000-02-29T00:00:00Z", "2100-03-01T00:00:00Z", "1970-01-01T00:00:00Z",
+		"1969-12-31T23:59:59.5Z", "1900-01-01T00:00:00+01:00", "2262-04-11T23:47:16Z",
 	} {
 		want, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
@@ -436,7 +440,8 @@ func TestUnixNanoAgreesWithTimeParse(t *testing.T) {
 			t.Errorf("%s: %v allocs", s, a)
 		}
 	}
-	for _, s := range []string{"", "2026-11-01", "2026-11-01T10:00:00", "2026-11-01T10:00:00.Z", "2026-13-01T10:00:00Z", "2026-11-01T10:00:00+0200"} {
+	for _, s := range []string{"", "2026-11-01", "2026-11-01T10:00:00", "2026-11-01T10:00:00.Z", "2026-13-01T10:00:00Z", "2026-11-01T10:00:00+0200",
+		"2026-02-29T10:00:00Z", "2100-02-29T10:00:00Z", "2026-04-31T10:00:00Z", "2026-11-00T10:00:00Z"} {
 		p := Pair{TS: []byte(s)}
 		if _, ok := p.UnixNano(); ok {
 			t.Errorf("%q parsed", s)
@@ -527,5 +532,100 @@ func TestSetsCookies(t *testing.T) {
 			t.Errorf("%v: got %v, want %v", tt.lines, got, tt.want)
 		}
 		f.Close()
+	}
+}
+
+// TestChunkedIndexMatchesOnePass opens files cut into chunks as small as a
+// line, which the workers validate in parallel, and checks that the index,
+// the numbering and the errors are those of the file read in one chunk.
+func TestChunkedIndexMatchesOnePass(t *testing.T) {
+	demo, err := os.ReadFile(filepath.Join("..", "..", "testdata", "demo.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mixed strings.Builder
+	for i := range 300 {
+		host := []string{"a:1", "b:2", "a:1", "c:3"}[i%4/2*2+i%7%2]
+		session := fmt.Sprintf(`s-%d`, i%37)
+		if i%11 == 0 {
+			session = fmt.Sprintf(`s\u002d%d`, i%37) // unescaped out of the decoder: copied
+		}
+		res := `"res":{"statusCode":200}`
+		if i == 250 {
+			res = `"res":{"statusCode":200,"headers":{"Set-Cookie":["sid=1"]}}`
+		}
+		fmt.Fprintf(&mixed, `{"ts":"2026-11-01T10:%02d:%02dZ","tags":{"session":"%s"},"http":{"req":{"method":"%s","uri":"/items/%d?x=%d","host":"%s"},%s}}`+"\n",
+			(300-i)/60, (300-i)%60, session, []string{"GET", "POST"}[i%2], i%5, i, host, res)
+		if i%13 == 0 {
+			mixed.WriteString("\n  \n")
+		}
+	}
+	var bad strings.Builder
+	for i := range 60 {
+		if i%4 == 3 {
+			bad.WriteString("{not json\n")
+		} else {
+			bad.WriteString(goodLine + "\n")
+		}
+	}
+	sample := &Filter{Sample: 0.5, Seed: 7}
+	keep, err := ParseRule("method=GET")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		content string
+		opt     Options
+	}{
+		{"demo", string(demo), Options{}},
+		{"mixed", mixed.String(), Options{}},
+		{"mixed, sampled", mixed.String(), Options{Filter: sample}},
+		{"mixed, kept", mixed.String(), Options{Filter: &Filter{Keep: []Rule{keep}}}},
+		{"mixed, shard", mixed.String(), Options{Shard: Shard{Index: 1, Count: 3}}},
+		{"bad lines", bad.String(), Options{}},
+		{"no final newline", strings.TrimSuffix(mixed.String(), "\n"), Options{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, tc.content)
+			open := func(size int) (*File, error) {
+				old := chunkSize
+				chunkSize = size
+				defer func() { chunkSize = old }()
+				return Open(path, tc.opt)
+			}
+			want, wantErr := open(1 << 30)
+			if want != nil { // the reference itself: each pair's endpoint is its name
+				c := want.NewCursor()
+				var p Pair
+				for i := range want.Len() {
+					if err := c.Decode(i, &p); err != nil {
+						t.Fatal(err)
+					}
+					name := string(AppendEndpointName(nil, p.Req.Method, p.Req.URI))
+					if got := want.Endpoints()[p.Endpoint]; got != name {
+						t.Fatalf("pair %d (line %d): endpoint %q, want %q", i, p.Line, got, name)
+					}
+				}
+			}
+			for _, size := range []int{1, 50, 333, 4096} {
+				got, err := open(size)
+				if !reflect.DeepEqual(err, wantErr) {
+					t.Fatalf("chunks of %d: error %v; one pass: %v", size, err, wantErr)
+				}
+				if err != nil {
+					continue
+				}
+				g, w := *got, *want
+				g.data, w.data = nil, nil // compared by the offsets into them
+				if !reflect.DeepEqual(g, w) {
+					t.Errorf("chunks of %d: index differs from one pass:\n got %+v\nwant %+v", size, g, w)
+				}
+				got.Close()
+			}
+			if want != nil {
+				want.Close()
+			}
+		})
 	}
 }

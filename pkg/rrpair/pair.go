@@ -159,7 +159,7 @@ func ParseRFC3339(b []byte) (Stamp, bool) {
 	hour, ok4 := num(b[11:13])
 	minute, ok5 := num(b[14:16])
 	sec, ok6 := num(b[17:19])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || sec > 60 {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 60 {
 		return st, false
 	}
 	i := 19
@@ -167,11 +167,9 @@ func ParseRFC3339(b []byte) (Stamp, bool) {
 	if i < len(b) && b[i] == '.' {
 		i++
 		start := i
-		scale := int64(1e9)
 		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 			if i-start < 9 {
-				scale /= 10
-				nanos += int64(b[i]-'0') * scale
+				nanos = nanos*10 + int64(b[i]-'0')
 			}
 			i++
 		}
@@ -179,6 +177,7 @@ func ParseRFC3339(b []byte) (Stamp, bool) {
 			return st, false
 		}
 		st.Frac = i - start
+		nanos *= pow10[9-min(st.Frac, 9)]
 	}
 	switch {
 	case i == len(b)-1 && (b[i] == 'Z' || b[i] == 'z'):
@@ -196,9 +195,42 @@ func ParseRFC3339(b []byte) (Stamp, bool) {
 	default:
 		return st, false
 	}
-	t := time.Date(year, time.Month(month), day, hour, minute, sec, 0, time.UTC)
-	st.UnixNano = t.UnixNano() + nanos - int64(st.Offset)*1e9
+	secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec-st.Offset)
+	st.UnixNano = secs*1e9 + nanos
 	return st, true
+}
+
+var pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
+
+// daysIn is the number of days of a month.
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil is the number of days from 1970-01-01 to a proleptic
+// Gregorian date (Howard Hinnant's days_from_civil).
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 { // only January and February of year 0
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era*146097 + doe - 719468)
 }
 
 // AppendRFC3339 appends the instant ns written as st was written (same
