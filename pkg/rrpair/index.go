@@ -75,6 +75,9 @@ func chunks(data []byte) []*chunk {
 func (f *File) validateChunks(cs []*chunk, opt Options, fold func(*chunk)) {
 	workers := min(runtime.GOMAXPROCS(0), len(cs))
 	work := make(chan *chunk)
+	// Folded chunks hand their records back: a large file's records would
+	// otherwise be garbage enough to grow the heap well past the index.
+	free := make(chan []pairRec, 3*workers)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -82,6 +85,10 @@ func (f *File) validateChunks(cs []*chunk, opt Options, fold func(*chunk)) {
 			defer wg.Done()
 			v := validator{f: f, opt: opt, d: decoder{validate: true}, ids: map[string]uint32{}, hostSeen: map[string]bool{}}
 			for c := range work {
+				select {
+				case c.res.recs = <-free:
+				default:
+				}
 				v.run(c)
 				close(c.done)
 			}
@@ -99,6 +106,10 @@ func (f *File) validateChunks(cs []*chunk, opt Options, fold func(*chunk)) {
 	for _, c := range cs {
 		<-c.done
 		fold(c)
+		select {
+		case free <- c.res.recs[:0]:
+		default:
+		}
 		c.res = chunkResult{}
 		<-ahead
 	}
