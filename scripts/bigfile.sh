@@ -2,7 +2,8 @@
 # bigfile.sh BIN — the memory and open-time check of a large traffic file
 # (make bigfile; not run in CI). It writes a ~1 GiB RRPair file of ~400-byte
 # lines outside the repository, starts the demo SUT on loopback, replays the
-# file with 500 VUs, and reports:
+# file with 500 VUs (re-signing its tokens and shifting its times, as the
+# demo SUT wants), and reports:
 #   - open + validate time with a warm page cache (target: < 3 s per GiB)
 #   - peak anonymous memory of the replay process, RssAnon: the mapped file
 #     is not counted, it is page cache (target: < 150 MiB)
@@ -23,21 +24,28 @@ trap cleanup EXIT
 if [ ! -s "$FILE" ]; then
   echo "writing $SIZE_MB MiB of traffic to $FILE"
   python3 - "$FILE" "$SIZE_MB" <<'PY'
-import sys, json
+import sys, json, hmac, hashlib, base64
 path, size = sys.argv[1], int(sys.argv[2]) << 20
 kinds = ["page_view", "click", "add_to_cart", "checkout"]
+# A bearer token as recorded: HS256 with the demo SUT's key, valid for an
+# hour either side of the recording and long expired now. The run re-signs
+# it (--jwt-secret) and shifts the events' times (--shift-time), so that
+# the demo SUT accepts them.
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=")
+signed = b64(b'{"alg":"HS256"}') + b"." + b64(b'{"iat":1793523600,"exp":1793530800}')
+token = (signed + b"." + b64(hmac.new(b"replay-demo-secret", signed, hashlib.sha256).digest())).decode()
 with open(path, "w") as f:
     n = 0
     written = 0
     while written < size:
-        body = json.dumps({"type": kinds[n % 4], "user_id": "u-%07d" % (n % 100000), "ts": 1793527200000 + n, "url": "/products/%d" % (n % 5000)})
+        body = json.dumps({"type": kinds[n % 4], "user_id": "u-%07d" % (n % 100000), "ts": 1793527200000 + n // 1000, "url": "/products/%d" % (n % 5000)})
         if n % 5 == 4:
             req = {"method": "GET", "uri": "/events/%d" % n, "host": "ingest.demo.local:8080",
-                   "headers": {"Accept": ["application/json"], "User-Agent": ["shop-web/4.2"]}}
+                   "headers": {"Accept": ["application/json"], "User-Agent": ["shop-web/4.2"], "Authorization": ["Bearer " + token]}}
         else:
             req = {"method": "POST", "uri": "/events", "host": "ingest.demo.local:8080",
-                   "headers": {"Content-Type": ["application/json"], "User-Agent": ["shop-web/4.2"]}, "body": body}
-        line = json.dumps({"ts": "2026-11-01T10:00:%02d.%09dZ" % ((n // 100000) % 60, n % 1000000000),
+                   "headers": {"Content-Type": ["application/json"], "User-Agent": ["shop-web/4.2"], "Authorization": ["Bearer " + token]}, "body": body}
+        line = json.dumps({"ts": "2026-11-01T10:%02d:%02d.%06dZ" % (n // 60000000, n // 1000000 % 60, n % 1000000),
                            "tags": {"session": "s-%d" % (n // 4)}, "http": {"req": req, "res": {"statusCode": 202}}}, separators=(",", ":")) + "\n"
         f.write(line)
         written += len(line)
@@ -53,7 +61,7 @@ SUT_PID=$!
 for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/health" && break; sleep 0.1; done
 
 "$BIN" run -f "$FILE" --target "http://127.0.0.1:$PORT" --vus "$VUS" --duration "$DUR" \
-  --out "$WORK/summary.json" -q --log-format json 2>"$WORK/run.log" &
+  --shift-time --jwt-secret replay-demo-secret --out "$WORK/summary.json" -q --log-format json 2>"$WORK/run.log" &
 RUN_PID=$!
 peak=0
 while kill -0 "$RUN_PID" 2>/dev/null; do
