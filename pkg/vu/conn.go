@@ -69,15 +69,18 @@ func recordedHost(req *rrpair.Request, fallback []byte) []byte {
 }
 
 // connect makes sure the VU holds a connection to addr, dialing one if
-// needed. It returns the error kind of a failed dial.
-func (v *vu) connect(addr, name string, https bool, res *Result) ErrorKind {
+// needed. A new plain connection may carry first, the request's first
+// bytes, from the moment it is made (tcpDialer.dial): sent says how many,
+// and res.Sent is set when some were. It returns the error kind of a
+// failed dial.
+func (v *vu) connect(addr, name string, https bool, res *Result, first []byte) (sent int, kind ErrorKind) {
 	cfg := v.r.cfg
 	if v.c != nil && (v.c.addr != addr || v.c.https != https ||
 		cfg.MaxConnDuration > 0 && v.r.nanos()-v.c.opened >= int64(cfg.MaxConnDuration)) {
 		v.closeConn()
 	}
 	if v.c != nil {
-		return ErrNone
+		return 0, ErrNone
 	}
 	res.Connected = true
 	res.Reconnect = v.hadConn && !cfg.NoConnectionReuse
@@ -88,15 +91,21 @@ func (v *vu) connect(addr, name string, https bool, res *Result) ErrorKind {
 	if cfg.Timings {
 		t0 = v.r.nanos()
 	}
-	raw, err := v.dial(addr, deadline)
+	if https || cfg.proxy != nil || cfg.Timings { // Timings keeps connect and send apart
+		first = nil
+	}
+	raw, sent, err := v.dial(addr, deadline, first)
 	if cfg.Timings {
 		res.ConnectNs = v.r.nanos() - t0
 	}
 	if err != nil {
 		if v.r.hard.Load() {
-			return ErrCancelled
+			return 0, ErrCancelled
 		}
-		return ErrConnect
+		return 0, ErrConnect
+	}
+	if sent > 0 {
+		res.Sent = v.dialer.sentAt
 	}
 	c := &conn{raw: raw, nc: raw, addr: addr, https: https, opened: v.r.nanos()}
 	if https {
@@ -112,12 +121,12 @@ func (v *vu) connect(addr, name string, https bool, res *Result) ErrorKind {
 		if err != nil {
 			raw.Close()
 			if v.r.hard.Load() {
-				return ErrCancelled
+				return 0, ErrCancelled
 			}
 			if timedOut {
-				return ErrTimeout
+				return 0, ErrTimeout
 			}
-			return ErrTLS
+			return 0, ErrTLS
 		}
 		c.nc = tlsConn
 		if cfg.Timings {
@@ -131,26 +140,26 @@ func (v *vu) connect(addr, name string, https bool, res *Result) ErrorKind {
 	if v.r.hard.Load() { // the stopper may have missed this connection
 		c.raw.SetDeadline(time.Unix(1, 0))
 	}
-	return ErrNone
+	return sent, ErrNone
 }
 
 // dial opens a TCP connection to addr, through the --proxy's CONNECT
 // tunnel when there is one (the request then goes through it unchanged,
 // origin-form, as it would directly).
-func (v *vu) dial(addr string, deadline time.Time) (net.Conn, error) {
+func (v *vu) dial(addr string, deadline time.Time, first []byte) (net.Conn, int, error) {
 	p := v.r.cfg.proxy
 	if p == nil {
-		return v.dialer.dial(v.r.hardCtx, addr, deadline, v.r.nanos())
+		return v.dialer.dial(v.r.hardCtx, addr, deadline, v.r.nanos(), first)
 	}
-	c, err := v.dialer.dial(v.r.hardCtx, p.addr, deadline, v.r.nanos())
+	c, _, err := v.dialer.dial(v.r.hardCtx, p.addr, deadline, v.r.nanos(), nil)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	c.SetDeadline(deadline)
 	req := "CONNECT " + addr + " HTTP/1.1\r\nHost: " + addr + "\r\n" + p.auth + "\r\n"
 	if _, err := io.WriteString(c, req); err != nil {
 		c.Close()
-		return nil, err
+		return nil, 0, err
 	}
 	// Read the answer byte by byte up to its blank line, so that nothing
 	// of the tunnelled stream is consumed here.
@@ -159,19 +168,19 @@ func (v *vu) dial(addr string, deadline time.Time) (net.Conn, error) {
 	for !bytes.HasSuffix(head, []byte("\r\n\r\n")) {
 		if _, err := c.Read(one); err != nil {
 			c.Close()
-			return nil, err
+			return nil, 0, err
 		}
 		if head = append(head, one[0]); len(head) > 16<<10 {
 			c.Close()
-			return nil, errors.New("proxy: CONNECT answer too long")
+			return nil, 0, errors.New("proxy: CONNECT answer too long")
 		}
 	}
 	if f := bytes.Fields(head); len(f) < 2 || f[1][0] != '2' {
 		c.Close()
-		return nil, fmt.Errorf("proxy: CONNECT %s: %s", addr, bytes.SplitN(head, []byte("\r\n"), 2)[0])
+		return nil, 0, fmt.Errorf("proxy: CONNECT %s: %s", addr, bytes.SplitN(head, []byte("\r\n"), 2)[0])
 	}
 	c.SetDeadline(time.Time{})
-	return c, nil
+	return c, 0, nil
 }
 
 func (v *vu) closeConn() {

@@ -19,9 +19,9 @@ import (
 // AfterFunc, a deadline timer, a park for the connect, getpeername and
 // getsockname), which --no-connection-reuse pays on every request. Here a
 // dial is socket, TCP_NODELAY, connect, getpeername to learn whether the
-// handshake is done (it always is on loopback, where connect completes it),
-// fcntl and the poller's registration; only a handshake still under way
-// parks the VU.
+// handshake is done (it always is on loopback, where connect completes it)
+// or the request's first write, fcntl and the poller's registration; only a
+// handshake still under way parks the VU.
 //
 // Resolutions are kept per VU for dnsTTL, and dropped when no address of a
 // name could be reached, so that a moved service is found again.
@@ -35,6 +35,9 @@ type tcpDialer struct {
 
 	soErr   error              // set by connected
 	checked func(uintptr) bool // connected, bound once
+
+	clock  func() int64 // the run's clock
+	sentAt int64        // when the last dial wrote its first bytes
 }
 
 // dnsTTL is how long a VU keeps a resolved name, as k6 does by default.
@@ -51,79 +54,104 @@ type remoteAddr struct {
 	tcp    *net.TCPAddr
 }
 
-func newTCPDialer(hard *atomic.Bool) *tcpDialer {
-	d := &tcpDialer{hard: hard}
+func newTCPDialer(hard *atomic.Bool, clock func() int64) *tcpDialer {
+	d := &tcpDialer{hard: hard, clock: clock}
 	d.checked = d.connected
 	return d
 }
 
 // dial connects to addr (host:port) by the wall-clock deadline; ctx (the
 // run's hard stop) bounds a resolution, now (the run's clock) its reuse.
-func (d *tcpDialer) dial(ctx context.Context, addr string, deadline time.Time, now int64) (net.Conn, error) {
+//
+// first, when not empty, is written as soon as connect returns, before the
+// socket joins the poller: on loopback the handshake is done by then, and
+// the request reaches the server with its connection, which then wakes once
+// for both rather than twice. sent is how much of first went out, at
+// d.sentAt; a handshake still under way sends nothing early.
+func (d *tcpDialer) dial(ctx context.Context, addr string, deadline time.Time, now int64, first []byte) (c net.Conn, sent int, err error) {
 	if addr != d.addr || now >= d.until {
 		ras, err := resolve(ctx, addr, deadline)
 		if err != nil {
-			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: err}
+			return nil, 0, &net.OpError{Op: "dial", Net: "tcp", Err: err}
 		}
 		d.addr, d.ras, d.until = addr, ras, now+int64(dnsTTL)
 	}
-	var first error
+	var firstErr error
 	for i, ra := range d.ras {
 		attempt := deadline
 		if left := len(d.ras) - i; left > 1 {
 			share := time.Until(deadline) / time.Duration(left)
 			attempt = time.Now().Add(max(share, min(minAttempt, time.Until(deadline))))
 		}
-		c, err := d.dialOne(ra, attempt)
+		c, sent, err := d.dialOne(ra, attempt, first)
 		if err == nil {
-			return c, nil
+			return c, sent, nil
 		}
-		if first == nil {
-			first = err
+		if firstErr == nil {
+			firstErr = err
 		}
 		if d.hard.Load() || !time.Now().Before(deadline) {
 			break
 		}
 	}
 	d.addr = "" // resolve again next time
-	return nil, first
+	return nil, 0, firstErr
 }
 
-// dialOne connects to one address.
-func (d *tcpDialer) dialOne(ra remoteAddr, deadline time.Time) (net.Conn, error) {
+// dialOne connects to one address, and writes first early when it can.
+func (d *tcpDialer) dialOne(ra remoteAddr, deadline time.Time, first []byte) (net.Conn, int, error) {
 	fail := func(call string, err error) error {
 		return &net.OpError{Op: "dial", Net: "tcp", Addr: ra.tcp, Err: os.NewSyscallError(call, err)}
 	}
 	fd, err := syscall.Socket(ra.family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, syscall.IPPROTO_TCP)
 	if err != nil {
-		return nil, fail("socket", err)
+		return nil, 0, fail("socket", err)
 	}
 	if err := syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1); err != nil {
 		syscall.Close(fd)
-		return nil, fail("setsockopt", err)
+		return nil, 0, fail("setsockopt", err)
 	}
 	switch err := syscall.Connect(fd, ra.sa); err {
 	case nil, syscall.EINPROGRESS, syscall.EALREADY, syscall.EINTR:
 	default:
 		syscall.Close(fd)
-		return nil, fail("connect", err)
+		return nil, 0, fail("connect", err)
 	}
-	done, err := handshake(fd)
-	if err != nil {
-		syscall.Close(fd)
-		return nil, fail("connect", err)
+	sent, done := 0, false
+	if len(first) > 0 {
+		// A write succeeds only on a connected socket: it proves the
+		// handshake done. It fails with EAGAIN while the handshake is under
+		// way, and with the connect's error when that failed.
+		d.sentAt = d.clock()
+		n, werr := syscall.Write(fd, first)
+		switch {
+		case werr == nil:
+			sent, done = n, true
+		case werr != syscall.EAGAIN && werr != syscall.EINTR:
+			if ok, _ := handshake(fd); !ok {
+				syscall.Close(fd)
+				return nil, 0, fail("connect", werr)
+			}
+			done = true // connected, then broken: the next write says how
+		}
+	}
+	if !done {
+		if done, err = handshake(fd); err != nil {
+			syscall.Close(fd)
+			return nil, 0, fail("connect", err)
+		}
 	}
 	f := os.NewFile(uintptr(fd), "tcp")
 	if !done {
 		if err := d.wait(f, deadline); err != nil {
 			f.Close()
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: ra.tcp, Err: os.ErrDeadlineExceeded}
+				return nil, 0, &net.OpError{Op: "dial", Net: "tcp", Addr: ra.tcp, Err: os.ErrDeadlineExceeded}
 			}
-			return nil, fail("connect", err)
+			return nil, 0, fail("connect", err)
 		}
 	}
-	return &tcpConn{f: f, raddr: ra.tcp}, nil
+	return &tcpConn{f: f, raddr: ra.tcp}, sent, nil
 }
 
 // wait parks until the handshake on f ends, the deadline passes or the

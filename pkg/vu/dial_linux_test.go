@@ -41,10 +41,15 @@ func fullListener(t *testing.T) string {
 
 func TestDialHandshakeTimesOut(t *testing.T) {
 	addr := fullListener(t)
-	d := newTCPDialer(new(atomic.Bool))
+	d := newTCPDialer(new(atomic.Bool), nanotime)
 	start := time.Now()
-	c, err := d.dial(t.Context(), addr, start.Add(300*time.Millisecond), 0)
+	// The request written early meets a handshake under way: nothing is
+	// sent, and the dial waits for the handshake as it would without.
+	c, sent, err := d.dial(t.Context(), addr, start.Add(300*time.Millisecond), 0, []byte("GET / HTTP/1.1\r\n\r\n"))
 	took := time.Since(start)
+	if sent != 0 {
+		t.Errorf("%d bytes went out before the handshake ended", sent)
+	}
 	if err == nil {
 		c.Close()
 		t.Fatal("dial to a full accept queue succeeded; want a timeout")
@@ -63,11 +68,11 @@ func TestDialHandshakeTimesOut(t *testing.T) {
 
 func TestDialInterruptCutsHandshake(t *testing.T) {
 	addr := fullListener(t)
-	d := newTCPDialer(new(atomic.Bool))
+	d := newTCPDialer(new(atomic.Bool), nanotime)
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() {
-		c, err := d.dial(t.Context(), addr, start.Add(30*time.Second), 0)
+		c, _, err := d.dial(t.Context(), addr, start.Add(30*time.Second), 0, nil)
 		if c != nil {
 			c.Close()
 		}
@@ -97,8 +102,8 @@ func TestDialRefused(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	d := newTCPDialer(new(atomic.Bool))
-	_, err = d.dial(t.Context(), addr, time.Now().Add(5*time.Second), 0)
+	d := newTCPDialer(new(atomic.Bool), nanotime)
+	_, _, err = d.dial(t.Context(), addr, time.Now().Add(5*time.Second), 0, nil)
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("err = %v; want connection refused", err)
 	}
@@ -142,16 +147,28 @@ func TestDialConn(t *testing.T) {
 	}()
 	defer close(steps)
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	d := newTCPDialer(new(atomic.Bool))
+	d := newTCPDialer(new(atomic.Bool), nanotime)
 	dial := func(addr string) net.Conn {
 		t.Helper()
-		c, err := d.dial(t.Context(), addr, time.Now().Add(5*time.Second), 0)
+		c, _, err := d.dial(t.Context(), addr, time.Now().Add(5*time.Second), 0, nil)
 		if err != nil {
 			t.Fatalf("dial %s: %v", addr, err)
 		}
 		c.SetDeadline(time.Now().Add(5 * time.Second))
 		return c
 	}
+
+	// The first write goes out with the connection; it is the same echo.
+	steps <- step{echo: true}
+	c, sent, err := d.dial(t.Context(), "127.0.0.1:"+port, time.Now().Add(5*time.Second), 0, []byte("ping"))
+	if err != nil || sent != 4 {
+		t.Fatalf("dial with a first write: sent %d, %v; want all 4 bytes", sent, err)
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if got, err := io.ReadAll(c); err != nil || string(got) != "ping" {
+		t.Fatalf("read %q, %v; want the early write echoed", got, err)
+	}
+	c.Close()
 
 	for _, addr := range []string{"127.0.0.1:" + port, "localhost:" + port} {
 		steps <- step{echo: true}
@@ -176,7 +193,7 @@ func TestDialConn(t *testing.T) {
 	}
 
 	steps <- step{}
-	c := dial("127.0.0.1:" + port)
+	c = dial("127.0.0.1:" + port)
 	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	_, err = c.Read(make([]byte, 1))
 	var ne net.Error
@@ -201,3 +218,5 @@ func TestDialConn(t *testing.T) {
 	}
 	c.Close()
 }
+
+func nanotime() int64 { return time.Now().UnixNano() }

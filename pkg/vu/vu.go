@@ -95,7 +95,7 @@ func newVU(r *run, id int) *vu {
 	if r.cfg.Timings {
 		v.cr.now = r.nanos
 	}
-	v.dialer = newTCPDialer(&r.hard)
+	v.dialer = newTCPDialer(&r.hard, r.nanos)
 	return v
 }
 
@@ -218,14 +218,6 @@ func (v *vu) do(due int64) int64 {
 	}
 	https, addr, name, host := v.destination(req)
 	v.addr = addr
-	if kind := v.connect(addr, name, https, res); kind != ErrNone {
-		res.Err = kind
-		res.End = r.nanos()
-		res.Sent = res.End
-		return res.End
-	}
-	c := v.c
-
 	v.wbuf = appendHead(v.wbuf[:0], req, host, cfg.NoConnectionReuse)
 	v.headLen = len(v.wbuf)
 	body := req.Body
@@ -233,21 +225,36 @@ func (v *vu) do(due int64) int64 {
 		v.wbuf = append(v.wbuf, body...)
 		body = nil
 	}
+	early, kind := v.connect(addr, name, https, res, v.wbuf)
+	if kind != ErrNone {
+		res.Err = kind
+		res.End = r.nanos()
+		res.Sent = res.End
+		return res.End
+	}
+	c := v.c
+
 	c.raw.SetDeadline(time.Now().Add(cfg.Timeout))
 	if r.hard.Load() {
 		c.raw.SetDeadline(time.Unix(1, 0))
 	}
-	res.Sent = r.nanos()
-	var n int64
+	if early == 0 {
+		res.Sent = r.nanos()
+	}
+	n := int64(early)
 	var err error
-	if body == nil {
+	switch {
+	case body == nil && early == len(v.wbuf):
+	case body == nil:
 		var w int
-		w, err = c.nc.Write(v.wbuf)
-		n = int64(w)
-	} else {
-		v.bufArr = [2][]byte{v.wbuf, body}
+		w, err = c.nc.Write(v.wbuf[early:])
+		n += int64(w)
+	default:
+		v.bufArr = [2][]byte{v.wbuf[early:], body}
 		v.bufs = v.bufArr[:] // WriteTo consumes it
-		n, err = v.bufs.WriteTo(c.nc)
+		var w int64
+		w, err = v.bufs.WriteTo(c.nc)
+		n += w
 	}
 	res.BytesOut, res.Written = n, n > 0
 	if cfg.Timings {

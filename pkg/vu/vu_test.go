@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -98,8 +99,7 @@ func runPool(t testing.TB, f *rrpair.File, cfg Config) (*collect, Stats) {
 }
 
 func TestWireFidelity(t *testing.T) {
-	srv := newRawServer(t, nil)
-	host := srv.ln.Addr().String()
+	host := "127.0.0.1:PORT"                             // each server's, below
 	big := strings.Repeat("0123456789abcdef", 70<<10/16) // 70 kB: goes out with writev
 	binary := []byte{0, 1, 2, 0xff, 0xfe, '\r', '\n', 0}
 	tests := []struct {
@@ -136,21 +136,31 @@ func TestWireFidelity(t *testing.T) {
 	for i, tt := range tests {
 		lines[i] = tt.line
 	}
-	sink, _ := runPool(t, openLines(t, lines...), Config{Target: srv.url()})
-	got := srv.requests()
-	if len(got) != len(tests) {
-		t.Fatalf("server read %d requests, want %d", len(got), len(tests))
-	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if string(got[i]) != tt.want {
-				t.Errorf("on the wire:\n%q\nwant:\n%q", clip(got[i]), clip([]byte(tt.want)))
-			}
-		})
-	}
-	for _, r := range sink.results() {
-		if r.Err != ErrNone || r.Status != 200 {
-			t.Errorf("result %+v, want a 200", r)
+	// A new connection carries its request from the moment it is made
+	// (tcpDialer): with --no-connection-reuse every request goes so.
+	for _, noReuse := range []bool{false, true} {
+		srv := newRawServer(t, nil)
+		sink, _ := runPool(t, openLines(t, lines...), Config{Target: srv.url(), NoConnectionReuse: noReuse})
+		srv.close()
+		got := srv.requests()
+		if len(got) != len(tests) {
+			t.Fatalf("no reuse %v: server read %d requests, want %d", noReuse, len(got), len(tests))
+		}
+		results := sink.results()
+		for i, tt := range tests {
+			t.Run(fmt.Sprintf("%s/no reuse %v", tt.name, noReuse), func(t *testing.T) {
+				want := strings.ReplaceAll(tt.want, host, srv.ln.Addr().String())
+				if noReuse {
+					want = strings.Replace(want, "\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1)
+				}
+				if string(got[i]) != want {
+					t.Errorf("on the wire:\n%q\nwant:\n%q", clip(got[i]), clip([]byte(want)))
+				}
+				r := results[i]
+				if r.Err != ErrNone || r.Status != 200 || r.BytesOut != int64(len(want)) || r.Sent == 0 || r.Sent > r.End {
+					t.Errorf("result %+v, want a 200 with %d bytes out, sent before it ended", r, len(want))
+				}
+			})
 		}
 	}
 }
