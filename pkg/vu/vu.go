@@ -11,8 +11,8 @@ import (
 )
 
 // A body up to this size is copied behind the head and sent in one write;
-// a larger one goes out from where it lies (the mapped file, usually) with
-// writev.
+// a larger one is written after the head from where it lies (the mapped
+// file, usually).
 const inlineBody = 16 << 10
 
 // readBuffer is the size of a VU's read buffer; response headers must fit.
