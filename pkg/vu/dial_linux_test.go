@@ -220,3 +220,33 @@ func TestDialConn(t *testing.T) {
 }
 
 func nanotime() int64 { return time.Now().UnixNano() }
+
+func TestDialIPv6(t *testing.T) {
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("SKIP: no IPv6 loopback here (%v); the IPv6 dial is not tested", err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Write([]byte("v6"))
+			c.Close()
+		}
+	}()
+	d := newTCPDialer(new(atomic.Bool), nanotime)
+	c, _, err := d.dial(t.Context(), ln.Addr().String(), time.Now().Add(5*time.Second), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if got, err := io.ReadAll(c); err != nil || string(got) != "v6" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	if got := c.RemoteAddr().String(); got != ln.Addr().String() {
+		t.Errorf("RemoteAddr = %s, want %s", got, ln.Addr())
+	}
+	if la, ok := c.LocalAddr().(*net.TCPAddr); !ok || !la.IP.Equal(net.IPv6loopback) {
+		t.Errorf("LocalAddr = %v, want [::1]:port", c.LocalAddr())
+	}
+}
