@@ -68,6 +68,7 @@ func TestOpenRejectsBadLines(t *testing.T) {
 		{"status not a number", `{"http":{"req":{"method":"GET","uri":"/a","host":"h"},"res":{"statusCode":"200"}}}`, Options{}, 1, 0, "http.res.statusCode: want a number"},
 		{"status out of range", `{"http":{"req":{"method":"GET","uri":"/a","host":"h"},"res":{"statusCode":42}}}`, Options{}, 1, 0, "from 100 to 999"},
 		{"bad ts", `{"ts":"yesterday","http":{"req":{"method":"GET","uri":"/a","host":"h"}}}`, Options{}, 1, 0, "ts: want RFC 3339"},
+		{"ts on a day the month has not", `{"ts":"2026-02-29T10:00:00Z","http":{"req":{"method":"GET","uri":"/a","host":"h"}}}`, Options{}, 1, 0, "ts: want RFC 3339"},
 		{"ts not a string", `{"ts":12,"http":{"req":{"method":"GET","uri":"/a","host":"h"}}}`, Options{}, 1, 0, "ts: want a string"},
 		{"session not a string", `{"tags":{"session":7},"http":{"req":{"method":"GET","uri":"/a","host":"h"}}}`, Options{}, 1, 0, "tags.session: want a string"},
 		{"http not an object", `{"http":"x"}`, Options{}, 1, 0, "http: want an object"},
