@@ -164,4 +164,28 @@ func TestDumpFailures(t *testing.T) {
 		!strings.HasPrefix(d.Response.Body, "boom: /events/1") || !strings.HasPrefix(d.Request.Head, "POST /events/1") || !strings.HasPrefix(d.Request.Body, `{"n":1`) {
 		t.Errorf("got %+v", d)
 	}
+
+	// A request that never reached the SUT has no head, and says why.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	r = runMain(t, context.Background(), "", "run", "-f", trafficFile(t, 2), "--target", closed,
+		"--dump-failures", dump, "--dump-max", "1", "-q")
+	data, err = os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Failure, Error string
+		Request        struct{ Head string }
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(string(data), "\n", 2)[0]), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Failure != "connect" || c.Request.Head != "" || !strings.Contains(c.Error, "connection refused") {
+		t.Errorf("connect failure dumped as %s", data)
+	}
 }

@@ -99,6 +99,7 @@ func (v *vu) connect(addr, name string, https bool, res *Result, first []byte) (
 		res.ConnectNs = v.r.nanos() - t0
 	}
 	if err != nil {
+		v.lastErr = err
 		if v.r.hard.Load() {
 			return 0, ErrCancelled
 		}
@@ -119,6 +120,7 @@ func (v *vu) connect(addr, name string, https bool, res *Result, first []byte) (
 		timedOut := ctx.Err() != nil
 		cancel()
 		if err != nil {
+			v.lastErr = err
 			raw.Close()
 			if v.r.hard.Load() {
 				return 0, ErrCancelled

@@ -227,6 +227,7 @@ func (v *vu) do(due int64) int64 {
 	}
 	early, kind := v.connect(addr, name, https, res, v.wbuf)
 	if kind != ErrNone {
+		v.headLen = 0 // nothing was sent
 		res.Err = kind
 		res.End = r.nanos()
 		res.Sent = res.End
