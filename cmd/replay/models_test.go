@@ -176,3 +176,21 @@ func TestAbortOnFail(t *testing.T) {
 		t.Error("a latency threshold counted as hopeless")
 	}
 }
+
+// TestVUStagesAboveVUsWithTransforms: VU stages may start more VUs than
+// --vus; each of them has its slot in the transforms (cfg.MostVUs), so
+// none fails its requests unsent.
+func TestVUStagesAboveVUsWithTransforms(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	out := filepath.Join(t.TempDir(), "summary.json")
+	r := runMain(t, context.Background(), "", "run", "-f", trafficFile(t, 3), "--target", srv.URL,
+		"--vus", "1", "--stages", "300ms:4", "--set-header", "X-A: b", "--out", out, "-q")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	s := readSummary(t, out)
+	if num(s, "requests") == 0 || num(s, "failed") != 0 || num(s, "unsent") != 0 || num(s, "vus_max") != 4 {
+		t.Errorf("requests %v, failed %v, unsent %v, vus_max %v: want requests, none failed or unsent, 4 VUs",
+			s["requests"], s["failed"], s["unsent"], s["vus_max"])
+	}
+}

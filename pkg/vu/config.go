@@ -153,16 +153,18 @@ const (
 	DefaultLateAfter = 10 * time.Millisecond
 )
 
-// MostVUs is the most VUs a run with c can have: VU numbers, as a Rewriter
-// or Observer sees them, go from 0 to MostVUs()-1.
+// MostVUs is the most VUs a run with c (validated) can have: VU numbers, as
+// a Rewriter or Observer sees them, go from 0 to MostVUs()-1. A closed run
+// starts that many: --vus, or the highest stage target.
 func (c *Config) MostVUs() int {
-	if c.Model == Closed {
-		return max(c.VUs, 1)
+	if c.Model != Closed {
+		return max(c.VUs, c.MaxVUs)
 	}
-	if c.MaxVUs == 0 {
-		return max(c.VUs, DefaultMaxVUs)
+	n := c.VUs
+	for _, st := range c.Stages {
+		n = max(n, int(st.Target+0.5))
 	}
-	return max(c.VUs, c.MaxVUs)
+	return n
 }
 
 // Validate checks the configuration and fills defaults. Its errors name the

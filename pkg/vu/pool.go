@@ -190,11 +190,8 @@ func (p *Pool) Run(ctx context.Context) (Stats, error) {
 			r.endWork()
 		}()
 	default:
-		n := cfg.VUs
+		n := cfg.MostVUs()
 		if len(cfg.Stages) > 0 {
-			for _, st := range cfg.Stages {
-				n = max(n, int(st.Target+0.5))
-			}
 			r.active.Store(int64(VUTarget(cfg.VUs, cfg.Stages, 0)))
 			r.wg.Add(1)
 			go func() { defer r.wg.Done(); r.rampVUs() }()
