@@ -214,12 +214,7 @@ func (v *validator) run(c *chunk) {
 
 // lineError is err as reported for a line.
 func lineError(file string, line int, err error) LineError {
-	le := LineError{File: file, Line: line}
-	if fe, ok := err.(*FieldError); ok {
-		le.Err = fe
-	} else {
-		le.Err = &FieldError{Msg: err.Error(), Off: -1}
-	}
+	le := LineError{File: file, Line: line, Err: asFieldError(err)}
 	if le.Err.Off >= 0 {
 		le.Col = le.Err.Off + 1
 	}

@@ -23,36 +23,36 @@ type conn struct {
 }
 
 // destination says where req goes: over TLS or not, the dial address, the
-// host name for SNI, and the Host header value.
+// host name for SNI, and the Host header value (a transform's, else the
+// target's or the recorded one).
 func (v *vu) destination(req *rrpair.Request) (https bool, addr, name string, host []byte) {
-	https, addr, name, host = v.dest(req)
-	if len(req.HostHeader) > 0 {
-		host = req.HostHeader
-	}
-	return https, addr, name, host
-}
-
-// dest is destination without a transform's Host header.
-func (v *vu) dest(req *rrpair.Request) (https bool, addr, name string, host []byte) {
 	cfg := v.r.cfg
 	t := cfg.target
 	if mapped, ok := cfg.hostMap[string(req.Host)]; ok {
 		t = mapped
 	}
 	if t != nil {
-		host = t.host
-		if cfg.KeepHost {
-			host = recordedHost(req, t.host)
+		https, addr, name = t.https, t.addr, t.name
+	} else {
+		https = bytes.Equal(req.Scheme, []byte("https"))
+		if v.lastAddr == "" || https != v.lastHTTPS || !bytes.Equal(req.Host, v.lastHost) {
+			v.lastHost = append(v.lastHost[:0], req.Host...)
+			v.lastHTTPS = https
+			v.lastAddr, v.lastName = dialAddr(string(req.Host), https)
 		}
-		return t.https, t.addr, t.name, host
+		addr, name = v.lastAddr, v.lastName
 	}
-	https = bytes.Equal(req.Scheme, []byte("https"))
-	if v.lastAddr == "" || https != v.lastHTTPS || !bytes.Equal(req.Host, v.lastHost) {
-		v.lastHost = append(v.lastHost[:0], req.Host...)
-		v.lastHTTPS = https
-		v.lastAddr, v.lastName = dialAddr(string(req.Host), https)
+	switch {
+	case len(req.HostHeader) > 0:
+		host = req.HostHeader
+	case t == nil:
+		host = recordedHost(req, req.Host)
+	case cfg.KeepHost:
+		host = recordedHost(req, t.host)
+	default:
+		host = t.host
 	}
-	return https, v.lastAddr, v.lastName, recordedHost(req, req.Host)
+	return https, addr, name, host
 }
 
 // recordedHost is the recorded Host header value, else fallback.
@@ -151,9 +151,9 @@ func (v *vu) connect(addr, name string, https bool, res *Result, first []byte) (
 func (v *vu) dial(addr string, deadline time.Time, first []byte) (net.Conn, int, error) {
 	p := v.r.cfg.proxy
 	if p == nil {
-		return v.dialer.dial(v.r.hardCtx, addr, deadline, v.r.nanos(), first)
+		return v.dialer.dial(v.r.hardCtx, addr, deadline, first)
 	}
-	c, _, err := v.dialer.dial(v.r.hardCtx, p.addr, deadline, v.r.nanos(), nil)
+	c, _, err := v.dialer.dial(v.r.hardCtx, p.addr, deadline, nil)
 	if err != nil {
 		return nil, 0, err
 	}

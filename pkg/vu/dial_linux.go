@@ -61,15 +61,15 @@ func newTCPDialer(hard *atomic.Bool, clock func() int64) *tcpDialer {
 }
 
 // dial connects to addr (host:port) by the wall-clock deadline; ctx (the
-// run's hard stop) bounds a resolution, now (the run's clock) its reuse.
+// run's hard stop) bounds a resolution.
 //
 // first, when not empty, is written as soon as connect returns, before the
 // socket joins the poller: on loopback the handshake is done by then, and
 // the request reaches the server with its connection, which then wakes once
 // for both rather than twice. sent is how much of first went out, at
 // d.sentAt; a handshake still under way sends nothing early.
-func (d *tcpDialer) dial(ctx context.Context, addr string, deadline time.Time, now int64, first []byte) (c net.Conn, sent int, err error) {
-	if addr != d.addr || now >= d.until {
+func (d *tcpDialer) dial(ctx context.Context, addr string, deadline time.Time, first []byte) (c net.Conn, sent int, err error) {
+	if now := d.clock(); addr != d.addr || now >= d.until {
 		ras, err := resolve(ctx, addr, deadline)
 		if err != nil {
 			return nil, 0, &net.OpError{Op: "dial", Net: "tcp", Err: err}

@@ -45,7 +45,7 @@ func TestDialHandshakeTimesOut(t *testing.T) {
 	start := time.Now()
 	// The request written early meets a handshake under way: nothing is
 	// sent, and the dial waits for the handshake as it would without.
-	c, sent, err := d.dial(t.Context(), addr, start.Add(300*time.Millisecond), 0, []byte("GET / HTTP/1.1\r\n\r\n"))
+	c, sent, err := d.dial(t.Context(), addr, start.Add(300*time.Millisecond), []byte("GET / HTTP/1.1\r\n\r\n"))
 	took := time.Since(start)
 	if sent != 0 {
 		t.Errorf("%d bytes went out before the handshake ended", sent)
@@ -72,7 +72,7 @@ func TestDialInterruptCutsHandshake(t *testing.T) {
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() {
-		c, _, err := d.dial(t.Context(), addr, start.Add(30*time.Second), 0, nil)
+		c, _, err := d.dial(t.Context(), addr, start.Add(30*time.Second), nil)
 		if c != nil {
 			c.Close()
 		}
@@ -103,7 +103,7 @@ func TestDialRefused(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	d := newTCPDialer(new(atomic.Bool), nanotime)
-	_, _, err = d.dial(t.Context(), addr, time.Now().Add(5*time.Second), 0, nil)
+	_, _, err = d.dial(t.Context(), addr, time.Now().Add(5*time.Second), nil)
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("err = %v; want connection refused", err)
 	}
@@ -150,7 +150,7 @@ func TestDialConn(t *testing.T) {
 	d := newTCPDialer(new(atomic.Bool), nanotime)
 	dial := func(addr string) net.Conn {
 		t.Helper()
-		c, _, err := d.dial(t.Context(), addr, time.Now().Add(5*time.Second), 0, nil)
+		c, _, err := d.dial(t.Context(), addr, time.Now().Add(5*time.Second), nil)
 		if err != nil {
 			t.Fatalf("dial %s: %v", addr, err)
 		}
@@ -160,7 +160,7 @@ func TestDialConn(t *testing.T) {
 
 	// The first write goes out with the connection; it is the same echo.
 	steps <- step{echo: true}
-	c, sent, err := d.dial(t.Context(), "127.0.0.1:"+port, time.Now().Add(5*time.Second), 0, []byte("ping"))
+	c, sent, err := d.dial(t.Context(), "127.0.0.1:"+port, time.Now().Add(5*time.Second), []byte("ping"))
 	if err != nil || sent != 4 {
 		t.Fatalf("dial with a first write: sent %d, %v; want all 4 bytes", sent, err)
 	}
@@ -234,7 +234,7 @@ func TestDialIPv6(t *testing.T) {
 		}
 	}()
 	d := newTCPDialer(new(atomic.Bool), nanotime)
-	c, _, err := d.dial(t.Context(), ln.Addr().String(), time.Now().Add(5*time.Second), 0, nil)
+	c, _, err := d.dial(t.Context(), ln.Addr().String(), time.Now().Add(5*time.Second), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func newTCPDialer(*atomic.Bool, func() int64) *tcpDialer {
 }
 
 // dial sends nothing early: first is written by the caller.
-func (d *tcpDialer) dial(ctx context.Context, addr string, deadline time.Time, _ int64, _ []byte) (net.Conn, int, error) {
+func (d *tcpDialer) dial(ctx context.Context, addr string, deadline time.Time, _ []byte) (net.Conn, int, error) {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	c, err := d.nd.DialContext(ctx, "tcp", addr)

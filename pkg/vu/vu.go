@@ -48,8 +48,6 @@ type vu struct {
 	br      *bufio.Reader        // reused across connections
 	cr      countingReader
 	wbuf    []byte
-	bufArr  [2][]byte
-	bufs    net.Buffers
 	dialer  *tcpDialer
 
 	// The last recorded host resolved to a dial address (no --target).
@@ -242,22 +240,19 @@ func (v *vu) do(due int64) int64 {
 	if early == 0 {
 		res.Sent = r.nanos()
 	}
-	n := int64(early)
+	n := early
 	var err error
-	switch {
-	case body == nil && early == len(v.wbuf):
-	case body == nil:
+	if n < len(v.wbuf) {
 		var w int
-		w, err = c.nc.Write(v.wbuf[early:])
-		n += int64(w)
-	default:
-		v.bufArr = [2][]byte{v.wbuf[early:], body}
-		v.bufs = v.bufArr[:] // WriteTo consumes it
-		var w int64
-		w, err = v.bufs.WriteTo(c.nc)
+		w, err = c.nc.Write(v.wbuf[n:])
 		n += w
 	}
-	res.BytesOut, res.Written = n, n > 0
+	if err == nil && body != nil {
+		var w int
+		w, err = c.nc.Write(body)
+		n += w
+	}
+	res.BytesOut, res.Written = int64(n), n > 0
 	if cfg.Timings {
 		res.SendNs = r.nanos() - res.Sent
 	}

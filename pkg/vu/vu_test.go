@@ -100,7 +100,7 @@ func runPool(t testing.TB, f *rrpair.File, cfg Config) (*collect, Stats) {
 
 func TestWireFidelity(t *testing.T) {
 	host := "127.0.0.1:PORT"                             // each server's, below
-	big := strings.Repeat("0123456789abcdef", 70<<10/16) // 70 kB: goes out with writev
+	big := strings.Repeat("0123456789abcdef", 70<<10/16) // 70 kB: written after the head, from the mapping
 	binary := []byte{0, 1, 2, 0xff, 0xfe, '\r', '\n', 0}
 	tests := []struct {
 		name string
