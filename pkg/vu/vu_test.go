@@ -136,8 +136,9 @@ func TestWireFidelity(t *testing.T) {
 	for i, tt := range tests {
 		lines[i] = tt.line
 	}
-	// A new connection carries its request from the moment it is made
-	// (tcpDialer): with --no-connection-reuse every request goes so.
+	// Both connection modes: with --no-connection-reuse every request goes
+	// out on a new connection, written early by the dialer (whose early
+	// write TestDialConn checks), the rest and a large body after it.
 	for _, noReuse := range []bool{false, true} {
 		srv := newRawServer(t, nil)
 		sink, _ := runPool(t, openLines(t, lines...), Config{Target: srv.url(), NoConnectionReuse: noReuse})
