@@ -52,6 +52,10 @@ type Stats struct {
 	Pairs       int64 // exchanges recorded
 	Errors      int64 // exchanges that failed (upstream down, bad request)
 	TooLarge    int64 // exchanges passed on but not recorded: a request body over MaxBody
+	// Unreplayable: exchanges passed on but not recorded, as their pair
+	// would make the file refused by Open (a request target that is not a
+	// path, such as "GET foo HTTP/1.1").
+	Unreplayable int64
 }
 
 // Proxy is a running recording proxy.
@@ -62,7 +66,7 @@ type Proxy struct {
 	done  chan error // the writer's result
 	wg    sync.WaitGroup
 	conns sync.Map // net.Conn -> struct{}, open client connections
-	stats struct{ conns, pairs, errs, large atomic.Int64 }
+	stats struct{ conns, pairs, errs, large, unreplayable atomic.Int64 }
 	seq   atomic.Int64
 	// closing is set by Close before it cuts idle reads off, so that a
 	// connection setting its next read's deadline sees one or the other.
@@ -103,7 +107,8 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Stats reports what the proxy did so far.
 func (p *Proxy) Stats() Stats {
-	return Stats{Connections: p.stats.conns.Load(), Pairs: p.stats.pairs.Load(), Errors: p.stats.errs.Load(), TooLarge: p.stats.large.Load()}
+	return Stats{Connections: p.stats.conns.Load(), Pairs: p.stats.pairs.Load(), Errors: p.stats.errs.Load(),
+		TooLarge: p.stats.large.Load(), Unreplayable: p.stats.unreplayable.Load()}
 }
 
 // Close stops accepting, lets each connection finish the exchange under
@@ -233,7 +238,7 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// record queues the pair of an exchange.
+// record queues the pair of an exchange, unless Open would refuse it.
 func (p *Proxy) record(req, res *http1.Message, start, end time.Time, connSession string) {
 	r := &rrpair.Record{TS: start, Duration: max(end.Sub(start), time.Microsecond), Protocol: "http", Version: req.Version,
 		Method: req.Method, URI: req.Target, Status: res.Status}
@@ -269,8 +274,13 @@ func (p *Proxy) record(req, res *http1.Message, start, end time.Time, connSessio
 		}
 	}
 	r.Body, r.ResBody = p.redactJSON(req.Body), p.redactJSON(res.Body)
+	line, err := rrpair.AppendChecked(nil, r)
+	if err != nil {
+		p.stats.unreplayable.Add(1)
+		return
+	}
 	p.stats.pairs.Add(1)
-	p.out <- rrpair.AppendLine(nil, r)
+	p.out <- line
 }
 
 func (p *Proxy) redactHeader(h rrpair.Field) rrpair.Field {

@@ -1,17 +1,22 @@
 package capture
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/http1"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -153,5 +158,93 @@ func TestProxyMaxBody(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.b.String()), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], `"res":{"statusCode":200,"headers"`) || strings.Contains(lines[1], strings.Repeat("x", 160)) {
 		t.Errorf("recorded:\n%s", out.b.String())
+	}
+}
+
+// rawUpstream is a loopback upstream that reads requests as they come
+// (any target) and writes answer to each. It returns its address.
+func rawUpstream(t *testing.T, answer string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					if _, err := http1.Read(br, true, "", nil); err != nil {
+						return
+					}
+					if _, err := io.WriteString(c, answer); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// readAnswer reads one answer off a raw client connection.
+func readAnswer(t *testing.T, br *bufio.Reader, method string) *http1.Message {
+	t.Helper()
+	m, err := http1.Read(br, false, method, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestProxySkipsUnreplayable: a request Open would refuse in a file (a
+// target that is not a path) is passed on and answered, but not recorded,
+// so that the recorded file still opens.
+func TestProxySkipsUnreplayable(t *testing.T) {
+	up := rawUpstream(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	path := filepath.Join(t.TempDir(), "rec.jsonl")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	p, err := Listen("127.0.0.1:0", out, Options{Upstream: up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for _, req := range []string{"GET foo HTTP/1.1\r\nHost: h\r\n\r\n", "GET /ok HTTP/1.1\r\nHost: h\r\n\r\n"} {
+		io.WriteString(c, req)
+		if m := readAnswer(t, br, "GET"); m.Status != 200 || string(m.Body) != "ok" {
+			t.Errorf("%q: the client got %q", req, m.Raw)
+		}
+	}
+	c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.Pairs != 1 || st.Unreplayable != 1 || st.Errors != 0 {
+		t.Errorf("stats %+v, want 1 pair and 1 unreplayable", st)
+	}
+	f, err := rrpair.Open(path, rrpair.Options{})
+	if err != nil {
+		rec, _ := os.ReadFile(path)
+		t.Fatalf("the recorded file does not open: %v\n%s", err, rec)
+	}
+	defer f.Close()
+	if f.Len() != 1 {
+		t.Errorf("%d pairs recorded, want 1", f.Len())
 	}
 }

@@ -63,13 +63,13 @@ func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 	var order []string // ids waiting, in capture order
 	bw := bufio.NewWriter(w)
 	write := func(r *rrpair.Record, record int) error {
-		line := rrpair.AppendLine(nil, r)
-		if err := rrpair.CheckLine(line); err != nil {
+		line, err := rrpair.AppendChecked(nil, r)
+		if err != nil {
 			skip(record, err.Error())
 			return nil
 		}
 		st.Written++
-		_, err := bw.Write(line)
+		_, err = bw.Write(line)
 		return err
 	}
 	err := records(br, func(n int, rec []byte) error {

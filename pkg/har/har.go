@@ -166,8 +166,8 @@ func convert(e *Entry, n int, st *Stats, skip Skip) ([]byte, time.Time, bool) {
 		skip(n, err.Error())
 		return nil, time.Time{}, false
 	}
-	line := rrpair.AppendLine(nil, r)
-	if err := rrpair.CheckLine(line); err != nil {
+	line, err := rrpair.AppendChecked(nil, r)
+	if err != nil {
 		skip(n, err.Error())
 		return nil, time.Time{}, false
 	}
