@@ -26,6 +26,8 @@ type Message struct {
 	Headers []rrpair.Field
 	Body    []byte // de-chunked, a copy of its own
 	Close   bool   // the connection ends after this message
+	// Continued: a request's "100 Continue" was written to Read's w.
+	Continued bool
 }
 
 // maxHead bounds a message's start line and headers.
@@ -99,6 +101,7 @@ func Read(br *bufio.Reader, request bool, method string, w io.Writer) (*Message,
 		if _, err := io.WriteString(w, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 			return nil, err
 		}
+		m.Continued = true
 	}
 	switch {
 	case !request && (method == "HEAD" || m.Status/100 == 1 || m.Status == 204 || m.Status == 304):
@@ -122,6 +125,24 @@ func Read(br *bufio.Reader, request bool, method string, w io.Writer) (*Message,
 	m.Raw = raw.Bytes()
 	m.Body = bytes.Clone(m.Body)
 	return m, nil
+}
+
+// ReadResponse reads the answer to a request of method from br: past any
+// interim (1xx) responses, the final one. interim, when not nil, gets each
+// interim response first, in order (to pass it on); its error ends the
+// read. A 101 Switching Protocols is final: what follows it is not HTTP.
+func ReadResponse(br *bufio.Reader, method string, interim func(*Message) error) (*Message, error) {
+	for {
+		m, err := Read(br, false, method, nil)
+		if err != nil || m.Status/100 != 1 || m.Status == 101 {
+			return m, err
+		}
+		if interim != nil {
+			if err := interim(m); err != nil {
+				return nil, err
+			}
+		}
+	}
 }
 
 // readLine reads one line into raw and returns it without its line end.

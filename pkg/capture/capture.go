@@ -206,10 +206,13 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 			io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 			return
 		}
-		res, err := http1.Read(ur, false, req.Method, nil)
-		for err == nil && res.Status == 100 { // interim: the client had its 100 from us
-			res, err = http1.Read(ur, false, req.Method, nil)
-		}
+		res, err := http1.ReadResponse(ur, req.Method, func(m *http1.Message) error {
+			if m.Status == 100 && req.Continued {
+				return nil // the client had its 100 from us
+			}
+			_, err := c.Write(m.Raw) // interim answers pass on, unrecorded
+			return err
+		})
 		if err != nil {
 			p.stats.errs.Add(1)
 			return

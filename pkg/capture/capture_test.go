@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -246,5 +247,63 @@ func TestProxySkipsUnreplayable(t *testing.T) {
 	defer f.Close()
 	if f.Len() != 1 {
 		t.Errorf("%d pairs recorded, want 1", f.Len())
+	}
+}
+
+// TestProxyInterim: interim answers from upstream (a 103 Early Hints, a 100
+// the client did not have from the proxy) pass on to the client, the final
+// one follows, and the pair records the final status. A 100 the proxy gave
+// the client itself is not passed on twice.
+func TestProxyInterim(t *testing.T) {
+	up := rawUpstream(t, "HTTP/1.1 100 Continue\r\n\r\n"+
+		"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"+
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	var out lockedBuffer
+	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	answers := func() []int { // statuses up to the final answer
+		var got []int
+		for {
+			m := readAnswer(t, br, "POST")
+			got = append(got, m.Status)
+			if m.Status >= 200 {
+				return got
+			}
+		}
+	}
+	// Expecting 100-continue: the proxy answers 100, then the body goes.
+	io.WriteString(c, "POST /a HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+	if m := readAnswer(t, br, "POST"); m.Status != 100 {
+		t.Fatalf("status %d, want the proxy's 100 before the body", m.Status)
+	}
+	io.WriteString(c, "{}")
+	if got := answers(); fmt.Sprint(got) != "[103 200]" {
+		t.Errorf("with the proxy's 100: got %v, want [103 200]", got)
+	}
+	// Not expecting it: upstream's 100 passes on too.
+	io.WriteString(c, "POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}")
+	if got := answers(); fmt.Sprint(got) != "[100 103 200]" {
+		t.Errorf("without: got %v, want [100 103 200]", got)
+	}
+	c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.Pairs != 2 || st.Errors != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	if got := out.b.String(); strings.Count(got, `"statusCode":200`) != 2 || strings.Contains(got, "103") {
+		t.Errorf("recorded:\n%s", got)
 	}
 }

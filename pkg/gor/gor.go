@@ -211,11 +211,7 @@ func request(b []byte) (*rrpair.Record, error) {
 // response parses a raw HTTP/1.x response into r, past any interim
 // (1xx) answer.
 func response(r *rrpair.Record, b []byte) error {
-	br := bufio.NewReader(bytes.NewReader(b))
-	m, err := http1.Read(br, false, r.Method, nil)
-	for err == nil && m.Status/100 == 1 {
-		m, err = http1.Read(br, false, r.Method, nil)
-	}
+	m, err := http1.ReadResponse(bufio.NewReader(bytes.NewReader(b)), r.Method, nil)
 	if err != nil {
 		return fmt.Errorf("response: %w", err)
 	}
