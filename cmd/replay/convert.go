@@ -218,8 +218,8 @@ reported on stderr with their number.`,
 	return cmd
 }
 
-// importer is an import subcommand: FILE (or -f) through convert to -o
-// (or stdout), what it skipped on stderr.
+// importer is an import subcommand: FILE (or -f; - for stdin) through
+// convert to -o (or stdout), what it skipped on stderr.
 func importer(std stdio, use, short, long, example, what string, convert func(io.Reader, io.Writer, func(int, string)) (string, error)) *cobra.Command {
 	var file, out string
 	var strict bool
@@ -231,13 +231,18 @@ func importer(std stdio, use, short, long, example, what string, convert func(io
 				file = args[0]
 			}
 			if file == "" {
-				return fmt.Errorf("name the file to import (an argument, or -f)")
+				return fmt.Errorf("name the file to import (an argument, or -f; - for standard input)")
 			}
-			in, err := os.Open(file)
-			if err != nil {
-				return err
+			in, name := std.in, "standard input"
+			if file != "-" {
+				name = file
+				f, err := os.Open(file)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				in = f
 			}
-			defer in.Close()
 			w, closeOut, err := output(out, std.out)
 			if err != nil {
 				return err
@@ -248,13 +253,13 @@ func importer(std stdio, use, short, long, example, what string, convert func(io
 				err = cerr
 			}
 			if err != nil {
-				return fmt.Errorf("%s: %w", file, err)
+				return fmt.Errorf("%s: %w", name, err)
 			}
 			fmt.Fprintf(std.err, "replay: %s\n", summary)
 			return sk.report(std.err, strict)
 		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "the `FILE` to import")
+	cmd.Flags().StringVarP(&file, "file", "f", "", "the `FILE` to import (- for standard input)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the RRPairs to `FILE` (default: standard output)")
 	cmd.Flags().BoolVar(&strict, "strict", false, "fail when any "+what+" cannot be converted")
 	return cmd

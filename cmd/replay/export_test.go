@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -117,5 +118,39 @@ func TestImportReportsSkipped(t *testing.T) {
 	r = runMain(t, context.Background(), "", "import", "gor", "-f", "../../pkg/gor/testdata/capture.gor.gz", "--strict", "-o", out)
 	if r.code != 1 || !strings.Contains(r.stderr, "record 7: a response to no captured request") || !strings.Contains(r.stderr, "--strict: 2 records could not be converted") {
 		t.Errorf("--strict: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
+
+// TestImportFromPipe: a HAR from a pipe (no seeking) converts as a file
+// does, named as a path (/dev/fd/N, as /dev/stdin is) or as "-".
+func TestImportFromPipe(t *testing.T) {
+	har, err := os.ReadFile("../../pkg/har/testdata/browser.har")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("../../pkg/har/testdata/browser.golden.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe := func() *os.File {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		go func() { w.Write(har); w.Close() }()
+		return r
+	}
+	if _, err := os.Stat("/dev/fd/0"); err == nil {
+		r := pipe()
+		got := runMain(t, context.Background(), "", "import", "har", fmt.Sprintf("/dev/fd/%d", r.Fd()))
+		if got.code != 0 || got.stdout != string(want) {
+			t.Errorf("/dev/fd/N: exit %d, stderr:\n%s\nstdout:\n%s", got.code, got.stderr, got.stdout)
+		}
+	}
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"import", "har", "-"}, pipe(), &out, &errb)
+	if code != 0 || out.String() != string(want) || !strings.Contains(errb.String(), "3 pairs written") {
+		t.Errorf("-: exit %d, stderr:\n%s\nstdout:\n%s", code, errb.String(), out.String())
 	}
 }

@@ -65,10 +65,13 @@ type Skip func(entry int, why string)
 // ordered by startedDateTime; pages become sessions. When r can seek (a
 // file), it streams in two passes: the first keeps each entry's offset and
 // time (24 bytes an entry), the second converts the entries in time order.
-// Otherwise the converted lines are held until they can be sorted.
+// Otherwise (a pipe, even as an *os.File) the converted lines are held
+// until they can be sorted.
 func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 	if rs, ok := r.(io.ReadSeeker); ok {
-		return convertSeeking(rs, w, skip)
+		if _, err := rs.Seek(0, io.SeekCurrent); err == nil {
+			return convertSeeking(rs, w, skip)
+		}
 	}
 	var st Stats
 	type rec struct {

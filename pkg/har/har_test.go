@@ -82,3 +82,24 @@ func TestSeekingMatchesBuffered(t *testing.T) {
 		t.Errorf("file: %+v %v\n%s\nstream: %+v %v\n%s", st1, err1, fromFile.Bytes(), st2, err2, fromStream.Bytes())
 	}
 }
+
+// TestPipeFile: an *os.File that cannot seek (a pipe) converts as a
+// stream does.
+func TestPipeFile(t *testing.T) {
+	in, err := os.ReadFile(filepath.Join("testdata", "browser.har"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	go func() { w.Write(in); w.Close() }()
+	var out bytes.Buffer
+	st, err := Convert(r, &out, func(int, string) {})
+	if err != nil || st.Written != 3 {
+		t.Fatalf("%+v, %v", st, err)
+	}
+	golden.Check(t, "browser.golden.jsonl", out.Bytes())
+}
