@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,7 +62,6 @@ func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 		record int
 	}
 	pending := map[string]*waiting{}
-	var order []string // ids waiting, in capture order
 	bw := bufio.NewWriter(w)
 	write := func(r *rrpair.Record, record int) error {
 		line, err := rrpair.AppendChecked(nil, r)
@@ -92,7 +93,6 @@ func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 				return nil
 			}
 			pending[id] = &waiting{r, n}
-			order = append(order, id)
 		case '2':
 			wt := pending[id]
 			if wt == nil {
@@ -116,11 +116,11 @@ func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 	if err != nil {
 		return st, err
 	}
-	for _, id := range order { // requests whose response was not captured
-		if wt := pending[id]; wt != nil {
-			if err := write(wt.rec, wt.record); err != nil {
-				return st, err
-			}
+	// Requests whose response was not captured, in capture order.
+	left := slices.SortedFunc(maps.Values(pending), func(a, b *waiting) int { return a.record - b.record })
+	for _, wt := range left {
+		if err := write(wt.rec, wt.record); err != nil {
+			return st, err
 		}
 	}
 	return st, bw.Flush()

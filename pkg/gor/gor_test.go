@@ -58,3 +58,25 @@ func FuzzGor(f *testing.F) {
 		file.Close()
 	})
 }
+
+// TestReusedID: an id used again after its response was written starts a
+// new exchange; without a response, that request is written once, and
+// requests left without one come out in capture order.
+func TestReusedID(t *testing.T) {
+	rec := func(head, msg string) string { return head + "\n" + msg + "\n" + Separator + "\n" }
+	get := func(path string) string { return "GET " + path + " HTTP/1.1\r\nHost: h\r\n\r\n" }
+	in := rec("1 b 1000", get("/first-b")) +
+		rec("1 a 2000", get("/a1")) +
+		rec("2 a 3000 500", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n") +
+		rec("1 a 4000", get("/a2"))
+	var out bytes.Buffer
+	st, err := Convert(strings.NewReader(in), &out, func(n int, why string) { t.Errorf("record %d skipped: %s", n, why) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if st.Written != 3 || len(lines) != 3 || !strings.Contains(lines[0], `"/a1"`) ||
+		!strings.Contains(lines[1], `"/first-b"`) || !strings.Contains(lines[2], `"/a2"`) {
+		t.Errorf("stats %+v, wrote:\n%s", st, out.String())
+	}
+}
