@@ -155,6 +155,11 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
   vegeta attack -format=json -targets=targets.json -rate=100 -duration=30s | vegeta report`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
+			if target != "" {
+				if err := vu.CheckTarget(target); err != nil {
+					return fmt.Errorf("--target: %w", err)
+				}
+			}
 			f, err := openFile(args, target)
 			if err != nil {
 				return err

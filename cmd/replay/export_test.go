@@ -154,3 +154,21 @@ func TestImportFromPipe(t *testing.T) {
 		t.Errorf("-: exit %d, stderr:\n%s\nstdout:\n%s", code, errb.String(), out.String())
 	}
 }
+
+// TestExportVegetaChecksTarget: --target is checked as run and export k6
+// check it, before anything is written.
+func TestExportVegetaChecksTarget(t *testing.T) {
+	dir := t.TempDir()
+	traffic := filepath.Join(dir, "traffic.jsonl")
+	os.WriteFile(traffic, []byte(`{"http":{"req":{"method":"GET","uri":"/a","host":"api"}}}`+"\n"), 0o644)
+	for _, bad := range []string{"127.0.0.1:8080", "ftp://h", "http://h/base"} {
+		r := runMain(t, context.Background(), "", "export", "vegeta", "-f", traffic, "--target", bad)
+		if r.code == 0 || !strings.Contains(r.stderr, "--target: want") || r.stdout != "" {
+			t.Errorf("--target %s: exit %d, stdout %q, stderr:\n%s", bad, r.code, r.stdout, r.stderr)
+		}
+	}
+	r := runMain(t, context.Background(), "", "export", "vegeta", "-f", traffic, "--target", "http://127.0.0.1:8080/")
+	if r.code != 0 || !strings.Contains(r.stdout, `"url":"http://127.0.0.1:8080/a"`) {
+		t.Errorf("a good --target: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+}
