@@ -139,18 +139,28 @@ func records(br *bufio.Reader, fn func(n int, rec []byte) error) error {
 		return fn(n, rec)
 	}
 	chunk := make([]byte, 64<<10)
+	scanned := 0 // buf[:scanned] was searched: no separator starts before scanned-len(sep)+1
 	for {
 		k, err := br.Read(chunk)
 		buf = append(buf, chunk[:k]...)
+		start := 0 // of the record under way
 		for {
-			i := bytes.Index(buf, sep)
+			from := max(start, scanned-len(sep)+1)
+			i := bytes.Index(buf[from:], sep)
 			if i < 0 {
 				break
 			}
-			if ferr := flush(buf[:i]); ferr != nil {
+			i += from
+			if ferr := flush(buf[start:i]); ferr != nil {
 				return ferr
 			}
-			buf = append(buf[:0], buf[i+len(sep):]...)
+			start = i + len(sep)
+		}
+		// Keep the record under way; the next read searches only past
+		// what was searched (a big record is not scanned again each read).
+		scanned = len(buf) - start
+		if start > 0 {
+			buf = append(buf[:0], buf[start:]...)
 		}
 		if errors.Is(err, io.EOF) {
 			return flush(bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte("\n")), []byte(Separator)))

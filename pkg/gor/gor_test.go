@@ -1,11 +1,16 @@
 package gor
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/replay-dev/replay/internal/golden"
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -78,5 +83,40 @@ func TestReusedID(t *testing.T) {
 	if st.Written != 3 || len(lines) != 3 || !strings.Contains(lines[0], `"/a1"`) ||
 		!strings.Contains(lines[1], `"/first-b"`) || !strings.Contains(lines[2], `"/a2"`) {
 		t.Errorf("stats %+v, wrote:\n%s", st, out.String())
+	}
+}
+
+// TestRecordsAnyReads: records come out the same however the reads cut
+// the input (a separator split across reads, a record over many reads).
+func TestRecordsAnyReads(t *testing.T) {
+	var in strings.Builder
+	var want []string
+	for i, size := range []int{0, 1, 70 << 10, 5, 200 << 10, 3} {
+		rec := fmt.Sprintf("1 id%d 1000\n", i) + strings.Repeat("x", size)
+		want = append(want, rec)
+		in.WriteString(rec + "\n" + Separator + "\n")
+	}
+	for name, r := range map[string]func() io.Reader{
+		"whole":    func() io.Reader { return strings.NewReader(in.String()) },
+		"one byte": func() io.Reader { return iotest.OneByteReader(strings.NewReader(in.String())) },
+		"halves":   func() io.Reader { return iotest.HalfReader(strings.NewReader(in.String())) },
+	} {
+		var got []string
+		err := records(bufio.NewReaderSize(r(), 64<<10), func(n int, rec []byte) error {
+			got = append(got, string(rec))
+			return nil
+		})
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: %v, %d records, want %d", name, err, len(got), len(want))
+		}
+	}
+}
+
+// BenchmarkBigRecord: a record of many reads is not scanned again at each.
+func BenchmarkBigRecord(b *testing.B) {
+	in := []byte("1 a 1000\n" + strings.Repeat("x", 16<<20) + "\n" + Separator + "\n")
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		records(bufio.NewReaderSize(bytes.NewReader(in), 64<<10), func(int, []byte) error { return nil })
 	}
 }
