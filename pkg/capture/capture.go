@@ -40,7 +40,6 @@ type Options struct {
 	MaxBody int64
 	// IdleTimeout closes a client connection idle this long (default 2m).
 	IdleTimeout time.Duration
-	Now         func() time.Time
 }
 
 // Redacted replaces a redacted value.
@@ -84,9 +83,6 @@ func Listen(addr string, w io.Writer, opt Options) (*Proxy, error) {
 	}
 	if opt.IdleTimeout == 0 {
 		opt.IdleTimeout = 2 * time.Minute
-	}
-	if opt.Now == nil {
-		opt.Now = time.Now
 	}
 	if s := opt.Session; s != "" && !strings.HasPrefix(s, "header:") && !strings.HasPrefix(s, "cookie:") {
 		return nil, fmt.Errorf("session %q: want header:NAME or cookie:NAME", s)
@@ -200,7 +196,7 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 			}
 			return
 		}
-		start := p.opt.Now()
+		start := time.Now()
 		if _, err := up.Write(req.Raw); err != nil {
 			p.stats.errs.Add(1)
 			io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
@@ -217,7 +213,7 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 			p.stats.errs.Add(1)
 			return
 		}
-		end := p.opt.Now()
+		end := time.Now()
 		if _, err := c.Write(res.Raw); err != nil {
 			p.stats.errs.Add(1)
 			return

@@ -164,7 +164,7 @@ func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
 
 // convert makes entry n's line, or skips it.
 func convert(e *Entry, n int, st *Stats, skip Skip) ([]byte, time.Time, bool) {
-	r, down, err := Record(e)
+	r, err := Record(e)
 	if err != nil {
 		skip(n, err.Error())
 		return nil, time.Time{}, false
@@ -174,7 +174,7 @@ func convert(e *Entry, n int, st *Stats, skip Skip) ([]byte, time.Time, bool) {
 		skip(n, err.Error())
 		return nil, time.Time{}, false
 	}
-	if down {
+	if r.Version == "2" || r.Version == "3" {
 		st.Downgraded++
 	}
 	return line, r.TS, true
@@ -250,21 +250,22 @@ func dropped(name string) bool {
 	return false
 }
 
-// Record converts one entry; downgraded is true for an HTTP/2 or 3 entry.
-func Record(e *Entry) (r *rrpair.Record, downgraded bool, err error) {
+// Record converts one entry. An HTTP/2 or 3 entry has Version "2" or "3"
+// (a replay sends it as HTTP/1.1).
+func Record(e *Entry) (r *rrpair.Record, err error) {
 	req := &e.Request
 	if req.Method == "" {
-		return nil, false, errors.New("request.method: missing")
+		return nil, errors.New("request.method: missing")
 	}
 	u, err := url.Parse(req.URL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, false, fmt.Errorf("request.url: want an absolute http(s) URL, got %q", req.URL)
+		return nil, fmt.Errorf("request.url: want an absolute http(s) URL, got %q", req.URL)
 	}
 	r = &rrpair.Record{Method: req.Method, URI: u.RequestURI(), Host: u.Host, Protocol: u.Scheme, Session: e.PageRef}
 	if ts, err := time.Parse(time.RFC3339Nano, e.StartedDateTime); err == nil {
 		r.TS = ts
 	} else if e.StartedDateTime != "" {
-		return nil, false, fmt.Errorf("startedDateTime: want RFC 3339, got %q", e.StartedDateTime)
+		return nil, fmt.Errorf("startedDateTime: want RFC 3339, got %q", e.StartedDateTime)
 	}
 	if e.Time > 0 {
 		r.Duration = time.Duration(e.Time * float64(time.Millisecond))
@@ -272,7 +273,6 @@ func Record(e *Entry) (r *rrpair.Record, downgraded bool, err error) {
 	v := strings.ToLower(req.HTTPVersion)
 	switch {
 	case strings.HasPrefix(v, "h2") || strings.HasPrefix(v, "h3") || strings.HasPrefix(v, "http/2") || strings.HasPrefix(v, "http/3"):
-		downgraded = true
 		r.Version = "2"
 		if strings.Contains(v, "3") {
 			r.Version = "3"
@@ -294,7 +294,7 @@ func Record(e *Entry) (r *rrpair.Record, downgraded bool, err error) {
 			r.Body = []byte(pd.Text)
 		case len(pd.Params) > 0:
 			if strings.HasPrefix(pd.MimeType, "multipart/") {
-				return nil, false, errors.New("request.postData: multipart params without text cannot be rebuilt")
+				return nil, errors.New("request.postData: multipart params without text cannot be rebuilt")
 			}
 			var b strings.Builder
 			for i, p := range pd.Params {
@@ -316,13 +316,13 @@ func Record(e *Entry) (r *rrpair.Record, downgraded bool, err error) {
 		}
 		if res.Content.Encoding == "base64" {
 			if r.ResBody, err = base64.StdEncoding.DecodeString(res.Content.Text); err != nil {
-				return nil, false, fmt.Errorf("response.content.text: bad base64: %w", err)
+				return nil, fmt.Errorf("response.content.text: bad base64: %w", err)
 			}
 		} else {
 			r.ResBody = []byte(res.Content.Text)
 		}
 	}
-	return r, downgraded, nil
+	return r, nil
 }
 
 func expectDelim(dec *json.Decoder, want json.Delim) error {
