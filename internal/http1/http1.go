@@ -105,7 +105,7 @@ func Read(br *bufio.Reader, request bool, method string, w io.Writer) (*Message,
 	}
 	switch {
 	case !request && (method == "HEAD" || m.Status/100 == 1 || m.Status == 204 || m.Status == 304):
-	case chunked:
+	case chunked: // de-chunked into a slice of its own
 		if m.Body, err = readChunked(br, &raw); err != nil {
 			return nil, err
 		}
@@ -114,16 +114,15 @@ func Read(br *bufio.Reader, request bool, method string, w io.Writer) (*Message,
 		if _, err := io.CopyN(&raw, br, length); err != nil {
 			return nil, fmt.Errorf("body: %w", err)
 		}
-		m.Body = raw.Bytes()[start:]
+		m.Body = bytes.Clone(raw.Bytes()[start:])
 	case !request: // until the connection closes
 		start := raw.Len()
 		if _, err := io.Copy(&raw, br); err != nil {
 			return nil, err
 		}
-		m.Body, m.Close = raw.Bytes()[start:], true
+		m.Body, m.Close = bytes.Clone(raw.Bytes()[start:]), true
 	}
 	m.Raw = raw.Bytes()
-	m.Body = bytes.Clone(m.Body)
 	return m, nil
 }
 

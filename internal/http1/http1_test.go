@@ -28,3 +28,24 @@ func TestReadResponseInterim(t *testing.T) {
 		t.Errorf("%+v, %v: want the 101 as the final answer", m, err)
 	}
 }
+
+// TestBodyOwnCopy: however it came, a body is a copy of its own, not a
+// view of Raw.
+func TestBodyOwnCopy(t *testing.T) {
+	for _, in := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhe\r\n3\r\nllo\r\n0\r\n\r\n",
+		"HTTP/1.0 200 OK\r\n\r\nhello",
+	} {
+		m, err := Read(bufio.NewReader(strings.NewReader(in)), false, "GET", nil)
+		if err != nil || string(m.Body) != "hello" || string(m.Raw) != in {
+			t.Fatalf("%q: %+v, %v", in, m, err)
+		}
+		for i := range m.Raw {
+			m.Raw[i] = '!'
+		}
+		if string(m.Body) != "hello" {
+			t.Errorf("%q: the body changed with Raw: %q", in, m.Body)
+		}
+	}
+}
