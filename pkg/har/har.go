@@ -6,11 +6,13 @@ package har
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -103,14 +105,21 @@ func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 	return st, nil
 }
 
+// ref is what the first pass keeps of an entry: 24 bytes.
+type ref struct {
+	sec  int64 // startedDateTime, as Unix seconds
+	off  int64 // where the entry starts (after the previous token)
+	nsec int32 // and nanoseconds
+	n    int32 // the entry's number
+}
+
+func (a ref) compare(b ref) int {
+	return cmp.Or(cmp.Compare(a.sec, b.sec), cmp.Compare(a.nsec, b.nsec))
+}
+
 // convertSeeking is Convert in two passes over a seekable input.
 func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
 	var st Stats
-	type ref struct {
-		at  time.Time
-		off int64
-		n   int
-	}
 	var refs []ref
 	base, err := r.Seek(0, io.SeekCurrent)
 	if err != nil {
@@ -124,14 +133,17 @@ func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
 		if err := dec.Decode(&e); err != nil {
 			return fmt.Errorf("entry %d: %w", n, err)
 		}
+		if n > math.MaxInt32 {
+			return fmt.Errorf("entry %d: more entries than a file can be sorted with", n)
+		}
 		at, _ := time.Parse(time.RFC3339Nano, e.StartedDateTime) // checked in the second pass
-		refs = append(refs, ref{at, base + off, n})
+		refs = append(refs, ref{at.Unix(), base + off, int32(at.Nanosecond()), int32(n)})
 		return nil
 	})
 	if err != nil {
 		return st, err
 	}
-	slices.SortStableFunc(refs, func(a, b ref) int { return a.at.Compare(b.at) })
+	slices.SortStableFunc(refs, ref.compare)
 	br := bufio.NewReader(r)
 	for _, f := range refs {
 		if _, err := r.Seek(f.off, io.SeekStart); err != nil {
@@ -152,7 +164,7 @@ func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
 		if err := json.NewDecoder(br).Decode(&e); err != nil {
 			return st, fmt.Errorf("entry %d: %w", f.n, err)
 		}
-		if line, _, ok := convert(&e, f.n, &st, skip); ok {
+		if line, _, ok := convert(&e, int(f.n), &st, skip); ok {
 			if _, err := w.Write(line); err != nil {
 				return st, err
 			}
