@@ -204,10 +204,9 @@ func request(b []byte) (*rrpair.Record, error) {
 		if strings.EqualFold(h.Name, "Host") {
 			r.Host = h.Value
 		}
-		if strings.EqualFold(h.Name, "Content-Length") || rrpair.ConnectionHeader(h.Name) {
-			continue // recomputed, or the VU's business
+		if kept(h.Name) {
+			r.Headers = append(r.Headers, h)
 		}
-		r.Headers = append(r.Headers, h)
 	}
 	if strings.HasPrefix(r.URI, "http://") || strings.HasPrefix(r.URI, "https://") {
 		return r, nil // absolute form: the decoder takes host and scheme from it
@@ -227,9 +226,16 @@ func response(r *rrpair.Record, b []byte) error {
 	}
 	r.Status, r.ResBody = m.Status, m.Body
 	for _, h := range m.Headers {
-		if !strings.EqualFold(h.Name, "Content-Length") && !rrpair.ConnectionHeader(h.Name) {
+		if kept(h.Name) {
 			r.ResHeaders = append(r.ResHeaders, h)
 		}
 	}
 	return nil
+}
+
+// kept reports whether a captured header goes into the pair: not
+// Content-Length (recomputed from the body), nor a connection header
+// (the VU's business).
+func kept(name string) bool {
+	return !strings.EqualFold(name, "Content-Length") && !rrpair.ConnectionHeader(name)
 }
