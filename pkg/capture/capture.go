@@ -203,8 +203,8 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 			return
 		}
 		res, err := http1.ReadResponse(ur, req.Method, func(m *http1.Message) error {
-			if m.Status == 100 && req.Continued {
-				return nil // the client had its 100 from us
+			if m.Status == 100 && req.Continued || req.Version == "1.0" {
+				return nil // the client had its 100 from us, or takes no 1xx (RFC 9110 15.2)
 			}
 			_, err := c.Write(m.Raw) // interim answers pass on, unrecorded
 			return err

@@ -253,7 +253,8 @@ func TestProxySkipsUnreplayable(t *testing.T) {
 // TestProxyInterim: interim answers from upstream (a 103 Early Hints, a 100
 // the client did not have from the proxy) pass on to the client, the final
 // one follows, and the pair records the final status. A 100 the proxy gave
-// the client itself is not passed on twice.
+// the client itself is not passed on twice, and an HTTP/1.0 client gets
+// none.
 func TestProxyInterim(t *testing.T) {
 	up := rawUpstream(t, "HTTP/1.1 100 Continue\r\n\r\n"+
 		"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"+
@@ -294,16 +295,21 @@ func TestProxyInterim(t *testing.T) {
 	if got := answers(); fmt.Sprint(got) != "[100 103 200]" {
 		t.Errorf("without: got %v, want [100 103 200]", got)
 	}
+	// An HTTP/1.0 client takes no 1xx.
+	io.WriteString(c, "POST /c HTTP/1.0\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}")
+	if got := answers(); fmt.Sprint(got) != "[200]" {
+		t.Errorf("HTTP/1.0: got %v, want [200]", got)
+	}
 	c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st := p.Stats(); st.Pairs != 2 || st.Errors != 0 {
+	if st := p.Stats(); st.Pairs != 3 || st.Errors != 0 {
 		t.Errorf("stats %+v", st)
 	}
-	if got := out.b.String(); strings.Count(got, `"statusCode":200`) != 2 || strings.Contains(got, "103") {
+	if got := out.b.String(); strings.Count(got, `"statusCode":200`) != 3 || strings.Contains(got, "103") {
 		t.Errorf("recorded:\n%s", got)
 	}
 }
