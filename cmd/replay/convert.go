@@ -69,7 +69,25 @@ func output(path string, stdout io.Writer) (io.Writer, func() error, error) {
 	return f, f.Close, nil
 }
 
-func newExportCmd(io stdio) *cobra.Command {
+// writeOut runs write into -o (or stdout), closes it, and then says on
+// stderr what write returned and what was skipped (an error with strict).
+func writeOut(std stdio, out string, sk *skipped, strict bool, write func(io.Writer) (summary string, err error)) error {
+	w, closeOut, err := output(out, std.out)
+	if err != nil {
+		return err
+	}
+	summary, err := write(w)
+	if cerr := closeOut(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(std.err, "replay: %s\n", summary)
+	return sk.report(std.err, strict)
+}
+
+func newExportCmd(std stdio) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Write recorded traffic as a k6 script or vegeta targets",
@@ -83,7 +101,7 @@ func newExportCmd(io stdio) *cobra.Command {
 		if file == "" {
 			return nil, fmt.Errorf("-f, --file: name the traffic file")
 		}
-		return openTraffic(file, io, rrpair.Options{RequireHost: target == ""})
+		return openTraffic(file, std, rrpair.Options{RequireHost: target == ""})
 	}
 
 	var o runOptions
@@ -138,8 +156,8 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(io.err, "replay: wrote %s and %s: %d iterations, %d requests\n", out, dataPath, iters, reqs)
-			return sk.report(io.err, strict)
+			fmt.Fprintf(std.err, "replay: wrote %s and %s: %d iterations, %d requests\n", out, dataPath, iters, reqs)
+			return sk.report(std.err, strict)
 		},
 	}
 	k6.Flags().StringVarP(&file, "file", "f", "", "traffic `FILE` (RRPair JSON Lines)")
@@ -155,25 +173,21 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
   vegeta attack -format=json -targets=targets.json -rate=100 -duration=30s | vegeta report`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
+			if target != "" {
+				if err := vu.CheckTarget(target); err != nil {
+					return fmt.Errorf("--target: %w", err)
+				}
+			}
 			f, err := openFile(args, target)
 			if err != nil {
 				return err
 			}
 			defer f.Close()
-			w, closeOut, err := output(out, io.out)
-			if err != nil {
-				return err
-			}
 			sk := &skipped{what: "line"}
-			n, err := export.Vegeta(w, f, target, sk.add)
-			if cerr := closeOut(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(io.err, "replay: wrote %d targets\n", n)
-			return sk.report(io.err, strict)
+			return writeOut(std, out, sk, strict, func(w io.Writer) (string, error) {
+				n, err := export.Vegeta(w, f, target, sk.add)
+				return fmt.Sprintf("wrote %d targets", n), err
+			})
 		},
 	}
 	vegeta.Flags().StringVarP(&file, "file", "f", "", "traffic `FILE` (RRPair JSON Lines)")
@@ -218,8 +232,8 @@ reported on stderr with their number.`,
 	return cmd
 }
 
-// importer is an import subcommand: FILE (or -f) through convert to -o
-// (or stdout), what it skipped on stderr.
+// importer is an import subcommand: FILE (or -f; - for stdin) through
+// convert to -o (or stdout), what it skipped on stderr.
 func importer(std stdio, use, short, long, example, what string, convert func(io.Reader, io.Writer, func(int, string)) (string, error)) *cobra.Command {
 	var file, out string
 	var strict bool
@@ -231,30 +245,29 @@ func importer(std stdio, use, short, long, example, what string, convert func(io
 				file = args[0]
 			}
 			if file == "" {
-				return fmt.Errorf("name the file to import (an argument, or -f)")
+				return fmt.Errorf("name the file to import (an argument, or -f; - for standard input)")
 			}
-			in, err := os.Open(file)
-			if err != nil {
-				return err
-			}
-			defer in.Close()
-			w, closeOut, err := output(out, std.out)
-			if err != nil {
-				return err
+			in, name := std.in, "standard input"
+			if file != "-" {
+				name = file
+				f, err := os.Open(file)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				in = f
 			}
 			sk := &skipped{what: what}
-			summary, err := convert(in, w, sk.add)
-			if cerr := closeOut(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", file, err)
-			}
-			fmt.Fprintf(std.err, "replay: %s\n", summary)
-			return sk.report(std.err, strict)
+			return writeOut(std, out, sk, strict, func(w io.Writer) (string, error) {
+				summary, err := convert(in, w, sk.add)
+				if err != nil {
+					err = fmt.Errorf("%s: %w", name, err)
+				}
+				return summary, err
+			})
 		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "the `FILE` to import")
+	cmd.Flags().StringVarP(&file, "file", "f", "", "the `FILE` to import (- for standard input)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the RRPairs to `FILE` (default: standard output)")
 	cmd.Flags().BoolVar(&strict, "strict", false, "fail when any "+what+" cannot be converted")
 	return cmd

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -117,5 +118,57 @@ func TestImportReportsSkipped(t *testing.T) {
 	r = runMain(t, context.Background(), "", "import", "gor", "-f", "../../pkg/gor/testdata/capture.gor.gz", "--strict", "-o", out)
 	if r.code != 1 || !strings.Contains(r.stderr, "record 7: a response to no captured request") || !strings.Contains(r.stderr, "--strict: 2 records could not be converted") {
 		t.Errorf("--strict: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
+
+// TestImportFromPipe: a HAR from a pipe (no seeking) converts as a file
+// does, named as a path (/dev/fd/N, as /dev/stdin is) or as "-".
+func TestImportFromPipe(t *testing.T) {
+	har, err := os.ReadFile("../../pkg/har/testdata/browser.har")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("../../pkg/har/testdata/browser.golden.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe := func() *os.File {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		go func() { w.Write(har); w.Close() }()
+		return r
+	}
+	if _, err := os.Stat("/dev/fd/0"); err == nil {
+		r := pipe()
+		got := runMain(t, context.Background(), "", "import", "har", fmt.Sprintf("/dev/fd/%d", r.Fd()))
+		if got.code != 0 || got.stdout != string(want) {
+			t.Errorf("/dev/fd/N: exit %d, stderr:\n%s\nstdout:\n%s", got.code, got.stderr, got.stdout)
+		}
+	}
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"import", "har", "-"}, pipe(), &out, &errb)
+	if code != 0 || out.String() != string(want) || !strings.Contains(errb.String(), "3 pairs written") {
+		t.Errorf("-: exit %d, stderr:\n%s\nstdout:\n%s", code, errb.String(), out.String())
+	}
+}
+
+// TestExportVegetaChecksTarget: --target is checked as run and export k6
+// check it, before anything is written.
+func TestExportVegetaChecksTarget(t *testing.T) {
+	dir := t.TempDir()
+	traffic := filepath.Join(dir, "traffic.jsonl")
+	os.WriteFile(traffic, []byte(`{"http":{"req":{"method":"GET","uri":"/a","host":"api"}}}`+"\n"), 0o644)
+	for _, bad := range []string{"127.0.0.1:8080", "ftp://h", "http://h/base"} {
+		r := runMain(t, context.Background(), "", "export", "vegeta", "-f", traffic, "--target", bad)
+		if r.code == 0 || !strings.Contains(r.stderr, "--target: want") || r.stdout != "" {
+			t.Errorf("--target %s: exit %d, stdout %q, stderr:\n%s", bad, r.code, r.stdout, r.stderr)
+		}
+	}
+	r := runMain(t, context.Background(), "", "export", "vegeta", "-f", traffic, "--target", "http://127.0.0.1:8080/")
+	if r.code != 0 || !strings.Contains(r.stdout, `"url":"http://127.0.0.1:8080/a"`) {
+		t.Errorf("a good --target: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 }

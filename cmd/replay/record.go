@@ -24,7 +24,8 @@ comes back unchanged, while each exchange is written as an RRPair line with
 ts, duration, the recorded answer and a session tag: one per client
 connection, or --session header:NAME / cookie:NAME. Large or binary bodies
 are written as base64. --redact-header and --redact-json keep secrets out of
-the file. Stop with Ctrl-C (or SIGTERM): exchanges under way finish, the
+the file. An exchange a replay could not send (a request target that is not
+a path) is passed on but not written, counted as unreplayable. Stop with Ctrl-C (or SIGTERM): exchanges under way finish, the
 file is flushed and closed (or after --duration). Plain HTTP/1.x upstreams.`,
 		Example: `  replay record --listen :8080 --upstream http://svc:80 -o traffic.jsonl
   replay record --listen 127.0.0.1:9000 --upstream http://127.0.0.1:8080 --session cookie:sid --redact-header Authorization -o t.jsonl`,
@@ -67,7 +68,7 @@ file is flushed and closed (or after --duration). Plain HTTP/1.x upstreams.`,
 				err = cerr
 			}
 			st := p.Stats()
-			log.Info().Int64("pairs", st.Pairs).Int64("connections", st.Connections).Int64("errors", st.Errors).Int64("too_large", st.TooLarge).Msg("recorded")
+			log.Info().Int64("pairs", st.Pairs).Int64("connections", st.Connections).Int64("errors", st.Errors).Int64("too_large", st.TooLarge).Int64("unreplayable", st.Unreplayable).Msg("recorded")
 			return err
 		},
 	}

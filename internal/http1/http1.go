@@ -26,6 +26,8 @@ type Message struct {
 	Headers []rrpair.Field
 	Body    []byte // de-chunked, a copy of its own
 	Close   bool   // the connection ends after this message
+	// Continued: a request's "100 Continue" was written to Read's w.
+	Continued bool
 }
 
 // maxHead bounds a message's start line and headers.
@@ -99,10 +101,11 @@ func Read(br *bufio.Reader, request bool, method string, w io.Writer) (*Message,
 		if _, err := io.WriteString(w, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 			return nil, err
 		}
+		m.Continued = true
 	}
 	switch {
 	case !request && (method == "HEAD" || m.Status/100 == 1 || m.Status == 204 || m.Status == 304):
-	case chunked:
+	case chunked: // de-chunked into a slice of its own
 		if m.Body, err = readChunked(br, &raw); err != nil {
 			return nil, err
 		}
@@ -111,17 +114,34 @@ func Read(br *bufio.Reader, request bool, method string, w io.Writer) (*Message,
 		if _, err := io.CopyN(&raw, br, length); err != nil {
 			return nil, fmt.Errorf("body: %w", err)
 		}
-		m.Body = raw.Bytes()[start:]
+		m.Body = bytes.Clone(raw.Bytes()[start:])
 	case !request: // until the connection closes
 		start := raw.Len()
 		if _, err := io.Copy(&raw, br); err != nil {
 			return nil, err
 		}
-		m.Body, m.Close = raw.Bytes()[start:], true
+		m.Body, m.Close = bytes.Clone(raw.Bytes()[start:]), true
 	}
 	m.Raw = raw.Bytes()
-	m.Body = bytes.Clone(m.Body)
 	return m, nil
+}
+
+// ReadResponse reads the answer to a request of method from br: past any
+// interim (1xx) responses, the final one. interim, when not nil, gets each
+// interim response first, in order (to pass it on); its error ends the
+// read. A 101 Switching Protocols is final: what follows it is not HTTP.
+func ReadResponse(br *bufio.Reader, method string, interim func(*Message) error) (*Message, error) {
+	for {
+		m, err := Read(br, false, method, nil)
+		if err != nil || m.Status/100 != 1 || m.Status == 101 {
+			return m, err
+		}
+		if interim != nil {
+			if err := interim(m); err != nil {
+				return nil, err
+			}
+		}
+	}
 }
 
 // readLine reads one line into raw and returns it without its line end.

@@ -40,7 +40,6 @@ type Options struct {
 	MaxBody int64
 	// IdleTimeout closes a client connection idle this long (default 2m).
 	IdleTimeout time.Duration
-	Now         func() time.Time
 }
 
 // Redacted replaces a redacted value.
@@ -52,6 +51,10 @@ type Stats struct {
 	Pairs       int64 // exchanges recorded
 	Errors      int64 // exchanges that failed (upstream down, bad request)
 	TooLarge    int64 // exchanges passed on but not recorded: a request body over MaxBody
+	// Unreplayable: exchanges passed on but not recorded, as their pair
+	// would make the file refused by Open (a request target that is not a
+	// path, such as "GET foo HTTP/1.1").
+	Unreplayable int64
 }
 
 // Proxy is a running recording proxy.
@@ -62,7 +65,7 @@ type Proxy struct {
 	done  chan error // the writer's result
 	wg    sync.WaitGroup
 	conns sync.Map // net.Conn -> struct{}, open client connections
-	stats struct{ conns, pairs, errs, large atomic.Int64 }
+	stats struct{ conns, pairs, errs, large, unreplayable atomic.Int64 }
 	seq   atomic.Int64
 	// closing is set by Close before it cuts idle reads off, so that a
 	// connection setting its next read's deadline sees one or the other.
@@ -80,9 +83,6 @@ func Listen(addr string, w io.Writer, opt Options) (*Proxy, error) {
 	}
 	if opt.IdleTimeout == 0 {
 		opt.IdleTimeout = 2 * time.Minute
-	}
-	if opt.Now == nil {
-		opt.Now = time.Now
 	}
 	if s := opt.Session; s != "" && !strings.HasPrefix(s, "header:") && !strings.HasPrefix(s, "cookie:") {
 		return nil, fmt.Errorf("session %q: want header:NAME or cookie:NAME", s)
@@ -103,7 +103,8 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Stats reports what the proxy did so far.
 func (p *Proxy) Stats() Stats {
-	return Stats{Connections: p.stats.conns.Load(), Pairs: p.stats.pairs.Load(), Errors: p.stats.errs.Load(), TooLarge: p.stats.large.Load()}
+	return Stats{Connections: p.stats.conns.Load(), Pairs: p.stats.pairs.Load(), Errors: p.stats.errs.Load(),
+		TooLarge: p.stats.large.Load(), Unreplayable: p.stats.unreplayable.Load()}
 }
 
 // Close stops accepting, lets each connection finish the exchange under
@@ -195,21 +196,24 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 			}
 			return
 		}
-		start := p.opt.Now()
+		start := time.Now()
 		if _, err := up.Write(req.Raw); err != nil {
 			p.stats.errs.Add(1)
 			io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 			return
 		}
-		res, err := http1.Read(ur, false, req.Method, nil)
-		for err == nil && res.Status == 100 { // interim: the client had its 100 from us
-			res, err = http1.Read(ur, false, req.Method, nil)
-		}
+		res, err := http1.ReadResponse(ur, req.Method, func(m *http1.Message) error {
+			if m.Status == 100 && req.Continued || req.Version == "1.0" {
+				return nil // the client had its 100 from us, or takes no 1xx (RFC 9110 15.2)
+			}
+			_, err := c.Write(m.Raw) // interim answers pass on, unrecorded
+			return err
+		})
 		if err != nil {
 			p.stats.errs.Add(1)
 			return
 		}
-		end := p.opt.Now()
+		end := time.Now()
 		if _, err := c.Write(res.Raw); err != nil {
 			p.stats.errs.Add(1)
 			return
@@ -233,7 +237,7 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// record queues the pair of an exchange.
+// record queues the pair of an exchange, unless Open would refuse it.
 func (p *Proxy) record(req, res *http1.Message, start, end time.Time, connSession string) {
 	r := &rrpair.Record{TS: start, Duration: max(end.Sub(start), time.Microsecond), Protocol: "http", Version: req.Version,
 		Method: req.Method, URI: req.Target, Status: res.Status}
@@ -269,8 +273,13 @@ func (p *Proxy) record(req, res *http1.Message, start, end time.Time, connSessio
 		}
 	}
 	r.Body, r.ResBody = p.redactJSON(req.Body), p.redactJSON(res.Body)
+	line, err := rrpair.AppendChecked(nil, r)
+	if err != nil {
+		p.stats.unreplayable.Add(1)
+		return
+	}
 	p.stats.pairs.Add(1)
-	p.out <- rrpair.AppendLine(nil, r)
+	p.out <- line
 }
 
 func (p *Proxy) redactHeader(h rrpair.Field) rrpair.Field {

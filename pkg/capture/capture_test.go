@@ -1,17 +1,23 @@
 package capture
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/http1"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -153,5 +159,157 @@ func TestProxyMaxBody(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.b.String()), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], `"res":{"statusCode":200,"headers"`) || strings.Contains(lines[1], strings.Repeat("x", 160)) {
 		t.Errorf("recorded:\n%s", out.b.String())
+	}
+}
+
+// rawUpstream is a loopback upstream that reads requests as they come
+// (any target) and writes answer to each. It returns its address.
+func rawUpstream(t *testing.T, answer string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					if _, err := http1.Read(br, true, "", nil); err != nil {
+						return
+					}
+					if _, err := io.WriteString(c, answer); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// readAnswer reads one answer off a raw client connection.
+func readAnswer(t *testing.T, br *bufio.Reader, method string) *http1.Message {
+	t.Helper()
+	m, err := http1.Read(br, false, method, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestProxySkipsUnreplayable: a request Open would refuse in a file (a
+// target that is not a path) is passed on and answered, but not recorded,
+// so that the recorded file still opens.
+func TestProxySkipsUnreplayable(t *testing.T) {
+	up := rawUpstream(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	path := filepath.Join(t.TempDir(), "rec.jsonl")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	p, err := Listen("127.0.0.1:0", out, Options{Upstream: up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for _, req := range []string{"GET foo HTTP/1.1\r\nHost: h\r\n\r\n", "GET /ok HTTP/1.1\r\nHost: h\r\n\r\n"} {
+		io.WriteString(c, req)
+		if m := readAnswer(t, br, "GET"); m.Status != 200 || string(m.Body) != "ok" {
+			t.Errorf("%q: the client got %q", req, m.Raw)
+		}
+	}
+	c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.Pairs != 1 || st.Unreplayable != 1 || st.Errors != 0 {
+		t.Errorf("stats %+v, want 1 pair and 1 unreplayable", st)
+	}
+	f, err := rrpair.Open(path, rrpair.Options{})
+	if err != nil {
+		rec, _ := os.ReadFile(path)
+		t.Fatalf("the recorded file does not open: %v\n%s", err, rec)
+	}
+	defer f.Close()
+	if f.Len() != 1 {
+		t.Errorf("%d pairs recorded, want 1", f.Len())
+	}
+}
+
+// TestProxyInterim: interim answers from upstream (a 103 Early Hints, a 100
+// the client did not have from the proxy) pass on to the client, the final
+// one follows, and the pair records the final status. A 100 the proxy gave
+// the client itself is not passed on twice, and an HTTP/1.0 client gets
+// none.
+func TestProxyInterim(t *testing.T) {
+	up := rawUpstream(t, "HTTP/1.1 100 Continue\r\n\r\n"+
+		"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"+
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	var out lockedBuffer
+	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: up})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	answers := func() []int { // statuses up to the final answer
+		var got []int
+		for {
+			m := readAnswer(t, br, "POST")
+			got = append(got, m.Status)
+			if m.Status >= 200 {
+				return got
+			}
+		}
+	}
+	// Expecting 100-continue: the proxy answers 100, then the body goes.
+	io.WriteString(c, "POST /a HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+	if m := readAnswer(t, br, "POST"); m.Status != 100 {
+		t.Fatalf("status %d, want the proxy's 100 before the body", m.Status)
+	}
+	io.WriteString(c, "{}")
+	if got := answers(); fmt.Sprint(got) != "[103 200]" {
+		t.Errorf("with the proxy's 100: got %v, want [103 200]", got)
+	}
+	// Not expecting it: upstream's 100 passes on too.
+	io.WriteString(c, "POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}")
+	if got := answers(); fmt.Sprint(got) != "[100 103 200]" {
+		t.Errorf("without: got %v, want [100 103 200]", got)
+	}
+	// An HTTP/1.0 client takes no 1xx.
+	io.WriteString(c, "POST /c HTTP/1.0\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}")
+	if got := answers(); fmt.Sprint(got) != "[200]" {
+		t.Errorf("HTTP/1.0: got %v, want [200]", got)
+	}
+	c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.Pairs != 3 || st.Errors != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	if got := out.b.String(); strings.Count(got, `"statusCode":200`) != 3 || strings.Contains(got, "103") {
+		t.Errorf("recorded:\n%s", got)
 	}
 }

@@ -24,7 +24,6 @@ type Request struct {
 	Body    []byte
 	Name    string // the endpoint, as reports name it
 	Status  int    // recorded; 0 when not recorded
-	Line    int
 }
 
 // Walk calls fn for each pair of f, iteration by iteration, in file order;
@@ -60,7 +59,7 @@ func Walk(f *rrpair.File, target string, fn func(iter int, r *Request) error, sk
 				base = scheme + "://" + string(p.Req.Host)
 			}
 			r := Request{Method: string(p.Req.Method), URL: base + string(p.Req.URI), Body: p.Req.Body,
-				Name: endpoints[p.Endpoint], Status: p.Res.Status, Line: p.Line}
+				Name: endpoints[p.Endpoint], Status: p.Res.Status}
 			for _, h := range p.Req.Headers {
 				name := string(h.Name)
 				if strings.EqualFold(name, "Host") || strings.EqualFold(name, "Content-Length") ||

@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,16 +62,15 @@ func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 		record int
 	}
 	pending := map[string]*waiting{}
-	var order []string // ids waiting, in capture order
 	bw := bufio.NewWriter(w)
 	write := func(r *rrpair.Record, record int) error {
-		line := rrpair.AppendLine(nil, r)
-		if err := rrpair.CheckLine(line); err != nil {
+		line, err := rrpair.AppendChecked(nil, r)
+		if err != nil {
 			skip(record, err.Error())
 			return nil
 		}
 		st.Written++
-		_, err := bw.Write(line)
+		_, err = bw.Write(line)
 		return err
 	}
 	err := records(br, func(n int, rec []byte) error {
@@ -92,7 +93,6 @@ func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 				return nil
 			}
 			pending[id] = &waiting{r, n}
-			order = append(order, id)
 		case '2':
 			wt := pending[id]
 			if wt == nil {
@@ -116,11 +116,11 @@ func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 	if err != nil {
 		return st, err
 	}
-	for _, id := range order { // requests whose response was not captured
-		if wt := pending[id]; wt != nil {
-			if err := write(wt.rec, wt.record); err != nil {
-				return st, err
-			}
+	// Requests whose response was not captured, in capture order.
+	left := slices.SortedFunc(maps.Values(pending), func(a, b *waiting) int { return a.record - b.record })
+	for _, wt := range left {
+		if err := write(wt.rec, wt.record); err != nil {
+			return st, err
 		}
 	}
 	return st, bw.Flush()
@@ -139,18 +139,28 @@ func records(br *bufio.Reader, fn func(n int, rec []byte) error) error {
 		return fn(n, rec)
 	}
 	chunk := make([]byte, 64<<10)
+	scanned := 0 // buf[:scanned] was searched: no separator starts before scanned-len(sep)+1
 	for {
 		k, err := br.Read(chunk)
 		buf = append(buf, chunk[:k]...)
+		start := 0 // of the record under way
 		for {
-			i := bytes.Index(buf, sep)
+			from := max(start, scanned-len(sep)+1)
+			i := bytes.Index(buf[from:], sep)
 			if i < 0 {
 				break
 			}
-			if ferr := flush(buf[:i]); ferr != nil {
+			i += from
+			if ferr := flush(buf[start:i]); ferr != nil {
 				return ferr
 			}
-			buf = append(buf[:0], buf[i+len(sep):]...)
+			start = i + len(sep)
+		}
+		// Keep the record under way; the next read searches only past
+		// what was searched (a big record is not scanned again each read).
+		scanned = len(buf) - start
+		if start > 0 {
+			buf = append(buf[:0], buf[start:]...)
 		}
 		if errors.Is(err, io.EOF) {
 			return flush(bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte("\n")), []byte(Separator)))
@@ -194,10 +204,9 @@ func request(b []byte) (*rrpair.Record, error) {
 		if strings.EqualFold(h.Name, "Host") {
 			r.Host = h.Value
 		}
-		if strings.EqualFold(h.Name, "Content-Length") || rrpair.ConnectionHeader(h.Name) {
-			continue // recomputed, or the VU's business
+		if kept(h.Name) {
+			r.Headers = append(r.Headers, h)
 		}
-		r.Headers = append(r.Headers, h)
 	}
 	if strings.HasPrefix(r.URI, "http://") || strings.HasPrefix(r.URI, "https://") {
 		return r, nil // absolute form: the decoder takes host and scheme from it
@@ -211,19 +220,22 @@ func request(b []byte) (*rrpair.Record, error) {
 // response parses a raw HTTP/1.x response into r, past any interim
 // (1xx) answer.
 func response(r *rrpair.Record, b []byte) error {
-	br := bufio.NewReader(bytes.NewReader(b))
-	m, err := http1.Read(br, false, r.Method, nil)
-	for err == nil && m.Status/100 == 1 {
-		m, err = http1.Read(br, false, r.Method, nil)
-	}
+	m, err := http1.ReadResponse(bufio.NewReader(bytes.NewReader(b)), r.Method, nil)
 	if err != nil {
 		return fmt.Errorf("response: %w", err)
 	}
 	r.Status, r.ResBody = m.Status, m.Body
 	for _, h := range m.Headers {
-		if !strings.EqualFold(h.Name, "Content-Length") && !rrpair.ConnectionHeader(h.Name) {
+		if kept(h.Name) {
 			r.ResHeaders = append(r.ResHeaders, h)
 		}
 	}
 	return nil
+}
+
+// kept reports whether a captured header goes into the pair: not
+// Content-Length (recomputed from the body), nor a connection header
+// (the VU's business).
+func kept(name string) bool {
+	return !strings.EqualFold(name, "Content-Length") && !rrpair.ConnectionHeader(name)
 }

@@ -6,11 +6,13 @@ package har
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -65,10 +67,13 @@ type Skip func(entry int, why string)
 // ordered by startedDateTime; pages become sessions. When r can seek (a
 // file), it streams in two passes: the first keeps each entry's offset and
 // time (24 bytes an entry), the second converts the entries in time order.
-// Otherwise the converted lines are held until they can be sorted.
+// Otherwise (a pipe, even as an *os.File) the converted lines are held
+// until they can be sorted.
 func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 	if rs, ok := r.(io.ReadSeeker); ok {
-		return convertSeeking(rs, w, skip)
+		if _, err := rs.Seek(0, io.SeekCurrent); err == nil {
+			return convertSeeking(rs, w, skip)
+		}
 	}
 	var st Stats
 	type rec struct {
@@ -100,14 +105,21 @@ func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 	return st, nil
 }
 
+// ref is what the first pass keeps of an entry: 24 bytes.
+type ref struct {
+	sec  int64 // startedDateTime, as Unix seconds
+	off  int64 // where the entry starts (after the previous token)
+	nsec int32 // and nanoseconds
+	n    int32 // the entry's number
+}
+
+func (a ref) compare(b ref) int {
+	return cmp.Or(cmp.Compare(a.sec, b.sec), cmp.Compare(a.nsec, b.nsec))
+}
+
 // convertSeeking is Convert in two passes over a seekable input.
 func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
 	var st Stats
-	type ref struct {
-		at  time.Time
-		off int64
-		n   int
-	}
 	var refs []ref
 	base, err := r.Seek(0, io.SeekCurrent)
 	if err != nil {
@@ -121,14 +133,17 @@ func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
 		if err := dec.Decode(&e); err != nil {
 			return fmt.Errorf("entry %d: %w", n, err)
 		}
+		if n > math.MaxInt32 {
+			return fmt.Errorf("entry %d: more entries than a file can be sorted with", n)
+		}
 		at, _ := time.Parse(time.RFC3339Nano, e.StartedDateTime) // checked in the second pass
-		refs = append(refs, ref{at, base + off, n})
+		refs = append(refs, ref{at.Unix(), base + off, int32(at.Nanosecond()), int32(n)})
 		return nil
 	})
 	if err != nil {
 		return st, err
 	}
-	slices.SortStableFunc(refs, func(a, b ref) int { return a.at.Compare(b.at) })
+	slices.SortStableFunc(refs, ref.compare)
 	br := bufio.NewReader(r)
 	for _, f := range refs {
 		if _, err := r.Seek(f.off, io.SeekStart); err != nil {
@@ -149,7 +164,7 @@ func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
 		if err := json.NewDecoder(br).Decode(&e); err != nil {
 			return st, fmt.Errorf("entry %d: %w", f.n, err)
 		}
-		if line, _, ok := convert(&e, f.n, &st, skip); ok {
+		if line, _, ok := convert(&e, int(f.n), &st, skip); ok {
 			if _, err := w.Write(line); err != nil {
 				return st, err
 			}
@@ -161,17 +176,17 @@ func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
 
 // convert makes entry n's line, or skips it.
 func convert(e *Entry, n int, st *Stats, skip Skip) ([]byte, time.Time, bool) {
-	r, down, err := Record(e)
+	r, err := Record(e)
 	if err != nil {
 		skip(n, err.Error())
 		return nil, time.Time{}, false
 	}
-	line := rrpair.AppendLine(nil, r)
-	if err := rrpair.CheckLine(line); err != nil {
+	line, err := rrpair.AppendChecked(nil, r)
+	if err != nil {
 		skip(n, err.Error())
 		return nil, time.Time{}, false
 	}
-	if down {
+	if r.Version == "2" || r.Version == "3" {
 		st.Downgraded++
 	}
 	return line, r.TS, true
@@ -247,21 +262,22 @@ func dropped(name string) bool {
 	return false
 }
 
-// Record converts one entry; downgraded is true for an HTTP/2 or 3 entry.
-func Record(e *Entry) (r *rrpair.Record, downgraded bool, err error) {
+// Record converts one entry. An HTTP/2 or 3 entry has Version "2" or "3"
+// (a replay sends it as HTTP/1.1).
+func Record(e *Entry) (r *rrpair.Record, err error) {
 	req := &e.Request
 	if req.Method == "" {
-		return nil, false, errors.New("request.method: missing")
+		return nil, errors.New("request.method: missing")
 	}
 	u, err := url.Parse(req.URL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, false, fmt.Errorf("request.url: want an absolute http(s) URL, got %q", req.URL)
+		return nil, fmt.Errorf("request.url: want an absolute http(s) URL, got %q", req.URL)
 	}
 	r = &rrpair.Record{Method: req.Method, URI: u.RequestURI(), Host: u.Host, Protocol: u.Scheme, Session: e.PageRef}
 	if ts, err := time.Parse(time.RFC3339Nano, e.StartedDateTime); err == nil {
 		r.TS = ts
 	} else if e.StartedDateTime != "" {
-		return nil, false, fmt.Errorf("startedDateTime: want RFC 3339, got %q", e.StartedDateTime)
+		return nil, fmt.Errorf("startedDateTime: want RFC 3339, got %q", e.StartedDateTime)
 	}
 	if e.Time > 0 {
 		r.Duration = time.Duration(e.Time * float64(time.Millisecond))
@@ -269,7 +285,6 @@ func Record(e *Entry) (r *rrpair.Record, downgraded bool, err error) {
 	v := strings.ToLower(req.HTTPVersion)
 	switch {
 	case strings.HasPrefix(v, "h2") || strings.HasPrefix(v, "h3") || strings.HasPrefix(v, "http/2") || strings.HasPrefix(v, "http/3"):
-		downgraded = true
 		r.Version = "2"
 		if strings.Contains(v, "3") {
 			r.Version = "3"
@@ -291,7 +306,7 @@ func Record(e *Entry) (r *rrpair.Record, downgraded bool, err error) {
 			r.Body = []byte(pd.Text)
 		case len(pd.Params) > 0:
 			if strings.HasPrefix(pd.MimeType, "multipart/") {
-				return nil, false, errors.New("request.postData: multipart params without text cannot be rebuilt")
+				return nil, errors.New("request.postData: multipart params without text cannot be rebuilt")
 			}
 			var b strings.Builder
 			for i, p := range pd.Params {
@@ -313,13 +328,13 @@ func Record(e *Entry) (r *rrpair.Record, downgraded bool, err error) {
 		}
 		if res.Content.Encoding == "base64" {
 			if r.ResBody, err = base64.StdEncoding.DecodeString(res.Content.Text); err != nil {
-				return nil, false, fmt.Errorf("response.content.text: bad base64: %w", err)
+				return nil, fmt.Errorf("response.content.text: bad base64: %w", err)
 			}
 		} else {
 			r.ResBody = []byte(res.Content.Text)
 		}
 	}
-	return r, downgraded, nil
+	return r, nil
 }
 
 func expectDelim(dec *json.Decoder, want json.Delim) error {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/replay-dev/replay/internal/golden"
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -80,5 +81,63 @@ func TestSeekingMatchesBuffered(t *testing.T) {
 	st2, err2 := Convert(io.MultiReader(bytes.NewReader(in)), &fromStream, func(int, string) {})
 	if err1 != nil || err2 != nil || st1 != st2 || !bytes.Equal(fromFile.Bytes(), fromStream.Bytes()) {
 		t.Errorf("file: %+v %v\n%s\nstream: %+v %v\n%s", st1, err1, fromFile.Bytes(), st2, err2, fromStream.Bytes())
+	}
+}
+
+// TestPipeFile: an *os.File that cannot seek (a pipe) converts as a
+// stream does.
+func TestPipeFile(t *testing.T) {
+	in, err := os.ReadFile(filepath.Join("testdata", "browser.har"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	go func() { w.Write(in); w.Close() }()
+	var out bytes.Buffer
+	st, err := Convert(r, &out, func(int, string) {})
+	if err != nil || st.Written != 3 {
+		t.Fatalf("%+v, %v", st, err)
+	}
+	golden.Check(t, "browser.golden.jsonl", out.Bytes())
+}
+
+// TestRefSize: the first pass keeps 24 bytes an entry, as documented.
+func TestRefSize(t *testing.T) {
+	if n := unsafe.Sizeof(ref{}); n != 24 {
+		t.Errorf("a ref is %d bytes", n)
+	}
+}
+
+// TestOrder: entries come out in time order, to the nanosecond, before
+// 1970 and without a time (first) alike, from a file as from a stream.
+func TestOrder(t *testing.T) {
+	entry := func(path, at string) string {
+		return `{"startedDateTime":"` + at + `","request":{"method":"GET","url":"http://h` + path + `"},"response":{"status":200}}`
+	}
+	in := `{"log":{"entries":[` + strings.Join([]string{
+		entry("/c", "2026-01-01T00:00:00.000000002Z"),
+		entry("/b", "2026-01-01T00:00:00.000000001Z"),
+		`{"request":{"method":"GET","url":"http://h/none"},"response":{"status":200}}`,
+		entry("/old", "1969-12-31T23:59:59.5Z"),
+		entry("/d", "2026-01-01T01:00:00+01:00"),
+	}, ",") + `]}}`
+	for name, r := range map[string]io.Reader{"file": strings.NewReader(in), "stream": io.MultiReader(strings.NewReader(in))} {
+		var out bytes.Buffer
+		if _, err := Convert(r, &out, func(n int, why string) { t.Errorf("%s: entry %d skipped: %s", name, n, why) }); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			_, uri, _ := strings.Cut(line, `"uri":"`)
+			uri, _, _ = strings.Cut(uri, `"`)
+			got = append(got, uri)
+		}
+		if strings.Join(got, " ") != "/none /old /d /b /c" {
+			t.Errorf("%s: order %v", name, got)
+		}
 	}
 }

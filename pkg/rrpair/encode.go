@@ -85,6 +85,19 @@ func AppendLine(dst []byte, r *Record) []byte {
 	return append(dst, "}}\n"...)
 }
 
+// AppendChecked appends r as AppendLine does, and checks the line as Open
+// would (a missing host aside): a line Open would refuse is not appended,
+// dst comes back as it was, with the reason. Converters and the capture
+// proxy write through it, so that what they write always opens.
+func AppendChecked(dst []byte, r *Record) ([]byte, error) {
+	n := len(dst)
+	dst = AppendLine(dst, r)
+	if err := CheckLine(dst[n:]); err != nil {
+		return dst[:n], err
+	}
+	return dst, nil
+}
+
 func appendHeaders(dst []byte, hs []Field) []byte {
 	if len(hs) == 0 {
 		return dst

@@ -76,3 +76,16 @@ func equalRecord(a, b Record) bool {
 		a.Method == b.Method && a.URI == b.URI && a.Host == b.Host && bytes.Equal(a.Body, b.Body) && a.Status == b.Status &&
 		bytes.Equal(a.ResBody, b.ResBody) && same(a.Headers, b.Headers) && same(a.ResHeaders, b.ResHeaders)
 }
+
+func TestAppendChecked(t *testing.T) {
+	dst := []byte("kept\n")
+	dst, err := AppendChecked(dst, &Record{Method: "GET", URI: "/ok", Host: "h"})
+	if err != nil || !strings.HasPrefix(string(dst), "kept\n{") || CheckLine(dst[len("kept\n"):]) != nil {
+		t.Fatalf("%v: %q", err, dst)
+	}
+	n := len(dst)
+	dst, err = AppendChecked(dst, &Record{Method: "GET", URI: "foo", Host: "h"})
+	if err == nil || !strings.Contains(err.Error(), "http.req.uri") || len(dst) != n {
+		t.Errorf("a target Open refuses: %v, %d bytes kept of %d", err, len(dst), n)
+	}
+}

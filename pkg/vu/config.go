@@ -310,6 +310,14 @@ type target struct {
 	name  string // host name without port, for TLS SNI
 }
 
+// CheckTarget says why s is not a --target Validate would accept
+// (scheme://host[:port], http or https), or returns nil: for commands
+// that take a target without replaying.
+func CheckTarget(s string) error {
+	_, err := parseTarget(s)
+	return err
+}
+
 func parseTarget(s string) (*target, error) {
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" || u.Opaque != "" {
