@@ -38,7 +38,7 @@ synchronised.`,
 			if !o.hasSinks() {
 				return fmt.Errorf("--sink-http, --sink-redis or --sink-nats: give at least one sink")
 			}
-			_, parsed, err := o.parse()
+			parsed, err := o.parseSinks()
 			if err != nil {
 				return err
 			}
@@ -83,6 +83,5 @@ synchronised.`,
 	fs.DurationVar(&duration, "duration", 0, "stop after this long (default: when interrupted)")
 	fs.StringVar(&out, "out", "", "write the summary JSON (mergeable with the runs') to `FILE`")
 	fs.BoolVarP(&quiet, "quiet", "q", false, "do not print the end-to-end section")
-	o.idle, o.correlate = time.Second, "header"
 	return cmd
 }

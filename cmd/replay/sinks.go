@@ -66,8 +66,8 @@ type parsedSinks struct {
 	nats  []*event.NATSSink
 }
 
-// parse checks the flags and returns the stamping options (To unset; nil
-// when requests are not stamped) and the sinks they name.
+// parse checks the flags of run and returns the stamping options (To
+// unset; nil when requests are not stamped) and the sinks they name.
 func (o *sinkOptions) parse() (*transform.StampOptions, *parsedSinks, error) {
 	if !o.enabled() {
 		return nil, nil, nil
@@ -86,22 +86,32 @@ func (o *sinkOptions) parse() (*transform.StampOptions, *parsedSinks, error) {
 	if o.drain < 0 || o.idle <= 0 {
 		return nil, nil, fmt.Errorf("--drain and --drain-idle: want positive durations, got %s and %s", o.drain, o.idle)
 	}
+	ps, err := o.parseSinks()
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, ps, nil
+}
+
+// parseSinks checks the sink flags (addSinkFlags), the part of parse that
+// replay sink needs too, and returns the sinks they name.
+func (o *sinkOptions) parseSinks() (*parsedSinks, error) {
 	ps := &parsedSinks{}
 	for _, u := range o.redis {
 		r, err := event.ParseRedisSink(u)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--sink-redis: %w", err)
+			return nil, fmt.Errorf("--sink-redis: %w", err)
 		}
 		ps.redis = append(ps.redis, r)
 	}
 	for _, u := range o.nats {
 		n, err := event.ParseNATSSink(u)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--sink-nats: %w", err)
+			return nil, fmt.Errorf("--sink-nats: %w", err)
 		}
 		ps.nats = append(ps.nats, n)
 	}
-	return st, ps, nil
+	return ps, nil
 }
 
 // sinks are the running receivers of a run.
