@@ -43,7 +43,7 @@ synchronised.`,
 				return err
 			}
 			started := time.Now()
-			tr := report.NewE2ESink(started, nil)
+			tr := report.NewE2ESink(started)
 			sk, err := startSinks(&o, parsed, tr, log)
 			if err != nil {
 				return err

@@ -127,7 +127,7 @@ type sinks struct {
 func startSinks(o *sinkOptions, ps *parsedSinks, rec event.Receiver, log zerolog.Logger) (*sinks, error) {
 	s := &sinks{}
 	if o.http != "" {
-		h, err := event.ListenHTTP(o.http, rec, nil)
+		h, err := event.ListenHTTP(o.http, rec)
 		if err != nil {
 			return nil, fmt.Errorf("--sink-http: %w", err)
 		}
@@ -138,7 +138,7 @@ func startSinks(o *sinkOptions, ps *parsedSinks, rec event.Receiver, log zerolog
 	s.cancel = cancel
 	for _, n := range ps.nats {
 		openCtx, done := context.WithTimeout(ctx, 10*time.Second)
-		c, err := n.Open(openCtx, rec, nil)
+		c, err := n.Open(openCtx, rec)
 		done()
 		if err != nil {
 			s.close()
@@ -158,7 +158,7 @@ func startSinks(o *sinkOptions, ps *parsedSinks, rec event.Receiver, log zerolog
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			c.Run(ctx, rec, nil)
+			c.Run(ctx, rec)
 		}()
 		log.Info().Str("redis", r.URL).Str("list", r.List).Str("stream", r.Stream).Msg("Redis sink consuming")
 	}

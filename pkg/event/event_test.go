@@ -86,7 +86,7 @@ func (s *seen) list() []string {
 
 func TestHTTPSink(t *testing.T) {
 	rec := &seen{}
-	sink, err := ListenHTTP("127.0.0.1:0", rec, nil)
+	sink, err := ListenHTTP("127.0.0.1:0", rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestRedisSink(t *testing.T) {
 				t.Fatal(err)
 			}
 			done := make(chan error)
-			go func() { c.Run(runCtx, rec, nil); done <- nil }()
+			go func() { c.Run(runCtx, rec); done <- nil }()
 			push := func(v string) {
 				var err error
 				if rs.List != "" {
@@ -186,7 +186,7 @@ func TestNATSSink(t *testing.T) {
 	rec := &seen{}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := ns.Open(ctx, rec, nil)
+	c, err := ns.Open(ctx, rec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,10 +51,7 @@ type NATSConsumer struct {
 
 // Open connects and subscribes, reporting each message to r from the
 // client's goroutine. It fails when the server cannot be reached.
-func (ns *NATSSink) Open(ctx context.Context, r Receiver, now func() time.Time) (*NATSConsumer, error) {
-	if now == nil {
-		now = time.Now
-	}
+func (ns *NATSSink) Open(ctx context.Context, r Receiver) (*NATSConsumer, error) {
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
@@ -68,7 +65,7 @@ func (ns *NATSSink) Open(ctx context.Context, r Receiver, now func() time.Time) 
 		if len(id) == 0 {
 			id = payloadID(m.Data)
 		}
-		r.Seen(id, ns.Stage, now())
+		r.Seen(id, ns.Stage, time.Now())
 	})
 	if err == nil {
 		err = sub.SetPendingLimits(-1, -1) // a burst must not drop events here

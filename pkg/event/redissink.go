@@ -111,18 +111,15 @@ func (c *Consumer) prepare(ctx context.Context) error {
 
 // Run consumes until ctx is done, reporting each event to r, and closes
 // the connection. It reconnects after errors with a short backoff.
-func (c *Consumer) Run(ctx context.Context, r Receiver, now func() time.Time) {
+func (c *Consumer) Run(ctx context.Context, r Receiver) {
 	defer c.client.Close()
-	if now == nil {
-		now = time.Now
-	}
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		var err error
 		if c.rs.List != "" {
-			err = c.list(ctx, r, now)
+			err = c.list(ctx, r)
 		} else {
-			err = c.stream(ctx, r, now)
+			err = c.stream(ctx, r)
 		}
 		if ctx.Err() != nil {
 			return
@@ -141,7 +138,7 @@ func (c *Consumer) Run(ctx context.Context, r Receiver, now func() time.Time) {
 
 // list pops until an error: BRPOP with a one-second timeout, so that a
 // stop is seen.
-func (c *Consumer) list(ctx context.Context, r Receiver, now func() time.Time) error {
+func (c *Consumer) list(ctx context.Context, r Receiver) error {
 	rs := c.rs
 	for ctx.Err() == nil {
 		v, err := c.client.BRPop(ctx, time.Second, rs.List).Result()
@@ -151,13 +148,13 @@ func (c *Consumer) list(ctx context.Context, r Receiver, now func() time.Time) e
 		if err != nil {
 			return err
 		}
-		r.Seen(payloadID([]byte(v[1])), rs.Stage, now())
+		r.Seen(payloadID([]byte(v[1])), rs.Stage, time.Now())
 	}
 	return nil
 }
 
 // stream reads new entries until an error.
-func (c *Consumer) stream(ctx context.Context, r Receiver, now func() time.Time) error {
+func (c *Consumer) stream(ctx context.Context, r Receiver) error {
 	rs := c.rs
 	for ctx.Err() == nil {
 		var res []redis.XStream
@@ -173,7 +170,7 @@ func (c *Consumer) stream(ctx context.Context, r Receiver, now func() time.Time)
 		if err != nil {
 			return err
 		}
-		at := now()
+		at := time.Now()
 		for _, st := range res {
 			for _, m := range st.Messages {
 				c.last = m.ID
