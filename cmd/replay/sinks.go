@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -114,13 +115,11 @@ func (o *sinkOptions) parseSinks() (*parsedSinks, error) {
 	return ps, nil
 }
 
-// sinks are the running receivers of a run.
+// sinks are the running receivers of a run: each started (listening,
+// subscribed or consuming) until closed.
 type sinks struct {
-	http   *event.HTTPSink
-	nats   []*event.NATSConsumer
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
+	open []io.Closer
+	once sync.Once
 }
 
 // startSinks starts the receivers, reporting to rec.
@@ -131,50 +130,43 @@ func startSinks(o *sinkOptions, ps *parsedSinks, rec event.Receiver, log zerolog
 		if err != nil {
 			return nil, fmt.Errorf("--sink-http: %w", err)
 		}
-		s.http = h
+		s.open = append(s.open, h)
 		log.Info().Str("url", h.URL()).Msg("HTTP sink listening: POST events to it (stage from /stage/NAME)")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
 	for _, n := range ps.nats {
-		openCtx, done := context.WithTimeout(ctx, 10*time.Second)
-		c, err := n.Open(openCtx, rec)
+		ctx, done := context.WithTimeout(context.Background(), 10*time.Second)
+		c, err := n.Open(ctx, rec)
 		done()
 		if err != nil {
 			s.close()
 			return nil, fmt.Errorf("--sink-nats: %w", err)
 		}
-		s.nats = append(s.nats, c)
+		s.open = append(s.open, c)
 		log.Info().Str("nats", n.URL).Str("subject", n.Subject).Msg("NATS sink subscribed")
 	}
 	for _, r := range ps.redis {
-		openCtx, done := context.WithTimeout(ctx, 10*time.Second)
-		c, err := r.Open(openCtx)
+		ctx, done := context.WithTimeout(context.Background(), 10*time.Second)
+		c, err := r.Open(ctx, rec)
 		done()
 		if err != nil {
 			s.close()
 			return nil, fmt.Errorf("--sink-redis: %w", err)
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			c.Run(ctx, rec)
-		}()
+		s.open = append(s.open, c)
 		log.Info().Str("redis", r.URL).Str("list", r.List).Str("stream", r.Stream).Msg("Redis sink consuming")
 	}
 	return s, nil
 }
 
+// close stops the sinks, all at once (a Redis sink may take a second to
+// see it), and waits for them.
 func (s *sinks) close() {
 	s.once.Do(func() {
-		s.cancel()
-		s.wg.Wait()
-		for _, c := range s.nats {
-			c.Close()
+		var wg sync.WaitGroup
+		for _, c := range s.open {
+			wg.Go(func() { c.Close() })
 		}
-		if s.http != nil {
-			s.http.Close()
-		}
+		wg.Wait()
 	})
 }
 

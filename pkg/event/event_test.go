@@ -132,13 +132,12 @@ func TestRedisSink(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := &seen{}
-			runCtx, stop := context.WithCancel(ctx)
-			c, err := rs.Open(ctx) // ready: nothing pushed after it is missed
+			openCtx, opened := context.WithTimeout(ctx, 5*time.Second)
+			c, err := rs.Open(openCtx, rec) // ready: nothing pushed after it is missed
+			opened()                        // bounds the opening only
 			if err != nil {
 				t.Fatal(err)
 			}
-			done := make(chan error)
-			go func() { c.Run(runCtx, rec); done <- nil }()
 			push := func(v string) {
 				var err error
 				if rs.List != "" {
@@ -157,9 +156,17 @@ func TestRedisSink(t *testing.T) {
 			for len(rec.list()) < 3 && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
-			stop()
-			if err := <-done; err != nil {
-				t.Fatal(err)
+			closed := make(chan error, 1)
+			began := time.Now()
+			go func() { closed <- c.Close() }()
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+				t.Logf("closed in %s", time.Since(began))
+			case <-time.After(5 * time.Second):
+				t.Fatal("Close did not return in 5s")
 			}
 			want := []string{rs.Stage + " e1", rs.Stage + " e2", rs.Stage + " e1"}
 			if got := rec.list(); fmt.Sprint(got) != fmt.Sprint(want) {

@@ -81,7 +81,8 @@ func (ns *NATSSink) Open(ctx context.Context, r Receiver) (*NATSConsumer, error)
 }
 
 // Close drains what arrived and disconnects.
-func (c *NATSConsumer) Close() {
+func (c *NATSConsumer) Close() error {
 	c.sub.Unsubscribe()
 	c.conn.Close()
+	return nil
 }

@@ -63,28 +63,50 @@ func ParseRedisSink(s string) (*RedisSink, error) {
 	return rs, nil
 }
 
-// Consumer is a RedisSink connected and ready: a stream's consumer group
-// exists, or the stream's newest entry is known, so no event published
-// after Open is missed.
+// Consumer is a RedisSink connected, ready and consuming: a stream's
+// consumer group exists, or the stream's newest entry is known, so no
+// event published after Open is missed.
 type Consumer struct {
 	rs     *RedisSink
 	client *redis.Client
 	last   string // XREAD: the entry read up to
+	stop   context.CancelFunc
+	done   chan struct{}
 }
 
-// Open connects and prepares, so that a run can start sending at once. It
-// fails when Redis cannot be reached.
-func (rs *RedisSink) Open(ctx context.Context) (*Consumer, error) {
+// Open connects and prepares, so that a run can start sending at once,
+// then consumes on its own goroutine until Close, reporting each event to
+// r. It fails when Redis cannot be reached. ctx bounds the connecting and
+// preparing only.
+//
+// The preparing is done before Open returns, not on the consuming
+// goroutine: a stream read from "$" there would miss what is published
+// before that goroutine first asks.
+func (rs *RedisSink) Open(ctx context.Context, r Receiver) (*Consumer, error) {
 	opt, err := redis.ParseURL(rs.URL)
 	if err != nil {
 		return nil, err
 	}
-	c := &Consumer{rs: rs, client: redis.NewClient(opt), last: "0"}
+	c := &Consumer{rs: rs, client: redis.NewClient(opt), last: "0", done: make(chan struct{})}
 	if err := c.prepare(ctx); err != nil {
 		c.client.Close()
 		return nil, fmt.Errorf("%s: %w", rs.URL, err)
 	}
+	runCtx, stop := context.WithCancel(context.Background())
+	c.stop = stop
+	go func() {
+		defer close(c.done)
+		c.run(runCtx, r)
+	}()
 	return c, nil
+}
+
+// Close stops consuming, waits for the consuming goroutine (at most about
+// a second: a blocking read times out then) and disconnects.
+func (c *Consumer) Close() error {
+	c.stop()
+	<-c.done
+	return c.client.Close()
 }
 
 func (c *Consumer) prepare(ctx context.Context) error {
@@ -109,10 +131,9 @@ func (c *Consumer) prepare(ctx context.Context) error {
 	return nil
 }
 
-// Run consumes until ctx is done, reporting each event to r, and closes
-// the connection. It reconnects after errors with a short backoff.
-func (c *Consumer) Run(ctx context.Context, r Receiver) {
-	defer c.client.Close()
+// run consumes until ctx is done, reporting each event to r. It
+// reconnects after errors with a short backoff.
+func (c *Consumer) run(ctx context.Context, r Receiver) {
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		var err error
