@@ -211,7 +211,9 @@ func TestNATSSink(t *testing.T) {
 	for len(rec.list()) < 3 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	c.Close()
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
 	if got, want := rec.list(), []string{"settled e1", "settled e2", "settled e3"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("seen %v, want %v", got, want)
 	}
@@ -219,5 +221,49 @@ func TestNATSSink(t *testing.T) {
 		if _, err := ParseNATSSink(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+}
+
+// slow is a receiver that takes its time, so that messages wait in the
+// client.
+type slow struct{ seen }
+
+func (s *slow) Seen(id []byte, stage string, at time.Time) {
+	time.Sleep(2 * time.Millisecond)
+	s.seen.Seen(id, stage, at)
+}
+
+// TestNATSSinkCloseDrains closes a NATS sink right after a burst: the
+// messages the server sent before are all reported, none dropped.
+func TestNATSSinkCloseDrains(t *testing.T) {
+	url := testservers.NATS(t)
+	ns, err := ParseNATSSink(url + "?subject=burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &slow{}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := ns.Open(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	const n = 300
+	for i := range n {
+		pub.Publish("burst", fmt.Appendf(nil, "e%d", i))
+	}
+	if err := pub.Flush(); err != nil { // the server has them all
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got := len(rec.list()); got != n {
+		t.Errorf("%d of %d messages seen", got, n)
 	}
 }
