@@ -43,13 +43,12 @@ type E2E struct {
 }
 
 type e2eStage struct {
-	name     string
-	seen     []bitset // per VU
-	received int64
-	unique   int64
-	dups     int64
-	hist     *hdrhistogram.Histogram
-	perSec   []int64
+	name   string
+	seen   []bitset // per VU
+	unique int64
+	dups   int64 // deliveries of an event seen already (deliveries: unique + dups)
+	hist   *hdrhistogram.Histogram
+	perSec []int64
 }
 
 // bitset is a growable set of sequence numbers.
@@ -140,7 +139,6 @@ func (t *E2E) Seen(idText []byte, stage string, at time.Time) {
 		return
 	}
 	st := t.stage(stage)
-	st.received++
 	for slot >= len(st.seen) {
 		st.seen = append(st.seen, bitset{})
 	}
@@ -264,7 +262,7 @@ func (t *E2E) Summary(drain time.Duration) *E2ESummary {
 		for vu := range min(len(t.accepted), len(st.seen)) {
 			seenAccepted += both(&t.accepted[vu], &st.seen[vu])
 		}
-		e := E2EStage{Name: st.name, Received: st.received, Unique: st.unique, Duplicates: st.dups,
+		e := E2EStage{Name: st.name, Received: st.unique + st.dups, Unique: st.unique, Duplicates: st.dups,
 			Lost: s.Accepted - seenAccepted, Latency: latencyOf(st.hist), Histogram: encodeHistogram(st.hist)}
 		e.LostPct = pct(e.Lost, s.Accepted)
 		for sec, n := range st.perSec {
