@@ -349,3 +349,22 @@ func onlyStage(t *testing.T, path string) map[string]any {
 	}
 	return stages[0].(map[string]any)
 }
+
+// TestSinkBadOut: replay sink with an --out it cannot create fails at
+// once, before any sink starts, rather than after the session.
+func TestSinkBadOut(t *testing.T) {
+	sinkAddr := freeAddr(t)
+	bad := filepath.Join(t.TempDir(), "no-such-dir", "sink.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r := runMain(t, ctx, "", "sink", "--sink-http", sinkAddr, "--out", bad)
+	if ctx.Err() != nil {
+		t.Fatal("replay sink ran its session with a bad --out")
+	}
+	if r.code != 1 || !strings.Contains(r.stderr, "--out: open "+bad) {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and --out: open %s", r.code, r.stderr, bad)
+	}
+	if strings.Contains(r.stderr, "sink listening") {
+		t.Errorf("a sink started:\n%s", r.stderr)
+	}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/replay-dev/replay/pkg/report"
@@ -42,6 +41,13 @@ synchronised.`,
 			if err != nil {
 				return err
 			}
+			// The summary file is created first: a bad path must not
+			// cost a session.
+			outs, err := (&reportOptions{out: out}).open(nil, "--out")
+			if err != nil {
+				return err
+			}
+			defer outs.close()
 			started := time.Now()
 			tr := report.NewE2ESink(started)
 			sk, err := startSinks(&o, parsed, tr, log)
@@ -65,15 +71,13 @@ synchronised.`,
 					return err
 				}
 			}
-			if out != "" {
-				f, err := os.Create(out)
-				if err != nil {
+			if outs.out != nil {
+				if err := report.WriteJSON(outs.out, sum); err != nil {
 					return fmt.Errorf("--out: %w", err)
 				}
-				defer f.Close()
-				if err := report.WriteJSON(f, sum); err != nil {
-					return fmt.Errorf("--out: %w", err)
-				}
+			}
+			if err := outs.close(); err != nil {
+				return fmt.Errorf("--out: %w", err)
 			}
 			return nil
 		},
