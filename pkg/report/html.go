@@ -199,8 +199,11 @@ func elapsedTicks(s *Summary) ([]float64, func(float64) string) {
 	for _, iv := range s.Intervals {
 		xs = append(xs, float64(iv.T-t0))
 	}
-	return xs, func(x float64) string { return trimFloat(math.Round(x*10)/10) + "s" }
+	return xs, elapsedTick
 }
+
+// elapsedTick labels a tick of an elapsed-seconds axis.
+func elapsedTick(x float64) string { return trimFloat(math.Round(x*10)/10) + "s" }
 
 func throughputChart(s *Summary) template.HTML {
 	if s.E2E != nil && len(s.E2E.Stages) > 0 {
@@ -254,8 +257,7 @@ func sentReceivedChart(s *Summary) template.HTML {
 		}
 		ss = append(ss, series{"events at " + st.Name, palette[(k+1)%len(palette)], recv})
 	}
-	return lineChart("Sent and received over time", "elapsed", "per second", xs, ss,
-		func(x float64) string { return trimFloat(math.Round(x*10)/10) + "s" })
+	return lineChart("Sent and received over time", "elapsed", "per second", xs, ss, elapsedTick)
 }
 
 func latencyChart(s *Summary) template.HTML {
