@@ -177,10 +177,20 @@ func TestRedisSink(t *testing.T) {
 }
 
 func TestParseRedisSink(t *testing.T) {
-	for _, bad := range []string{"redis://h:1", "redis://h:1?list=a&stream=b", "redis://h:1?list=a&group=g", "redis://h:1?queue=a", "http://h?list=a"} {
+	for _, bad := range []string{"redis://h:1", "redis://h:1?list=a&stream=b", "redis://h:1?list=a&group=g", "redis://h:1?queue=a", "http://h?list=a", "redis://h:1?list=%zz"} {
 		if _, err := ParseRedisSink(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+	rs, err := ParseRedisSink("redis://:pw@h:1/3?stream=orders%2Fpaid&group=g&field=data&stage=paid+ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.URL != "redis://:pw@h:1/3" || rs.Stream != "orders/paid" || rs.Group != "g" || rs.Field != "data" || rs.Stage != "paid ok" {
+		t.Errorf("got %+v", rs)
+	}
+	if rs.opt == nil || rs.opt.Addr != "h:1" || rs.opt.DB != 3 || rs.opt.Password != "pw" {
+		t.Errorf("options %+v", rs.opt)
 	}
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,34 +24,46 @@ type RedisSink struct {
 	Group  string // stream only: read as this consumer group (created if missing)
 	Field  string // stream only: the field holding the ID or event (default "id", then any JSON field)
 	Stage  string // the stage these events reach (default: the list or stream name)
+
+	opt *redis.Options // URL's, parsed
 }
 
 // ParseRedisSink reads a sink given on the command line:
 //
 //	redis://127.0.0.1:6379/0?list=events.done
 //	redis://127.0.0.1:6379?stream=events&group=replay&stage=stored
+//
+// The parameters are URL-encoded, as in any query.
 func ParseRedisSink(s string) (*RedisSink, error) {
-	if _, err := redis.ParseURL(strings.SplitN(s, "?", 2)[0]); err != nil {
-		return nil, fmt.Errorf("want redis://host:port[/db]?list=NAME or ?stream=NAME: %w", err)
+	const want = "want redis://host:port[/db]?list=NAME or ?stream=NAME"
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", want, err)
 	}
-	rs := &RedisSink{URL: strings.SplitN(s, "?", 2)[0]}
-	if i := strings.IndexByte(s, '?'); i >= 0 {
-		for _, kv := range strings.Split(s[i+1:], "&") {
-			k, v, _ := strings.Cut(kv, "=")
-			switch k {
-			case "list":
-				rs.List = v
-			case "stream":
-				rs.Stream = v
-			case "group":
-				rs.Group = v
-			case "field":
-				rs.Field = v
-			case "stage":
-				rs.Stage = v
-			default:
-				return nil, fmt.Errorf("unknown parameter %q: want list, stream, group, field or stage", k)
-			}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", want, err)
+	}
+	u.RawQuery, u.ForceQuery = "", false
+	rs := &RedisSink{URL: u.String()}
+	if rs.opt, err = redis.ParseURL(rs.URL); err != nil {
+		return nil, fmt.Errorf("%s: %w", want, err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		v := q[k][len(q[k])-1] // the last, if given twice
+		switch k {
+		case "list":
+			rs.List = v
+		case "stream":
+			rs.Stream = v
+		case "group":
+			rs.Group = v
+		case "field":
+			rs.Field = v
+		case "stage":
+			rs.Stage = v
+		default:
+			return nil, fmt.Errorf("unknown parameter %q: want list, stream, group, field or stage", k)
 		}
 	}
 	if (rs.List == "") == (rs.Stream == "") {
@@ -83,9 +98,15 @@ type Consumer struct {
 // goroutine: a stream read from "$" there would miss what is published
 // before that goroutine first asks.
 func (rs *RedisSink) Open(ctx context.Context, r Receiver) (*Consumer, error) {
-	opt, err := redis.ParseURL(rs.URL)
-	if err != nil {
-		return nil, err
+	opt := rs.opt
+	if opt == nil { // not from ParseRedisSink
+		var err error
+		if opt, err = redis.ParseURL(rs.URL); err != nil {
+			return nil, err
+		}
+	} else {
+		copied := *opt // the client sets its defaults in it
+		opt = &copied
 	}
 	c := &Consumer{rs: rs, client: redis.NewClient(opt), last: "0", done: make(chan struct{})}
 	if err := c.prepare(ctx); err != nil {
