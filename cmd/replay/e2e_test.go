@@ -281,12 +281,20 @@ func TestSinkStandalone(t *testing.T) {
 	if num(e2e, "accepted") != 1000 {
 		t.Errorf("accepted %v", e2e["accepted"])
 	}
-	for _, x := range e2e["stages"].([]any) {
+	wants := map[string][2]int64{"queued": {1000, 0}, "settled": {990, 10}}
+	stages := e2e["stages"].([]any)
+	if len(stages) != len(wants) {
+		t.Errorf("%d stages %v, want queued and settled", len(stages), stages)
+	}
+	for _, x := range stages {
 		st := x.(map[string]any)
-		want := map[string][2]int64{"queued": {1000, 0}, "settled": {990, 10}}[st["name"].(string)]
-		if num(st, "unique") != want[0] || num(st, "lost") != want[1] {
+		want, ok := wants[st["name"].(string)]
+		if !ok {
+			t.Errorf("stage %v: unexpected, or twice", st)
+		} else if num(st, "unique") != want[0] || num(st, "lost") != want[1] {
 			t.Errorf("stage %v: want unique %d, lost %d", st, want[0], want[1])
 		}
+		delete(wants, st["name"].(string))
 	}
 }
 
