@@ -59,6 +59,9 @@ interrupted, to aim replay run or another tool at it.`,
 			if o.load.target != "" {
 				return fmt.Errorf("--target: the demo replays against its own SUT; use replay run to aim elsewhere")
 			}
+			if raw && o.transforms.file != "" {
+				return fmt.Errorf("--raw and --transforms: --raw replays the traffic as recorded, --transforms rewrites it; give one or the other")
+			}
 			// The demo's worker delivers processed events to replay's HTTP
 			// sink, so the report shows end-to-end latency beside the API's.
 			if o.sinks.http == "" && !noSink {

@@ -44,6 +44,19 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// TestDemoRawTransforms: --raw (as recorded) with --transforms (rewritten)
+// says nothing coherent; the demo refuses it before starting.
+func TestDemoRawTransforms(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "t.yaml")
+	if err := os.WriteFile(file, []byte("transforms:\n  - timestamps:\n      auto: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runMain(t, context.Background(), "", "demo", "--raw", "--transforms", file, "--duration", "1s")
+	if r.code != 1 || !strings.Contains(r.stderr, "--raw and --transforms") || strings.Contains(r.stderr, "demo SUT started") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 with --raw and --transforms, before the SUT starts", r.code, r.stderr)
+	}
+}
+
 // TestDemoTransforms replays the demo traffic recorded as successful
 // against the demo SUT, on real sockets: as recorded (--raw) nearly all of
 // it fails (expired token, stale events, unknown orders); with the demo's

@@ -281,12 +281,20 @@ func TestSinkStandalone(t *testing.T) {
 	if num(e2e, "accepted") != 1000 {
 		t.Errorf("accepted %v", e2e["accepted"])
 	}
-	for _, x := range e2e["stages"].([]any) {
+	wants := map[string][2]int64{"queued": {1000, 0}, "settled": {990, 10}}
+	stages := e2e["stages"].([]any)
+	if len(stages) != len(wants) {
+		t.Errorf("%d stages %v, want queued and settled", len(stages), stages)
+	}
+	for _, x := range stages {
 		st := x.(map[string]any)
-		want := map[string][2]int64{"queued": {1000, 0}, "settled": {990, 10}}[st["name"].(string)]
-		if num(st, "unique") != want[0] || num(st, "lost") != want[1] {
+		want, ok := wants[st["name"].(string)]
+		if !ok {
+			t.Errorf("stage %v: unexpected, or twice", st)
+		} else if num(st, "unique") != want[0] || num(st, "lost") != want[1] {
 			t.Errorf("stage %v: want unique %d, lost %d", st, want[0], want[1])
 		}
+		delete(wants, st["name"].(string))
 	}
 }
 
@@ -348,4 +356,23 @@ func onlyStage(t *testing.T, path string) map[string]any {
 		t.Fatalf("stages %v, want one", stages)
 	}
 	return stages[0].(map[string]any)
+}
+
+// TestSinkBadOut: replay sink with an --out it cannot create fails at
+// once, before any sink starts, rather than after the session.
+func TestSinkBadOut(t *testing.T) {
+	sinkAddr := freeAddr(t)
+	bad := filepath.Join(t.TempDir(), "no-such-dir", "sink.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r := runMain(t, ctx, "", "sink", "--sink-http", sinkAddr, "--out", bad)
+	if ctx.Err() != nil {
+		t.Fatal("replay sink ran its session with a bad --out")
+	}
+	if r.code != 1 || !strings.Contains(r.stderr, "--out: open "+bad) {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and --out: open %s", r.code, r.stderr, bad)
+	}
+	if strings.Contains(r.stderr, "sink listening") {
+		t.Errorf("a sink started:\n%s", r.stderr)
+	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/replay-dev/replay/pkg/report"
@@ -38,12 +37,19 @@ synchronised.`,
 			if !o.hasSinks() {
 				return fmt.Errorf("--sink-http, --sink-redis or --sink-nats: give at least one sink")
 			}
-			_, parsed, err := o.parse()
+			parsed, err := o.parseSinks()
 			if err != nil {
 				return err
 			}
+			// The summary file is created first: a bad path must not
+			// cost a session.
+			outs, err := (&reportOptions{out: out}).open(nil, "--out")
+			if err != nil {
+				return err
+			}
+			defer outs.close()
 			started := time.Now()
-			tr := report.NewE2ESink(started, nil)
+			tr := report.NewE2ESink(started)
 			sk, err := startSinks(&o, parsed, tr, log)
 			if err != nil {
 				return err
@@ -65,15 +71,13 @@ synchronised.`,
 					return err
 				}
 			}
-			if out != "" {
-				f, err := os.Create(out)
-				if err != nil {
+			if outs.out != nil {
+				if err := report.WriteJSON(outs.out, sum); err != nil {
 					return fmt.Errorf("--out: %w", err)
 				}
-				defer f.Close()
-				if err := report.WriteJSON(f, sum); err != nil {
-					return fmt.Errorf("--out: %w", err)
-				}
+			}
+			if err := outs.close(); err != nil {
+				return fmt.Errorf("--out: %w", err)
 			}
 			return nil
 		},
@@ -83,6 +87,5 @@ synchronised.`,
 	fs.DurationVar(&duration, "duration", 0, "stop after this long (default: when interrupted)")
 	fs.StringVar(&out, "out", "", "write the summary JSON (mergeable with the runs') to `FILE`")
 	fs.BoolVarP(&quiet, "quiet", "q", false, "do not print the end-to-end section")
-	o.idle, o.correlate = time.Second, "header"
 	return cmd
 }

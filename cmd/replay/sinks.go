@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -66,8 +67,8 @@ type parsedSinks struct {
 	nats  []*event.NATSSink
 }
 
-// parse checks the flags and returns the stamping options (To unset; nil
-// when requests are not stamped) and the sinks they name.
+// parse checks the flags of run and returns the stamping options (To
+// unset; nil when requests are not stamped) and the sinks they name.
 func (o *sinkOptions) parse() (*transform.StampOptions, *parsedSinks, error) {
 	if !o.enabled() {
 		return nil, nil, nil
@@ -86,85 +87,86 @@ func (o *sinkOptions) parse() (*transform.StampOptions, *parsedSinks, error) {
 	if o.drain < 0 || o.idle <= 0 {
 		return nil, nil, fmt.Errorf("--drain and --drain-idle: want positive durations, got %s and %s", o.drain, o.idle)
 	}
+	ps, err := o.parseSinks()
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, ps, nil
+}
+
+// parseSinks checks the sink flags (addSinkFlags), the part of parse that
+// replay sink needs too, and returns the sinks they name.
+func (o *sinkOptions) parseSinks() (*parsedSinks, error) {
 	ps := &parsedSinks{}
 	for _, u := range o.redis {
 		r, err := event.ParseRedisSink(u)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--sink-redis: %w", err)
+			return nil, fmt.Errorf("--sink-redis: %w", err)
 		}
 		ps.redis = append(ps.redis, r)
 	}
 	for _, u := range o.nats {
 		n, err := event.ParseNATSSink(u)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--sink-nats: %w", err)
+			return nil, fmt.Errorf("--sink-nats: %w", err)
 		}
 		ps.nats = append(ps.nats, n)
 	}
-	return st, ps, nil
+	return ps, nil
 }
 
-// sinks are the running receivers of a run.
+// sinks are the running receivers of a run: each started (listening,
+// subscribed or consuming) until closed.
 type sinks struct {
-	http   *event.HTTPSink
-	nats   []*event.NATSConsumer
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
+	open []io.Closer
+	once sync.Once
 }
 
 // startSinks starts the receivers, reporting to rec.
 func startSinks(o *sinkOptions, ps *parsedSinks, rec event.Receiver, log zerolog.Logger) (*sinks, error) {
 	s := &sinks{}
 	if o.http != "" {
-		h, err := event.ListenHTTP(o.http, rec, nil)
+		h, err := event.ListenHTTP(o.http, rec)
 		if err != nil {
 			return nil, fmt.Errorf("--sink-http: %w", err)
 		}
-		s.http = h
+		s.open = append(s.open, h)
 		log.Info().Str("url", h.URL()).Msg("HTTP sink listening: POST events to it (stage from /stage/NAME)")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
 	for _, n := range ps.nats {
-		openCtx, done := context.WithTimeout(ctx, 10*time.Second)
-		c, err := n.Open(openCtx, rec, nil)
+		ctx, done := context.WithTimeout(context.Background(), 10*time.Second)
+		c, err := n.Open(ctx, rec)
 		done()
 		if err != nil {
 			s.close()
 			return nil, fmt.Errorf("--sink-nats: %w", err)
 		}
-		s.nats = append(s.nats, c)
+		s.open = append(s.open, c)
 		log.Info().Str("nats", n.URL).Str("subject", n.Subject).Msg("NATS sink subscribed")
 	}
 	for _, r := range ps.redis {
-		openCtx, done := context.WithTimeout(ctx, 10*time.Second)
-		c, err := r.Open(openCtx)
+		ctx, done := context.WithTimeout(context.Background(), 10*time.Second)
+		c, err := r.Open(ctx, rec)
 		done()
 		if err != nil {
 			s.close()
 			return nil, fmt.Errorf("--sink-redis: %w", err)
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			c.Run(ctx, rec, nil)
-		}()
+		s.open = append(s.open, c)
 		log.Info().Str("redis", r.URL).Str("list", r.List).Str("stream", r.Stream).Msg("Redis sink consuming")
 	}
 	return s, nil
 }
 
+// close stops the sinks, all at once (a Redis sink may take a second to
+// see it), and waits for them.
 func (s *sinks) close() {
 	s.once.Do(func() {
-		s.cancel()
-		s.wg.Wait()
-		for _, c := range s.nats {
-			c.Close()
+		var wg sync.WaitGroup
+		for _, c := range s.open {
+			wg.Go(func() { c.Close() })
 		}
-		if s.http != nil {
-			s.http.Close()
-		}
+		wg.Wait()
 	})
 }
 

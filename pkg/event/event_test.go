@@ -86,7 +86,7 @@ func (s *seen) list() []string {
 
 func TestHTTPSink(t *testing.T) {
 	rec := &seen{}
-	sink, err := ListenHTTP("127.0.0.1:0", rec, nil)
+	sink, err := ListenHTTP("127.0.0.1:0", rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,13 +132,12 @@ func TestRedisSink(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := &seen{}
-			runCtx, stop := context.WithCancel(ctx)
-			c, err := rs.Open(ctx) // ready: nothing pushed after it is missed
+			openCtx, opened := context.WithTimeout(ctx, 5*time.Second)
+			c, err := rs.Open(openCtx, rec) // ready: nothing pushed after it is missed
+			opened()                        // bounds the opening only
 			if err != nil {
 				t.Fatal(err)
 			}
-			done := make(chan error)
-			go func() { c.Run(runCtx, rec, nil); done <- nil }()
 			push := func(v string) {
 				var err error
 				if rs.List != "" {
@@ -157,9 +156,17 @@ func TestRedisSink(t *testing.T) {
 			for len(rec.list()) < 3 && time.Now().Before(deadline) {
 				time.Sleep(10 * time.Millisecond)
 			}
-			stop()
-			if err := <-done; err != nil {
-				t.Fatal(err)
+			closed := make(chan error, 1)
+			began := time.Now()
+			go func() { closed <- c.Close() }()
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+				t.Logf("closed in %s", time.Since(began))
+			case <-time.After(5 * time.Second):
+				t.Fatal("Close did not return in 5s")
 			}
 			want := []string{rs.Stage + " e1", rs.Stage + " e2", rs.Stage + " e1"}
 			if got := rec.list(); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -170,10 +177,20 @@ func TestRedisSink(t *testing.T) {
 }
 
 func TestParseRedisSink(t *testing.T) {
-	for _, bad := range []string{"redis://h:1", "redis://h:1?list=a&stream=b", "redis://h:1?list=a&group=g", "redis://h:1?queue=a", "http://h?list=a"} {
+	for _, bad := range []string{"redis://h:1", "redis://h:1?list=a&stream=b", "redis://h:1?list=a&group=g", "redis://h:1?queue=a", "http://h?list=a", "redis://h:1?list=%zz"} {
 		if _, err := ParseRedisSink(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+	rs, err := ParseRedisSink("redis://:pw@h:1/3?stream=orders%2Fpaid&group=g&field=data&stage=paid+ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.URL != "redis://:pw@h:1/3" || rs.Stream != "orders/paid" || rs.Group != "g" || rs.Field != "data" || rs.Stage != "paid ok" {
+		t.Errorf("got %+v", rs)
+	}
+	if rs.opt == nil || rs.opt.Addr != "h:1" || rs.opt.DB != 3 || rs.opt.Password != "pw" {
+		t.Errorf("options %+v", rs.opt)
 	}
 }
 
@@ -186,7 +203,7 @@ func TestNATSSink(t *testing.T) {
 	rec := &seen{}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := ns.Open(ctx, rec, nil)
+	c, err := ns.Open(ctx, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +221,9 @@ func TestNATSSink(t *testing.T) {
 	for len(rec.list()) < 3 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	c.Close()
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
 	if got, want := rec.list(), []string{"settled e1", "settled e2", "settled e3"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("seen %v, want %v", got, want)
 	}
@@ -212,5 +231,49 @@ func TestNATSSink(t *testing.T) {
 		if _, err := ParseNATSSink(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+}
+
+// slow is a receiver that takes its time, so that messages wait in the
+// client.
+type slow struct{ seen }
+
+func (s *slow) Seen(id []byte, stage string, at time.Time) {
+	time.Sleep(2 * time.Millisecond)
+	s.seen.Seen(id, stage, at)
+}
+
+// TestNATSSinkCloseDrains closes a NATS sink right after a burst: the
+// messages the server sent before are all reported, none dropped.
+func TestNATSSinkCloseDrains(t *testing.T) {
+	url := testservers.NATS(t)
+	ns, err := ParseNATSSink(url + "?subject=burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &slow{}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := ns.Open(ctx, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	const n = 300
+	for i := range n {
+		pub.Publish("burst", fmt.Appendf(nil, "e%d", i))
+	}
+	if err := pub.Flush(); err != nil { // the server has them all
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got := len(rec.list()); got != n {
+		t.Errorf("%d of %d messages seen", got, n)
 	}
 }

@@ -24,21 +24,17 @@ type HTTPSink struct {
 	ln   net.Listener
 	srv  *fasthttp.Server
 	recv Receiver
-	now  func() time.Time
 	done chan error
 }
 
 // ListenHTTP starts an HTTP sink on addr (":9090", "127.0.0.1:0") that
-// reports what it receives to r. now is the clock (time.Now when nil).
-func ListenHTTP(addr string, r Receiver, now func() time.Time) (*HTTPSink, error) {
+// reports what it receives to r.
+func ListenHTTP(addr string, r Receiver) (*HTTPSink, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
-	if now == nil {
-		now = time.Now
-	}
-	s := &HTTPSink{ln: ln, recv: r, now: now, done: make(chan error, 1)}
+	s := &HTTPSink{ln: ln, recv: r, done: make(chan error, 1)}
 	s.srv = &fasthttp.Server{Handler: s.handle, Name: "replay-sink", ReadTimeout: time.Minute, IdleTimeout: time.Minute}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
@@ -61,7 +57,7 @@ func (s *HTTPSink) Close() error {
 }
 
 func (s *HTTPSink) handle(ctx *fasthttp.RequestCtx) {
-	at := s.now()
+	at := time.Now()
 	if !ctx.IsPost() && !ctx.IsPut() {
 		ctx.Error("POST or PUT an event", fasthttp.StatusMethodNotAllowed)
 		return

@@ -2,6 +2,7 @@ package event
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -45,21 +46,24 @@ func ParseNATSSink(s string) (*NATSSink, error) {
 // NATSConsumer is a NATSSink subscribed: the server knows the
 // subscription, so nothing published after Open is missed.
 type NATSConsumer struct {
-	conn *nats.Conn
-	sub  *nats.Subscription
+	conn   *nats.Conn
+	closed chan struct{} // closed once the connection is
 }
+
+// natsDrainTimeout bounds how long Close waits for the messages the
+// client received but has not reported yet.
+const natsDrainTimeout = 5 * time.Second
 
 // Open connects and subscribes, reporting each message to r from the
 // client's goroutine. It fails when the server cannot be reached.
-func (ns *NATSSink) Open(ctx context.Context, r Receiver, now func() time.Time) (*NATSConsumer, error) {
-	if now == nil {
-		now = time.Now
-	}
+func (ns *NATSSink) Open(ctx context.Context, r Receiver) (*NATSConsumer, error) {
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
-	nc, err := nats.Connect(ns.URL, nats.Timeout(timeout), nats.MaxReconnects(-1), nats.Name("replay sink"))
+	closed := make(chan struct{})
+	nc, err := nats.Connect(ns.URL, nats.Timeout(timeout), nats.MaxReconnects(-1), nats.Name("replay sink"),
+		nats.DrainTimeout(natsDrainTimeout), nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ns.URL, err)
 	}
@@ -68,7 +72,7 @@ func (ns *NATSSink) Open(ctx context.Context, r Receiver, now func() time.Time) 
 		if len(id) == 0 {
 			id = payloadID(m.Data)
 		}
-		r.Seen(id, ns.Stage, now())
+		r.Seen(id, ns.Stage, time.Now())
 	})
 	if err == nil {
 		err = sub.SetPendingLimits(-1, -1) // a burst must not drop events here
@@ -80,11 +84,28 @@ func (ns *NATSSink) Open(ctx context.Context, r Receiver, now func() time.Time) 
 		nc.Close()
 		return nil, fmt.Errorf("%s: subscribe %s: %w", ns.URL, ns.Subject, err)
 	}
-	return &NATSConsumer{conn: nc, sub: sub}, nil
+	return &NATSConsumer{conn: nc, closed: closed}, nil
 }
 
-// Close drains what arrived and disconnects.
-func (c *NATSConsumer) Close() {
-	c.sub.Unsubscribe()
-	c.conn.Close()
+// Close unsubscribes, reports the messages the server sent before (those
+// received but not yet reported too: the connection drains), and
+// disconnects. It waits for them at most about natsDrainTimeout.
+func (c *NATSConsumer) Close() error {
+	if err := c.conn.Drain(); err != nil {
+		c.conn.Close() // reconnecting, or closed already: nothing to drain
+		if errors.Is(err, nats.ErrConnectionClosed) {
+			return nil
+		}
+		return fmt.Errorf("nats: drain: %w", err)
+	}
+	select {
+	case <-c.closed:
+	case <-time.After(natsDrainTimeout + 6*time.Second): // the drain, then its flush (5s)
+		c.conn.Close()
+		return errors.New("nats: drain: the connection did not close")
+	}
+	if err := c.conn.LastError(); errors.Is(err, nats.ErrDrainTimeout) {
+		return fmt.Errorf("nats: %w", err)
+	}
+	return nil
 }

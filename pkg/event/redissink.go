@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,34 +24,46 @@ type RedisSink struct {
 	Group  string // stream only: read as this consumer group (created if missing)
 	Field  string // stream only: the field holding the ID or event (default "id", then any JSON field)
 	Stage  string // the stage these events reach (default: the list or stream name)
+
+	opt *redis.Options // URL's, parsed
 }
 
 // ParseRedisSink reads a sink given on the command line:
 //
 //	redis://127.0.0.1:6379/0?list=events.done
 //	redis://127.0.0.1:6379?stream=events&group=replay&stage=stored
+//
+// The parameters are URL-encoded, as in any query.
 func ParseRedisSink(s string) (*RedisSink, error) {
-	if _, err := redis.ParseURL(strings.SplitN(s, "?", 2)[0]); err != nil {
-		return nil, fmt.Errorf("want redis://host:port[/db]?list=NAME or ?stream=NAME: %w", err)
+	const want = "want redis://host:port[/db]?list=NAME or ?stream=NAME"
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", want, err)
 	}
-	rs := &RedisSink{URL: strings.SplitN(s, "?", 2)[0]}
-	if i := strings.IndexByte(s, '?'); i >= 0 {
-		for _, kv := range strings.Split(s[i+1:], "&") {
-			k, v, _ := strings.Cut(kv, "=")
-			switch k {
-			case "list":
-				rs.List = v
-			case "stream":
-				rs.Stream = v
-			case "group":
-				rs.Group = v
-			case "field":
-				rs.Field = v
-			case "stage":
-				rs.Stage = v
-			default:
-				return nil, fmt.Errorf("unknown parameter %q: want list, stream, group, field or stage", k)
-			}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", want, err)
+	}
+	u.RawQuery, u.ForceQuery = "", false
+	rs := &RedisSink{URL: u.String()}
+	if rs.opt, err = redis.ParseURL(rs.URL); err != nil {
+		return nil, fmt.Errorf("%s: %w", want, err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		v := q[k][len(q[k])-1] // the last, if given twice
+		switch k {
+		case "list":
+			rs.List = v
+		case "stream":
+			rs.Stream = v
+		case "group":
+			rs.Group = v
+		case "field":
+			rs.Field = v
+		case "stage":
+			rs.Stage = v
+		default:
+			return nil, fmt.Errorf("unknown parameter %q: want list, stream, group, field or stage", k)
 		}
 	}
 	if (rs.List == "") == (rs.Stream == "") {
@@ -63,28 +78,56 @@ func ParseRedisSink(s string) (*RedisSink, error) {
 	return rs, nil
 }
 
-// Consumer is a RedisSink connected and ready: a stream's consumer group
-// exists, or the stream's newest entry is known, so no event published
-// after Open is missed.
+// Consumer is a RedisSink connected, ready and consuming: a stream's
+// consumer group exists, or the stream's newest entry is known, so no
+// event published after Open is missed.
 type Consumer struct {
 	rs     *RedisSink
 	client *redis.Client
 	last   string // XREAD: the entry read up to
+	stop   context.CancelFunc
+	done   chan struct{}
 }
 
-// Open connects and prepares, so that a run can start sending at once. It
-// fails when Redis cannot be reached.
-func (rs *RedisSink) Open(ctx context.Context) (*Consumer, error) {
-	opt, err := redis.ParseURL(rs.URL)
-	if err != nil {
-		return nil, err
+// Open connects and prepares, so that a run can start sending at once,
+// then consumes on its own goroutine until Close, reporting each event to
+// r. It fails when Redis cannot be reached. ctx bounds the connecting and
+// preparing only.
+//
+// The preparing is done before Open returns, not on the consuming
+// goroutine: a stream read from "$" there would miss what is published
+// before that goroutine first asks.
+func (rs *RedisSink) Open(ctx context.Context, r Receiver) (*Consumer, error) {
+	opt := rs.opt
+	if opt == nil { // not from ParseRedisSink
+		var err error
+		if opt, err = redis.ParseURL(rs.URL); err != nil {
+			return nil, err
+		}
+	} else {
+		copied := *opt // the client sets its defaults in it
+		opt = &copied
 	}
-	c := &Consumer{rs: rs, client: redis.NewClient(opt), last: "0"}
+	c := &Consumer{rs: rs, client: redis.NewClient(opt), last: "0", done: make(chan struct{})}
 	if err := c.prepare(ctx); err != nil {
 		c.client.Close()
 		return nil, fmt.Errorf("%s: %w", rs.URL, err)
 	}
+	runCtx, stop := context.WithCancel(context.Background())
+	c.stop = stop
+	go func() {
+		defer close(c.done)
+		c.run(runCtx, r)
+	}()
 	return c, nil
+}
+
+// Close stops consuming, waits for the consuming goroutine (at most about
+// a second: a blocking read times out then) and disconnects.
+func (c *Consumer) Close() error {
+	c.stop()
+	<-c.done
+	return c.client.Close()
 }
 
 func (c *Consumer) prepare(ctx context.Context) error {
@@ -109,20 +152,16 @@ func (c *Consumer) prepare(ctx context.Context) error {
 	return nil
 }
 
-// Run consumes until ctx is done, reporting each event to r, and closes
-// the connection. It reconnects after errors with a short backoff.
-func (c *Consumer) Run(ctx context.Context, r Receiver, now func() time.Time) {
-	defer c.client.Close()
-	if now == nil {
-		now = time.Now
-	}
+// run consumes until ctx is done, reporting each event to r. It
+// reconnects after errors with a short backoff.
+func (c *Consumer) run(ctx context.Context, r Receiver) {
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		var err error
 		if c.rs.List != "" {
-			err = c.list(ctx, r, now)
+			err = c.list(ctx, r)
 		} else {
-			err = c.stream(ctx, r, now)
+			err = c.stream(ctx, r)
 		}
 		if ctx.Err() != nil {
 			return
@@ -141,7 +180,7 @@ func (c *Consumer) Run(ctx context.Context, r Receiver, now func() time.Time) {
 
 // list pops until an error: BRPOP with a one-second timeout, so that a
 // stop is seen.
-func (c *Consumer) list(ctx context.Context, r Receiver, now func() time.Time) error {
+func (c *Consumer) list(ctx context.Context, r Receiver) error {
 	rs := c.rs
 	for ctx.Err() == nil {
 		v, err := c.client.BRPop(ctx, time.Second, rs.List).Result()
@@ -151,13 +190,13 @@ func (c *Consumer) list(ctx context.Context, r Receiver, now func() time.Time) e
 		if err != nil {
 			return err
 		}
-		r.Seen(payloadID([]byte(v[1])), rs.Stage, now())
+		r.Seen(payloadID([]byte(v[1])), rs.Stage, time.Now())
 	}
 	return nil
 }
 
 // stream reads new entries until an error.
-func (c *Consumer) stream(ctx context.Context, r Receiver, now func() time.Time) error {
+func (c *Consumer) stream(ctx context.Context, r Receiver) error {
 	rs := c.rs
 	for ctx.Err() == nil {
 		var res []redis.XStream
@@ -173,7 +212,7 @@ func (c *Consumer) stream(ctx context.Context, r Receiver, now func() time.Time)
 		if err != nil {
 			return err
 		}
-		at := now()
+		at := time.Now()
 		for _, st := range res {
 			for _, m := range st.Messages {
 				c.last = m.ID

@@ -43,13 +43,12 @@ type E2E struct {
 }
 
 type e2eStage struct {
-	name     string
-	seen     []bitset // per VU
-	received int64
-	unique   int64
-	dups     int64
-	hist     *hdrhistogram.Histogram
-	perSec   []int64
+	name   string
+	seen   []bitset // per VU
+	unique int64
+	dups   int64 // deliveries of an event seen already (deliveries: unique + dups)
+	hist   *hdrhistogram.Histogram
+	perSec []int64
 }
 
 // bitset is a growable set of sequence numbers.
@@ -93,9 +92,10 @@ func NewE2E(nonce uint32, vus int, start time.Time, now func() time.Time) *E2E {
 
 // NewE2ESink returns a tracker for a standalone sink (replay sink): it
 // counts the events of any run and shard, and knows nothing of what was
-// accepted (a merge with the runs' summaries works loss out).
-func NewE2ESink(start time.Time, now func() time.Time) *E2E {
-	t := NewE2E(0, 0, start, now)
+// accepted (a merge with the runs' summaries works loss out). It has no
+// clock: only Drain reads one, and a standalone sink does not drain.
+func NewE2ESink(start time.Time) *E2E {
+	t := NewE2E(0, 0, start, nil)
 	t.slots = map[[3]uint64]int{}
 	return t
 }
@@ -139,7 +139,6 @@ func (t *E2E) Seen(idText []byte, stage string, at time.Time) {
 		return
 	}
 	st := t.stage(stage)
-	st.received++
 	for slot >= len(st.seen) {
 		st.seen = append(st.seen, bitset{})
 	}
@@ -263,7 +262,7 @@ func (t *E2E) Summary(drain time.Duration) *E2ESummary {
 		for vu := range min(len(t.accepted), len(st.seen)) {
 			seenAccepted += both(&t.accepted[vu], &st.seen[vu])
 		}
-		e := E2EStage{Name: st.name, Received: st.received, Unique: st.unique, Duplicates: st.dups,
+		e := E2EStage{Name: st.name, Received: st.unique + st.dups, Unique: st.unique, Duplicates: st.dups,
 			Lost: s.Accepted - seenAccepted, Latency: latencyOf(st.hist), Histogram: encodeHistogram(st.hist)}
 		e.LostPct = pct(e.Lost, s.Accepted)
 		for sec, n := range st.perSec {

@@ -1,10 +1,12 @@
 package report
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/golden"
 	"github.com/replay-dev/replay/pkg/event"
 )
 
@@ -57,6 +59,11 @@ func TestE2E(t *testing.T) {
 	if h, err := DecodeHistogram(p.Histogram); err != nil || h.TotalCount() != 98 {
 		t.Errorf("histogram: %v", err)
 	}
+	var buf bytes.Buffer
+	if err := WriteE2EText(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "e2e.golden", buf.Bytes())
 }
 
 func TestE2EDrain(t *testing.T) {

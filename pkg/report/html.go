@@ -90,7 +90,7 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 {{else}}<p>Not compared (run with --compare).</p>{{end}}
 {{with .S.E2E}}<h2>End-to-end: send → seen by a sink</h2>
 <p>{{.Sent}} events sent, {{.Accepted}} accepted by the API{{if .Foreign}}, {{.Foreign}} foreign IDs{{end}}; waited {{f2 .DrainS}} s for the last.</p>
-<table><tr><th>stage</th><th>received</th><th>duplicates</th><th>lost</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>{{range .Stages}}<tr><td>{{.Name}}</td><td>{{.Unique}}</td><td>{{.Duplicates}}</td><td>{{.Lost}} ({{f2 .LostPct}}%)</td><td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td></tr>{{end}}</table>
+<table><tr><th>stage</th><th>unique</th><th>duplicates</th><th>lost</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>{{range .Stages}}<tr><td>{{.Name}}</td><td>{{.Unique}}</td><td>{{.Duplicates}}</td><td>{{.Lost}} ({{f2 .LostPct}}%)</td><td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td></tr>{{end}}</table>
 {{end}}{{if .S.Transforms}}<h2>Transforms</h2>
 <table><tr><th>transform</th><th>changed</th><th>failed</th></tr>{{range .S.Transforms}}<tr><td>{{.Name}}</td><td>{{.Changed}}</td><td>{{.Failed}}</td></tr>{{end}}</table>
 {{end}}<h2>Configuration</h2>
@@ -199,8 +199,11 @@ func elapsedTicks(s *Summary) ([]float64, func(float64) string) {
 	for _, iv := range s.Intervals {
 		xs = append(xs, float64(iv.T-t0))
 	}
-	return xs, func(x float64) string { return trimFloat(math.Round(x*10)/10) + "s" }
+	return xs, elapsedTick
 }
+
+// elapsedTick labels a tick of an elapsed-seconds axis.
+func elapsedTick(x float64) string { return trimFloat(math.Round(x*10)/10) + "s" }
 
 func throughputChart(s *Summary) template.HTML {
 	if s.E2E != nil && len(s.E2E.Stages) > 0 {
@@ -254,8 +257,7 @@ func sentReceivedChart(s *Summary) template.HTML {
 		}
 		ss = append(ss, series{"events at " + st.Name, palette[(k+1)%len(palette)], recv})
 	}
-	return lineChart("Sent and received over time", "elapsed", "per second", xs, ss,
-		func(x float64) string { return trimFloat(math.Round(x*10)/10) + "s" })
+	return lineChart("Sent and received over time", "elapsed", "per second", xs, ss, elapsedTick)
 }
 
 func latencyChart(s *Summary) template.HTML {

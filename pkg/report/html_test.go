@@ -140,7 +140,8 @@ func TestHTMLEndToEnd(t *testing.T) {
 	if err := WriteHTML(&buf, s, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Sent and received over time", "events at processed", "End-to-end: send → seen by a sink", "<td>processed</td><td>20</td>"} {
+	for _, want := range []string{"Sent and received over time", "events at processed", "End-to-end: send → seen by a sink",
+		"<th>stage</th><th>unique</th><th>duplicates</th>", "<td>processed</td><td>20</td>"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("the report lacks %q", want)
 		}

@@ -57,7 +57,7 @@ func Merge(ss []*Summary) (*Summary, error) {
 	cmpEndpoints := map[string]*EndpointMatch{}
 	var cmpOrder []string
 	mismatches := map[string]*Mismatch{}
-	var e2es []*E2ESummary
+	var e2es []indexedE2E
 	for i, s := range ss {
 		if i == 0 || s.Started.Before(out.Started) {
 			out.Started = s.Started
@@ -92,7 +92,7 @@ func Merge(ss []*Summary) (*Summary, error) {
 		addCounts(out.Errors, s.Errors)
 		out.Transforms = mergeTransforms(out.Transforms, s.Transforms)
 		if s.E2E != nil {
-			e2es = append(e2es, s.E2E)
+			e2es = append(e2es, indexedE2E{i, s.E2E})
 		}
 		if s.TargetRate != nil {
 			rateSum += *s.TargetRate
@@ -281,10 +281,16 @@ next:
 	return a
 }
 
+// indexedE2E is the end-to-end section of summary i of a merge.
+type indexedE2E struct {
+	i int
+	e *E2ESummary
+}
+
 // mergeE2E adds up the end-to-end sections of shards (or of runs and
 // standalone sinks): counts by stage name, histograms merged exactly,
 // per-second counts added.
-func mergeE2E(es []*E2ESummary) (*E2ESummary, error) {
+func mergeE2E(es []indexedE2E) (*E2ESummary, error) {
 	out := &E2ESummary{}
 	type stageMerge struct {
 		st   E2EStage
@@ -293,7 +299,8 @@ func mergeE2E(es []*E2ESummary) (*E2ESummary, error) {
 	}
 	var order []*stageMerge
 	byName := map[string]*stageMerge{}
-	for _, e := range es {
+	for _, ie := range es {
+		e := ie.e
 		out.Sent += e.Sent
 		out.Accepted += e.Accepted
 		out.Foreign += e.Foreign
@@ -305,11 +312,9 @@ func mergeE2E(es []*E2ESummary) (*E2ESummary, error) {
 				byName[st.Name] = m
 				order = append(order, m)
 			}
-			h, err := DecodeHistogram(st.Histogram)
-			if err != nil {
-				return nil, fmt.Errorf("e2e stage %s: %w", st.Name, err)
+			if err := mergeHistogram(m.hist, st.Histogram, ie.i, "e2e stage "+st.Name); err != nil {
+				return nil, err
 			}
-			m.hist.Merge(h)
 			m.st.Received += st.Received
 			m.st.Unique += st.Unique
 			m.st.Duplicates += st.Duplicates

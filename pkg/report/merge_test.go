@@ -161,4 +161,17 @@ func TestMergeE2E(t *testing.T) {
 	if len(st.Intervals) != 1 || st.Intervals[0].Received != 18 {
 		t.Errorf("intervals %+v", st.Intervals)
 	}
+
+	// A stage's histogram: none (an older or hand-made summary) merges
+	// as empty; a corrupt one is an error that names the summary.
+	empty := shard(10)
+	empty.E2E.Stages[0].Histogram = ""
+	if m, err := Merge([]*Summary{shard(10), empty}); err != nil || m.E2E.Stages[0].Latency.Max > 10.1 {
+		t.Errorf("no histogram: %v, %+v", err, m)
+	}
+	bad := shard(10)
+	bad.E2E.Stages[0].Histogram = "HISTFAAAAnot"
+	if _, err := Merge([]*Summary{shard(10), bad}); err == nil || !strings.Contains(err.Error(), "summary 2, e2e stage done") {
+		t.Errorf("a corrupt stage histogram: %v", err)
+	}
 }

@@ -277,7 +277,7 @@ func writeE2E(buf *bytes.Buffer, e *E2ESummary) {
 		buf.WriteString("  no event was seen: does the SUT pass the ID along, and does it reach the sink?\n")
 		return
 	}
-	rows := [][]string{{"stage", "received", "dup", "lost", "lost%", "p50", "p90", "p99", "max"}}
+	rows := [][]string{{"stage", "unique", "dup", "lost", "lost%", "p50", "p90", "p99", "max"}}
 	for _, st := range e.Stages {
 		rows = append(rows, []string{st.Name, strconv.FormatInt(st.Unique, 10), strconv.FormatInt(st.Duplicates, 10),
 			strconv.FormatInt(st.Lost, 10), fmt.Sprintf("%.2f%%", st.LostPct),

@@ -28,7 +28,7 @@ import (
 type Threshold struct {
 	Text     string
 	Endpoint string // "" for the whole run
-	Stage    string // e2e: "" for the worst stage
+	Stage    string // e2e latency (e2e.STAGE.p99): "" for the worst stage; lost and duplicates have none
 	Metric   string // "latency p99", "service max", "errors%", "errors", "rps", ...
 	Op       string // <, <=, >, >=
 	Value    float64
@@ -300,8 +300,9 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 	return err
 }
 
-// measureE2E measures an end-to-end threshold: for one stage, or the
-// worst (largest) over all stages.
+// measureE2E measures an end-to-end threshold: for one stage (latency
+// only: ParseThreshold gives lost and duplicates no stage), or the worst
+// (largest) over all stages, or for duplicates their sum.
 func measureE2E(e *E2ESummary, t Threshold, stat string) (float64, string) {
 	if e == nil || len(e.Stages) == 0 {
 		return math.NaN(), "(no event seen by a sink)"

@@ -125,6 +125,11 @@ func TestE2EThresholds(t *testing.T) {
 			t.Errorf("%s: pass %v, want %v (%+v)", tt.expr, got, tt.pass, s.Thresholds)
 		}
 	}
+	for _, perStage := range []string{"e2e.settled.lost<1", "e2e.settled.duplicates<1"} { // not per stage
+		if _, err := ParseThreshold(perStage); err == nil {
+			t.Errorf("%s parsed", perStage)
+		}
+	}
 	if _, err := ParseThreshold("POST /events: e2e.p99<1s"); err == nil {
 		t.Error("an endpoint's e2e threshold parsed")
 	}
