@@ -125,11 +125,14 @@ func TestEndToEndThroughRedis(t *testing.T) {
 	redisURL := testservers.Redis(t)
 	file := eventFile(t, 300)
 
+	// Both runs send 150 events a second (2s): a worker taking 1ms an event
+	// keeps up whatever the machine's load, one taking 15ms falls behind.
+	//
 	// A worker keeping up: every event arrives once, none is lost, and
 	// the time to the sink exceeds the API's answer.
 	sinkAddr := freeAddr(t)
 	sut := newQueueSUT(t, redisURL, "jobs-fast", sinkAddr, time.Millisecond)
-	fast := runE2E(t, file, sut.api.URL, sinkAddr)
+	fast := runE2E(t, file, sut.api.URL, sinkAddr, "--rate", "150/s")
 	st := fast.stages["processed"]
 	if st == nil || fast.accepted != 300 || num(st, "unique") != 300 || num(st, "duplicates") != 0 || num(st, "lost") != 0 {
 		t.Fatalf("accepted %d, stage %v; want 300 received once, none lost\n%s", fast.accepted, st, fast.stdout)
@@ -144,8 +147,8 @@ func TestEndToEndThroughRedis(t *testing.T) {
 	// A slow worker: the backlog grows, and the end-to-end percentiles
 	// with it, while the API answers as fast as before.
 	sinkAddr = freeAddr(t)
-	slowSUT := newQueueSUT(t, redisURL, "jobs-slow", sinkAddr, 8*time.Millisecond)
-	slow := runE2E(t, file, slowSUT.api.URL, sinkAddr)
+	slowSUT := newQueueSUT(t, redisURL, "jobs-slow", sinkAddr, 15*time.Millisecond)
+	slow := runE2E(t, file, slowSUT.api.URL, sinkAddr, "--rate", "150/s")
 	sst := slow.stages["processed"]
 	if sst == nil || num(sst, "unique") != 300 || num(sst, "lost") != 0 {
 		t.Fatalf("slow: stage %v", sst)
