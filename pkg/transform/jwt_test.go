@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
 // recordedToken is a token as recorded: signed with a key the replay does
@@ -161,6 +162,51 @@ func TestJWTCannotParse(t *testing.T) {
 	}
 	if n := c.Counts()[0]; n.Failed != 1 || n.Changed != 0 {
 		t.Errorf("counts %+v, want 1 failed", n)
+	}
+}
+
+// TestJWTBadTokenCached checks that a token that cannot be re-signed is
+// parsed once per reuse window, not on every request, and still counts a
+// failure on every request that carries it.
+func TestJWTBadTokenCached(t *testing.T) {
+	clock := now
+	spec, err := Parse([]byte(`{transforms: [jwt: {secret: s, reuse: 10s}]}`), "t.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Build(spec, false, Options{VUs: 2, Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := "eyJub3QganNvbg.eyJ4IjoxfQ.c2ln" // header is not JSON
+	_, ps := pairs(t, line("GET", "/", `{"Authorization":["Bearer `+bad+`"]}`, ""))
+	orig := ps[0]
+	hs := make([]rrpair.Header, 0, 4)
+	p := orig
+	rewrite := func(vu int) {
+		p.Req = orig.Req
+		p.Req.Headers = append(hs[:0], orig.Req.Headers...)
+		c.Rewrite(vu, &p.Req, &p)
+	}
+	rewrite(0) // parses, fails, remembers
+	if got := string(p.Req.Headers[0].Value); got != "Bearer "+bad {
+		t.Fatalf("changed an unparsable token: %s", got)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { rewrite(0) }); allocs != 0 {
+		t.Errorf("the same bad token again: %.1f allocations a request, want 0 (parsed again?)", allocs)
+	}
+	rewrite(1) // another VU: from the shared cache
+	if allocs := testing.AllocsPerRun(100, func() { rewrite(1) }); allocs != 0 {
+		t.Errorf("the same bad token on another VU: %.1f allocations a request, want 0", allocs)
+	}
+	want := int64(1 + 101 + 1 + 101) // AllocsPerRun calls once more to warm up
+	if n := c.Counts()[0]; n.Failed != want || n.Changed != 0 {
+		t.Errorf("counts %+v, want %d failed: one a request", n, want)
+	}
+	clock = now.Add(11 * time.Second) // past reuse: parsed again, still bad
+	rewrite(0)
+	if n := c.Counts()[0]; n.Failed != want+1 {
+		t.Errorf("after reuse: %d failed, want %d", n.Failed, want+1)
 	}
 }
 
