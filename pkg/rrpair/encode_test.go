@@ -2,6 +2,7 @@ package rrpair
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +76,20 @@ func equalRecord(a, b Record) bool {
 	return a.TS.Equal(b.TS) && a.Duration == b.Duration && a.Protocol == b.Protocol && a.Session == b.Session && a.Version == b.Version &&
 		a.Method == b.Method && a.URI == b.URI && a.Host == b.Host && bytes.Equal(a.Body, b.Body) && a.Status == b.Status &&
 		bytes.Equal(a.ResBody, b.ResBody) && same(a.Headers, b.Headers) && same(a.ResHeaders, b.ResHeaders)
+}
+
+// TestAppendJSONString checks every ASCII byte, and UTF-8 beyond, round
+// trips through encoding/json.
+func TestAppendJSONString(t *testing.T) {
+	var all []byte
+	for c := range 0x80 {
+		all = append(all, byte(c))
+	}
+	for _, s := range []string{string(all), "é ✓ \u2028", `"\"`, ""} {
+		b := AppendJSONString([]byte("x"), s)
+		var got string
+		if !json.Valid(b[1:]) || json.Unmarshal(b[1:], &got) != nil || got != s || b[0] != 'x' {
+			t.Errorf("%q written as %s", s, b)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
 // JWTSpec configures JWT re-signing: each JWT found is parsed without
@@ -414,8 +415,8 @@ func (j *jwtSigner) resign(tok []byte, now int64, pair interface{ UnixNano() (in
 	if err != nil {
 		return nil, 0, err
 	}
-	alg := []byte(strconv.Quote(j.method.Alg()))
-	kid := []byte(strconv.Quote(string(j.kid)))
+	alg := rrpair.AppendJSONString(nil, j.method.Alg())
+	kid := rrpair.AppendJSONString(nil, string(j.kid))
 	_, hasKid := t.Header["kid"]
 	newHeader, err := setTopLevel(header, func(key []byte) ([]byte, bool) {
 		switch {
@@ -453,7 +454,7 @@ func setTopLevel(obj []byte, repl func(key []byte) ([]byte, bool), add bool, key
 		if bytes.TrimSpace(out[:end])[len(bytes.TrimSpace(out[:end]))-1] == '{' {
 			sep = ""
 		}
-		tail := append([]byte(sep+strconv.Quote(key)+":"), value...)
+		tail := append(append(rrpair.AppendJSONString([]byte(sep), key), ':'), value...)
 		out = append(out[:end], append(tail, out[end:]...)...)
 	}
 	return out, nil

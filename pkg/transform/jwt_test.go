@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"os"
@@ -162,6 +163,24 @@ func TestJWTCannotParse(t *testing.T) {
 	}
 	if n := c.Counts()[0]; n.Failed != 1 || n.Changed != 0 {
 		t.Errorf("counts %+v, want 1 failed", n)
+	}
+}
+
+// TestJWTKidControlCharacter checks that a kid with a control character
+// is written into the header as JSON (\u0001), not as Go (\x01).
+func TestJWTKidControlCharacter(t *testing.T) {
+	c := chain(t, `{transforms: [jwt: {secret: s, kid: "k\x01"}]}`)
+	for _, header := range []string{`{"alg":"HS256"}`, `{"alg":"HS256","kid":"old"}`} {
+		tok := b64.EncodeToString([]byte(header)) + "." + b64.EncodeToString([]byte(`{"sub":"x"}`)) + ".c2ln"
+		_, ps := pairs(t, line("GET", "/", `{"Authorization":["`+tok+`"]}`, ""))
+		p := ps[0]
+		c.Rewrite(0, &p.Req, &p)
+		parts := strings.Split(string(p.Req.Headers[0].Value), ".")
+		got, _ := b64.DecodeString(parts[0])
+		var h map[string]string
+		if !json.Valid(got) || json.Unmarshal(got, &h) != nil || h["kid"] != "k\x01" || h["alg"] != "HS256" {
+			t.Errorf("%s: header %q: want valid JSON with kid \"k\\u0001\"", header, got)
+		}
 	}
 }
 

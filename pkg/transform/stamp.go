@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/replay-dev/replay/pkg/event"
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -54,7 +53,7 @@ func newStamp(o *StampOptions, endpoints []string) (*stamp, error) {
 		s.header = []byte(o.Header)
 	}
 	if o.JSON != "" {
-		s.field = []byte(strconv.Quote(o.JSON))
+		s.field = rrpair.AppendJSONString(nil, o.JSON)
 	}
 	if len(o.Only) > 0 {
 		s.only = make([]bool, len(endpoints))

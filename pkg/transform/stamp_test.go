@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,22 @@ func TestStamp(t *testing.T) {
 				t.Errorf("accepted %v, want [0]", sc.accepted)
 			}
 		})
+	}
+}
+
+// TestStampFieldControlCharacter checks that a JSON field name with a
+// control character is written as JSON (\u0001), not as Go (\x01).
+func TestStampFieldControlCharacter(t *testing.T) {
+	c, err := Build(nil, false, Options{VUs: 1, Now: func() time.Time { return now }, Stamp: &StampOptions{JSON: "i\x01d", To: &stampCounter{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ps := pairs(t, line("POST", "/e", "", `{"type":"click"}`))
+	p := ps[0]
+	c.Rewrite(0, &p.Req, &p)
+	var got map[string]string
+	if !json.Valid(p.Req.Body) || json.Unmarshal(p.Req.Body, &got) != nil || got["i\x01d"] == "" || got["type"] != "click" {
+		t.Errorf("body %s: want valid JSON with the field \"i\\u0001d\"", p.Req.Body)
 	}
 }
 
