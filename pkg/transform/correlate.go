@@ -111,18 +111,18 @@ func (c *correlate) observe(st *vuState, i int, pair *rrpair.Pair, resp *fasthtt
 				break
 			}
 		}
-		rec = c.value(st, rec, false)
+		rec = c.value(st, rec)
 	} else {
-		rec = c.value(st, pair.Res.Body, true)
+		rec = c.value(st, pair.Res.Body)
 	}
 	if len(rec) == 0 {
 		return // nothing recorded to replace
 	}
 	var live []byte
 	if c.header != "" {
-		live = c.value(st, resp.Header.Peek(c.header), false)
+		live = c.value(st, resp.Header.Peek(c.header))
 	} else {
-		live = c.value(st, liveBody(resp), true)
+		live = c.value(st, liveBody(resp))
 	}
 	switch {
 	case len(live) == 0:
@@ -132,12 +132,13 @@ func (c *correlate) observe(st *vuState, i int, pair *rrpair.Pair, resp *fasthtt
 	}
 }
 
-// value finds the value in a header value or a body.
-func (c *correlate) value(st *vuState, b []byte, body bool) []byte {
+// value finds the value in a header value or a body (a JSON path reads
+// only bodies: it never comes with a header).
+func (c *correlate) value(st *vuState, b []byte) []byte {
 	if len(b) == 0 {
 		return nil
 	}
-	if c.path != nil && body {
+	if c.path != nil {
 		f := &st.finder
 		f.paths = append(f.paths[:0], c.path)
 		found := f.find(&st.walker, b)

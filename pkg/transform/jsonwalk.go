@@ -175,13 +175,11 @@ func validScalar(b []byte) bool {
 	case "true", "false", "null":
 		return true
 	}
-	_, ok := jsonNumber(b)
-	return ok
+	return jsonNumber(b)
 }
 
-// jsonNumber reports whether b is a JSON number, and whether it is a plain
-// non-negative integer (digits only).
-func jsonNumber(b []byte) (digits, ok bool) {
+// jsonNumber reports whether b is a JSON number.
+func jsonNumber(b []byte) bool {
 	i := 0
 	if i < len(b) && b[i] == '-' {
 		i++
@@ -191,19 +189,16 @@ func jsonNumber(b []byte) (digits, ok bool) {
 		i++
 	}
 	if i == start || b[start] == '0' && i-start > 1 {
-		return false, false
+		return false
 	}
-	if i == len(b) {
-		return start == 0, true
-	}
-	if b[i] == '.' {
+	if i < len(b) && b[i] == '.' {
 		i++
 		fs := i
 		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 			i++
 		}
 		if i == fs {
-			return false, false
+			return false
 		}
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
@@ -216,10 +211,10 @@ func jsonNumber(b []byte) (digits, ok bool) {
 			i++
 		}
 		if i == es {
-			return false, false
+			return false
 		}
 	}
-	return false, i == len(b)
+	return i == len(b)
 }
 
 // jsonPath is a dotted path into a JSON document: "order.id", "items.*.ts"
