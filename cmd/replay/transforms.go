@@ -116,7 +116,7 @@ func transformCounts(chain *transform.Chain) []report.Transform {
 	}
 	var out []report.Transform
 	for _, c := range chain.Counts() {
-		out = append(out, report.Transform{Name: c.Name, Changed: c.Changed, Failed: c.Failed})
+		out = append(out, report.Transform(c))
 	}
 	return out
 }
