@@ -220,19 +220,31 @@ func jsonNumber(b []byte) bool {
 // jsonPath is a dotted path into a JSON document: "order.id", "items.*.ts"
 // ("*" is any key or array element; a number also matches that array
 // index).
-type jsonPath [][]byte
+type jsonPath []pathSegment
+
+// pathSegment is one segment of a jsonPath, parsed once.
+type pathSegment struct {
+	key []byte // matches an object key
+	idx int    // the array index it matches; -1: none (not a number)
+	any bool   // "*"
+}
 
 func parseJSONPath(s string) (jsonPath, bool) {
 	if s == "" {
 		return nil, false
 	}
-	parts := bytes.Split([]byte(s), []byte("."))
-	for _, p := range parts {
-		if len(p) == 0 {
+	var p jsonPath
+	for _, seg := range bytes.Split([]byte(s), []byte(".")) {
+		if len(seg) == 0 {
 			return nil, false
 		}
+		idx, ok := atoi(seg)
+		if !ok {
+			idx = -1
+		}
+		p = append(p, pathSegment{key: seg, idx: idx, any: len(seg) == 1 && seg[0] == '*'})
 	}
-	return parts, true
+	return p, true
 }
 
 // at reports whether the walker stands at p.
@@ -240,15 +252,16 @@ func (p jsonPath) at(w *jsonWalker) bool {
 	if w.depth != len(p) {
 		return false
 	}
-	for i, seg := range p {
-		if len(seg) == 1 && seg[0] == '*' {
+	for i := range p {
+		seg := &p[i]
+		if seg.any {
 			continue
 		}
 		if k := w.keys[i]; k != nil {
-			if !bytes.Equal(k, seg) {
+			if !bytes.Equal(k, seg.key) {
 				return false
 			}
-		} else if n, ok := atoi(seg); !ok || n != w.idx[i] {
+		} else if seg.idx != w.idx[i] {
 			return false
 		}
 	}
