@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,9 @@ func TestTimestamps(t *testing.T) {
 		{"query, escaped", `{transforms: [timestamps: {auto: true}]}`,
 			line("GET", "/feed?since=2026-11-01T09%3A55%3A00Z&limit=20&t=1793527200", "", ""),
 			"GET /feed?since=2026-11-23T08%3A25%3A15Z&limit=20&t=1795422615\n", true, false},
+		{"query, escaped, long", `{transforms: [timestamps: {query: [t]}]}`,
+			line("GET", "/feed?t=2026-11-01T11%3A00%3A00.123456789"+strings.Repeat("9", 40)+"%2B01%3A00&limit=20", "", ""),
+			"GET /feed?t=2026-11-23T09%3A30%3A15.123456789" + strings.Repeat("0", 40) + "%2B01%3A00&limit=20\n", true, false},
 		{"outside the window only when named", `{transforms: [timestamps: {auto: true, json: [born]}]}`,
 			line("POST", "/u", "", `{"born":"1990-05-01T00:00:00Z","old":"2020-01-01T00:00:00Z","deep":{"at":[1793527200000]}}`),
 			"POST /u\n" + `{"born":"1990-05-22T22:30:15Z","old":"2020-01-01T00:00:00Z","deep":{"at":[1795422615000]}}`, true, false},
