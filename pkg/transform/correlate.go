@@ -176,17 +176,17 @@ func liveBody(resp *fasthttp.Response) []byte {
 
 // apply replaces every value this rule learned in the session.
 func (c *correlate) apply(call *call) {
-	replaceLearned(call, func(m *mapping) bool { return m.step == call.step })
+	replaceLearned(call, call.step)
 }
 
-// replaceLearned replaces the learned values that want picks in the URI,
-// header values and body of the request, whole tokens only ("o-123" is not
+// replaceLearned replaces the values step learned in the URI, header
+// values and body of the request, whole tokens only ("o-123" is not
 // replaced inside "o-1234").
-func replaceLearned(c *call, want func(*mapping) bool) {
+func replaceLearned(c *call, step int) {
 	ss := &c.st.learn
 	found := false
 	for k := 0; k < len(ss.maps) && !found; k++ {
-		found = want(&ss.maps[k])
+		found = ss.maps[k].step == step
 	}
 	if !found {
 		return
@@ -194,26 +194,26 @@ func replaceLearned(c *call, want func(*mapping) bool) {
 	req := c.req
 	uri, hdr, body := c.buf(0), c.buf(1), c.buf(2)
 	*uri, *hdr, *body = (*uri)[:0], (*hdr)[:0], (*body)[:0]
-	if v, ok := replaceTokens(uri, req.URI, ss.maps, want); ok {
+	if v, ok := replaceTokens(uri, req.URI, ss.maps, step); ok {
 		req.URI = v
 		c.changed = true
 	}
 	for i := range req.Headers {
 		h := &req.Headers[i]
-		if v, ok := replaceTokens(hdr, h.Value, ss.maps, want); ok {
+		if v, ok := replaceTokens(hdr, h.Value, ss.maps, step); ok {
 			h.Value = v
 			c.changed = true
 		}
 	}
-	if v, ok := replaceTokens(body, req.Body, ss.maps, want); ok {
+	if v, ok := replaceTokens(body, req.Body, ss.maps, step); ok {
 		req.Body = v
 		c.changed = true
 	}
 }
 
-// replaceTokens appends s with the wanted mappings applied to *dst and
+// replaceTokens appends s with the mappings step learned applied to *dst and
 // returns that; ok is false, and *dst as it was, when none applied.
-func replaceTokens(dst *[]byte, s []byte, maps []mapping, want func(*mapping) bool) ([]byte, bool) {
+func replaceTokens(dst *[]byte, s []byte, maps []mapping, step int) ([]byte, bool) {
 	if len(s) == 0 {
 		return nil, false
 	}
@@ -221,11 +221,11 @@ func replaceTokens(dst *[]byte, s []byte, maps []mapping, want func(*mapping) bo
 	changed := false
 	at := 0
 	for i := 0; i < len(s); {
-		// The earliest whole-token occurrence of any wanted value.
+		// The earliest whole-token occurrence of any value step learned.
 		hit, hitAt := -1, len(s)
 		for k := range maps {
 			m := &maps[k]
-			if !want(m) {
+			if m.step != step {
 				continue
 			}
 			for j := i; j < hitAt; {
