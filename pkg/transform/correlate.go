@@ -35,7 +35,7 @@ const maxLearned = 256
 
 type correlate struct {
 	label     string
-	endpoints []bool // by endpoint index; nil: every endpoint
+	endpoints endpointSet
 	path      jsonPath
 	header    string
 	re        *regexp.Regexp
@@ -77,15 +77,37 @@ func newCorrelate(s *CorrelateSpec, endpoints []string) (*correlate, error) {
 		c.label = from
 	}
 	if s.Endpoint != "" {
-		c.endpoints = make([]bool, len(endpoints))
-		i := slices.Index(endpoints, s.Endpoint)
-		if i < 0 {
-			return nil, fmt.Errorf("endpoint: %q is not an endpoint of the file; it has %s", s.Endpoint, listSome(endpoints, 8))
+		var err error
+		if c.endpoints, err = newEndpointSet([]string{s.Endpoint}, endpoints); err != nil {
+			return nil, fmt.Errorf("endpoint: %w", err)
 		}
-		c.endpoints[i] = true
 	}
 	return c, nil
 }
+
+// endpointSet holds endpoints by their index in the file's table
+// (rrpair.Pair.Endpoint); nil holds every endpoint.
+type endpointSet []bool
+
+// newEndpointSet is the set of the named endpoints of the table (as
+// reports name them); nil when no name is given.
+func newEndpointSet(names, table []string) (endpointSet, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	s := make(endpointSet, len(table))
+	for _, name := range names {
+		i := slices.Index(table, name)
+		if i < 0 {
+			return nil, fmt.Errorf("%q is not an endpoint of the file; it has %s", name, listSome(table, 8))
+		}
+		s[i] = true
+	}
+	return s, nil
+}
+
+// has reports whether the set holds endpoint ep.
+func (s endpointSet) has(ep uint16) bool { return s == nil || int(ep) < len(s) && s[ep] }
 
 func listSome(names []string, n int) string {
 	if len(names) <= n {
@@ -100,7 +122,7 @@ func (c *correlate) needsRecorded() bool { return true }
 
 // observe learns recorded → live from one answer.
 func (c *correlate) observe(st *vuState, i int, pair *rrpair.Pair, resp *fasthttp.Response) {
-	if c.endpoints != nil && (int(pair.Endpoint) >= len(c.endpoints) || !c.endpoints[pair.Endpoint]) {
+	if !c.endpoints.has(pair.Endpoint) {
 		return
 	}
 	var rec []byte
