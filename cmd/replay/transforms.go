@@ -90,8 +90,7 @@ func (o *transformOptions) spec() (*transform.Spec, error) {
 // rewriter, and as an observer when it learns from answers. It returns nil
 // when nothing is configured.
 func installTransforms(spec *transform.Spec, f *rrpair.File, cfg *vu.Config, pool *vu.Pool, stamp *transform.StampOptions) (*transform.Chain, error) {
-	cookiesAuto := spec.Cookies == "" || spec.Cookies == transform.CookiesAuto
-	chain, err := transform.Build(spec, cookiesAuto && f.SetsCookies(), transform.Options{
+	chain, err := transform.Build(spec, f.SetsCookies(), transform.Options{
 		VUs: cfg.MostVUs(), Endpoints: f.Endpoints(), Stamp: stamp,
 	})
 	if err != nil {
@@ -117,7 +116,7 @@ func transformCounts(chain *transform.Chain) []report.Transform {
 	}
 	var out []report.Transform
 	for _, c := range chain.Counts() {
-		out = append(out, report.Transform{Name: c.Name, Changed: c.Changed, Failed: c.Failed})
+		out = append(out, report.Transform(c))
 	}
 	return out
 }

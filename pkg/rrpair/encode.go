@@ -42,7 +42,7 @@ func AppendLine(dst []byte, r *Record) []byte {
 	dst = append(dst, '{')
 	if !r.TS.IsZero() {
 		dst = append(dst, `"ts":`...)
-		dst = appendJSONString(dst, r.TS.UTC().Format(time.RFC3339Nano))
+		dst = AppendJSONString(dst, r.TS.UTC().Format(time.RFC3339Nano))
 		dst = append(dst, ',')
 	}
 	if r.Duration > 0 {
@@ -52,25 +52,25 @@ func AppendLine(dst []byte, r *Record) []byte {
 	}
 	if r.Protocol != "" {
 		dst = append(dst, `"l7protocol":`...)
-		dst = appendJSONString(dst, r.Protocol)
+		dst = AppendJSONString(dst, r.Protocol)
 		dst = append(dst, ',')
 	}
 	if r.Session != "" {
 		dst = append(dst, `"tags":{"session":`...)
-		dst = appendJSONString(dst, r.Session)
+		dst = AppendJSONString(dst, r.Session)
 		dst = append(dst, "},"...)
 	}
 	dst = append(dst, `"http":{"req":{"method":`...)
-	dst = appendJSONString(dst, r.Method)
+	dst = AppendJSONString(dst, r.Method)
 	dst = append(dst, `,"uri":`...)
-	dst = appendJSONString(dst, r.URI)
+	dst = AppendJSONString(dst, r.URI)
 	if r.Host != "" {
 		dst = append(dst, `,"host":`...)
-		dst = appendJSONString(dst, r.Host)
+		dst = AppendJSONString(dst, r.Host)
 	}
 	if r.Version != "" {
 		dst = append(dst, `,"version":`...)
-		dst = appendJSONString(dst, r.Version)
+		dst = AppendJSONString(dst, r.Version)
 	}
 	dst = appendHeaders(dst, r.Headers)
 	dst = appendBody(dst, r.Body)
@@ -117,7 +117,7 @@ func appendHeaders(dst []byte, hs []Field) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, h.Name)
+		dst = AppendJSONString(dst, h.Name)
 		dst = append(dst, ":["...)
 		first := true
 		for _, v := range hs[i:] {
@@ -128,7 +128,7 @@ func appendHeaders(dst []byte, hs []Field) []byte {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendJSONString(dst, v.Value)
+			dst = AppendJSONString(dst, v.Value)
 		}
 		dst = append(dst, ']')
 	}
@@ -141,16 +141,18 @@ func appendBody(dst, body []byte) []byte {
 		return dst
 	case len(body) <= maxTextBody && utf8.Valid(body):
 		dst = append(dst, `,"body":`...)
-		return appendJSONString(dst, string(body))
+		return AppendJSONString(dst, string(body))
 	}
 	dst = append(dst, `,"bodyBase64":"`...)
 	dst = base64.StdEncoding.AppendEncode(dst, body)
 	return append(dst, '"')
 }
 
-// appendJSONString appends s as a JSON string: UTF-8 kept, quotes,
-// backslashes and control characters escaped.
-func appendJSONString(dst []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string: UTF-8 kept, quotes,
+// backslashes and control characters escaped (\n, \r, \t, else \u00XX).
+// Unlike strconv.Quote, whose \x01 and \a are not JSON, it writes only
+// JSON escapes.
+func AppendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	for i := 0; i < len(s); i++ {

@@ -2,6 +2,7 @@ package rrpair
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,21 @@ func TestAppendChecked(t *testing.T) {
 	dst, err = AppendChecked(dst, &Record{Method: "GET", URI: "foo", Host: "h"})
 	if err == nil || !strings.Contains(err.Error(), "http.req.uri") || len(dst) != n {
 		t.Errorf("a target Open refuses: %v, %d bytes kept of %d", err, len(dst), n)
+	}
+}
+
+// TestAppendJSONString checks every ASCII byte, and UTF-8 beyond, round
+// trips through encoding/json.
+func TestAppendJSONString(t *testing.T) {
+	var all []byte
+	for c := range 0x80 {
+		all = append(all, byte(c))
+	}
+	for _, s := range []string{string(all), "é ✓ \u2028", `"\"`, ""} {
+		b := AppendJSONString([]byte("x"), s)
+		var got string
+		if !json.Valid(b[1:]) || json.Unmarshal(b[1:], &got) != nil || got != s || b[0] != 'x' {
+			t.Errorf("%q written as %s", s, b)
+		}
 	}
 }

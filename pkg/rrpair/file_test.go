@@ -450,6 +450,27 @@ func TestUnixNanoAgreesWithTimeParse(t *testing.T) {
 	}
 }
 
+// TestStampRoundTrip checks that a time written back at its own instant
+// is written as it was: offset, fraction digits, separator, zone letter.
+func TestStampRoundTrip(t *testing.T) {
+	for _, s := range []string{
+		"2026-11-01T10:00:00Z", "2026-11-01T10:00:00.5Z", "2026-11-01T10:00:00.000000001+14:00",
+		"2026-11-01 10:00:00-09:30", "1999-12-31T23:59:59.123456789z",
+	} {
+		st, ok := ParseRFC3339([]byte(s))
+		if !ok {
+			t.Fatalf("%s: not parsed", s)
+		}
+		if got := string(st.AppendRFC3339(nil, st.UnixNano)); got != s {
+			t.Errorf("got %s, want %s", got, s)
+		}
+		want, err := time.Parse(time.RFC3339Nano, s)
+		if err == nil && want.UnixNano() != st.UnixNano {
+			t.Errorf("%s: %d, want %d", s, st.UnixNano, want.UnixNano())
+		}
+	}
+}
+
 func TestHosts(t *testing.T) {
 	f := mustOpen(t, strings.Join([]string{
 		`{"http":{"req":{"method":"GET","uri":"/a","host":"b:1"}}}`,

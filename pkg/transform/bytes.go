@@ -75,20 +75,13 @@ func unescapeQuery(dst, v []byte) (out []byte, escaped bool) {
 	return dst, true
 }
 
-// escapeQuery re-escapes dst[start:], a new value for the raw query value
-// orig: when orig was escaped, so are ':', '+' and ' ' in the new one.
-func escapeQuery(dst []byte, start int, orig []byte) []byte {
+// escapeQuery appends v, a new value for the raw query value orig, to
+// dst: escaped (':', '+' and ' ') when orig was, else as it is.
+func escapeQuery(dst, v, orig []byte) []byte {
 	if bytes.IndexByte(orig, '%') < 0 {
-		return dst
+		return append(dst, v...)
 	}
-	var tmp [64]byte
-	v := dst[start:]
-	if len(v) > len(tmp) {
-		return dst
-	}
-	n := copy(tmp[:], v)
-	dst = dst[:start]
-	for _, c := range tmp[:n] {
+	for _, c := range v {
 		switch c {
 		case ':':
 			dst = append(dst, "%3A"...)

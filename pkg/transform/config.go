@@ -168,10 +168,7 @@ func (s *Spec) Add(e Entry, origin string) {
 	s.origins = append(s.origins, origin)
 }
 
-// Empty reports whether the spec configures no transform.
-func (s *Spec) Empty() bool { return s == nil || len(s.Transforms) == 0 }
-
-// Build checks the spec and makes its chain. cookies says whether the
+// Build checks the spec and makes its chain. cookiesAuto says whether the
 // cookie jar runs under "auto" (the recorded answers set cookies). Every
 // error names where it was configured and what is wrong.
 func Build(s *Spec, cookiesAuto bool, opt Options) (*Chain, error) {

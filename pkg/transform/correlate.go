@@ -35,7 +35,7 @@ const maxLearned = 256
 
 type correlate struct {
 	label     string
-	endpoints []bool // by endpoint index; nil: every endpoint
+	endpoints endpointSet
 	path      jsonPath
 	header    string
 	re        *regexp.Regexp
@@ -77,15 +77,37 @@ func newCorrelate(s *CorrelateSpec, endpoints []string) (*correlate, error) {
 		c.label = from
 	}
 	if s.Endpoint != "" {
-		c.endpoints = make([]bool, len(endpoints))
-		i := slices.Index(endpoints, s.Endpoint)
-		if i < 0 {
-			return nil, fmt.Errorf("endpoint: %q is not an endpoint of the file; it has %s", s.Endpoint, listSome(endpoints, 8))
+		var err error
+		if c.endpoints, err = newEndpointSet([]string{s.Endpoint}, endpoints); err != nil {
+			return nil, fmt.Errorf("endpoint: %w", err)
 		}
-		c.endpoints[i] = true
 	}
 	return c, nil
 }
+
+// endpointSet holds endpoints by their index in the file's table
+// (rrpair.Pair.Endpoint); nil holds every endpoint.
+type endpointSet []bool
+
+// newEndpointSet is the set of the named endpoints of the table (as
+// reports name them); nil when no name is given.
+func newEndpointSet(names, table []string) (endpointSet, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	s := make(endpointSet, len(table))
+	for _, name := range names {
+		i := slices.Index(table, name)
+		if i < 0 {
+			return nil, fmt.Errorf("%q is not an endpoint of the file; it has %s", name, listSome(table, 8))
+		}
+		s[i] = true
+	}
+	return s, nil
+}
+
+// has reports whether the set holds endpoint ep.
+func (s endpointSet) has(ep uint16) bool { return s == nil || int(ep) < len(s) && s[ep] }
 
 func listSome(names []string, n int) string {
 	if len(names) <= n {
@@ -100,7 +122,7 @@ func (c *correlate) needsRecorded() bool { return true }
 
 // observe learns recorded → live from one answer.
 func (c *correlate) observe(st *vuState, i int, pair *rrpair.Pair, resp *fasthttp.Response) {
-	if c.endpoints != nil && (int(pair.Endpoint) >= len(c.endpoints) || !c.endpoints[pair.Endpoint]) {
+	if !c.endpoints.has(pair.Endpoint) {
 		return
 	}
 	var rec []byte
@@ -111,18 +133,18 @@ func (c *correlate) observe(st *vuState, i int, pair *rrpair.Pair, resp *fasthtt
 				break
 			}
 		}
-		rec = c.value(st, rec, false)
+		rec = c.value(st, rec)
 	} else {
-		rec = c.value(st, pair.Res.Body, true)
+		rec = c.value(st, pair.Res.Body)
 	}
 	if len(rec) == 0 {
 		return // nothing recorded to replace
 	}
 	var live []byte
 	if c.header != "" {
-		live = c.value(st, resp.Header.Peek(c.header), false)
+		live = c.value(st, resp.Header.Peek(c.header))
 	} else {
-		live = c.value(st, liveBody(resp), true)
+		live = c.value(st, liveBody(resp))
 	}
 	switch {
 	case len(live) == 0:
@@ -132,12 +154,13 @@ func (c *correlate) observe(st *vuState, i int, pair *rrpair.Pair, resp *fasthtt
 	}
 }
 
-// value finds the value in a header value or a body.
-func (c *correlate) value(st *vuState, b []byte, body bool) []byte {
+// value finds the value in a header value or a body (a JSON path reads
+// only bodies: it never comes with a header).
+func (c *correlate) value(st *vuState, b []byte) []byte {
 	if len(b) == 0 {
 		return nil
 	}
-	if c.path != nil && body {
+	if c.path != nil {
 		f := &st.finder
 		f.paths = append(f.paths[:0], c.path)
 		found := f.find(&st.walker, b)
@@ -175,17 +198,17 @@ func liveBody(resp *fasthttp.Response) []byte {
 
 // apply replaces every value this rule learned in the session.
 func (c *correlate) apply(call *call) {
-	replaceLearned(call, func(m *mapping) bool { return m.step == call.step })
+	replaceLearned(call, call.step)
 }
 
-// replaceLearned replaces the learned values that want picks in the URI,
-// header values and body of the request, whole tokens only ("o-123" is not
+// replaceLearned replaces the values step learned in the URI, header
+// values and body of the request, whole tokens only ("o-123" is not
 // replaced inside "o-1234").
-func replaceLearned(c *call, want func(*mapping) bool) {
+func replaceLearned(c *call, step int) {
 	ss := &c.st.learn
 	found := false
 	for k := 0; k < len(ss.maps) && !found; k++ {
-		found = want(&ss.maps[k])
+		found = ss.maps[k].step == step
 	}
 	if !found {
 		return
@@ -193,26 +216,26 @@ func replaceLearned(c *call, want func(*mapping) bool) {
 	req := c.req
 	uri, hdr, body := c.buf(0), c.buf(1), c.buf(2)
 	*uri, *hdr, *body = (*uri)[:0], (*hdr)[:0], (*body)[:0]
-	if v, ok := replaceTokens(uri, req.URI, ss.maps, want); ok {
+	if v, ok := replaceTokens(uri, req.URI, ss.maps, step); ok {
 		req.URI = v
 		c.changed = true
 	}
 	for i := range req.Headers {
 		h := &req.Headers[i]
-		if v, ok := replaceTokens(hdr, h.Value, ss.maps, want); ok {
+		if v, ok := replaceTokens(hdr, h.Value, ss.maps, step); ok {
 			h.Value = v
 			c.changed = true
 		}
 	}
-	if v, ok := replaceTokens(body, req.Body, ss.maps, want); ok {
+	if v, ok := replaceTokens(body, req.Body, ss.maps, step); ok {
 		req.Body = v
 		c.changed = true
 	}
 }
 
-// replaceTokens appends s with the wanted mappings applied to *dst and
+// replaceTokens appends s with the mappings step learned applied to *dst and
 // returns that; ok is false, and *dst as it was, when none applied.
-func replaceTokens(dst *[]byte, s []byte, maps []mapping, want func(*mapping) bool) ([]byte, bool) {
+func replaceTokens(dst *[]byte, s []byte, maps []mapping, step int) ([]byte, bool) {
 	if len(s) == 0 {
 		return nil, false
 	}
@@ -220,11 +243,11 @@ func replaceTokens(dst *[]byte, s []byte, maps []mapping, want func(*mapping) bo
 	changed := false
 	at := 0
 	for i := 0; i < len(s); {
-		// The earliest whole-token occurrence of any wanted value.
+		// The earliest whole-token occurrence of any value step learned.
 		hit, hitAt := -1, len(s)
 		for k := range maps {
 			m := &maps[k]
-			if !want(m) {
+			if m.step != step {
 				continue
 			}
 			for j := i; j < hitAt; {

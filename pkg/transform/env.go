@@ -102,7 +102,7 @@ func (h *headers) apply(c *call) {
 			}
 		}
 	}
-	if len(h.remove) > 0 || len(h.set) > 0 {
+	if len(h.remove) > 0 {
 		kept := hs[:0]
 		for _, x := range hs {
 			if containsFold(h.remove, x.Name) {

@@ -175,13 +175,11 @@ func validScalar(b []byte) bool {
 	case "true", "false", "null":
 		return true
 	}
-	_, ok := jsonNumber(b)
-	return ok
+	return jsonNumber(b)
 }
 
-// jsonNumber reports whether b is a JSON number, and whether it is a plain
-// non-negative integer (digits only).
-func jsonNumber(b []byte) (digits, ok bool) {
+// jsonNumber reports whether b is a JSON number.
+func jsonNumber(b []byte) bool {
 	i := 0
 	if i < len(b) && b[i] == '-' {
 		i++
@@ -191,19 +189,16 @@ func jsonNumber(b []byte) (digits, ok bool) {
 		i++
 	}
 	if i == start || b[start] == '0' && i-start > 1 {
-		return false, false
+		return false
 	}
-	if i == len(b) {
-		return start == 0, true
-	}
-	if b[i] == '.' {
+	if i < len(b) && b[i] == '.' {
 		i++
 		fs := i
 		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 			i++
 		}
 		if i == fs {
-			return false, false
+			return false
 		}
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
@@ -216,28 +211,40 @@ func jsonNumber(b []byte) (digits, ok bool) {
 			i++
 		}
 		if i == es {
-			return false, false
+			return false
 		}
 	}
-	return false, i == len(b)
+	return i == len(b)
 }
 
 // jsonPath is a dotted path into a JSON document: "order.id", "items.*.ts"
 // ("*" is any key or array element; a number also matches that array
 // index).
-type jsonPath [][]byte
+type jsonPath []pathSegment
+
+// pathSegment is one segment of a jsonPath, parsed once.
+type pathSegment struct {
+	key []byte // matches an object key
+	idx int    // the array index it matches; -1: none (not a number)
+	any bool   // "*"
+}
 
 func parseJSONPath(s string) (jsonPath, bool) {
 	if s == "" {
 		return nil, false
 	}
-	parts := bytes.Split([]byte(s), []byte("."))
-	for _, p := range parts {
-		if len(p) == 0 {
+	var p jsonPath
+	for _, seg := range bytes.Split([]byte(s), []byte(".")) {
+		if len(seg) == 0 {
 			return nil, false
 		}
+		idx, ok := atoi(seg)
+		if !ok {
+			idx = -1
+		}
+		p = append(p, pathSegment{key: seg, idx: idx, any: len(seg) == 1 && seg[0] == '*'})
 	}
-	return parts, true
+	return p, true
 }
 
 // at reports whether the walker stands at p.
@@ -245,15 +252,16 @@ func (p jsonPath) at(w *jsonWalker) bool {
 	if w.depth != len(p) {
 		return false
 	}
-	for i, seg := range p {
-		if len(seg) == 1 && seg[0] == '*' {
+	for i := range p {
+		seg := &p[i]
+		if seg.any {
 			continue
 		}
 		if k := w.keys[i]; k != nil {
-			if !bytes.Equal(k, seg) {
+			if !bytes.Equal(k, seg.key) {
 				return false
 			}
-		} else if n, ok := atoi(seg); !ok || n != w.idx[i] {
+		} else if seg.idx != w.idx[i] {
 			return false
 		}
 	}

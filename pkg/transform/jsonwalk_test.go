@@ -2,6 +2,7 @@ package transform
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -35,6 +36,44 @@ func TestJSONWalk(t *testing.T) {
 	}
 	if got := f.find(&w, []byte(doc)); len(got) != 5 {
 		t.Errorf("found %d values, want 5 (a.0 to a.2, a.3.b, c.d)", len(got))
+	}
+}
+
+func TestJSONPathAt(t *testing.T) {
+	doc := []byte(`{"a":[10,11,{"b":12,"3":13}],"4":{"x":14},"c":[[15,16]]}`)
+	for _, tt := range []struct{ path, want string }{
+		{"a.1", "11"},
+		{"a.01", "11"}, // a number, read as one
+		{"a.*", "10 11"},
+		{"a.2.b", "12"},
+		{"a.2.3", "13"}, // a key that is a number
+		{"a.2.*", "12 13"},
+		{"4.x", "14"},
+		{"*.x", "14"},
+		{"c.0.1", "16"},
+		{"c.*.*", "15 16"},
+		{"a.b", ""}, // not a number: no array element
+		{"a.3", ""},
+		{"a.1234567890", ""}, // too long for an index
+	} {
+		jp, ok := parseJSONPath(tt.path)
+		if !ok {
+			t.Fatalf("%s: not a path", tt.path)
+		}
+		var w jsonWalker
+		f := pathFinder{paths: []jsonPath{jp}}
+		var got []string
+		for _, at := range f.find(&w, doc) {
+			got = append(got, string(doc[at[0]:at[1]]))
+		}
+		if strings.Join(got, " ") != tt.want {
+			t.Errorf("%s: found %q, want %q", tt.path, got, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "a..b", ".a", "a."} {
+		if _, ok := parseJSONPath(bad); ok {
+			t.Errorf("%q taken for a path", bad)
+		}
 	}
 }
 

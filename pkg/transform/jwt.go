@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
 // JWTSpec configures JWT re-signing: each JWT found is parsed without
@@ -69,10 +70,13 @@ type jwtSigner struct {
 	cache map[string]signed
 }
 
-// signed is a re-signed token and until when to reuse it.
+// signed is a re-signed token and until when to reuse it; bad marks a
+// token that could not be re-signed, remembered so that it is not parsed
+// again on every request.
 type signed struct {
 	token []byte
 	until int64 // Unix ns
+	bad   bool
 }
 
 // lastJWT is a VU's last re-signed token, checked before the shared cache.
@@ -218,13 +222,14 @@ func (j *jwtSigner) apply(c *call) {
 }
 
 // token returns the re-signed form of tok, from the cache when it is
-// fresh; ok is false when tok is not a JWT. It counts a change, or a
-// failure when tok looks like a JWT but cannot be re-signed.
+// fresh; ok is false when tok is not a JWT or cannot be re-signed. It
+// counts a change, or a failure when tok looks like a JWT but cannot be
+// re-signed (a failure is cached too, for as long as a token would be, and
+// counted each time it is met).
 func (j *jwtSigner) token(c *call, tok []byte) ([]byte, bool) {
 	last := &c.st.lastJWT
 	if c.now < last.until && bytes.Equal(last.from, tok) {
-		c.changed = true
-		return last.token, true // the VU's last token: no lock, no hashing
+		return last.use(c) // the VU's last token: no lock, no hashing
 	}
 	if !looksLikeJWT(tok) {
 		return nil, false
@@ -233,14 +238,15 @@ func (j *jwtSigner) token(c *call, tok []byte) ([]byte, bool) {
 	s, ok := j.cache[string(tok)]
 	j.mu.RUnlock()
 	if !ok || c.now >= s.until {
+		s = signed{until: c.now + j.reuse}
 		out, exp, err := j.resign(tok, c.now, c.pair)
 		if err != nil {
-			c.failed = true
-			return nil, false
-		}
-		s = signed{token: out, until: c.now + j.reuse}
-		if exp != 0 && s.until > c.now+(exp-c.now)/2 {
-			s.until = c.now + (exp-c.now)/2 // never hand out a token near its end
+			s.bad = true
+		} else {
+			s.token = out
+			if exp != 0 && s.until > c.now+(exp-c.now)/2 {
+				s.until = c.now + (exp-c.now)/2 // never hand out a token near its end
+			}
 		}
 		j.mu.Lock()
 		if len(j.cache) >= maxCached {
@@ -250,6 +256,16 @@ func (j *jwtSigner) token(c *call, tok []byte) ([]byte, bool) {
 		j.mu.Unlock()
 	}
 	last.from, last.signed = append(last.from[:0], tok...), s
+	return s.use(c)
+}
+
+// use hands out s for a request: its token, counted as a change, or a
+// failure when s is bad.
+func (s *signed) use(c *call) ([]byte, bool) {
+	if s.bad {
+		c.failed = true
+		return nil, false
+	}
 	c.changed = true
 	return s.token, true
 }
@@ -399,8 +415,8 @@ func (j *jwtSigner) resign(tok []byte, now int64, pair interface{ UnixNano() (in
 	if err != nil {
 		return nil, 0, err
 	}
-	alg := []byte(strconv.Quote(j.method.Alg()))
-	kid := []byte(strconv.Quote(string(j.kid)))
+	alg := rrpair.AppendJSONString(nil, j.method.Alg())
+	kid := rrpair.AppendJSONString(nil, string(j.kid))
 	_, hasKid := t.Header["kid"]
 	newHeader, err := setTopLevel(header, func(key []byte) ([]byte, bool) {
 		switch {
@@ -438,7 +454,7 @@ func setTopLevel(obj []byte, repl func(key []byte) ([]byte, bool), add bool, key
 		if bytes.TrimSpace(out[:end])[len(bytes.TrimSpace(out[:end]))-1] == '{' {
 			sep = ""
 		}
-		tail := append([]byte(sep+strconv.Quote(key)+":"), value...)
+		tail := append(append(rrpair.AppendJSONString([]byte(sep), key), ':'), value...)
 		out = append(out[:end], append(tail, out[end:]...)...)
 	}
 	return out, nil

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
 // recordedToken is a token as recorded: signed with a key the replay does
@@ -161,6 +163,69 @@ func TestJWTCannotParse(t *testing.T) {
 	}
 	if n := c.Counts()[0]; n.Failed != 1 || n.Changed != 0 {
 		t.Errorf("counts %+v, want 1 failed", n)
+	}
+}
+
+// TestJWTKidControlCharacter checks that a kid with a control character
+// is written into the header as JSON (\u0001), not as Go (\x01).
+func TestJWTKidControlCharacter(t *testing.T) {
+	c := chain(t, `{transforms: [jwt: {secret: s, kid: "k\x01"}]}`)
+	for _, header := range []string{`{"alg":"HS256"}`, `{"alg":"HS256","kid":"old"}`} {
+		tok := b64.EncodeToString([]byte(header)) + "." + b64.EncodeToString([]byte(`{"sub":"x"}`)) + ".c2ln"
+		_, ps := pairs(t, line("GET", "/", `{"Authorization":["`+tok+`"]}`, ""))
+		p := ps[0]
+		c.Rewrite(0, &p.Req, &p)
+		parts := strings.Split(string(p.Req.Headers[0].Value), ".")
+		got, _ := b64.DecodeString(parts[0])
+		var h map[string]string
+		if !json.Valid(got) || json.Unmarshal(got, &h) != nil || h["kid"] != "k\x01" || h["alg"] != "HS256" {
+			t.Errorf("%s: header %q: want valid JSON with kid \"k\\u0001\"", header, got)
+		}
+	}
+}
+
+// TestJWTBadTokenCached checks that a token that cannot be re-signed is
+// parsed once per reuse window, not on every request, and still counts a
+// failure on every request that carries it.
+func TestJWTBadTokenCached(t *testing.T) {
+	clock := now
+	spec, err := Parse([]byte(`{transforms: [jwt: {secret: s, reuse: 10s}]}`), "t.yaml", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Build(spec, false, Options{VUs: 2, Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := "eyJub3QganNvbg.eyJ4IjoxfQ.c2ln" // header is not JSON
+	_, ps := pairs(t, line("GET", "/", `{"Authorization":["Bearer `+bad+`"]}`, ""))
+	orig := ps[0]
+	hs := make([]rrpair.Header, 0, 4)
+	p := orig
+	rewrite := func(vu int) {
+		p.Req = orig.Req
+		p.Req.Headers = append(hs[:0], orig.Req.Headers...)
+		c.Rewrite(vu, &p.Req, &p)
+	}
+	rewrite(0) // parses, fails, remembers
+	if got := string(p.Req.Headers[0].Value); got != "Bearer "+bad {
+		t.Fatalf("changed an unparsable token: %s", got)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { rewrite(0) }); allocs != 0 {
+		t.Errorf("the same bad token again: %.1f allocations a request, want 0 (parsed again?)", allocs)
+	}
+	rewrite(1) // another VU: from the shared cache
+	if allocs := testing.AllocsPerRun(100, func() { rewrite(1) }); allocs != 0 {
+		t.Errorf("the same bad token on another VU: %.1f allocations a request, want 0", allocs)
+	}
+	want := int64(1 + 101 + 1 + 101) // AllocsPerRun calls once more to warm up
+	if n := c.Counts()[0]; n.Failed != want || n.Changed != 0 {
+		t.Errorf("counts %+v, want %d failed: one a request", n, want)
+	}
+	clock = now.Add(11 * time.Second) // past reuse: parsed again, still bad
+	rewrite(0)
+	if n := c.Counts()[0]; n.Failed != want+1 {
+		t.Errorf("after reuse: %d failed, want %d", n.Failed, want+1)
 	}
 }
 

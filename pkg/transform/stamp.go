@@ -3,8 +3,6 @@ package transform
 import (
 	"bytes"
 	"fmt"
-	"slices"
-	"strconv"
 
 	"github.com/replay-dev/replay/pkg/event"
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -39,7 +37,7 @@ type stamp struct {
 	shard  int
 	to     Stamper
 	nonce  uint32
-	only   []bool // by endpoint index; nil: all
+	only   endpointSet // nil: all
 }
 
 func newStamp(o *StampOptions, endpoints []string) (*stamp, error) {
@@ -54,17 +52,11 @@ func newStamp(o *StampOptions, endpoints []string) (*stamp, error) {
 		s.header = []byte(o.Header)
 	}
 	if o.JSON != "" {
-		s.field = []byte(strconv.Quote(o.JSON))
+		s.field = rrpair.AppendJSONString(nil, o.JSON)
 	}
-	if len(o.Only) > 0 {
-		s.only = make([]bool, len(endpoints))
-		for _, name := range o.Only {
-			i := slices.Index(endpoints, name)
-			if i < 0 {
-				return nil, fmt.Errorf("correlation IDs: %q is not an endpoint of the file; it has %s", name, listSome(endpoints, 8))
-			}
-			s.only[i] = true
-		}
+	var err error
+	if s.only, err = newEndpointSet(o.Only, endpoints); err != nil {
+		return nil, fmt.Errorf("correlation IDs: %w", err)
 	}
 	return s, nil
 }
@@ -80,7 +72,7 @@ type vuStamp struct {
 
 func (s *stamp) apply(c *call) {
 	st := &c.st.stamp
-	if s.only != nil && (int(c.pair.Endpoint) >= len(s.only) || !s.only[c.pair.Endpoint]) {
+	if !s.only.has(c.pair.Endpoint) {
 		st.pending = false
 		return
 	}

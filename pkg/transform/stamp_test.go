@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,65 @@ func TestStamp(t *testing.T) {
 				t.Errorf("accepted %v, want [0]", sc.accepted)
 			}
 		})
+	}
+}
+
+// TestStampFieldControlCharacter checks that a JSON field name with a
+// control character is written as JSON (\u0001), not as Go (\x01).
+func TestStampFieldControlCharacter(t *testing.T) {
+	c, err := Build(nil, false, Options{VUs: 1, Now: func() time.Time { return now }, Stamp: &StampOptions{JSON: "i\x01d", To: &stampCounter{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ps := pairs(t, line("POST", "/e", "", `{"type":"click"}`))
+	p := ps[0]
+	c.Rewrite(0, &p.Req, &p)
+	var got map[string]string
+	if !json.Valid(p.Req.Body) || json.Unmarshal(p.Req.Body, &got) != nil || got["i\x01d"] == "" || got["type"] != "click" {
+		t.Errorf("body %s: want valid JSON with the field \"i\\u0001d\"", p.Req.Body)
+	}
+}
+
+func TestStampOnlyEndpoints(t *testing.T) {
+	f, ps := pairs(t, line("POST", "/e", "", ""), line("GET", "/x", "", ""))
+	sc := &stampCounter{}
+	c, err := Build(nil, false, Options{VUs: 1, Endpoints: f.Endpoints(), Stamp: &StampOptions{Header: "ce-id", Only: []string{f.Endpoints()[ps[0].Endpoint]}, To: sc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ps {
+		p := ps[i]
+		p.Req.Headers = nil
+		c.Rewrite(0, &p.Req, &p)
+		if stamped := len(p.Req.Headers) == 1; stamped != (i == 0) {
+			t.Errorf("%s %s: stamped %v, want %v", p.Req.Method, p.Req.URI, stamped, i == 0)
+		}
+	}
+	if sc.stamped != 1 {
+		t.Errorf("stamped %d, want 1", sc.stamped)
+	}
+	_, err = Build(nil, false, Options{VUs: 1, Endpoints: f.Endpoints(), Stamp: &StampOptions{Header: "ce-id", Only: []string{"GET /nowhere"}, To: sc}})
+	if err == nil || !strings.Contains(err.Error(), `correlation IDs: "GET /nowhere" is not an endpoint of the file; it has `) {
+		t.Errorf("unknown endpoint: %v", err)
+	}
+}
+
+func TestEndpointSet(t *testing.T) {
+	var all endpointSet
+	if !all.has(0) || !all.has(9) {
+		t.Error("nil set: want every endpoint")
+	}
+	s, err := newEndpointSet([]string{"B", "C"}, []string{"A", "B", "C"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ep, want := range []bool{false, true, true, false} { // 3: past the table
+		if s.has(uint16(ep)) != want {
+			t.Errorf("has(%d) = %v, want %v", ep, !want, want)
+		}
+	}
+	if s, err := newEndpointSet(nil, []string{"A"}); s != nil || err != nil {
+		t.Errorf("no names: %v, %v; want nil (every endpoint)", s, err)
 	}
 }
 

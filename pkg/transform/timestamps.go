@@ -123,14 +123,15 @@ func (t *timestamps) shiftQuery(c *call, sh shift) ([]byte, bool) {
 			return false
 		}
 		raw, escaped := unescapeQuery((*tmp)[:0], value)
+		*tmp = (*tmp)[:0]
 		if escaped {
 			*tmp = raw // never keep value itself: it may be the read-only mapping
 		}
-		start := len(*out)
-		if _, ok := sh.apply(out, raw, named); !ok {
+		v, ok := sh.apply(tmp, raw, named) // after raw, in tmp
+		if !ok {
 			return false
 		}
-		*out = escapeQuery(*out, start, value)
+		*out = escapeQuery(*out, v, value)
 		return true
 	})
 }

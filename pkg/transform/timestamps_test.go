@@ -1,6 +1,11 @@
 package transform
 
 import (
+	"bytes"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +29,9 @@ func TestTimestamps(t *testing.T) {
 		{"query, escaped", `{transforms: [timestamps: {auto: true}]}`,
 			line("GET", "/feed?since=2026-11-01T09%3A55%3A00Z&limit=20&t=1793527200", "", ""),
 			"GET /feed?since=2026-11-23T08%3A25%3A15Z&limit=20&t=1795422615\n", true, false},
+		{"query, escaped, long", `{transforms: [timestamps: {query: [t]}]}`,
+			line("GET", "/feed?t=2026-11-01T11%3A00%3A00.123456789"+strings.Repeat("9", 40)+"%2B01%3A00&limit=20", "", ""),
+			"GET /feed?t=2026-11-23T09%3A30%3A15.123456789" + strings.Repeat("0", 40) + "%2B01%3A00&limit=20\n", true, false},
 		{"outside the window only when named", `{transforms: [timestamps: {auto: true, json: [born]}]}`,
 			line("POST", "/u", "", `{"born":"1990-05-01T00:00:00Z","old":"2020-01-01T00:00:00Z","deep":{"at":[1793527200000]}}`),
 			"POST /u\n" + `{"born":"1990-05-22T22:30:15Z","old":"2020-01-01T00:00:00Z","deep":{"at":[1795422615000]}}`, true, false},
@@ -61,47 +69,79 @@ func TestTimestamps(t *testing.T) {
 	}
 }
 
-func TestStampRoundTrip(t *testing.T) {
-	for _, s := range []string{
-		"2026-11-01T10:00:00Z", "2026-11-01T10:00:00.5Z", "2026-11-01T10:00:00.000000001+14:00",
-		"2026-11-01 10:00:00-09:30", "1999-12-31T23:59:59.123456789z",
-	} {
-		st, ok := rrpair.ParseRFC3339([]byte(s))
-		if !ok {
-			t.Fatalf("%s: not parsed", s)
-		}
-		if got := string(st.AppendRFC3339(nil, st.UnixNano)); got != s {
-			t.Errorf("got %s, want %s", got, s)
-		}
-		want, err := time.Parse(time.RFC3339Nano, s)
-		if err == nil && want.UnixNano() != st.UnixNano {
-			t.Errorf("%s: %d, want %d", s, st.UnixNano, want.UnixNano())
-		}
-	}
-}
-
-// FuzzShift checks the timestamp finder on any value: no panic, and what
-// it writes has the value's length and parses as the shifted time.
+// FuzzShift checks the timestamp shift on any value and any shift: no
+// panic; an epoch number becomes n + the shift in its unit (rounded down),
+// with its digits, and is refused only when that does not fit them; an
+// RFC 3339 time is always shifted, written the same way, and parses back
+// as the shifted instant cut to the fraction digits written. Unnamed, a
+// value is shifted the same, and only when it lies within the window.
 func FuzzShift(f *testing.F) {
-	for _, s := range []string{"2026-11-01T10:00:00Z", "1793527200", "1793527200123", "2026-11-01T11:00:00.250+01:00", "9999999999", "0000000000"} {
+	for _, s := range []string{"2026-11-01T10:00:00Z", "1793527200", "1793527200123", "2026-11-01T11:00:00.250+01:00", "9999999999", "0000000000",
+		"2026-11-01t10:00:00.123456789123-05:30", "2026-11-01 10:00:60.5z"} {
 		f.Add([]byte(s), int64(delta))
+		f.Add([]byte(s), -int64(delta)-1)
 	}
 	f.Fuzz(func(t *testing.T, v []byte, d int64) {
 		sh := shift{rec: recordedAt.UnixNano(), delta: d, window: int64(DefaultWindow)}
 		var buf []byte
 		out, ok := sh.apply(&buf, v, true)
+		if ok && len(out) != len(v) {
+			t.Fatalf("%s shifted by %d to %s: length changed", v, d, out)
+		}
+		var at int64 // the recorded instant, for the window
+		if st, isStamp := rrpair.ParseRFC3339(v); isStamp {
+			at = st.UnixNano
+			if !ok {
+				t.Fatalf("%s shifted by %d: refused", v, d)
+			}
+			got, ok := rrpair.ParseRFC3339(out)
+			if !ok {
+				t.Fatalf("%s shifted by %d: %s does not parse", v, d, out)
+			}
+			// Added as the code adds: an instant past int64 nanoseconds (a year
+			// before 1678 or after 2262) wraps here as it does there.
+			want := st.UnixNano + d
+			if st.Frac < 9 {
+				unit := int64(math.Pow10(9 - st.Frac))
+				want -= new(big.Int).Mod(big.NewInt(want), big.NewInt(unit)).Int64() // down to a whole unit
+			}
+			if got.UnixNano != want {
+				t.Fatalf("%s shifted by %d: %s is %d, want %d", v, d, out, got.UnixNano, want)
+			}
+			if got.Offset != st.Offset || got.Frac != st.Frac || got.Zulu != st.Zulu || got.Sep != st.Sep {
+				t.Fatalf("%s shifted by %d: %s is not written the same way (%+v, want %+v)", v, d, out, got, st)
+			}
+		} else if n, isNum := digits(v); isNum && (len(v) == 10 || len(v) == 13) {
+			unit := int64(time.Second)
+			if len(v) == 13 {
+				unit = int64(time.Millisecond)
+			}
+			at = n * unit
+			// rounded down: Euclidean division by a positive unit
+			want := n + new(big.Int).Div(big.NewInt(d), big.NewInt(unit)).Int64()
+			fits := want >= 0 && want < int64(math.Pow10(len(v)))
+			if ok != fits {
+				t.Fatalf("%s shifted by %d: ok %v, want %v (%d)", v, d, ok, fits, want)
+			}
+			if !ok {
+				return
+			}
+			if got, _ := strconv.ParseInt(string(out), 10, 64); got != want {
+				t.Fatalf("%s shifted by %d: %s, want %d", v, d, out, want)
+			}
+		} else if ok {
+			t.Fatalf("%s is no timestamp, yet shifted to %s", v, out)
+		}
 		if !ok {
 			return
 		}
-		if st, isStamp := rrpair.ParseRFC3339(v); isStamp {
-			got, ok := rrpair.ParseRFC3339(out)
-			if !ok || got.UnixNano != st.UnixNano+d && st.Frac >= 9 {
-				t.Fatalf("%s shifted by %d: %s", v, d, out)
-			}
-			return
+		var buf2 []byte
+		out2, ok2 := sh.apply(&buf2, v, false)
+		if near := at-sh.rec <= sh.window && at-sh.rec >= -sh.window; ok2 != near {
+			t.Fatalf("%s unnamed: ok %v, want %v (within the window)", v, ok2, near)
 		}
-		if len(out) != len(v) {
-			t.Fatalf("%s shifted to %s: length changed", v, out)
+		if ok2 && !bytes.Equal(out2, out) {
+			t.Fatalf("%s unnamed: %s, named: %s", v, out2, out)
 		}
 	})
 }

@@ -47,14 +47,15 @@ type learner interface {
 	needsRecorded() bool
 }
 
-// Count is what one transform did over a run.
+// Count is what one transform did over a run. It has the fields of
+// report.Transform, which it converts to.
 type Count struct {
-	Name string `json:"name"`
+	Name string
 	// Changed counts requests it changed; Failed, requests where it found
 	// something it could not rewrite (a JWT it could not parse, a
 	// correlated value the SUT never returned, a pair without ts).
-	Changed int64 `json:"changed"`
-	Failed  int64 `json:"failed"`
+	Changed int64
+	Failed  int64
 }
 
 // Chain is a run's transform chain. Build it with New; it is safe for use
