@@ -18,6 +18,7 @@ package rrpair
 
 import (
 	"bytes"
+	"math"
 	"strconv"
 	"time"
 )
@@ -196,6 +197,10 @@ func ParseRFC3339(b []byte) (Stamp, bool) {
 		return st, false
 	}
 	secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec-st.Offset)
+	const maxSecs, minSecs = math.MaxInt64 / int64(1e9), math.MinInt64 / int64(1e9)
+	if secs < minSecs || secs > maxSecs || secs == maxSecs && nanos > math.MaxInt64%int64(1e9) {
+		return st, false // not an instant of int64 nanoseconds: before 1678 or after 2262
+	}
 	st.UnixNano = secs*1e9 + nanos
 	return st, true
 }

@@ -98,8 +98,9 @@ func FuzzShift(f *testing.F) {
 			if !ok {
 				t.Fatalf("%s shifted by %d: %s does not parse", v, d, out)
 			}
-			// Added as the code adds: an instant past int64 nanoseconds (a year
-			// before 1678 or after 2262) wraps here as it does there.
+			// Added as the code adds: a shift past int64 nanoseconds wraps
+			// here as it does there (the recorded time itself is always
+			// within them: ParseRFC3339 refuses years before 1678 or after 2262).
 			want := st.UnixNano + d
 			if st.Frac < 9 {
 				unit := int64(math.Pow10(9 - st.Frac))
