@@ -196,22 +196,8 @@ func TestParseRedisSink(t *testing.T) {
 
 func TestNATSSink(t *testing.T) {
 	url := testservers.NATS(t)
-	ns, err := ParseNATSSink(url + "?subject=orders.*&stage=settled")
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := &seen{}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := ns.Open(ctx, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
+	c, pub := openNATS(t, url+"?subject=orders.*&stage=settled", rec)
 	pub.Publish("orders.paid", []byte("e1"))
 	pub.Publish("orders.shipped", []byte(`{"specversion":"1.0","id":"e2"}`))
 	pub.PublishMsg(&nats.Msg{Subject: "orders.paid", Header: nats.Header{"ce-id": {"e3"}}, Data: []byte("payload")})
@@ -234,6 +220,28 @@ func TestNATSSink(t *testing.T) {
 	}
 }
 
+// openNATS opens a NATS sink on arg for r, and a connection to publish to
+// its server (closed with the test).
+func openNATS(t *testing.T, arg string, r Receiver) (*NATSConsumer, *nats.Conn) {
+	t.Helper()
+	ns, err := ParseNATSSink(arg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := ns.Open(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := nats.Connect(strings.SplitN(arg, "?", 2)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	return c, pub
+}
+
 // slow is a receiver that takes its time, so that messages wait in the
 // client.
 type slow struct{ seen }
@@ -247,22 +255,8 @@ func (s *slow) Seen(id []byte, stage string, at time.Time) {
 // messages the server sent before are all reported, none dropped.
 func TestNATSSinkCloseDrains(t *testing.T) {
 	url := testservers.NATS(t)
-	ns, err := ParseNATSSink(url + "?subject=burst")
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := &slow{}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := ns.Open(ctx, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
+	c, pub := openNATS(t, url+"?subject=burst", rec)
 	const n = 300
 	for i := range n {
 		pub.Publish("burst", fmt.Appendf(nil, "e%d", i))
