@@ -254,11 +254,11 @@ func TestSinkStandalone(t *testing.T) {
 	dir := t.TempDir()
 	sinkOut, runOut, merged := filepath.Join(dir, "sink.json"), filepath.Join(dir, "run.json"), filepath.Join(dir, "merged.json")
 	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan result)
+	done := make(chan runResult)
 	go func() {
 		var out, errb strings.Builder
 		code := Main(ctx, []string{"sink", "--sink-http", sinkAddr, "--out", sinkOut}, strings.NewReader(""), &out, &errb)
-		done <- result{code, out.String(), errb.String()}
+		done <- runResult{code, out.String(), errb.String()}
 	}()
 	// The sink is up once it answers.
 	for i := 0; i < 100; i++ {

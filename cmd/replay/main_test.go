@@ -68,16 +68,16 @@ func trafficFile(t *testing.T, n int, extra ...string) string {
 	return path
 }
 
-type result struct {
+type runResult struct {
 	code           int
 	stdout, stderr string
 }
 
-func runMain(t *testing.T, ctx context.Context, stdin string, args ...string) result {
+func runMain(t *testing.T, ctx context.Context, stdin string, args ...string) runResult {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := Main(ctx, args, strings.NewReader(stdin), &out, &errb)
-	return result{code, out.String(), errb.String()}
+	return runResult{code, out.String(), errb.String()}
 }
 
 func readSummary(t *testing.T, path string) map[string]any {

@@ -43,7 +43,7 @@ func TestMetricsDuringARun(t *testing.T) {
 	srv := newSUT(t, 20*time.Millisecond, 202)
 	addr := freeAddr(t)
 	out := filepath.Join(t.TempDir(), "summary.json")
-	done := make(chan result, 1)
+	done := make(chan runResult, 1)
 	go func() {
 		done <- runMain(t, context.Background(), "", "run", "-f", trafficFile(t, 10), "--target", srv.URL,
 			"--vus", "2", "--duration", "1500ms", "--metrics", addr, "--metrics-linger", "3s", "--out", out, "-q", "--log-level", "error")

@@ -86,12 +86,12 @@ func TestRecordThenReplay(t *testing.T) {
 	recorded := filepath.Join(dir, "recorded.jsonl")
 	proxyAddr := freeAddr(t)
 	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan result)
+	done := make(chan runResult)
 	go func() {
 		var out, errb strings.Builder
 		code := Main(ctx, []string{"record", "--listen", proxyAddr, "--upstream", "http://" + up.ln.Addr().String(), "-o", recorded,
 			"--redact-header", "X-Secret", "--log-level", "warn"}, strings.NewReader(""), &out, &errb)
-		done <- result{code, out.String(), errb.String()}
+		done <- runResult{code, out.String(), errb.String()}
 	}()
 	var c net.Conn
 	for i := 0; i < 100; i++ {

@@ -11,6 +11,7 @@ import (
 	"github.com/replay-dev/replay/pkg/event"
 	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
@@ -262,11 +263,7 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		}
 		log.Info().Int("failures", dump.Dumped()).Str("file", o.dumpFile).Msg("failures dumped")
 	}
-	sum := rec.Summary(report.Meta{
-		Started: st.Started, Model: cfg.Model.String(), TargetRate: targetRate(&cfg, st), VUsMax: st.VUs,
-		Iterations: st.Iterations, Dropped: st.Dropped, Late: st.Late, LateAfter: cfg.LateAfter,
-		Scheduled: st.Scheduled, LagMean: st.LagMean, LagMax: st.LagMax, OutOfOrder: st.OutOfOrder,
-	})
+	sum := rec.Summary(report.Meta{Run: st, Model: cfg.Model.String(), TargetRate: targetRate(&cfg, st), LateAfter: cfg.LateAfter})
 	if comparer != nil {
 		sum.Compare = comparer.Result()
 	}
@@ -298,7 +295,7 @@ func startCPUProfile(path string) (stop func(), err error) {
 // targetRate is the rate an arrival-rate run asked for: --rate, or with
 // stages the iterations due per second of the schedule. Other models have
 // none.
-func targetRate(cfg *vu.Config, st vu.Stats) *float64 {
+func targetRate(cfg *vu.Config, st result.Counters) *float64 {
 	if cfg.Model != vu.Rate {
 		return nil
 	}

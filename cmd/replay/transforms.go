@@ -114,9 +114,5 @@ func transformCounts(chain *transform.Chain) []report.Transform {
 	if chain == nil {
 		return nil
 	}
-	var out []report.Transform
-	for _, c := range chain.Counts() {
-		out = append(out, report.Transform(c))
-	}
-	return out
+	return chain.Counts()
 }

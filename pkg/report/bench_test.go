@@ -4,12 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // benchResults is a small mix of endpoints, statuses and errors to cycle
 // through, so the fold meets each once before the timer matters.
-func benchResults() []vu.Result {
+func benchResults() []result.Result {
 	rs := fixture()
 	for i := range rs {
 		rs[i].Endpoint %= uint16(len(testEndpoints) + 1)
@@ -83,7 +83,7 @@ func BenchmarkFold(b *testing.B) {
 // encodings) after a run.
 func BenchmarkSummary(b *testing.B) {
 	r := record(testEndpoints, benchResults())
-	m := Meta{Started: time.Unix(0, 0), Model: "closed"}
+	m := Meta{Run: result.Counters{Started: time.Unix(0, 0)}, Model: "closed"}
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Summary(m)

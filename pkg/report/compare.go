@@ -10,15 +10,14 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
-	"github.com/replay-dev/replay/pkg/vu"
-	"github.com/valyala/fasthttp"
 )
 
 // Comparer compares each live response with the recorded one (--compare):
 // the status always, with body the body too — as JSON when both sides are
 // JSON, with the ignored paths removed first (timestamps, IDs), else byte
-// for byte — and the headers named (--compare-header). It is a vu.Observer; counting is atomic and a mismatch
+// for byte — and the headers named (--compare-header). It is a result.Observer; counting is atomic and a mismatch
 // takes a lock only to keep its example.
 type Comparer struct {
 	endpoints []string
@@ -35,7 +34,7 @@ type Comparer struct {
 
 type endpointMatch struct{ compared, matched atomic.Int64 }
 
-var _ vu.Observer = (*Comparer)(nil)
+var _ result.Observer = (*Comparer)(nil)
 
 // NewComparer compares responses; body adds bodies, ignoring the JSON paths
 // in ignore ("id", "data.created_at", "items.*.ts": * matches any key or
@@ -50,8 +49,8 @@ func NewComparer(endpoints []string, body bool, ignore, headers []string) *Compa
 	return c
 }
 
-// Observe implements vu.Observer.
-func (c *Comparer) Observe(_ int, p *rrpair.Pair, resp *fasthttp.Response) {
+// Observe implements result.Observer.
+func (c *Comparer) Observe(_ int, p *rrpair.Pair, a result.Answer) {
 	if p.Res.Status == 0 {
 		c.unrecorded.Add(1) // nothing recorded to compare with
 		return
@@ -62,13 +61,13 @@ func (c *Comparer) Observe(_ int, p *rrpair.Pair, resp *fasthttp.Response) {
 		ep = &c.perEndpoint[p.Endpoint]
 		ep.compared.Add(1)
 	}
-	got := resp.StatusCode()
+	got := a.Status()
 	switch {
 	case got != p.Res.Status:
 		c.mismatch(p, "status", fmt.Sprint(p.Res.Status), fmt.Sprint(got))
 		return
-	case c.body && !c.sameBody(p.Res.Body, resp.Body()):
-		c.mismatch(p, "body", clipBody(p.Res.Body), clipBody(resp.Body()))
+	case c.body && !c.sameBody(result.RecordedBody(&p.Res), a.Body()):
+		c.mismatch(p, "body", clipBody(result.RecordedBody(&p.Res)), clipBody(a.Body()))
 		return
 	}
 	for _, name := range c.headers {
@@ -76,7 +75,7 @@ func (c *Comparer) Observe(_ int, p *rrpair.Pair, resp *fasthttp.Response) {
 		if !ok {
 			continue
 		}
-		if got := resp.Header.Peek(name); string(got) != recorded {
+		if got := a.Header(name); string(got) != recorded {
 			c.mismatch(p, "header "+name, recorded, string(got))
 			return
 		}

@@ -4,18 +4,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/replay-dev/replay/pkg/result/resulttest"
 	"github.com/replay-dev/replay/pkg/rrpair"
-	"github.com/valyala/fasthttp"
 )
 
 func TestComparer(t *testing.T) {
 	eps := []string{"GET /a", "POST /b"}
-	respond := func(status int, body string) *fasthttp.Response {
-		r := &fasthttp.Response{}
-		r.SetStatusCode(status)
-		r.SetBodyString(body)
-		return r
-	}
+	respond := func(status int, body string) *resulttest.Answer { return resulttest.New(status, body) }
 	pair := func(ep uint16, status int, body string) *rrpair.Pair {
 		return &rrpair.Pair{Endpoint: ep, Line: 3, Res: rrpair.Response{Status: status, Body: []byte(body)}}
 	}
@@ -24,7 +19,7 @@ func TestComparer(t *testing.T) {
 		body          bool
 		ignore        []string
 		pair          *rrpair.Pair
-		resp          *fasthttp.Response
+		resp          *resulttest.Answer
 		match, counts bool
 	}{
 		{"same status", false, nil, pair(0, 200, "x"), respond(200, "y"), true, true},
@@ -55,10 +50,10 @@ func TestComparer(t *testing.T) {
 	recorded := pair(0, 200, "")
 	recorded.Res.Headers = []rrpair.Header{{Name: []byte("Content-Type"), Value: []byte("application/json")}}
 	plain := respond(200, "")
-	plain.Header.SetContentType("text/plain")
+	plain.Fields = append(plain.Fields, rrpair.Header{Name: []byte("Content-Type"), Value: []byte("text/plain")})
 	hc.Observe(0, recorded, plain)
 	json := respond(200, "")
-	json.Header.SetContentType("application/json")
+	json.Fields = append(json.Fields, rrpair.Header{Name: []byte("Content-Type"), Value: []byte("application/json")})
 	hc.Observe(0, recorded, json)
 	if r := hc.Result(); r.Matched != 1 || len(r.Mismatches) != 1 || r.Mismatches[0].Kind != "header content-type" || r.Mismatches[0].Replayed != "text/plain" {
 		t.Errorf("headers: %+v", r)

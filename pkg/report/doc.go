@@ -1,5 +1,5 @@
 // Package report owns what a run measured and how it is shown: the async
-// Recorder that folds every vu.Result into HDR histograms and counters, the
+// Recorder that folds every result.Result into HDR histograms and counters, the
 // plain-data Summary built from them (the "run --out" JSON contract of
 // DESIGN.md), and the renderers that write a Summary as JSON or as a human
 // text report.

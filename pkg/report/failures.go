@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // MaxDumpBody is how much of a request or response body a failure dump keeps.
@@ -49,7 +49,7 @@ func NewFailureDump(w io.Writer, endpoints []string, perKey int) *FailureDump {
 	return &FailureDump{w: w, endpoints: endpoints, perKey: perKey, counts: map[dumpKey]int{}}
 }
 
-var _ vu.FailureSink = (*FailureDump)(nil)
+var _ result.FailureSink = (*FailureDump)(nil)
 
 type dumpBody struct {
 	Head       string              `json:"head,omitempty"`
@@ -74,10 +74,10 @@ type dumpLine struct {
 	Response  *dumpBody `json:"response,omitempty"`
 }
 
-// Failed implements vu.FailureSink.
-func (d *FailureDump) Failed(f *vu.Failure) {
+// Failed implements result.FailureSink.
+func (d *FailureDump) Failed(f *result.Failure) {
 	failure := f.Result.Err.String()
-	if f.Result.Err == vu.ErrNone {
+	if f.Result.Err == result.ErrNone {
 		failure = strconv.Itoa(int(f.Result.Status))
 	}
 	key := dumpKey{f.Result.Endpoint, failure}
@@ -99,12 +99,13 @@ func (d *FailureDump) Failed(f *vu.Failure) {
 		line.Error = f.Err.Error()
 	}
 	setBody(&line.Request, f.Body)
-	if resp := f.Response; resp != nil {
-		rb := &dumpBody{Status: resp.StatusCode(), Headers: map[string][]string{}}
-		for k, v := range resp.Header.All() {
+	if a := f.Answer; a != nil {
+		rb := &dumpBody{Status: a.Status(), Headers: map[string][]string{}}
+		for _, h := range a.Headers() {
+			k, v := h.Name, h.Value
 			rb.Headers[string(k)] = append(rb.Headers[string(k)], string(v))
 		}
-		setBody(rb, resp.Body())
+		setBody(rb, a.RawBody())
 		line.Response = rb
 	}
 	out, err := json.Marshal(line)

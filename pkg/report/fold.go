@@ -2,8 +2,7 @@ package report
 
 import (
 	"github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // otherEndpoint names results whose endpoint index is outside the table;
@@ -23,7 +22,7 @@ type fold struct {
 
 	endpoints []*endpointFold        // by index in names; nil until its first result
 	status    map[uint16]*statusFold // by HTTP status, for Err == ErrNone
-	errors    [vu.NumErrorKinds]int64
+	errors    [result.NumErrorKinds]int64
 
 	requests, succeeded, failed int64
 	bytesIn, bytesOut           int64
@@ -50,7 +49,7 @@ type fold struct {
 type endpointFold struct {
 	requests, succeeded, failed int64
 	status                      map[uint16]int64
-	errors                      [vu.NumErrorKinds]int64
+	errors                      [result.NumErrorKinds]int64
 	latency                     *hdrhistogram.Histogram
 }
 
@@ -86,7 +85,7 @@ func newFold(names []string) *fold {
 
 // add folds one result. It allocates only the first time it meets an
 // endpoint or a status.
-func (f *fold) add(r vu.Result) {
+func (f *fold) add(r result.Result) {
 	latency := r.End - r.Due
 	service := r.End - r.Sent
 	c1 := recordNanos(f.latency, latency)
@@ -95,7 +94,7 @@ func (f *fold) add(r vu.Result) {
 		f.clamped++
 	}
 
-	ok := r.Err == vu.ErrNone && r.Status < 400
+	ok := r.Err == result.ErrNone && r.Status < 400
 	f.requests++
 	if ok {
 		f.succeeded++
@@ -116,7 +115,7 @@ func (f *fold) add(r vu.Result) {
 	if r.Redirect {
 		f.redirects++
 	}
-	if r.Err != vu.ErrConnect && !r.Written {
+	if r.Err != result.ErrConnect && !r.Written {
 		f.unsent++
 	}
 
@@ -178,10 +177,10 @@ func (f *fold) endpoint(i uint16) *endpointFold {
 }
 
 // kindIndex returns k as an index into an errors array: an unknown kind
-// counts as vu.ErrOther, like its name.
-func kindIndex(k vu.ErrorKind) int {
-	if int(k) >= vu.NumErrorKinds {
-		return int(vu.ErrOther)
+// counts as result.ErrOther, like its name.
+func kindIndex(k result.ErrorKind) int {
+	if int(k) >= result.NumErrorKinds {
+		return int(result.ErrOther)
 	}
 	return int(k)
 }
@@ -198,7 +197,7 @@ const (
 
 // addPhases folds the phase timings of r. A connect or TLS phase is folded
 // only for requests that opened a connection (a reused one has none).
-func (f *fold) addPhases(r *vu.Result) {
+func (f *fold) addPhases(r *result.Result) {
 	if f.phases == nil {
 		f.phases = new([numPhases]*hdrhistogram.Histogram)
 		for i := range f.phases {
@@ -214,7 +213,7 @@ func (f *fold) addPhases(r *vu.Result) {
 	if r.Written {
 		recordNanos(f.phases[phaseSend], r.SendNs)
 	}
-	if r.Err == vu.ErrNone {
+	if r.Err == result.ErrNone {
 		recordNanos(f.phases[phaseWait], r.WaitNs)
 		recordNanos(f.phases[phaseReceive], r.ReceiveNs)
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/pkg/event"
-	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // chromium finds Debian's chromium. Without it the test skips loudly,
@@ -32,18 +32,18 @@ func chromium(t *testing.T) string {
 
 func htmlFixture() *Summary {
 	base := t0.Unix()
-	var rs []vu.Result
+	var rs []result.Result
 	for sec := int64(0); sec < 6; sec++ {
 		for i := int64(0); i < 50+sec*10; i++ {
 			status := uint16(200)
 			if i%17 == 0 {
 				status = 503
 			}
-			rs = append(rs, atSecond(base+sec, 1+i%9+sec, status, vu.ErrNone))
+			rs = append(rs, atSecond(base+sec, 1+i%9+sec, status, result.ErrNone))
 		}
-		rs = append(rs, atSecond(base+sec, 0, 0, vu.ErrTimeout))
+		rs = append(rs, atSecond(base+sec, 0, 0, result.ErrTimeout))
 	}
-	s := record(testEndpoints, rs).Summary(Meta{Started: t0, Model: "closed"})
+	s := record(testEndpoints, rs).Summary(Meta{Run: result.Counters{Started: t0}, Model: "closed"})
 	th, _ := ParseThreshold("p99<5ms")
 	Evaluate(s, []Threshold{th})
 	return s

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // Interval is one second of a run, on wall-clock seconds, so the intervals
@@ -53,7 +53,7 @@ const intervalDelay = 2
 
 // addInterval folds r into its second's interval, closing the intervals
 // old enough that no more answers will come for them.
-func (f *fold) addInterval(r *vu.Result) {
+func (f *fold) addInterval(r *result.Result) {
 	sec := r.End / 1e9
 	if f.closedUpTo != 0 && sec <= f.closedUpTo {
 		sec = f.closedUpTo + 1 // too late for its own second: counted in the next open one
@@ -70,7 +70,7 @@ func (f *fold) addInterval(r *vu.Result) {
 		}
 		iv.vus[w] |= 1 << (r.VU % 64)
 	}
-	if r.Err != vu.ErrNone {
+	if r.Err != result.ErrNone {
 		iv.errors++
 	} else {
 		class := int(r.Status) / 100

@@ -5,34 +5,34 @@ import (
 	"testing"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // atSecond is a result whose answer ends in second sec, after lat ms.
-func atSecond(sec int64, lat int64, status uint16, err vu.ErrorKind) vu.Result {
+func atSecond(sec int64, lat int64, status uint16, err result.ErrorKind) result.Result {
 	end := sec*1e9 + 500e6
-	return vu.Result{Due: end - lat*1e6, Sent: end - lat*1e6, End: end, Status: status, Err: err, Written: true}
+	return result.Result{Due: end - lat*1e6, Sent: end - lat*1e6, End: end, Status: status, Err: err, Written: true}
 }
 
 func TestIntervals(t *testing.T) {
 	base := t0.Unix()
-	var rs []vu.Result
+	var rs []result.Result
 	for i := 0; i < 10; i++ {
-		rs = append(rs, atSecond(base, 1, 200, vu.ErrNone))
+		rs = append(rs, atSecond(base, 1, 200, result.ErrNone))
 	}
 	for i := 0; i < 5; i++ {
-		r := atSecond(base+1, 10, 503, vu.ErrNone)
+		r := atSecond(base+1, 10, 503, result.ErrNone)
 		r.VU = uint32(i * 40) // 5 VUs, across words of the bit set
 		rs = append(rs, r)
 	}
-	rs = append(rs, atSecond(base+1, 0, 0, vu.ErrTimeout))
+	rs = append(rs, atSecond(base+1, 0, 0, result.ErrTimeout))
 	for i := 0; i < 3; i++ {
-		rs = append(rs, atSecond(base+4, 100, 202, vu.ErrNone))
+		rs = append(rs, atSecond(base+4, 100, 202, result.ErrNone))
 	}
 	// Folded after second +4 closed seconds +0 and +1: too late for its
 	// own second, it is counted in the second after the last closed one.
-	rs = append(rs, atSecond(base, 2, 200, vu.ErrNone))
-	s := record(testEndpoints, rs).Summary(Meta{Started: t0})
+	rs = append(rs, atSecond(base, 2, 200, result.ErrNone))
+	s := record(testEndpoints, rs).Summary(Meta{Run: result.Counters{Started: t0}})
 	if len(s.Intervals) != 4 {
 		t.Fatalf("got %d intervals: %+v", len(s.Intervals), s.Intervals)
 	}
@@ -66,8 +66,8 @@ func TestIntervals(t *testing.T) {
 	}
 
 	// Two halves merge into the same intervals.
-	a := record(testEndpoints, rs[:8]).Summary(Meta{Started: t0})
-	b := record(testEndpoints, rs[8:]).Summary(Meta{Started: t0})
+	a := record(testEndpoints, rs[:8]).Summary(Meta{Run: result.Counters{Started: t0}})
+	b := record(testEndpoints, rs[8:]).Summary(Meta{Run: result.Counters{Started: t0}})
 	m, err := Merge([]*Summary{a, b})
 	if err != nil {
 		t.Fatal(err)

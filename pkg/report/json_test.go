@@ -11,6 +11,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/replay-dev/replay/internal/golden"
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // summaryKeys are the top-level keys of the summary JSON: DESIGN.md's,
@@ -67,12 +68,12 @@ func TestJSONRoundTrip(t *testing.T) {
 		extra []string // keys beyond summaryKeys
 		want  func(t *testing.T, m map[string]any)
 	}{
-		{"closed", Meta{Started: t0, Model: "closed", VUsMax: 4}, []string{"intervals"}, func(t *testing.T, m map[string]any) {
+		{"closed", Meta{Run: result.Counters{Started: t0, VUs: 4}, Model: "closed"}, []string{"intervals"}, func(t *testing.T, m map[string]any) {
 			if v, ok := m["target_rate"]; !ok || v != nil {
 				t.Errorf("target_rate: got %v, want null", v)
 			}
 		}},
-		{"rate", Meta{Started: t0, Model: "rate", TargetRate: &rate, Dropped: 3, Late: 2, Scheduled: 103, Iterations: 100, LagMax: 1500 * time.Microsecond}, []string{"schedule", "intervals"}, func(t *testing.T, m map[string]any) {
+		{"rate", Meta{Run: result.Counters{Started: t0, Dropped: 3, Late: 2, Scheduled: 103, Iterations: 100, LagMax: 1500 * time.Microsecond}, Model: "rate", TargetRate: &rate}, []string{"schedule", "intervals"}, func(t *testing.T, m map[string]any) {
 			if m["target_rate"] != 400.0 || m["dropped"] != 3.0 || m["late"] != 2.0 || m["iterations"] != 100.0 {
 				t.Errorf("got target_rate %v, dropped %v, late %v, iterations %v; want 400, 3, 2, 100", m["target_rate"], m["dropped"], m["late"], m["iterations"])
 			}
@@ -142,7 +143,7 @@ func TestJSONRoundTrip(t *testing.T) {
 }
 
 func TestJSONNoRequests(t *testing.T) {
-	s := record(testEndpoints, nil).Summary(Meta{Started: t0, Model: "closed"})
+	s := record(testEndpoints, nil).Summary(Meta{Run: result.Counters{Started: t0}, Model: "closed"})
 	m, text := decodeJSON(t, s)
 	if strings.Contains(text, "NaN") || strings.Contains(text, "Inf") {
 		t.Errorf("got NaN or Inf:\n%s", text)
@@ -225,7 +226,7 @@ var errWrite = errors.New("disk full")
 func (failWriter) Write([]byte) (int, error) { return 0, errWrite }
 
 func TestRenderersReturnWriteErrors(t *testing.T) {
-	s := record(testEndpoints, fixture()).Summary(Meta{Started: t0, Model: "closed"})
+	s := record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0}, Model: "closed"})
 	for name, render := range map[string]func(*Summary) error{
 		"json": func(s *Summary) error { return WriteJSON(failWriter{}, s) },
 		"text": func(s *Summary) error { return WriteText(failWriter{}, s) },
@@ -242,8 +243,7 @@ func TestRenderersReturnWriteErrors(t *testing.T) {
 // script against. go test ./pkg/report -run TestJSONGolden -update rewrites it.
 func TestJSONGolden(t *testing.T) {
 	rate := 400.0
-	s := record(testEndpoints, fixture()).Summary(Meta{Started: t0, Model: "rate", TargetRate: &rate, VUsMax: 4,
-		Iterations: 130, Scheduled: 133, Dropped: 3, Late: 2, LagMean: 500 * time.Microsecond, LagMax: 2 * time.Millisecond, LateAfter: 10 * time.Millisecond})
+	s := record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0, VUs: 4, Iterations: 130, Scheduled: 133, Dropped: 3, Late: 2, LagMean: 500 * time.Microsecond, LagMax: 2 * time.Millisecond}, Model: "rate", TargetRate: &rate, LateAfter: 10 * time.Millisecond})
 	th, _ := ParseThreshold("p99<5ms")
 	Evaluate(s, []Threshold{th})
 	var buf bytes.Buffer

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/pkg/event"
-	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // TestMergeIsExact: two shards' summaries, written as JSON and read back,
@@ -16,14 +16,14 @@ import (
 func TestMergeIsExact(t *testing.T) {
 	all := fixture()
 	for i := 0; i < 500; i++ { // a spread of latencies, so percentiles mean something
-		all = append(all, vu.Result{Due: t0.UnixNano(), Sent: t0.UnixNano(), End: t0.UnixNano() + int64(i*i)*1000 + 7000,
+		all = append(all, result.Result{Due: t0.UnixNano(), Sent: t0.UnixNano(), End: t0.UnixNano() + int64(i*i)*1000 + 7000,
 			Status: 202, Endpoint: uint16(i % 2), Written: true})
 	}
 	a, b := all[:len(all)/3], all[len(all)/3:]
-	meta := Meta{Started: t0, Model: "closed"}
+	meta := Meta{Run: result.Counters{Started: t0}, Model: "closed"}
 	one := record(testEndpoints, all).Summary(meta)
 	var parts []*Summary
-	for _, rs := range [][]vu.Result{a, b} {
+	for _, rs := range [][]result.Result{a, b} {
 		var buf bytes.Buffer
 		if err := WriteJSON(&buf, record(testEndpoints, rs).Summary(meta)); err != nil {
 			t.Fatal(err)
@@ -86,7 +86,7 @@ func TestReadSummaryVersion(t *testing.T) {
 }
 
 func TestWriteHgrm(t *testing.T) {
-	s := record(testEndpoints, fixture()).Summary(Meta{Started: t0})
+	s := record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0}})
 	var buf bytes.Buffer
 	if err := WriteHgrm(&buf, s); err != nil {
 		t.Fatal(err)
@@ -97,8 +97,8 @@ func TestWriteHgrm(t *testing.T) {
 }
 
 func TestMergeCompare(t *testing.T) {
-	a := record(testEndpoints, fixture()).Summary(Meta{Started: t0})
-	b := record(testEndpoints, fixture()).Summary(Meta{Started: t0})
+	a := record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0}})
+	b := record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0}})
 	a.Compare = &Compare{Compared: 10, Matched: 9, Endpoints: []EndpointMatch{{Name: "GET /x", Compared: 10, Matched: 9}},
 		Mismatches: []Mismatch{{Endpoint: "GET /x", Kind: "status", Recorded: "200", Replayed: "500", Count: 1}}}
 	b.Compare = &Compare{Compared: 30, Matched: 27, Endpoints: []EndpointMatch{{Name: "GET /x", Compared: 30, Matched: 27}},
@@ -114,8 +114,8 @@ func TestMergeCompare(t *testing.T) {
 }
 
 func TestMergeTransforms(t *testing.T) {
-	a := record(testEndpoints, fixture()).Summary(Meta{Started: t0})
-	b := record(testEndpoints, fixture()).Summary(Meta{Started: t0})
+	a := record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0}})
+	b := record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0}})
 	a.Transforms = []Transform{{Name: "timestamps", Changed: 10}, {Name: "jwt", Changed: 9, Failed: 1}}
 	b.Transforms = []Transform{{Name: "jwt", Changed: 5}, {Name: "cookies", Changed: 2}}
 	m, err := Merge([]*Summary{a, b})
@@ -142,7 +142,7 @@ func TestMergeE2E(t *testing.T) {
 				tr.Seen(event.AppendID(nil, event.ID{Nonce: 5, Seq: seq, Sent: start.UnixMicro()}), "done", start.Add(time.Duration(ms)*time.Millisecond))
 			}
 		}
-		s := record(testEndpoints, fixture()).Summary(Meta{Started: t0})
+		s := record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0}})
 		s.E2E = tr.Summary(time.Second)
 		return s
 	}

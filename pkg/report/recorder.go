@@ -4,14 +4,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // queueLen is the capacity of a Recorder's channel, in results (about
 // 3.5 MB): enough to absorb a burst while the folding goroutine catches up.
 const queueLen = 1 << 16
 
-// Recorder is the async recorder: a vu.Sink whose Record hands each result
+// Recorder is the async recorder: a result.Sink whose Record hands each result
 // to one folding goroutine through a buffered channel. That goroutine owns
 // every histogram and counter, so the hot path takes no lock and allocates
 // nothing.
@@ -19,7 +19,7 @@ const queueLen = 1 << 16
 // Use: NewRecorder, give it to the VUs, Close once they have all returned,
 // then Summary.
 type Recorder struct {
-	ch    chan vu.Result
+	ch    chan result.Result
 	done  chan struct{} // closed when the folding goroutine has exited
 	close sync.Once
 	// mu guards f: the folding goroutine holds it while it folds a batch,
@@ -28,14 +28,14 @@ type Recorder struct {
 	f  *fold
 }
 
-var _ vu.Sink = (*Recorder)(nil)
+var _ result.Sink = (*Recorder)(nil)
 
 // NewRecorder starts a Recorder for the endpoint table endpoints (the
-// names that vu.Result.Endpoint indexes; an index outside it is counted
+// names that result.Result.Endpoint indexes; an index outside it is counted
 // under "other"). Its goroutine runs until Close.
 func NewRecorder(endpoints []string) *Recorder {
 	r := &Recorder{
-		ch:   make(chan vu.Result, queueLen),
+		ch:   make(chan result.Result, queueLen),
 		done: make(chan struct{}),
 		f:    newFold(endpoints),
 	}
@@ -118,10 +118,10 @@ func (r *Recorder) Live() Live {
 	return l
 }
 
-// Record implements vu.Sink: it queues res for folding. It is safe for
+// Record implements result.Sink: it queues res for folding. It is safe for
 // concurrent use, never drops a result, does not allocate, and blocks only
 // while the queue is full. Calling it after Close panics.
-func (r *Recorder) Record(res vu.Result) {
+func (r *Recorder) Record(res result.Result) {
 	r.ch <- res
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // t0 is the start of every test run.
@@ -14,24 +14,24 @@ var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
 // at returns a Result for endpoint ep due at t0+due, written at
 // t0+due+wait and answered lat after it was due, with status 200.
-func at(ep uint16, due, wait, lat time.Duration) vu.Result {
+func at(ep uint16, due, wait, lat time.Duration) result.Result {
 	d := t0.Add(due).UnixNano()
-	return vu.Result{
+	return result.Result{
 		Due: d, Sent: d + int64(wait), End: d + int64(lat),
 		BytesOut: 100, BytesIn: 10,
 		Status: 200, Endpoint: ep, Written: true,
 	}
 }
 
-func with(r vu.Result, f func(*vu.Result)) vu.Result {
+func with(r result.Result, f func(*result.Result)) result.Result {
 	f(&r)
 	return r
 }
 
-func status(code uint16) func(*vu.Result) { return func(r *vu.Result) { r.Status = code } }
+func status(code uint16) func(*result.Result) { return func(r *result.Result) { r.Status = code } }
 
-func failure(k vu.ErrorKind, written bool) func(*vu.Result) {
-	return func(r *vu.Result) { r.Status, r.Err, r.Written = 0, k, written }
+func failure(k result.ErrorKind, written bool) func(*result.Result) {
+	return func(r *result.Result) { r.Status, r.Err, r.Written = 0, k, written }
 }
 
 var testEndpoints = []string{"POST /events", "GET /users/{id}", "DELETE /users/{id}"}
@@ -39,8 +39,8 @@ var testEndpoints = []string{"POST /events", "GET /users/{id}", "DELETE /users/{
 // fixture is a known mix of results: several endpoints, statuses 200, 202,
 // 404 and 500, every error kind, reconnects, a downgrade, unsent requests
 // and endpoints outside the table.
-func fixture() []vu.Result {
-	var rs []vu.Result
+func fixture() []result.Result {
+	var rs []result.Result
 	ms := time.Millisecond
 	for i := range 100 { // 202s on endpoint 0: latency 1..100 ms, service = latency − 1ms
 		rs = append(rs, with(at(0, time.Duration(i)*10*ms, ms, time.Duration(i+1)*ms), status(202)))
@@ -53,23 +53,23 @@ func fixture() []vu.Result {
 		rs = append(rs, with(at(1, 500*ms, 0, 2*ms), status(404)))
 	}
 	for range 3 { // 500s on endpoint 0, with a reconnect each
-		rs = append(rs, with(at(0, 600*ms, 0, 3*ms), func(r *vu.Result) {
+		rs = append(rs, with(at(0, 600*ms, 0, 3*ms), func(r *result.Result) {
 			r.Status, r.Reconnect, r.Connected = 500, true, true
 		}))
 	}
-	for k := vu.ErrConnect; k <= vu.ErrOther; k++ { // every error kind on endpoint 2
-		written := k != vu.ErrConnect && k != vu.ErrCancelled
+	for k := result.ErrConnect; k <= result.ErrOther; k++ { // every error kind on endpoint 2
+		written := k != result.ErrConnect && k != result.ErrCancelled
 		rs = append(rs, with(at(2, 700*ms, 0, 50*ms), failure(k, written)))
 	}
-	rs = append(rs, with(at(2, 700*ms, 0, 50*ms), failure(vu.ErrTimeout, false))) // unsent timeout
-	for range 2 {                                                                 // out of the table
+	rs = append(rs, with(at(2, 700*ms, 0, 50*ms), failure(result.ErrTimeout, false))) // unsent timeout
+	for range 2 {                                                                     // out of the table
 		rs = append(rs, at(7, 800*ms, 0, 4*ms))
 	}
-	rs = append(rs, with(at(65535, 990*ms, 0, 10*ms), func(r *vu.Result) { r.Downgraded = true }))
+	rs = append(rs, with(at(65535, 990*ms, 0, 10*ms), func(r *result.Result) { r.Downgraded = true }))
 	return rs
 }
 
-func record(endpoints []string, rs []vu.Result) *Recorder {
+func record(endpoints []string, rs []result.Result) *Recorder {
 	r := NewRecorder(endpoints)
 	for _, res := range rs {
 		r.Record(res)
@@ -79,7 +79,7 @@ func record(endpoints []string, rs []vu.Result) *Recorder {
 }
 
 func TestRecorderCounts(t *testing.T) {
-	s := record(testEndpoints, fixture()).Summary(Meta{Started: t0, Model: "closed"})
+	s := record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0}, Model: "closed"})
 	tests := []struct {
 		name      string
 		got, want int64
@@ -196,7 +196,7 @@ func TestRecorderEndpoints(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := record(tt.table, fixture()).Summary(Meta{Started: t0})
+			s := record(tt.table, fixture()).Summary(Meta{Run: result.Counters{Started: t0}})
 			var names []string
 			for _, e := range s.Endpoints {
 				names = append(names, e.Name)
@@ -208,7 +208,7 @@ func TestRecorderEndpoints(t *testing.T) {
 		})
 	}
 
-	s := record(testEndpoints, fixture()).Summary(Meta{Started: t0})
+	s := record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0}})
 	other := s.Endpoints[len(s.Endpoints)-1]
 	if other.Name != "other" || other.Requests != 3 || other.Status["200"] != 3 {
 		t.Errorf("other: got %s with %d requests, status %v; want other, 3, 200:3", other.Name, other.Requests, other.Status)
@@ -239,13 +239,13 @@ func within(got, want float64) bool {
 
 func TestRecorderPercentiles(t *testing.T) {
 	// Latencies 1..1000 ms, service times 0.5 ms less.
-	var rs []vu.Result
+	var rs []result.Result
 	for i := 1; i <= 1000; i++ {
 		lat := time.Duration(i) * time.Millisecond
 		rs = append(rs, at(0, time.Duration(i)*time.Millisecond, 500*time.Microsecond, lat))
 	}
 	rs = append(rs, with(at(0, 0, 0, 2*time.Hour), status(503))) // clamped to an hour
-	s := record(testEndpoints, rs).Summary(Meta{Started: t0})
+	s := record(testEndpoints, rs).Summary(Meta{Run: result.Counters{Started: t0}})
 
 	// With 1001 values the rank of pN is round(N/100 × 1001).
 	hour := float64(time.Hour / time.Millisecond)
@@ -280,26 +280,26 @@ func TestRecorderPercentiles(t *testing.T) {
 func TestSummaryRates(t *testing.T) {
 	ms := time.Millisecond
 	rate := 100.0
-	var spread []vu.Result
+	var spread []result.Result
 	for i := range 100 {
 		spread = append(spread, at(0, time.Duration(i)*10*ms, 0, 5*ms))
 	}
 	spread[99] = with(spread[99], status(500))
 	tests := []struct {
 		name              string
-		results           []vu.Result
+		results           []result.Result
 		meta              Meta
 		wantStarted       time.Time
 		wantDur, wantWait float64
 		wantRPS, wantTput float64
 	}{
 		{
-			name: "spread", results: spread, meta: Meta{Started: t0, TargetRate: &rate},
+			name: "spread", results: spread, meta: Meta{Run: result.Counters{Started: t0}, TargetRate: &rate},
 			wantStarted: t0, wantDur: 0.99, wantWait: 0.005,
 			wantRPS: 100 / 0.99, wantTput: 99 / 0.995,
 		},
 		{
-			name: "one request", results: []vu.Result{at(0, 0, 0, 2*ms)}, meta: Meta{Started: t0},
+			name: "one request", results: []result.Result{at(0, 0, 0, 2*ms)}, meta: Meta{Run: result.Counters{Started: t0}},
 			wantStarted: t0, wantDur: 0.002, wantWait: 0, wantRPS: 500, wantTput: 500,
 		},
 		{
@@ -308,7 +308,7 @@ func TestSummaryRates(t *testing.T) {
 			wantRPS: 90 / 0.89, wantTput: 89 / 0.895,
 		},
 		{
-			name: "no requests", meta: Meta{Started: t0},
+			name: "no requests", meta: Meta{Run: result.Counters{Started: t0}},
 			wantStarted: t0,
 		},
 	}
@@ -350,7 +350,7 @@ func TestRecorderConcurrent(t *testing.T) {
 			for i := range each {
 				res := at(uint16(i%4), time.Duration(i)*time.Microsecond, 0, time.Duration(g+1)*time.Millisecond)
 				if i%10 == 0 {
-					res = with(res, failure(vu.ErrTimeout, true))
+					res = with(res, failure(result.ErrTimeout, true))
 				}
 				r.Record(res)
 			}
@@ -359,7 +359,7 @@ func TestRecorderConcurrent(t *testing.T) {
 	wg.Wait()
 	r.Close()
 	r.Close() // a second Close does nothing
-	s := r.Summary(Meta{Started: t0})
+	s := r.Summary(Meta{Run: result.Counters{Started: t0}})
 
 	const total = goroutines * each
 	if s.Requests != total || s.Failed != total/10 || s.Errors["timeout"] != total/10 || s.Status["200"] != total*9/10 {
@@ -377,7 +377,7 @@ func TestRecorderConcurrent(t *testing.T) {
 func TestSummaryWithoutClose(t *testing.T) {
 	r := NewRecorder(nil)
 	r.Record(at(0, 0, 0, time.Millisecond))
-	if s := r.Summary(Meta{Started: t0}); s.Requests != 1 {
+	if s := r.Summary(Meta{Run: result.Counters{Started: t0}}); s.Requests != 1 {
 		t.Errorf("got %d requests, want 1", s.Requests)
 	}
 	r.Close() // after Summary: does nothing

@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // SummaryVersion is the version of the summary JSON contract. It changes
@@ -15,21 +14,15 @@ import (
 const SummaryVersion = 1
 
 // Meta is what a Summary needs to know about the run that the results do
-// not say.
+// not say: the engine's counters as they came, and the load asked for.
 type Meta struct {
-	Started    time.Time // when the run began; zero means the earliest due time
-	Model      string    // load model: "closed", "rate" or "recorded"
-	TargetRate *float64  // requested iterations per second; nil without a rate
-	VUsMax     int       // the most VUs that ran at once
-	Dropped    int64     // iterations an arrival rate could not start
-	Late       int64     // requests begun more than LateAfter after their due time
-	LateAfter  time.Duration
-	Iterations int64 // iterations begun
-	// Open models: iterations that came due, and how late the scheduler
-	// handed them out (what it could not beat on this machine).
-	Scheduled       int64
-	LagMean, LagMax time.Duration
-	OutOfOrder      int // recorded pacing: iterations listed before earlier ones
+	// Run are the engine's counters; a zero Run.Started means the earliest
+	// due time.
+	Run        result.Counters
+	Model      string   // load model: "closed", "rate" or "recorded"
+	TargetRate *float64 // requested iterations per second; nil without a rate
+	// LateAfter is the lateness past which Run.Late counts a request.
+	LateAfter time.Duration
 }
 
 // Summary is the outcome of a run as plain data: the summary JSON of
@@ -95,12 +88,9 @@ type Summary struct {
 	ServiceHistogram string `json:"service_histogram"` // service time, same encoding
 }
 
-// Transform is what one transform of the chain did over the run.
-type Transform struct {
-	Name    string `json:"name"`    // "timestamps", "jwt", "correlate json id", "cookies"...
-	Changed int64  `json:"changed"` // requests it changed
-	Failed  int64  `json:"failed"`  // requests where it found something it could not rewrite
-}
+// Transform is what one rewrite did over the run (result.TransformCount):
+// the summary's "transforms" entries.
+type Transform = result.TransformCount
 
 // Timings are the phases of requests (--timings), k6's http_req_connecting,
 // _tls_handshaking, _sending, _waiting and _receiving. Connecting and
@@ -162,7 +152,7 @@ func (r *Recorder) Summary(m Meta) *Summary {
 	f := r.f
 	f.closeIntervals(f.newestSec)
 
-	started := m.Started
+	started := m.Run.Started
 	if started.IsZero() && f.seen {
 		started = time.Unix(0, f.minDue)
 	}
@@ -174,10 +164,10 @@ func (r *Recorder) Summary(m Meta) *Summary {
 		Requests:    f.requests,
 		Succeeded:   f.succeeded,
 		Failed:      f.failed,
-		Dropped:     m.Dropped,
-		Late:        m.Late,
+		Dropped:     m.Run.Dropped,
+		Late:        m.Run.Late,
 		Reconnects:  f.reconnects,
-		VUsMax:      m.VUsMax,
+		VUsMax:      m.Run.VUs,
 		BytesIn:     f.bytesIn,
 		BytesOut:    f.bytesOut,
 		Connections: f.connections,
@@ -185,8 +175,8 @@ func (r *Recorder) Summary(m Meta) *Summary {
 		Unsent:      f.unsent,
 		Redirects:   f.redirects,
 		Clamped:     f.clamped,
-		Iterations:  m.Iterations,
-		OutOfOrder:  m.OutOfOrder,
+		Iterations:  m.Run.Iterations,
+		OutOfOrder:  m.Run.OutOfOrder,
 
 		Latency:       latencyOf(f.latency),
 		Service:       latencyOf(f.service),
@@ -219,7 +209,7 @@ func (r *Recorder) Summary(m Meta) *Summary {
 			s.Throughput = float64(f.succeeded) / (float64(dur+wait) / 1e9)
 		}
 		if dur > 0 {
-			s.IterationRate = float64(m.Iterations) / s.DurationS
+			s.IterationRate = float64(m.Run.Iterations) / s.DurationS
 		}
 	}
 	if p := f.phases; p != nil {
@@ -230,7 +220,7 @@ func (r *Recorder) Summary(m Meta) *Summary {
 	}
 	if m.Model == "rate" || m.Model == "recorded" {
 		s.Schedule = &Schedule{
-			Scheduled: m.Scheduled, LagMeanMS: durMS(m.LagMean), LagMaxMS: durMS(m.LagMax), LateAfterMS: durMS(m.LateAfter),
+			Scheduled: m.Run.Scheduled, LagMeanMS: durMS(m.Run.LagMean), LagMaxMS: durMS(m.Run.LagMax), LateAfterMS: durMS(m.LateAfter),
 		}
 	}
 
@@ -262,11 +252,11 @@ func (r *Recorder) Summary(m Meta) *Summary {
 }
 
 // errorCounts returns the non-zero counts of errs by kind name.
-func errorCounts(errs *[vu.NumErrorKinds]int64) map[string]int64 {
+func errorCounts(errs *[result.NumErrorKinds]int64) map[string]int64 {
 	m := make(map[string]int64)
 	for k, n := range errs {
-		if k != int(vu.ErrNone) && n != 0 {
-			m[vu.ErrorKind(k).String()] = n
+		if k != int(result.ErrNone) && n != 0 {
+			m[result.ErrorKind(k).String()] = n
 		}
 	}
 	return m

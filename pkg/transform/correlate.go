@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
-	"github.com/valyala/fasthttp"
 )
 
 // CorrelateSpec is a "smart replace": a value the SUT returns live replaces
@@ -121,7 +121,7 @@ func (c *correlate) name() string { return "correlate " + c.label }
 func (c *correlate) needsRecorded() bool { return true }
 
 // observe learns recorded → live from one answer.
-func (c *correlate) observe(st *vuState, i int, pair *rrpair.Pair, resp *fasthttp.Response) {
+func (c *correlate) observe(st *vuState, i int, pair *rrpair.Pair, a result.Answer) {
 	if !c.endpoints.has(pair.Endpoint) {
 		return
 	}
@@ -135,16 +135,16 @@ func (c *correlate) observe(st *vuState, i int, pair *rrpair.Pair, resp *fasthtt
 		}
 		rec = c.value(st, rec)
 	} else {
-		rec = c.value(st, pair.Res.Body)
+		rec = c.value(st, result.RecordedBody(&pair.Res))
 	}
 	if len(rec) == 0 {
 		return // nothing recorded to replace
 	}
 	var live []byte
 	if c.header != "" {
-		live = c.value(st, resp.Header.Peek(c.header))
+		live = c.value(st, a.Header(c.header))
 	} else {
-		live = c.value(st, liveBody(resp))
+		live = c.value(st, a.Body())
 	}
 	switch {
 	case len(live) == 0:
@@ -184,16 +184,6 @@ func (c *correlate) value(st *vuState, b []byte) []byte {
 		return b[m[2]:m[3]]
 	}
 	return b
-}
-
-// liveBody is the live answer's body, decompressed if it came compressed.
-func liveBody(resp *fasthttp.Response) []byte {
-	if len(resp.Header.ContentEncoding()) > 0 {
-		if b, err := resp.BodyUncompressed(); err == nil {
-			return b
-		}
-	}
-	return resp.Body()
 }
 
 // apply replaces every value this rule learned in the session.
@@ -331,9 +321,10 @@ type cookies struct{}
 func (cookies) name() string        { return "cookies" }
 func (cookies) needsRecorded() bool { return false }
 
-func (cookies) observe(st *vuState, _ int, _ *rrpair.Pair, resp *fasthttp.Response) {
+func (cookies) observe(st *vuState, _ int, _ *rrpair.Pair, a result.Answer) {
 	ss := &st.learn
-	for name, value := range resp.Header.Cookies() {
+	for _, c := range a.Cookies() {
+		name, value := c.Name, c.Value
 		if i := bytes.IndexByte(value, ';'); i >= 0 {
 			value = value[:i]
 		}

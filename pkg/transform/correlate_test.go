@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valyala/fasthttp"
+	"github.com/replay-dev/replay/pkg/result/resulttest"
 )
 
 // orderFlow is a session: create an order, read it, pay it.
@@ -29,20 +29,8 @@ func orderFlow() []string {
 	}
 }
 
-func live(status int, body string, headers ...string) *fasthttp.Response {
-	r := &fasthttp.Response{}
-	r.SetStatusCode(status)
-	r.SetBodyString(body)
-	for i := 0; i+1 < len(headers); i += 2 {
-		if headers[i] == "Set-Cookie" {
-			c := fasthttp.AcquireCookie()
-			c.Parse(headers[i+1])
-			r.Header.SetCookie(c)
-			continue
-		}
-		r.Header.Set(headers[i], headers[i+1])
-	}
-	return r
+func live(status int, body string, headers ...string) *resulttest.Answer {
+	return resulttest.New(status, body, headers...)
 }
 
 func TestCorrelate(t *testing.T) {

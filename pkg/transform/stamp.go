@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/replay-dev/replay/pkg/event"
+	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
-	"github.com/valyala/fasthttp"
 )
 
 // Stamper keeps the score of stamped requests (report.E2E): the chain
@@ -101,8 +101,8 @@ func (s *stamp) apply(c *call) {
 	c.changed = true
 }
 
-func (s *stamp) observe(st *vuState, _ int, _ *rrpair.Pair, resp *fasthttp.Response) {
-	if st.stamp.pending && resp.StatusCode() < 400 {
+func (s *stamp) observe(st *vuState, _ int, _ *rrpair.Pair, a result.Answer) {
+	if st.stamp.pending && a.Status() < 400 {
 		s.to.Accepted(st.vu, st.stamp.seq-1)
 	}
 	st.stamp.pending = false

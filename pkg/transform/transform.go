@@ -3,7 +3,7 @@
 // requests need (correlation). A Chain is built once from a Spec (a YAML
 // file, flags, or both), checked before any traffic is sent, and then
 // called by every VU: as vu.Rewriter before each request and as
-// vu.Observer after each answer.
+// result.Observer after each answer.
 //
 // The transforms, applied in the order given:
 //
@@ -25,8 +25,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
-	"github.com/valyala/fasthttp"
 )
 
 // step is one transform of the chain.
@@ -42,20 +42,9 @@ type learner interface {
 	step
 	// observe learns from the live answer to pair, on the VU of st; the
 	// learner is step i of the chain (for its counts).
-	observe(st *vuState, i int, pair *rrpair.Pair, resp *fasthttp.Response)
+	observe(st *vuState, i int, pair *rrpair.Pair, a result.Answer)
 	// needsRecorded reports whether it reads the recorded response.
 	needsRecorded() bool
-}
-
-// Count is what one transform did over a run. It has the fields of
-// report.Transform, which it converts to.
-type Count struct {
-	Name string
-	// Changed counts requests it changed; Failed, requests where it found
-	// something it could not rewrite (a JWT it could not parse, a
-	// correlated value the SUT never returned, a pair without ts).
-	Changed int64
-	Failed  int64
 }
 
 // Chain is a run's transform chain. Build it with New; it is safe for use
@@ -71,7 +60,7 @@ type Chain struct {
 // vuState is what one VU owns: scratch buffers, counts, what it learned.
 type vuState struct {
 	bufs      [][5][]byte // per step
-	counts    []Count
+	counts    []result.TransformCount
 	walker    jsonWalker
 	ts        tsState
 	jwtFinder pathFinder
@@ -131,7 +120,7 @@ func newChain(steps []step, opt Options) *Chain {
 	for i := range c.vus {
 		c.vus[i].vu = i
 		c.vus[i].bufs = make([][5][]byte, len(steps))
-		c.vus[i].counts = make([]Count, len(steps))
+		c.vus[i].counts = make([]result.TransformCount, len(steps))
 	}
 	return c
 }
@@ -205,20 +194,20 @@ func (c *Chain) Rewrite(vu int, req *rrpair.Request, pair *rrpair.Pair) error {
 }
 
 // Observe lets the learning transforms learn from a live answer.
-func (c *Chain) Observe(vu int, pair *rrpair.Pair, resp *fasthttp.Response) {
+func (c *Chain) Observe(vu int, pair *rrpair.Pair, a result.Answer) {
 	st, err := c.state(vu)
 	if err != nil {
 		return
 	}
 	for _, i := range c.learners {
-		c.steps[i].(learner).observe(st, i, pair, resp)
+		c.steps[i].(learner).observe(st, i, pair, a)
 	}
 }
 
 // Counts sums what each transform did over every VU. Call it after the
 // run, not during it.
-func (c *Chain) Counts() []Count {
-	out := make([]Count, len(c.steps))
+func (c *Chain) Counts() []result.TransformCount {
+	out := make([]result.TransformCount, len(c.steps))
 	for i, s := range c.steps {
 		out[i].Name = s.name()
 		for v := range c.vus {

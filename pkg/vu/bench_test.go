@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/pkg/result"
 	"github.com/rs/zerolog"
 )
 
 type nopSink struct{}
 
-func (nopSink) Record(Result) {}
+func (nopSink) Record(result.Result) {}
 
 // BenchmarkRequest runs one VU through decode, wire write, send, read and
 // record against a loopback server: the base hot path. allocs/op must be 0.

@@ -118,7 +118,7 @@ type Config struct {
 	// Proxy, "http://[user:password@]host:port", carries every connection
 	// through an HTTP CONNECT tunnel.
 	Proxy string
-	// Timings measures the phases of each request (Result.ConnectNs...).
+	// Timings measures the phases of each request (result.Result.ConnectNs...).
 	Timings bool
 	// FollowRedirects follows up to this many redirects of a request; each
 	// hop is a request of its own, marked Redirect. 0: a replay sends what

@@ -10,6 +10,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -73,14 +74,14 @@ func recordedHost(req *rrpair.Request, fallback []byte) []byte {
 // bytes, from the moment it is made (tcpDialer.dial): sent says how many,
 // and res.Sent is set when some were. It returns the error kind of a
 // failed dial.
-func (v *vu) connect(addr, name string, https bool, res *Result, first []byte) (sent int, kind ErrorKind) {
+func (v *vu) connect(addr, name string, https bool, res *result.Result, first []byte) (sent int, kind result.ErrorKind) {
 	cfg := v.r.cfg
 	if v.c != nil && (v.c.addr != addr || v.c.https != https ||
 		cfg.MaxConnDuration > 0 && v.r.nanos()-v.c.opened >= int64(cfg.MaxConnDuration)) {
 		v.closeConn()
 	}
 	if v.c != nil {
-		return 0, ErrNone
+		return 0, result.ErrNone
 	}
 	res.Connected = true
 	res.Reconnect = v.hadConn && !cfg.NoConnectionReuse
@@ -101,9 +102,9 @@ func (v *vu) connect(addr, name string, https bool, res *Result, first []byte) (
 	if err != nil {
 		v.lastErr = err
 		if v.r.hard.Load() {
-			return 0, ErrCancelled
+			return 0, result.ErrCancelled
 		}
-		return 0, ErrConnect
+		return 0, result.ErrConnect
 	}
 	if sent > 0 {
 		res.Sent = v.dialer.sentAt
@@ -123,12 +124,12 @@ func (v *vu) connect(addr, name string, https bool, res *Result, first []byte) (
 			v.lastErr = err
 			raw.Close()
 			if v.r.hard.Load() {
-				return 0, ErrCancelled
+				return 0, result.ErrCancelled
 			}
 			if timedOut {
-				return 0, ErrTimeout
+				return 0, result.ErrTimeout
 			}
-			return 0, ErrTLS
+			return 0, result.ErrTLS
 		}
 		c.nc = tlsConn
 		if cfg.Timings {
@@ -142,7 +143,7 @@ func (v *vu) connect(addr, name string, https bool, res *Result, first []byte) (
 	if v.r.hard.Load() { // the stopper may have missed this connection
 		c.raw.SetDeadline(time.Unix(1, 0))
 	}
-	return sent, ErrNone
+	return sent, result.ErrNone
 }
 
 // dial opens a TCP connection to addr, through the --proxy's CONNECT

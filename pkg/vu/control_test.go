@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/result"
 	"github.com/rs/zerolog"
 )
 
@@ -92,7 +93,7 @@ func TestMaxConnDuration(t *testing.T) {
 	srv := newRawServer(t, func(int64, []byte) action { return action{status: 200, stall: 10 * time.Millisecond} })
 	sink, _ := runPool(t, openLines(t, manyLines(5)...), Config{VUs: 1, Walk: Loop, Duration: 500 * time.Millisecond, MaxConnDuration: 100 * time.Millisecond, Target: srv.url()})
 	srv.close()
-	reconnects := sink.count(func(r Result) bool { return r.Reconnect })
+	reconnects := sink.count(func(r result.Result) bool { return r.Reconnect })
 	if conns := srv.conns.Load(); conns < 4 || conns > 7 || int64(reconnects) != conns-1 {
 		t.Errorf("got %d connections and %d reconnects in 500ms with --max-conn-duration 100ms; want about 5, and reconnects = connections − 1", conns, reconnects)
 	}
@@ -131,15 +132,15 @@ func TestTLSClientCertificate(t *testing.T) {
 	f := openLines(t, manyLines(2)...)
 
 	sink, _ := runPool(t, f, Config{Target: srv.URL, CA: caFile, Cert: certFile, Key: keyFile, ServerName: "server.test"})
-	if n := sink.count(func(r Result) bool { return r.Status == 202 }); n != 2 || gotSNI != "server.test" {
+	if n := sink.count(func(r result.Result) bool { return r.Status == 202 }); n != 2 || gotSNI != "server.test" {
 		t.Errorf("with the CA and a client certificate: %+v, SNI %q; want 2 answers and SNI server.test", sink.results(), gotSNI)
 	}
 	sink, _ = runPool(t, f, Config{Target: srv.URL, CA: caFile, ServerName: "server.test"})
-	if n := sink.count(func(r Result) bool { return r.Err != ErrNone }); n != 2 {
+	if n := sink.count(func(r result.Result) bool { return r.Err != result.ErrNone }); n != 2 {
 		t.Errorf("without a client certificate: %+v, want 2 failures", sink.results())
 	}
 	sink, _ = runPool(t, f, Config{Target: srv.URL, Cert: certFile, Key: keyFile, ServerName: "server.test"})
-	if n := sink.count(func(r Result) bool { return r.Err == ErrTLS }); n != 2 {
+	if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrTLS }); n != 2 {
 		t.Errorf("without the CA: %+v, want 2 tls errors", sink.results())
 	}
 	for _, cfg := range []Config{{VUs: 1, CA: filepath.Join(dir, "nope.pem")}, {VUs: 1, CA: keyFile}, {VUs: 1, Cert: certFile}} {
@@ -197,7 +198,7 @@ func TestFollowRedirects(t *testing.T) {
 	if n := len(srv.requests()); n != 3 {
 		t.Fatalf("without --follow-redirects: %d requests, want 3 (a 3xx is the answer)", n)
 	}
-	if n := sink.count(func(r Result) bool { return r.Status >= 300 && r.Status < 400 }); n != 3 {
+	if n := sink.count(func(r result.Result) bool { return r.Status >= 300 && r.Status < 400 }); n != 3 {
 		t.Errorf("got %d 3xx answers, want 3", n)
 	}
 
@@ -219,7 +220,7 @@ func TestFollowRedirects(t *testing.T) {
 	if strings.Contains(string(got[1]), "Content-") || !strings.HasSuffix(string(got[3]), "\r\n\r\ndata") {
 		t.Errorf("303 hop %q must drop the body; 307 hop %q must keep it", got[1], got[3])
 	}
-	if n := sink.count(func(r Result) bool { return r.Redirect }); n != 4 {
+	if n := sink.count(func(r result.Result) bool { return r.Redirect }); n != 4 {
 		t.Errorf("got %d redirect hops, want 4", n)
 	}
 }
@@ -305,14 +306,14 @@ func TestProxy(t *testing.T) {
 	f := openLines(t, manyLines(3)...)
 	u := strings.Replace(proxyURL, "http://", "http://user:pass@", 1)
 	sink, _ := runPool(t, f, Config{Target: srv.url(), Proxy: u})
-	if n := sink.count(func(r Result) bool { return r.Status == 200 }); n != 3 || tunnels.Load() != 1 {
+	if n := sink.count(func(r result.Result) bool { return r.Status == 200 }); n != 3 || tunnels.Load() != 1 {
 		t.Errorf("through the proxy: %d answers over %d tunnels, want 3 over 1", n, tunnels.Load())
 	}
 	if got := string(srv.requests()[0]); !strings.HasPrefix(got, "GET /p/0 HTTP/1.1\r\nHost: "+srv.ln.Addr().String()) {
 		t.Errorf("tunnelled request %q, want it as sent directly", got)
 	}
 	sink, _ = runPool(t, f, Config{Target: srv.url(), Proxy: proxyURL}) // no credentials: 407
-	if n := sink.count(func(r Result) bool { return r.Err == ErrConnect }); n != 3 {
+	if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrConnect }); n != 3 {
 		t.Errorf("refused by the proxy: %+v, want 3 connect errors", sink.results())
 	}
 	if err := (&Config{VUs: 1, Proxy: "socks5://x:1"}).Validate(); err == nil {

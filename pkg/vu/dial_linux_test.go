@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // fullListener is a loopback listener whose accept queue is full: the
@@ -197,7 +199,7 @@ func TestDialConn(t *testing.T) {
 	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	_, err = c.Read(make([]byte, 1))
 	var ne net.Error
-	if !errors.As(err, &ne) || !ne.Timeout() || kindOf(err) != ErrTimeout {
+	if !errors.As(err, &ne) || !ne.Timeout() || kindOf(err) != result.ErrTimeout {
 		t.Errorf("read past the deadline: %v; want a timeout", err)
 	}
 	c.Close()
@@ -209,7 +211,7 @@ func TestDialConn(t *testing.T) {
 	for rerr == nil {
 		_, rerr = c.Read(make([]byte, 16))
 	}
-	if !errors.Is(rerr, syscall.ECONNRESET) || kindOf(rerr) != ErrReset {
+	if !errors.Is(rerr, syscall.ECONNRESET) || kindOf(rerr) != result.ErrReset {
 		t.Errorf("read of a reset connection: %v; want connection reset", rerr)
 	}
 	var op *net.OpError

@@ -9,28 +9,29 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/replay-dev/replay/pkg/result"
 	"github.com/valyala/fasthttp"
 )
 
 // classify names why a request failed. sockErr is the socket's own error
 // when known (fasthttp reports any failure before the first byte as EOF);
 // err is what the write or the response parser returned.
-func (v *vu) classify(sockErr, err error) ErrorKind {
+func (v *vu) classify(sockErr, err error) result.ErrorKind {
 	if v.r.hard.Load() {
-		return ErrCancelled
+		return result.ErrCancelled
 	}
 	for _, e := range [2]error{sockErr, err} {
 		if e == nil {
 			continue
 		}
-		if k := kindOf(e); k != ErrOther {
+		if k := kindOf(e); k != result.ErrOther {
 			return k
 		}
 	}
-	return ErrOther
+	return result.ErrOther
 }
 
-func kindOf(err error) ErrorKind {
+func kindOf(err error) result.ErrorKind {
 	var netErr net.Error
 	var recErr tls.RecordHeaderError
 	var alert tls.AlertError
@@ -39,13 +40,13 @@ func kindOf(err error) ErrorKind {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, fasthttp.ErrTimeout),
 		errors.As(err, &netErr) && netErr.Timeout():
-		return ErrTimeout
+		return result.ErrTimeout
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED):
-		return ErrReset
+		return result.ErrReset
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, fasthttp.ErrConnectionClosed):
-		return ErrEOF
+		return result.ErrEOF
 	case errors.As(err, &recErr), errors.As(err, &alert), errors.As(err, &verify), errors.As(err, &unknownCA):
-		return ErrTLS
+		return result.ErrTLS
 	}
-	return ErrOther
+	return result.ErrOther
 }

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
-	"github.com/valyala/fasthttp"
 )
 
 // Rewriter changes an outgoing request in place before it is sent (the
@@ -19,36 +19,10 @@ import (
 // Begin is called when VU vu starts an iteration (a session), so that what
 // it learned in the previous one is forgotten. Rewrite is not called for
 // the hops of a redirect: they follow the Location as given. An error
-// fails the request (ErrOther) without sending it.
+// fails the request (result.ErrOther) without sending it.
 type Rewriter interface {
 	Begin(vu int)
 	Rewrite(vu int, req *rrpair.Request, pair *rrpair.Pair) error
-}
-
-// Observer sees each live response (correlation learns from it, comparison
-// checks it). It is called from every VU concurrently and must not keep
-// resp or pair past the call.
-type Observer interface {
-	Observe(vu int, pair *rrpair.Pair, resp *fasthttp.Response)
-}
-
-// Failure is a failed request: an error, or a status of 400 or more. It is
-// valid only during the FailureSink's call.
-type Failure struct {
-	VU       int
-	Pair     *rrpair.Pair
-	Addr     string // where it was sent
-	Head     []byte // request line and headers as written; nil if never built (dial failed)
-	Body     []byte // the body sent
-	Result   *Result
-	Response *fasthttp.Response // the answer; nil when Result.Err is not ErrNone
-	Err      error              // what went wrong, when there was no answer
-}
-
-// FailureSink receives failed requests (--dump-failures). It is called from
-// every VU concurrently, only for failures, and must not keep f.
-type FailureSink interface {
-	Failed(f *Failure)
 }
 
 // Pool runs virtual users over a file. Set the fields, then call Run once.
@@ -56,9 +30,9 @@ type Pool struct {
 	File      *rrpair.File
 	Config    Config // validated by Run
 	Rewriter  Rewriter
-	Observers []Observer
-	Sink      Sink
-	Failures  FailureSink // optional
+	Observers []result.Observer
+	Sink      result.Sink
+	Failures  result.FailureSink // optional
 	// DecodeResponses has each VU decode the recorded response of a pair
 	// too (headers and body), for Observers that compare.
 	DecodeResponses bool
@@ -96,27 +70,6 @@ func (p *Pool) Live() (vus int, inFlight int64) {
 	return vus, r.inFlight.Load()
 }
 
-// Stats describes a finished run. Per-request numbers are in the Sink.
-type Stats struct {
-	Started    time.Time // when the run started: due times count from here
-	Stopped    time.Time // when issuing stopped (limit, file done, or stop)
-	Ended      time.Time // when the last VU finished
-	VUs        int       // the most VUs that ran
-	Iterations int64     // iterations begun
-	// Interrupted reports that ctx was cancelled (a signal) before the run
-	// ended by itself.
-	Interrupted bool
-
-	// Open models (rate, recorded).
-	Scheduled  int64         // iterations that came due
-	Dropped    int64         // due while no VU was free (and the pool was full)
-	LagMax     time.Duration // how late the scheduler handed out an iteration, at worst
-	LagMean    time.Duration // and on average
-	OutOfOrder int           // recorded: iterations the file lists before earlier ones
-	// Late counts requests begun more than Config.LateAfter after due.
-	Late int64
-}
-
 // run is the state the VUs of one Run share.
 type run struct {
 	cfg  *Config
@@ -150,13 +103,13 @@ type run struct {
 // limit is reached, or ctx is cancelled; then it stops issuing, lets
 // in-flight requests finish within Config.Grace, cuts off the rest, and
 // returns after every goroutine it started has exited.
-func (p *Pool) Run(ctx context.Context) (Stats, error) {
+func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 	if err := p.Config.Validate(); err != nil {
-		return Stats{}, err
+		return result.Counters{}, err
 	}
 	cfg := &p.Config
 	if err := cfg.checkHosts(p.File); err != nil {
-		return Stats{}, err
+		return result.Counters{}, err
 	}
 	hardCtx, hardStop := context.WithCancel(context.Background())
 	defer hardStop()
@@ -167,14 +120,14 @@ func (p *Pool) Run(ctx context.Context) (Stats, error) {
 	if cfg.Model != Closed {
 		var err error
 		if sched, outOfOrder, err = r.newScheduler(); err != nil {
-			return Stats{}, err
+			return result.Counters{}, err
 		}
 	}
 	r.base = cfg.Clock.Now()
 	r.baseUnix = r.base.UnixNano()
 	r.sched = sched
 	p.running.Store(r)
-	stats := Stats{Started: r.base, OutOfOrder: outOfOrder}
+	stats := result.Counters{Started: r.base, OutOfOrder: outOfOrder}
 
 	switch {
 	case sched != nil:

@@ -1,6 +1,10 @@
 package vu
 
-import "net/url"
+import (
+	"net/url"
+
+	"github.com/replay-dev/replay/pkg/result"
+)
 
 // redirect turns the current request into the next hop of a redirect the
 // last answer asked for, and reports whether there is one to follow: 301,
@@ -8,7 +12,7 @@ import "net/url"
 // browsers and k6 do), 307 and 308 keep method and body. A Location with a
 // host goes where that recorded host would (--host-map, --target).
 func (v *vu) redirect() bool {
-	if v.res.Err != ErrNone {
+	if v.res.Err != result.ErrNone {
 		return false
 	}
 	switch v.res.Status {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/rs/zerolog"
-	"github.com/valyala/fasthttp"
 )
 
 // tagger is a Rewriter and Observer that stamps each request with the
@@ -39,7 +39,7 @@ func (g *tagger) Rewrite(vu int, req *rrpair.Request, _ *rrpair.Pair) error {
 	return nil
 }
 
-func (g *tagger) Observe(int, *rrpair.Pair, *fasthttp.Response) {
+func (g *tagger) Observe(int, *rrpair.Pair, result.Answer) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.observed++
@@ -58,7 +58,7 @@ func TestRewriterAndObserver(t *testing.T) {
 	f := openLines(t, session("a", "/1"), session("a", "/2"), session("b", "/3"))
 	g := &tagger{inIter: map[int]int{}}
 	p := &Pool{File: f, Config: Config{VUs: 1, Target: srv.url(), Timeout: 5 * time.Second, FollowRedirects: 3, Log: zerolog.Nop()},
-		Sink: &collect{}, Rewriter: g, Observers: []Observer{g}}
+		Sink: &collect{}, Rewriter: g, Observers: []result.Observer{g}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := p.Run(ctx); err != nil {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/valyala/fasthttp"
 )
@@ -26,9 +27,9 @@ type vu struct {
 	start  int // Loop: first iteration
 	walked int // Loop: iterations walked so far
 
-	res Result // of the request in flight
-	hop bool   // the request in flight follows a redirect
-	loc []byte // the Location being followed
+	res result.Result // of the request in flight
+	hop bool          // the request in flight follows a redirect
+	loc []byte        // the Location being followed
 
 	// The request in flight, for a failure report.
 	headLen int
@@ -41,6 +42,7 @@ type vu struct {
 	cur  *rrpair.Cursor
 	pair rrpair.Pair
 	resp fasthttp.Response
+	ans  answer // the view of resp lent to observers
 
 	c       *conn                // current connection, nil when none
 	active  atomic.Pointer[conn] // c, published for interrupt
@@ -200,7 +202,7 @@ func (v *vu) iteration(k int, firstDue int64) error {
 // returns when it ended.
 func (v *vu) do(due int64) int64 {
 	r, cfg := v.r, v.r.cfg
-	v.res = Result{VU: uint32(v.id), Endpoint: v.pair.Endpoint, Downgraded: v.pair.IsHTTP2(), Due: due, Redirect: v.hop}
+	v.res = result.Result{VU: uint32(v.id), Endpoint: v.pair.Endpoint, Downgraded: v.pair.IsHTTP2(), Due: due, Redirect: v.hop}
 	res := &v.res
 	v.headLen, v.lastErr, v.addr = 0, nil, ""
 	r.inFlight.Add(1)
@@ -209,7 +211,7 @@ func (v *vu) do(due int64) int64 {
 	req := &v.pair.Req
 	if rw := r.pool.Rewriter; rw != nil && !v.hop {
 		if err := rw.Rewrite(v.id, req, &v.pair); err != nil {
-			res.Err = ErrOther
+			res.Err = result.ErrOther
 			res.Sent, res.End = r.nanos(), r.nanos()
 			return res.End
 		}
@@ -224,7 +226,7 @@ func (v *vu) do(due int64) int64 {
 		body = nil
 	}
 	early, kind := v.connect(addr, name, https, res, v.wbuf)
-	if kind != ErrNone {
+	if kind != result.ErrNone {
 		v.headLen = 0 // nothing was sent
 		res.Err = kind
 		res.End = r.nanos()
@@ -265,6 +267,7 @@ func (v *vu) do(due int64) int64 {
 	}
 
 	v.resp.Reset()
+	v.ans.reset(&v.resp, cfg.MaxBody)
 	v.resp.SkipBody = string(req.Method) == "HEAD"
 	v.cr.n, v.cr.err, v.cr.first = 0, nil, 0
 	err = v.resp.ReadLimitBody(v.br, cfg.MaxBody)
@@ -286,7 +289,7 @@ func (v *vu) do(due int64) int64 {
 		v.closeConn()
 	}
 	for _, o := range r.pool.Observers {
-		o.Observe(v.id, &v.pair, &v.resp)
+		o.Observe(v.id, &v.pair, &v.ans)
 	}
 	return res.End
 }
@@ -295,21 +298,21 @@ func (v *vu) do(due int64) int64 {
 func (v *vu) finish() {
 	v.r.inFlight.Add(-1)
 	v.r.pool.Sink.Record(v.res)
-	if v.r.pool.Failures != nil && (v.res.Err != ErrNone || v.res.Status >= 400) {
+	if v.r.pool.Failures != nil && (v.res.Err != result.ErrNone || v.res.Status >= 400) {
 		v.failed(&v.res)
 	}
 }
 
-// failed hands a failed request to the pool's FailureSink: off the hot path,
+// failed hands a failed request to the pool's result.FailureSink: off the hot path,
 // only for failures.
-func (v *vu) failed(res *Result) {
-	f := Failure{VU: v.id, Pair: &v.pair, Addr: v.addr, Result: res, Err: v.lastErr}
+func (v *vu) failed(res *result.Result) {
+	f := result.Failure{VU: v.id, Pair: &v.pair, Addr: v.addr, Result: res, Err: v.lastErr}
 	if v.headLen > 0 {
 		f.Head = v.wbuf[:v.headLen]
 	}
 	f.Body = v.pair.Req.Body
-	if res.Err == ErrNone {
-		f.Response = &v.resp
+	if res.Err == result.ErrNone {
+		f.Answer = &v.ans
 	}
 	v.r.pool.Failures.Failed(&f)
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/rs/zerolog"
 )
@@ -22,22 +23,22 @@ import (
 // collect is a Sink that keeps every result.
 type collect struct {
 	mu  sync.Mutex // guards res
-	res []Result
+	res []result.Result
 }
 
-func (c *collect) Record(r Result) {
+func (c *collect) Record(r result.Result) {
 	c.mu.Lock()
 	c.res = append(c.res, r)
 	c.mu.Unlock()
 }
 
-func (c *collect) results() []Result {
+func (c *collect) results() []result.Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]Result(nil), c.res...)
+	return append([]result.Result(nil), c.res...)
 }
 
-func (c *collect) count(f func(Result) bool) int {
+func (c *collect) count(f func(result.Result) bool) int {
 	n := 0
 	for _, r := range c.results() {
 		if f(r) {
@@ -78,7 +79,7 @@ func line(method, uri, headers string, body any) string {
 	return strings.Replace(string(raw), `"host":`, `"headers":`+headers+`,"host":`, 1)
 }
 
-func runPool(t testing.TB, f *rrpair.File, cfg Config) (*collect, Stats) {
+func runPool(t testing.TB, f *rrpair.File, cfg Config) (*collect, result.Counters) {
 	t.Helper()
 	sink := &collect{}
 	if cfg.VUs == 0 {
@@ -158,7 +159,7 @@ func TestWireFidelity(t *testing.T) {
 					t.Errorf("on the wire:\n%q\nwant:\n%q", clip(got[i]), clip([]byte(want)))
 				}
 				r := results[i]
-				if r.Err != ErrNone || r.Status != 200 || r.BytesOut != int64(len(want)) || r.Sent == 0 || r.Sent > r.End {
+				if r.Err != result.ErrNone || r.Status != 200 || r.BytesOut != int64(len(want)) || r.Sent == 0 || r.Sent > r.End {
 					t.Errorf("result %+v, want a 200 with %d bytes out, sent before it ended", r, len(want))
 				}
 			})
@@ -227,10 +228,10 @@ func TestOneConnectionPerVU(t *testing.T) {
 	if got := srv.conns.Load(); got != vus {
 		t.Errorf("server saw %d connections, want %d", got, vus)
 	}
-	if n := sink.count(func(r Result) bool { return r.Connected }); n != vus {
+	if n := sink.count(func(r result.Result) bool { return r.Connected }); n != vus {
 		t.Errorf("results opened %d connections, want %d", n, vus)
 	}
-	if n := sink.count(func(r Result) bool { return r.Reconnect }); n != 0 {
+	if n := sink.count(func(r result.Result) bool { return r.Reconnect }); n != 0 {
 		t.Errorf("got %d reconnects, want 0", n)
 	}
 }
@@ -247,7 +248,7 @@ func TestNoConnectionReuse(t *testing.T) {
 			t.Errorf("request without Connection: close: %q", req)
 		}
 	}
-	if n := sink.count(func(r Result) bool { return r.Reconnect }); n != 0 {
+	if n := sink.count(func(r result.Result) bool { return r.Reconnect }); n != 0 {
 		t.Errorf("got %d reconnects with --no-connection-reuse, want 0", n)
 	}
 }
@@ -261,10 +262,10 @@ func TestServerClosingConnectionsCountsReconnects(t *testing.T) {
 	if got := srv.conns.Load(); got != 4 {
 		t.Errorf("server saw %d connections, want 4", got)
 	}
-	if n := sink.count(func(r Result) bool { return r.Reconnect }); n != 3 {
+	if n := sink.count(func(r result.Result) bool { return r.Reconnect }); n != 3 {
 		t.Errorf("got %d reconnects, want 3", n)
 	}
-	if n := sink.count(func(r Result) bool { return r.Status == 200 }); n != 12 {
+	if n := sink.count(func(r result.Result) bool { return r.Status == 200 }); n != 12 {
 		t.Errorf("got %d answers, want 12", n)
 	}
 }
@@ -291,18 +292,18 @@ func TestAccounting(t *testing.T) {
 	if len(res) != 18 {
 		t.Fatalf("got %d results, want 18", len(res))
 	}
-	kinds := map[ErrorKind]int{}
+	kinds := map[result.ErrorKind]int{}
 	status := map[uint16]int{}
 	for _, r := range res {
 		kinds[r.Err]++
-		if r.Err == ErrNone {
+		if r.Err == result.ErrNone {
 			status[r.Status]++
 		}
 		if !r.Written {
 			t.Errorf("result %+v: not written", r)
 		}
 	}
-	want := map[ErrorKind]int{ErrNone: 9, ErrTimeout: 3, ErrReset: 3, ErrEOF: 3}
+	want := map[result.ErrorKind]int{result.ErrNone: 9, result.ErrTimeout: 3, result.ErrReset: 3, result.ErrEOF: 3}
 	for k, n := range want {
 		if kinds[k] != n {
 			t.Errorf("%v: got %d, want %d (all: %v)", k, kinds[k], n, kinds)
@@ -311,8 +312,8 @@ func TestAccounting(t *testing.T) {
 	if status[500] != 3 || status[404] != 3 || status[202] != 3 {
 		t.Errorf("status: got %v", status)
 	}
-	if got := srv.count.Load(); got != int64(len(res)-kinds[ErrConnect]) {
-		t.Errorf("server read %d requests, want requests − connect errors = %d", got, len(res)-kinds[ErrConnect])
+	if got := srv.count.Load(); got != int64(len(res)-kinds[result.ErrConnect]) {
+		t.Errorf("server read %d requests, want requests − connect errors = %d", got, len(res)-kinds[result.ErrConnect])
 	}
 }
 
@@ -324,7 +325,7 @@ func TestServerDown(t *testing.T) {
 	url := "http://" + ln.Addr().String()
 	ln.Close()
 	sink, _ := runPool(t, openLines(t, manyLines(5)...), Config{Target: url, VUs: 2})
-	if n := sink.count(func(r Result) bool { return r.Err == ErrConnect && !r.Written }); n != 5 {
+	if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrConnect && !r.Written }); n != 5 {
 		t.Errorf("got %d connect errors, want 5: %+v", n, sink.results())
 	}
 }
@@ -395,10 +396,10 @@ func TestStopLetsInFlightFinishThenCancels(t *testing.T) {
 	if len(res) != 2 {
 		t.Fatalf("got %d results, want the 2 in flight: %+v", len(res), res)
 	}
-	if n := sink.count(func(r Result) bool { return r.Err == ErrCancelled }); n != 1 {
+	if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrCancelled }); n != 1 {
 		t.Errorf("got %d cancelled, want 1: %+v", n, res)
 	}
-	if n := sink.count(func(r Result) bool { return r.Status == 200 }); n != 1 {
+	if n := sink.count(func(r result.Result) bool { return r.Status == 200 }); n != 1 {
 		t.Errorf("got %d answered, want 1: %+v", n, res)
 	}
 }
@@ -436,11 +437,11 @@ func TestTLS(t *testing.T) {
 	defer srv.Close()
 	f := openLines(t, manyLines(3)...)
 	sink, _ := runPool(t, f, Config{Target: srv.URL, Insecure: true})
-	if n := sink.count(func(r Result) bool { return r.Status == 202 }); n != 3 {
+	if n := sink.count(func(r result.Result) bool { return r.Status == 202 }); n != 3 {
 		t.Errorf("with --insecure: got %+v, want 3 answers", sink.results())
 	}
 	sink, _ = runPool(t, f, Config{Target: srv.URL})
-	if n := sink.count(func(r Result) bool { return r.Err == ErrTLS }); n != 3 {
+	if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrTLS }); n != 3 {
 		t.Errorf("self-signed certificate without --insecure: got %+v, want 3 tls errors", sink.results())
 	}
 }

@@ -1,4 +1,12 @@
-package vu
+// Package result is the vocabulary of what a run emits, shared by the
+// engine that produces it (vu, the transports), the rewriters that learn
+// from it (transform) and the report that folds it (report): the
+// fixed-size Result of one request and its error kinds, the run's own
+// counters, a read-only view of a live answer (Answer), and the
+// interfaces through which results, answers and failures are handed on
+// (Sink, Observer, FailureSink). It imports nothing of the project but
+// the file format, so that none of those rooms depends on another.
+package result
 
 // ErrorKind classifies why a request failed without an HTTP response.
 // The names are the keys of the summary's "errors" object (DESIGN.md, Counting).

@@ -1,0 +1,60 @@
+package vu
+
+import (
+	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/valyala/fasthttp"
+)
+
+// answer is the result.Answer view of a VU's fasthttp response. The body
+// is decoded at most once per answer.
+type answer struct {
+	resp    *fasthttp.Response
+	maxBody int
+	decoded []byte
+	done    bool // decoded is set for this answer
+
+	headers, cookies []rrpair.Header // reused from answer to answer
+}
+
+var _ result.Answer = (*answer)(nil)
+
+// reset points the view at a new answer.
+func (a *answer) reset(resp *fasthttp.Response, maxBody int) {
+	a.resp, a.maxBody, a.decoded, a.done = resp, maxBody, nil, false
+}
+
+func (a *answer) Status() int { return a.resp.StatusCode() }
+
+func (a *answer) Header(name string) []byte { return a.resp.Header.Peek(name) }
+
+func (a *answer) Headers() []rrpair.Header {
+	a.headers = a.headers[:0]
+	for k, v := range a.resp.Header.All() {
+		a.headers = append(a.headers, rrpair.Header{Name: k, Value: v})
+	}
+	return a.headers
+}
+
+func (a *answer) Cookies() []rrpair.Header {
+	a.cookies = a.cookies[:0]
+	for k, v := range a.resp.Header.Cookies() {
+		a.cookies = append(a.cookies, rrpair.Header{Name: k, Value: v})
+	}
+	return a.cookies
+}
+
+func (a *answer) RawBody() []byte { return a.resp.Body() }
+
+func (a *answer) Body() []byte {
+	if !a.done {
+		a.done = true
+		a.decoded = a.resp.Body()
+		if enc := a.resp.Header.ContentEncoding(); len(enc) > 0 {
+			if b, err := result.Decode(enc, a.decoded, a.maxBody); err == nil {
+				a.decoded = b
+			}
+		}
+	}
+	return a.decoded
+}
