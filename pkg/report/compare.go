@@ -142,7 +142,7 @@ func without(v any, path []string) any {
 }
 
 func (c *Comparer) mismatch(p *rrpair.Pair, kind, recorded, replayed string) {
-	name := otherEndpoint
+	name := rrpair.OtherEndpoint
 	if int(p.Endpoint) < len(c.endpoints) {
 		name = c.endpoints[p.Endpoint]
 	}

@@ -3,18 +3,15 @@ package report
 import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
 )
-
-// otherEndpoint names results whose endpoint index is outside the table;
-// it is the name rrpair gives the endpoints beyond its table.
-const otherEndpoint = "other"
 
 // fold is the state a Recorder accumulates: HDR histograms and counters.
 // It is owned by the folding goroutine: add is called from that goroutine
 // only, and nothing else touches a fold until that goroutine has exited.
 // So there are no locks.
 type fold struct {
-	names    []string // endpoint table, plus otherEndpoint if it lacked one
+	names    []string // endpoint table, plus rrpair.OtherEndpoint if it lacked one
 	otherIdx int      // index in names for an out-of-table endpoint
 
 	latency *hdrhistogram.Histogram // End−Due, µs
@@ -70,13 +67,13 @@ func newFold(names []string) *fold {
 	f.names = append(f.names, names...)
 	f.otherIdx = -1
 	for i := len(f.names) - 1; i >= 0; i-- {
-		if f.names[i] == otherEndpoint {
+		if f.names[i] == rrpair.OtherEndpoint {
 			f.otherIdx = i
 			break
 		}
 	}
 	if f.otherIdx < 0 {
-		f.names = append(f.names, otherEndpoint)
+		f.names = append(f.names, rrpair.OtherEndpoint)
 		f.otherIdx = len(f.names) - 1
 	}
 	f.endpoints = make([]*endpointFold, len(f.names))

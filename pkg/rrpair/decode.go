@@ -339,7 +339,7 @@ func (d *decoder) headers(s *scanner, field string, hs []Header) ([]Header, erro
 			d.arena, _ = unescape(d.arena, rawName)
 			name = d.arena[start:len(d.arena):len(d.arena)]
 		}
-		if d.validate && !isToken(name) && !isPseudo(name) {
+		if d.validate && !ValidToken(name) && !isPseudo(name) {
 			return hs, fieldErr(field, "header name %q is not a valid token", name)
 		}
 		if c := s.peek(); c != '[' {
@@ -362,7 +362,7 @@ func (d *decoder) headers(s *scanner, field string, hs []Header) ([]Header, erro
 				return hs, err
 			}
 			// Only an escape can put a control character in a string.
-			if d.validate && escaped && bytes.ContainsAny(v, "\r\n\x00") {
+			if d.validate && escaped && !ValidFieldValue(v) {
 				return hs, fieldErr(field+"."+string(name), "value contains CR, LF or NUL")
 			}
 			hs = append(hs, Header{Name: name, Value: v})
@@ -463,7 +463,7 @@ func (d *decoder) check(p *Pair) error {
 	if !d.validate {
 		return nil
 	}
-	if !isToken(p.Req.Method) {
+	if !ValidToken(p.Req.Method) {
 		return fieldErr("http.req.method", "%q is not a valid method", p.Req.Method)
 	}
 	if err := checkURI(p.Req.URI, p.Req.Method); err != nil {
@@ -547,35 +547,7 @@ func validHost(h []byte) bool {
 	return true
 }
 
-// isToken reports whether b is an RFC 9110 token (method, header name).
-func isToken(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, c := range b {
-		if c >= 0x80 || !tokenChars[c] {
-			return false
-		}
-	}
-	return true
-}
-
 // isPseudo reports an HTTP/2 pseudo-header (":authority"): accepted in a
 // file, never sent by a replay.
-func isPseudo(b []byte) bool { return len(b) > 1 && b[0] == ':' && isToken(b[1:]) }
+func isPseudo(b []byte) bool { return len(b) > 1 && b[0] == ':' && ValidToken(b[1:]) }
 
-var tokenChars = func() (t [128]bool) {
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
-	}
-	for c := 'A'; c <= 'Z'; c++ {
-		t[c] = true
-	}
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
-		t[c] = true
-	}
-	return t
-}()

@@ -36,6 +36,8 @@ func TestConfigErrors(t *testing.T) {
 		{"alg does not fit", "transforms:\n  - jwt: {secret: s, alg: RS256}\n", "t.yaml:2: jwt: alg: RS256 does not fit this key; want one of [HS256 HS384 HS512]"},
 		{"alg does not fit the curve", "transforms:\n  - jwt: {key_file: " + ecPEM + ", alg: ES384}\n", "t.yaml:2: jwt: alg: ES384 does not fit this key; want one of [ES256]"},
 		{"header name", "transforms:\n  - headers: {set: {'Bad Name': x}}\n", `t.yaml:2: headers: set: "Bad Name" is not a header name`},
+		{"header name not a token", "transforms:\n  - headers: {set: {'X-Trace@': x}}\n", `t.yaml:2: headers: set: "X-Trace@" is not a header name`},
+		{"header value with CR LF", "transforms:\n  - headers: {set: {X-Trace: \"a\\r\\nEvil: 1\"}}\n", `t.yaml:2: headers: set: X-Trace: the value "a\r\nEvil: 1" holds CR, LF or NUL`},
 		{"headers empty", "transforms:\n  - headers: {}\n", "t.yaml:2: headers: nothing to do"},
 		{"path both", "transforms:\n  - path: {prefix: /a, regex: b, to: c}\n", "t.yaml:2: path: give prefix or regex, not both"},
 		{"path regex", "transforms:\n  - path: {regex: '(', to: c}\n", "t.yaml:2: path: regex: error parsing regexp"},

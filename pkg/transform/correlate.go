@@ -54,7 +54,7 @@ func newCorrelate(s *CorrelateSpec, endpoints []string) (*correlate, error) {
 		}
 		c.path, from = p, "json "+s.JSON
 	case s.Header != "":
-		if !validHeaderName(s.Header) {
+		if !rrpair.ValidHeaderName(s.Header) {
 			return nil, fmt.Errorf("header: %q is not a header name", s.Header)
 		}
 		from = "header " + s.Header
@@ -147,8 +147,10 @@ func (c *correlate) observe(st *vuState, i int, pair *rrpair.Pair, a result.Answ
 		live = c.value(st, a.Body())
 	}
 	switch {
-	case len(live) == 0:
-		st.counts[i].Failed++ // never seen live: the recorded value stays
+	case len(live) == 0, !rrpair.ValidFieldValue(live):
+		// Never seen live, or a value that would break the request head
+		// (CR, LF, NUL): the recorded value stays.
+		st.counts[i].Failed++
 	case !bytes.Equal(rec, live):
 		st.learn.learn(i, rec, live)
 	}
@@ -332,6 +334,9 @@ func (cookies) observe(st *vuState, _ int, _ *rrpair.Pair, a result.Answer) {
 			value = value[i+1:]
 		}
 		value = bytes.TrimSpace(value)
+		if !rrpair.ValidFieldValue(value) {
+			continue // never sent: it would break the Cookie line
+		}
 		if k := jarIndex(ss.cookies, name); k >= 0 {
 			ss.cookies[k].to = ss.keep(value)
 			continue

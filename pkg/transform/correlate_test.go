@@ -136,3 +136,20 @@ func TestLearningDoesNotAllocate(t *testing.T) {
 		t.Errorf("learning from an answer: %.1f allocs, want 0", allocs)
 	}
 }
+
+// A live value that would break the request head (CR, LF) is never
+// learned: the recorded value stays and the rule counts a failure.
+func TestCorrelateRefusesInjection(t *testing.T) {
+	f, ps := pairs(t, orderFlow()...)
+	c := chain(t, "transforms:\n  - correlate: {header: Location, regex: '/orders/(.+)'}\n", f.Endpoints()...)
+	c.Begin(0)
+	c.Rewrite(0, &ps[0].Req, &ps[0])
+	c.Observe(0, &ps[0], live(201, `{}`, "Location", "/orders/o-9\r\nEvil: 1"))
+	c.Rewrite(0, &ps[1].Req, &ps[1])
+	if got := string(ps[1].Req.URI); got != "/orders/o-123" {
+		t.Errorf("URI %q, want the recorded /orders/o-123", got)
+	}
+	if n := c.Counts()[0]; n.Failed != 1 || n.Changed != 0 {
+		t.Errorf("counts %+v, want 1 failed, 0 changed", n)
+	}
+}

@@ -57,36 +57,26 @@ func newHeaders(s *HeaderSpec) (*headers, error) {
 		return nil, fmt.Errorf("nothing to do: give set, remove or rename")
 	}
 	for _, p := range s.Set {
-		if !validHeaderName(p.Name) {
+		if !rrpair.ValidHeaderName(p.Name) {
 			return nil, fmt.Errorf("set: %q is not a header name", p.Name)
+		}
+		if !rrpair.ValidFieldValue([]byte(p.Value)) {
+			return nil, fmt.Errorf("set: %s: the value %q holds CR, LF or NUL", p.Name, p.Value)
 		}
 		h.set = append(h.set, [2][]byte{[]byte(p.Name), []byte(p.Value)})
 	}
 	for _, name := range s.Remove {
-		if !validHeaderName(name) {
+		if !rrpair.ValidHeaderName(name) {
 			return nil, fmt.Errorf("remove: %q is not a header name", name)
 		}
 	}
 	for _, p := range s.Rename {
-		if !validHeaderName(p.Name) || !validHeaderName(p.Value) {
+		if !rrpair.ValidHeaderName(p.Name) || !rrpair.ValidHeaderName(p.Value) {
 			return nil, fmt.Errorf("rename: %q: %q is not a pair of header names", p.Name, p.Value)
 		}
 		h.rename = append(h.rename, [2][]byte{[]byte(p.Name), []byte(p.Value)})
 	}
 	return h, nil
-}
-
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || c == ':' {
-			return false
-		}
-	}
-	return true
 }
 
 func (h *headers) name() string { return "headers" }

@@ -44,7 +44,7 @@ func newStamp(o *StampOptions, endpoints []string) (*stamp, error) {
 	if o.Header == "" && o.JSON == "" {
 		return nil, fmt.Errorf("correlation IDs: give a header, a JSON field, or both")
 	}
-	if o.Header != "" && !validHeaderName(o.Header) {
+	if o.Header != "" && !rrpair.ValidHeaderName(o.Header) {
 		return nil, fmt.Errorf("correlation IDs: %q is not a header name", o.Header)
 	}
 	s := &stamp{shard: o.Shard, to: o.To, nonce: o.To.Nonce()}
