@@ -550,4 +550,3 @@ func validHost(h []byte) bool {
 // isPseudo reports an HTTP/2 pseudo-header (":authority"): accepted in a
 // file, never sent by a replay.
 func isPseudo(b []byte) bool { return len(b) > 1 && b[0] == ':' && ValidToken(b[1:]) }
-
