@@ -37,6 +37,11 @@ const maxHead = 64 << 10
 // request's (a HEAD answer has no body). A request that expects
 // "100-continue" gets "100 Continue" written to w, when w is not nil,
 // before its body is read.
+//
+// A parser, kept as one function on purpose (cyclomatic complexity over
+// 30): its branches follow RFC 9112's message framing in order (start line,
+// fields, then the body's length by HEAD/1xx/204/304, Transfer-Encoding,
+// Content-Length or close), which reads best top to bottom.
 func Read(br *bufio.Reader, request bool, method string, w io.Writer) (*Message, error) {
 	m := &Message{}
 	var raw bytes.Buffer

@@ -35,144 +35,209 @@ func Merge(ss []*Summary) (*Summary, error) {
 	if len(ss) == 0 {
 		return nil, errors.New("merge: no summaries")
 	}
-	out := &Summary{Version: SummaryVersion, Model: ss[0].Model, Status: map[string]int64{}, Errors: map[string]int64{}}
-	lat, svc := newHistogram(), newHistogram()
-	type epMerge struct {
-		e    Endpoint
-		hist *hdrhistogram.Histogram
-	}
-	var eps []*epMerge
-	byName := map[string]*epMerge{}
-	var end, lastDue time.Time
-	var rateSum float64
-	rates := 0
-	var sched *Schedule
-	var lagWeighted float64
-	type ivMerge struct {
-		iv   Interval
-		hist *hdrhistogram.Histogram
-	}
-	intervals := map[int64]*ivMerge{}
-	var cmp *Compare
-	cmpEndpoints := map[string]*EndpointMatch{}
-	var cmpOrder []string
-	mismatches := map[string]*Mismatch{}
-	var e2es []indexedE2E
+	m := newMerger(ss[0].Model)
 	for i, s := range ss {
-		if i == 0 || s.Started.Before(out.Started) {
-			out.Started = s.Started
-		}
-		if s.Model != out.Model {
-			out.Model = "mixed"
-		}
-		due := s.Started.Add(seconds(s.DurationS))
-		if due.After(lastDue) {
-			lastDue = due
-		}
-		if e := due.Add(seconds(s.WaitS)); e.After(end) {
-			end = e
-		}
-		out.Requests += s.Requests
-		out.Succeeded += s.Succeeded
-		out.Failed += s.Failed
-		out.Dropped += s.Dropped
-		out.Late += s.Late
-		out.Reconnects += s.Reconnects
-		out.VUsMax += s.VUsMax
-		out.BytesIn += s.BytesIn
-		out.BytesOut += s.BytesOut
-		out.Connections += s.Connections
-		out.Downgraded += s.Downgraded
-		out.Unsent += s.Unsent
-		out.Clamped += s.Clamped
-		out.Redirects += s.Redirects
-		out.Iterations += s.Iterations
-		out.OutOfOrder += s.OutOfOrder
-		addCounts(out.Status, s.Status)
-		addCounts(out.Errors, s.Errors)
-		out.Transforms = mergeTransforms(out.Transforms, s.Transforms)
-		if s.E2E != nil {
-			e2es = append(e2es, indexedE2E{i, s.E2E})
-		}
-		if s.TargetRate != nil {
-			rateSum += *s.TargetRate
-			rates++
-		}
-		if sc := s.Schedule; sc != nil {
-			if sched == nil {
-				sched = &Schedule{LateAfterMS: sc.LateAfterMS}
-			}
-			sched.Scheduled += sc.Scheduled
-			sched.LagMaxMS = max(sched.LagMaxMS, sc.LagMaxMS)
-			lagWeighted += sc.LagMeanMS * float64(sc.Scheduled)
-		}
-		if c := s.Compare; c != nil {
-			if cmp == nil {
-				cmp = &Compare{Body: c.Body}
-			}
-			cmp.Compared += c.Compared
-			cmp.Matched += c.Matched
-			cmp.NotRecorded += c.NotRecorded
-			for _, e := range c.Endpoints {
-				m := cmpEndpoints[e.Name]
-				if m == nil {
-					m = &EndpointMatch{Name: e.Name}
-					cmpEndpoints[e.Name] = m
-					cmpOrder = append(cmpOrder, e.Name)
-				}
-				m.Compared += e.Compared
-				m.Matched += e.Matched
-			}
-			for _, mm := range c.Mismatches {
-				key := mm.Endpoint + "\x00" + mm.Kind + "\x00" + mm.Recorded + "\x00" + mm.Replayed
-				if prev := mismatches[key]; prev != nil {
-					prev.Count += mm.Count
-				} else {
-					copied := mm
-					mismatches[key] = &copied
-				}
-			}
-		}
-		for _, iv := range s.Intervals {
-			m := intervals[iv.T]
-			if m == nil {
-				m = &ivMerge{iv: Interval{T: iv.T, Status: map[string]int64{}}, hist: newHistogram()}
-				intervals[iv.T] = m
-			}
-			m.iv.Requests += iv.Requests
-			m.iv.Errors += iv.Errors
-			m.iv.VUs += iv.VUs // shards have VUs of their own
-			addCounts(m.iv.Status, iv.Status)
-			if err := mergeHistogram(m.hist, iv.Histogram, i, fmt.Sprintf("interval %d", iv.T)); err != nil {
-				return nil, err
-			}
-		}
-		if err := mergeHistogram(lat, s.Histogram, i, "histogram"); err != nil {
+		if err := m.add(i, s); err != nil {
 			return nil, err
-		}
-		if err := mergeHistogram(svc, s.ServiceHistogram, i, "service_histogram"); err != nil {
-			return nil, err
-		}
-		for _, e := range s.Endpoints {
-			m := byName[e.Name]
-			if m == nil {
-				m = &epMerge{e: Endpoint{Name: e.Name, Status: map[string]int64{}, Errors: map[string]int64{}}, hist: newHistogram()}
-				byName[e.Name] = m
-				eps = append(eps, m)
-			}
-			m.e.Requests += e.Requests
-			m.e.Succeeded += e.Succeeded
-			m.e.Failed += e.Failed
-			addCounts(m.e.Status, e.Status)
-			addCounts(m.e.Errors, e.Errors)
-			if err := mergeHistogram(m.hist, e.Histogram, i, "endpoint "+e.Name); err != nil {
-				return nil, err
-			}
 		}
 	}
+	return m.finish(len(ss))
+}
+
+// merger folds summaries one by one; finish turns what it holds into the
+// merged summary. Each section has its own pair of methods.
+type merger struct {
+	out          *Summary
+	lat, svc     *hdrhistogram.Histogram
+	end, lastDue time.Time
+	rateSum      float64
+	rates        int
+	sched        *Schedule
+	lagWeighted  float64
+	intervals    map[int64]*intervalMerge
+	eps          []*endpointMerge
+	byName       map[string]*endpointMerge
+	cmp          *Compare
+	cmpEndpoints map[string]*EndpointMatch
+	cmpOrder     []string
+	mismatches   map[string]*Mismatch
+	e2es         []indexedE2E
+}
+
+type endpointMerge struct {
+	e    Endpoint
+	hist *hdrhistogram.Histogram
+}
+
+type intervalMerge struct {
+	iv   Interval
+	hist *hdrhistogram.Histogram
+}
+
+func newMerger(model string) *merger {
+	return &merger{
+		out: &Summary{Version: SummaryVersion, Model: model, Status: map[string]int64{}, Errors: map[string]int64{}},
+		lat: newHistogram(), svc: newHistogram(),
+		intervals: map[int64]*intervalMerge{}, byName: map[string]*endpointMerge{},
+		cmpEndpoints: map[string]*EndpointMatch{}, mismatches: map[string]*Mismatch{},
+	}
+}
+
+// add folds summary i.
+func (m *merger) add(i int, s *Summary) error {
+	m.addSpan(i, s)
+	m.addCounts(s)
+	if s.E2E != nil {
+		m.e2es = append(m.e2es, indexedE2E{i, s.E2E})
+	}
+	m.addSchedule(s)
+	m.addCompare(s.Compare)
+	if err := m.addIntervals(i, s.Intervals); err != nil {
+		return err
+	}
+	if err := mergeHistogram(m.lat, s.Histogram, i, "histogram"); err != nil {
+		return err
+	}
+	if err := mergeHistogram(m.svc, s.ServiceHistogram, i, "service_histogram"); err != nil {
+		return err
+	}
+	return m.addEndpoints(i, s.Endpoints)
+}
+
+// addSpan widens the merged run to cover s: the earliest start, the last
+// due time, the last end.
+func (m *merger) addSpan(i int, s *Summary) {
+	out := m.out
+	if i == 0 || s.Started.Before(out.Started) {
+		out.Started = s.Started
+	}
+	if s.Model != out.Model {
+		out.Model = "mixed"
+	}
+	due := s.Started.Add(seconds(s.DurationS))
+	if due.After(m.lastDue) {
+		m.lastDue = due
+	}
+	if e := due.Add(seconds(s.WaitS)); e.After(m.end) {
+		m.end = e
+	}
+	if s.TargetRate != nil {
+		m.rateSum += *s.TargetRate
+		m.rates++
+	}
+}
+
+func (m *merger) addCounts(s *Summary) {
+	out := m.out
+	out.Requests += s.Requests
+	out.Succeeded += s.Succeeded
+	out.Failed += s.Failed
+	out.Dropped += s.Dropped
+	out.Late += s.Late
+	out.Reconnects += s.Reconnects
+	out.VUsMax += s.VUsMax
+	out.BytesIn += s.BytesIn
+	out.BytesOut += s.BytesOut
+	out.Connections += s.Connections
+	out.Downgraded += s.Downgraded
+	out.Unsent += s.Unsent
+	out.Clamped += s.Clamped
+	out.Redirects += s.Redirects
+	out.Iterations += s.Iterations
+	out.OutOfOrder += s.OutOfOrder
+	addCounts(out.Status, s.Status)
+	addCounts(out.Errors, s.Errors)
+	out.Transforms = mergeTransforms(out.Transforms, s.Transforms)
+}
+
+func (m *merger) addSchedule(s *Summary) {
+	sc := s.Schedule
+	if sc == nil {
+		return
+	}
+	if m.sched == nil {
+		m.sched = &Schedule{LateAfterMS: sc.LateAfterMS}
+	}
+	m.sched.Scheduled += sc.Scheduled
+	m.sched.LagMaxMS = max(m.sched.LagMaxMS, sc.LagMaxMS)
+	m.lagWeighted += sc.LagMeanMS * float64(sc.Scheduled)
+}
+
+func (m *merger) addCompare(c *Compare) {
+	if c == nil {
+		return
+	}
+	if m.cmp == nil {
+		m.cmp = &Compare{Body: c.Body}
+	}
+	m.cmp.Compared += c.Compared
+	m.cmp.Matched += c.Matched
+	m.cmp.NotRecorded += c.NotRecorded
+	for _, e := range c.Endpoints {
+		em := m.cmpEndpoints[e.Name]
+		if em == nil {
+			em = &EndpointMatch{Name: e.Name}
+			m.cmpEndpoints[e.Name] = em
+			m.cmpOrder = append(m.cmpOrder, e.Name)
+		}
+		em.Compared += e.Compared
+		em.Matched += e.Matched
+	}
+	for _, mm := range c.Mismatches {
+		key := mm.Endpoint + "\x00" + mm.Kind + "\x00" + mm.Recorded + "\x00" + mm.Replayed
+		if prev := m.mismatches[key]; prev != nil {
+			prev.Count += mm.Count
+		} else {
+			copied := mm
+			m.mismatches[key] = &copied
+		}
+	}
+}
+
+func (m *merger) addIntervals(i int, ivs []Interval) error {
+	for _, iv := range ivs {
+		im := m.intervals[iv.T]
+		if im == nil {
+			im = &intervalMerge{iv: Interval{T: iv.T, Status: map[string]int64{}}, hist: newHistogram()}
+			m.intervals[iv.T] = im
+		}
+		im.iv.Requests += iv.Requests
+		im.iv.Errors += iv.Errors
+		im.iv.VUs += iv.VUs // shards have VUs of their own
+		addCounts(im.iv.Status, iv.Status)
+		if err := mergeHistogram(im.hist, iv.Histogram, i, fmt.Sprintf("interval %d", iv.T)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *merger) addEndpoints(i int, es []Endpoint) error {
+	for _, e := range es {
+		em := m.byName[e.Name]
+		if em == nil {
+			em = &endpointMerge{e: Endpoint{Name: e.Name, Status: map[string]int64{}, Errors: map[string]int64{}}, hist: newHistogram()}
+			m.byName[e.Name] = em
+			m.eps = append(m.eps, em)
+		}
+		em.e.Requests += e.Requests
+		em.e.Succeeded += e.Succeeded
+		em.e.Failed += e.Failed
+		addCounts(em.e.Status, e.Status)
+		addCounts(em.e.Errors, e.Errors)
+		if err := mergeHistogram(em.hist, e.Histogram, i, "endpoint "+e.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish completes the merged summary of n summaries.
+func (m *merger) finish(n int) (*Summary, error) {
+	out := m.out
 	out.Started = out.Started.UTC()
-	out.DurationS = lastDue.Sub(out.Started).Seconds()
-	out.WaitS = max(end.Sub(lastDue).Seconds(), 0)
+	out.DurationS = m.lastDue.Sub(out.Started).Seconds()
+	out.WaitS = max(m.end.Sub(m.lastDue).Seconds(), 0)
 	if out.DurationS > 0 {
 		out.RPS = float64(out.Requests) / out.DurationS
 		out.IterationRate = float64(out.Iterations) / out.DurationS
@@ -180,53 +245,65 @@ func Merge(ss []*Summary) (*Summary, error) {
 	if total := out.DurationS + out.WaitS; total > 0 {
 		out.Throughput = float64(out.Succeeded) / total
 	}
-	if rates == len(ss) {
-		out.TargetRate = &rateSum
+	if m.rates == n {
+		out.TargetRate = &m.rateSum
 	}
-	if sched != nil {
+	if sched := m.sched; sched != nil {
 		if sched.Scheduled > 0 {
-			sched.LagMeanMS = lagWeighted / float64(sched.Scheduled)
+			sched.LagMeanMS = m.lagWeighted / float64(sched.Scheduled)
 		}
 		out.Schedule = sched
 	}
-	if cmp != nil {
-		cmp.MatchPct = pct(cmp.Matched, cmp.Compared)
-		cmp.Endpoints = []EndpointMatch{}
-		for _, name := range cmpOrder {
-			e := cmpEndpoints[name]
-			e.MatchPct = pct(e.Matched, e.Compared)
-			cmp.Endpoints = append(cmp.Endpoints, *e)
-		}
-		cmp.Mismatches = []Mismatch{}
-		for _, m := range mismatches {
-			cmp.Mismatches = append(cmp.Mismatches, *m)
-		}
-		cmp.Mismatches = sortMismatches(cmp.Mismatches)
-		out.Compare = cmp
-	}
-	if len(e2es) > 0 {
-		e, err := mergeE2E(e2es)
+	out.Compare = m.finishCompare()
+	if len(m.e2es) > 0 {
+		e, err := mergeE2E(m.e2es)
 		if err != nil {
 			return nil, err
 		}
 		out.E2E = e
 	}
-	for _, m := range intervals {
-		m.iv.Latency = IntervalLatency{P50: msOf(m.hist.ValueAtQuantile(50)), P90: msOf(m.hist.ValueAtQuantile(90)),
-			P99: msOf(m.hist.ValueAtQuantile(99)), Max: msOf(m.hist.Max())}
-		m.iv.Histogram = encodeHistogram(m.hist)
-		out.Intervals = append(out.Intervals, m.iv)
-	}
-	sort.Slice(out.Intervals, func(i, j int) bool { return out.Intervals[i].T < out.Intervals[j].T })
-	out.Latency, out.Service = latencyOf(lat), latencyOf(svc)
-	out.Histogram, out.ServiceHistogram = encodeHistogram(lat), encodeHistogram(svc)
-	out.Endpoints = make([]Endpoint, 0, len(eps))
-	for _, m := range eps {
-		m.e.Latency = latencyOf(m.hist)
-		m.e.Histogram = encodeHistogram(m.hist)
-		out.Endpoints = append(out.Endpoints, m.e)
+	m.finishIntervals()
+	out.Latency, out.Service = latencyOf(m.lat), latencyOf(m.svc)
+	out.Histogram, out.ServiceHistogram = encodeHistogram(m.lat), encodeHistogram(m.svc)
+	out.Endpoints = make([]Endpoint, 0, len(m.eps))
+	for _, em := range m.eps {
+		em.e.Latency = latencyOf(em.hist)
+		em.e.Histogram = encodeHistogram(em.hist)
+		out.Endpoints = append(out.Endpoints, em.e)
 	}
 	return out, nil
+}
+
+func (m *merger) finishCompare() *Compare {
+	cmp := m.cmp
+	if cmp == nil {
+		return nil
+	}
+	cmp.MatchPct = pct(cmp.Matched, cmp.Compared)
+	cmp.Endpoints = []EndpointMatch{}
+	for _, name := range m.cmpOrder {
+		e := m.cmpEndpoints[name]
+		e.MatchPct = pct(e.Matched, e.Compared)
+		cmp.Endpoints = append(cmp.Endpoints, *e)
+	}
+	cmp.Mismatches = []Mismatch{}
+	for _, mm := range m.mismatches {
+		cmp.Mismatches = append(cmp.Mismatches, *mm)
+	}
+	cmp.Mismatches = sortMismatches(cmp.Mismatches)
+	return cmp
+}
+
+func (m *merger) finishIntervals() {
+	out := m.out
+	for _, im := range m.intervals {
+		h := im.hist
+		im.iv.Latency = IntervalLatency{P50: msOf(h.ValueAtQuantile(50)), P90: msOf(h.ValueAtQuantile(90)),
+			P99: msOf(h.ValueAtQuantile(99)), Max: msOf(h.Max())}
+		im.iv.Histogram = encodeHistogram(h)
+		out.Intervals = append(out.Intervals, im.iv)
+	}
+	sort.Slice(out.Intervals, func(i, j int) bool { return out.Intervals[i].T < out.Intervals[j].T })
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -45,6 +45,11 @@ type ThresholdResult struct {
 var latencyStats = []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max"}
 
 // ParseThreshold reads one threshold expression (see Threshold).
+//
+// A parser, kept as one function on purpose (cyclomatic complexity over 30):
+// its branches follow the grammar in order — scope, statistic, operator,
+// value and unit — and each names what it expected, so the error a user
+// sees points at the token that is wrong.
 func ParseThreshold(s string) (Threshold, error) {
 	t := Threshold{Text: s}
 	expr := strings.TrimSpace(s)
