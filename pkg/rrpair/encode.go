@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -186,12 +185,39 @@ func CheckLine(line []byte) error {
 // ConnectionHeader reports whether a header (name in any case) belongs to
 // the connection rather than to the request: Connection, Keep-Alive,
 // Proxy-Connection, Transfer-Encoding. A replay never sends them (each VU
-// owns its connection; vu's wire writer drops them), so converters need
-// not record them.
+// owns its connection; the transport's head writer drops them), so
+// converters need not record them. It is the one list of them.
 func ConnectionHeader(name string) bool {
-	switch strings.ToLower(name) {
-	case "connection", "keep-alive", "proxy-connection", "transfer-encoding":
-		return true
+	return IsConnectionHeader([]byte(name))
+}
+
+// IsConnectionHeader is ConnectionHeader for a name as bytes, without
+// allocating: for the head writer's loop.
+func IsConnectionHeader(name []byte) bool {
+	switch len(name) {
+	case len("connection"): // and "keep-alive"
+		return equalFoldASCII(name, "connection") || equalFoldASCII(name, "keep-alive")
+	case len("proxy-connection"):
+		return equalFoldASCII(name, "proxy-connection")
+	case len("transfer-encoding"):
+		return equalFoldASCII(name, "transfer-encoding")
 	}
 	return false
+}
+
+// equalFoldASCII compares an ASCII name with a lower-case one.
+func equalFoldASCII(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }

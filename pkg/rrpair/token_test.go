@@ -30,3 +30,20 @@ func TestValidators(t *testing.T) {
 		}
 	}
 }
+
+func TestConnectionHeader(t *testing.T) {
+	for name, want := range map[string]bool{
+		"Connection": true, "keep-alive": true, "Proxy-Connection": true, "TRANSFER-ENCODING": true,
+		"Content-Length": false, "Connections": false, "Keep-Alivf": false, "": false, "TE": false,
+	} {
+		if got := ConnectionHeader(name); got != want {
+			t.Errorf("ConnectionHeader(%q) = %v, want %v", name, got, want)
+		}
+		if got := IsConnectionHeader([]byte(name)); got != want {
+			t.Errorf("IsConnectionHeader(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { IsConnectionHeader([]byte("Transfer-Encoding")) }); n != 0 {
+		t.Errorf("IsConnectionHeader: %.0f allocs, want 0", n)
+	}
+}
