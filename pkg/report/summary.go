@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/hist"
 	"github.com/replay-dev/replay/pkg/result"
 )
@@ -65,7 +66,7 @@ type Summary struct {
 	Compare *Compare `json:"compare,omitempty"`
 	// E2E is the end-to-end section: events followed through the SUT to
 	// sinks (--sink-http, --sink-redis).
-	E2E *E2ESummary `json:"e2e,omitempty"`
+	E2E *e2e.Summary `json:"e2e,omitempty"`
 	// Transforms are what each transform did (--transforms and its flags),
 	// in chain order.
 	Transforms []Transform `json:"transforms,omitempty"`
