@@ -8,7 +8,7 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/event"
+	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
@@ -144,9 +144,9 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 	}
 	defer f.Close()
 	pool := &vu.Pool{File: f, Config: cfg}
-	var tracker *report.E2E
+	var tracker *e2e.Tracker
 	if stamp != nil {
-		tracker = report.NewE2E(event.NewNonce(), cfg.MostVUs(), time.Now(), nil)
+		tracker = e2e.NewTracker(e2e.NewNonce(), cfg.MostVUs(), time.Now(), nil)
 		stamp.To, stamp.Shard = tracker, shard.Index
 	}
 	chain, err := installTransforms(spec, f, &cfg, pool, stamp)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -49,7 +50,7 @@ synchronised.`,
 			}
 			defer outs.close()
 			started := time.Now()
-			tr := report.NewE2ESink(started)
+			tr := e2e.NewSinkTracker(started)
 			sk, err := startSinks(&o, parsed, tr, log)
 			if err != nil {
 				return err

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/replay-dev/replay/pkg/event"
-	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/e2e"
+	"github.com/replay-dev/replay/pkg/e2e/sink"
 	"github.com/replay-dev/replay/pkg/transform"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
@@ -63,8 +63,8 @@ func (discardLog) Printf(context.Context, string, ...any) {}
 
 // parsedSinks are the sinks the flags name, checked.
 type parsedSinks struct {
-	redis []*event.RedisSink
-	nats  []*event.NATSSink
+	redis []*sink.Redis
+	nats  []*sink.NATS
 }
 
 // parse checks the flags of run and returns the stamping options (To
@@ -99,14 +99,14 @@ func (o *sinkOptions) parse() (*transform.StampOptions, *parsedSinks, error) {
 func (o *sinkOptions) parseSinks() (*parsedSinks, error) {
 	ps := &parsedSinks{}
 	for _, u := range o.redis {
-		r, err := event.ParseRedisSink(u)
+		r, err := sink.ParseRedis(u)
 		if err != nil {
 			return nil, fmt.Errorf("--sink-redis: %w", err)
 		}
 		ps.redis = append(ps.redis, r)
 	}
 	for _, u := range o.nats {
-		n, err := event.ParseNATSSink(u)
+		n, err := sink.ParseNATS(u)
 		if err != nil {
 			return nil, fmt.Errorf("--sink-nats: %w", err)
 		}
@@ -123,10 +123,10 @@ type sinks struct {
 }
 
 // startSinks starts the receivers, reporting to rec.
-func startSinks(o *sinkOptions, ps *parsedSinks, rec event.Receiver, log zerolog.Logger) (*sinks, error) {
+func startSinks(o *sinkOptions, ps *parsedSinks, rec e2e.Receiver, log zerolog.Logger) (*sinks, error) {
 	s := &sinks{}
 	if o.http != "" {
-		h, err := event.ListenHTTP(o.http, rec)
+		h, err := sink.ListenHTTP(o.http, rec)
 		if err != nil {
 			return nil, fmt.Errorf("--sink-http: %w", err)
 		}
@@ -172,7 +172,7 @@ func (s *sinks) close() {
 
 // drainEvents waits for the events still on their way after the run, and
 // returns the tracker's summary.
-func drainEvents(ctx context.Context, o *sinkOptions, tr *report.E2E, s *sinks, log zerolog.Logger) *report.E2ESummary {
+func drainEvents(ctx context.Context, o *sinkOptions, tr *e2e.Tracker, s *sinks, log zerolog.Logger) *e2e.Summary {
 	if !o.hasSinks() {
 		return tr.Summary(0) // stamped for sinks elsewhere (replay sink)
 	}

@@ -7,7 +7,10 @@
 // Data and rendering are kept apart: a Summary does not print itself;
 // WriteJSON and WriteText render it and return their write errors.
 //
+// The end-to-end section (Summary.E2E) is package e2e's Summary, built by
+// its Tracker; report renders, merges and checks thresholds on it.
+//
 // Every histogram in the package has the same geometry (microseconds,
-// lowest 1, highest 3 600 000 000 = one hour, 3 significant digits), so any
-// two of them merge exactly.
+// lowest 1, highest 3 600 000 000 = one hour, 3 significant digits: package
+// hist), so any two of them merge exactly.
 package report

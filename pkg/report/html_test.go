@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/event"
+	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/result"
 )
 
@@ -129,11 +129,11 @@ func TestHTMLInChromium(t *testing.T) {
 func TestHTMLEndToEnd(t *testing.T) {
 	s := htmlFixture()
 	start := s.Started
-	tr := NewE2E(3, 1, start, nil)
+	tr := e2e.NewTracker(3, 1, start, nil)
 	for seq := range uint64(20) {
 		tr.Stamped(0)
 		tr.Accepted(0, seq)
-		tr.Seen(event.AppendID(nil, event.ID{Nonce: 3, Seq: seq, Sent: start.UnixMicro()}), "processed", start.Add(time.Duration(seq)*100*time.Millisecond))
+		tr.Seen(e2e.AppendID(nil, e2e.ID{Nonce: 3, Seq: seq, Sent: start.UnixMicro()}), "processed", start.Add(time.Duration(seq)*100*time.Millisecond))
 	}
 	s.E2E = tr.Summary(time.Second)
 	var buf bytes.Buffer

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/replay-dev/replay/pkg/e2e"
 )
 
 // ReadSummary reads a summary JSON written by WriteJSON (run --out).
@@ -361,16 +362,16 @@ next:
 // indexedE2E is the end-to-end section of summary i of a merge.
 type indexedE2E struct {
 	i int
-	e *E2ESummary
+	e *e2e.Summary
 }
 
 // mergeE2E adds up the end-to-end sections of shards (or of runs and
 // standalone sinks): counts by stage name, histograms merged exactly,
 // per-second counts added.
-func mergeE2E(es []indexedE2E) (*E2ESummary, error) {
-	out := &E2ESummary{}
+func mergeE2E(es []indexedE2E) (*e2e.Summary, error) {
+	out := &e2e.Summary{}
 	type stageMerge struct {
-		st   E2EStage
+		st   e2e.Stage
 		hist *hdrhistogram.Histogram
 		secs map[int64]int64
 	}
@@ -385,7 +386,7 @@ func mergeE2E(es []indexedE2E) (*E2ESummary, error) {
 		for _, st := range e.Stages {
 			m := byName[st.Name]
 			if m == nil {
-				m = &stageMerge{st: E2EStage{Name: st.Name}, hist: newHistogram(), secs: map[int64]int64{}}
+				m = &stageMerge{st: e2e.Stage{Name: st.Name}, hist: newHistogram(), secs: map[int64]int64{}}
 				byName[st.Name] = m
 				order = append(order, m)
 			}
@@ -410,7 +411,7 @@ func mergeE2E(es []indexedE2E) (*E2ESummary, error) {
 		m.st.Latency = latencyOf(m.hist)
 		m.st.Histogram = encodeHistogram(m.hist)
 		for t, n := range m.secs {
-			m.st.Intervals = append(m.st.Intervals, E2EInterval{T: t, Received: n})
+			m.st.Intervals = append(m.st.Intervals, e2e.Interval{T: t, Received: n})
 		}
 		sort.Slice(m.st.Intervals, func(i, j int) bool { return m.st.Intervals[i].T < m.st.Intervals[j].T })
 		out.Stages = append(out.Stages, m.st)

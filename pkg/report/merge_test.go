@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/event"
+	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/result"
 )
 
@@ -134,12 +134,12 @@ func TestMergeTransforms(t *testing.T) {
 func TestMergeE2E(t *testing.T) {
 	start := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 	shard := func(ms int) *Summary {
-		tr := NewE2E(5, 1, start, nil)
+		tr := e2e.NewTracker(5, 1, start, nil)
 		for seq := range uint64(10) {
 			tr.Stamped(0)
 			tr.Accepted(0, seq)
 			if seq < 9 {
-				tr.Seen(event.AppendID(nil, event.ID{Nonce: 5, Seq: seq, Sent: start.UnixMicro()}), "done", start.Add(time.Duration(ms)*time.Millisecond))
+				tr.Seen(e2e.AppendID(nil, e2e.ID{Nonce: 5, Seq: seq, Sent: start.UnixMicro()}), "done", start.Add(time.Duration(ms)*time.Millisecond))
 			}
 		}
 		s := record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0}})

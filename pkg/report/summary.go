@@ -1,11 +1,12 @@
 package report
 
 import (
-	"math"
 	"strconv"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/replay-dev/replay/pkg/e2e"
+	"github.com/replay-dev/replay/pkg/hist"
 	"github.com/replay-dev/replay/pkg/result"
 )
 
@@ -65,7 +66,7 @@ type Summary struct {
 	Compare *Compare `json:"compare,omitempty"`
 	// E2E is the end-to-end section: events followed through the SUT to
 	// sinks (--sink-http, --sink-redis).
-	E2E *E2ESummary `json:"e2e,omitempty"`
+	E2E *e2e.Summary `json:"e2e,omitempty"`
 	// Transforms are what each transform did (--transforms and its flags),
 	// in chain order.
 	Transforms []Transform `json:"transforms,omitempty"`
@@ -117,21 +118,14 @@ type Schedule struct {
 	LateAfterMS float64 `json:"late_after_ms"` // a request begun later than this after due is late
 }
 
-// Latency is a latency distribution in milliseconds, as in
+// Latency is a latency distribution in milliseconds (hist.Latency), as in
 //
 //	{"min": 0.2, "mean": 1.1, "p50": 0.9, "p90": 1.8, "p95": 2.3, "p99": 4.9, "p999": 12.0, "max": 40.1}
 //
-// All zero when nothing was recorded.
-type Latency struct {
-	Min  float64 `json:"min"`
-	Mean float64 `json:"mean"`
-	P50  float64 `json:"p50"`
-	P90  float64 `json:"p90"`
-	P95  float64 `json:"p95"`
-	P99  float64 `json:"p99"`
-	P999 float64 `json:"p999"`
-	Max  float64 `json:"max"`
-}
+// All zero when nothing was recorded. It is defined in package hist, which
+// the end-to-end tracker shares, so that every latency section of a Summary
+// has the one type.
+type Latency = hist.Latency
 
 // Endpoint is the share of one endpoint of the file's table.
 type Endpoint struct {
@@ -262,26 +256,8 @@ func errorCounts(errs *[result.NumErrorKinds]int64) map[string]int64 {
 	return m
 }
 
-// quantiles are the percentiles of a Latency after min and mean.
-var quantiles = []float64{50, 90, 95, 99, 99.9}
-
 // latencyOf summarizes a µs histogram in milliseconds.
-func latencyOf(h *hdrhistogram.Histogram) Latency {
-	if h.TotalCount() == 0 {
-		return Latency{}
-	}
-	q := h.ValueAtPercentilesSlice(quantiles)
-	return Latency{
-		Min:  msOf(h.Min()),
-		Mean: math.Round(h.Mean()) / 1000,
-		P50:  msOf(q[0]),
-		P90:  msOf(q[1]),
-		P95:  msOf(q[2]),
-		P99:  msOf(q[3]),
-		P999: msOf(q[4]),
-		Max:  msOf(h.Max()),
-	}
-}
+func latencyOf(h *hdrhistogram.Histogram) Latency { return hist.LatencyOf(h) }
 
 // msOf converts µs to ms.
 func msOf(us int64) float64 { return float64(us) / 1000 }

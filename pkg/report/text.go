@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/replay-dev/replay/pkg/e2e"
 )
 
 // WriteText writes s as a report for people, in the spirit of vegeta's
@@ -255,7 +257,7 @@ func sig3(v float64) string {
 }
 
 // WriteE2EText writes the end-to-end section alone (replay sink).
-func WriteE2EText(w io.Writer, e *E2ESummary) error {
+func WriteE2EText(w io.Writer, e *e2e.Summary) error {
 	var buf bytes.Buffer
 	writeE2E(&buf, e)
 	_, err := w.Write(buf.Bytes())
@@ -263,7 +265,7 @@ func WriteE2EText(w io.Writer, e *E2ESummary) error {
 }
 
 // writeE2E writes the end-to-end section: events followed to the sinks.
-func writeE2E(buf *bytes.Buffer, e *E2ESummary) {
+func writeE2E(buf *bytes.Buffer, e *e2e.Summary) {
 	if e.Sent == 0 && e.Accepted == 0 { // a standalone sink's
 		fmt.Fprintf(buf, "\nEnd-to-end (send → seen by this sink)")
 	} else {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/replay-dev/replay/pkg/e2e"
 )
 
 // Threshold is a pass/fail criterion on a run's summary, written as
@@ -308,7 +310,7 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 // measureE2E measures an end-to-end threshold: for one stage (latency
 // only: ParseThreshold gives lost and duplicates no stage), or the worst
 // (largest) over all stages, or for duplicates their sum.
-func measureE2E(e *E2ESummary, t Threshold, stat string) (float64, string) {
+func measureE2E(e *e2e.Summary, t Threshold, stat string) (float64, string) {
 	if e == nil || len(e.Stages) == 0 {
 		return math.NaN(), "(no event seen by a sink)"
 	}

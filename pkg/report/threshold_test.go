@@ -5,6 +5,8 @@ import (
 	"encoding/xml"
 	"strings"
 	"testing"
+
+	"github.com/replay-dev/replay/pkg/e2e"
 )
 
 func TestThresholds(t *testing.T) {
@@ -97,7 +99,7 @@ func TestE2EThresholds(t *testing.T) {
 	if Evaluate(s, []Threshold{none}) || !strings.Contains(s.Thresholds[0].Unit, "no event") {
 		t.Errorf("e2e threshold without a sink: %+v, want a failure saying why", s.Thresholds)
 	}
-	s.E2E = &E2ESummary{Accepted: 1000, Stages: []E2EStage{
+	s.E2E = &e2e.Summary{Accepted: 1000, Stages: []e2e.Stage{
 		{Name: "processed", Lost: 0, Duplicates: 2, Latency: Latency{P99: 800}},
 		{Name: "settled", Lost: 3, LostPct: 0.3, Latency: Latency{P99: 2500}},
 	}}

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/replay-dev/replay/pkg/event"
+	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
-// Stamper keeps the score of stamped requests (report.E2E): the chain
+// Stamper keeps the score of stamped requests (e2e.Tracker): the chain
 // tells it each request it stamps and each one the API accepted.
 type Stamper interface {
 	Nonce() uint32
@@ -18,7 +18,7 @@ type Stamper interface {
 }
 
 // StampOptions turn on correlation IDs: each request carries a unique ID
-// (event.ID: run, shard, VU, sequence, send time) that the SUT passes
+// (e2e.ID: run, shard, VU, sequence, send time) that the SUT passes
 // along to where sinks see it. Only then: a plain replay stays faithful.
 type StampOptions struct {
 	Header string // set this header to the ID ("ce-id": CloudEvents binary mode); "" for none
@@ -79,7 +79,7 @@ func (s *stamp) apply(c *call) {
 	seq := st.seq
 	st.seq++
 	buf := c.buf(0)
-	*buf = event.AppendID((*buf)[:0], event.ID{Nonce: s.nonce, Shard: s.shard, VU: c.st.vu, Seq: seq, Sent: c.now / 1000})
+	*buf = e2e.AppendID((*buf)[:0], e2e.ID{Nonce: s.nonce, Shard: s.shard, VU: c.st.vu, Seq: seq, Sent: c.now / 1000})
 	id := *buf
 	stamped := false
 	if s.header != nil {

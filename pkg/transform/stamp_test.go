@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/event"
+	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -41,7 +41,7 @@ func TestStamp(t *testing.T) {
 			_, ps := pairs(t, tt.line)
 			p := ps[0]
 			c.Rewrite(2, &p.Req, &p)
-			id := string(event.AppendID(nil, event.ID{Nonce: 77, Shard: 2, VU: 2, Seq: 0, Sent: now.UnixMicro()}))
+			id := string(e2e.AppendID(nil, e2e.ID{Nonce: 77, Shard: 2, VU: 2, Seq: 0, Sent: now.UnixMicro()}))
 			if got := wire(&p.Req); got != strings.ReplaceAll(tt.want, "ID", id) {
 				t.Errorf("got\n%s\nwant\n%s", got, strings.ReplaceAll(tt.want, "ID", id))
 			}

@@ -1,19 +1,4 @@
-// Package event owns what replay needs to follow events out of an
-// event-driven SUT: correlation IDs that carry their own send time, the
-// Receiver interface that whatever keeps the score implements, and the
-// sinks that observe events leaving the system (an HTTP receiver, a Redis
-// list or stream consumer, a NATS subscriber).
-//
-// An ID says everything a receiver needs, with no state shared with the
-// sender: which run sent it (a random nonce), the shard, the VU, the VU's
-// sequence number, and the time the request was sent (stamped just before
-// it is written), so end-to-end latency is (time seen − time sent) on any
-// machine with a synchronised clock:
-//
-//	rp1-k3j9x0-0-7-1kz-lw9r0z4k1s
-//	    nonce  | |  |   sent (Unix µs, base 36)
-//	       shard VU seq (base 36)
-package event
+package e2e
 
 import (
 	"crypto/rand"
@@ -21,7 +6,16 @@ import (
 	"time"
 )
 
-// ID is a parsed correlation ID.
+// ID is a parsed correlation ID. An ID says everything a receiver needs,
+// with no state shared with the sender: which run sent it (a random
+// nonce), the shard, the VU, the VU's sequence number, and the time the
+// request was sent (stamped just before it is written), so end-to-end
+// latency is (time seen − time sent) on any machine with a synchronised
+// clock. Its text form (AppendID, ParseID) is
+//
+//	rp1-k3j9x0-0-7-1kz-lw9r0z4k1s
+//	    nonce  | |  |   sent (Unix µs, base 36)
+//	       shard VU seq (base 36)
 type ID struct {
 	Nonce uint32 // the run
 	Shard int

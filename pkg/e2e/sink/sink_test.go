@@ -1,4 +1,4 @@
-package event
+package sink
 
 import (
 	"context"
@@ -12,45 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
 	"github.com/replay-dev/replay/internal/testservers"
+	"github.com/replay-dev/replay/pkg/e2e"
 )
-
-func TestIDRoundTrip(t *testing.T) {
-	for _, id := range []ID{
-		{Nonce: 1, Shard: 0, VU: 0, Seq: 0, Sent: 0},
-		{Nonce: 0xffffffff, Shard: 63, VU: 4999, Seq: 1 << 40, Sent: time.Date(2026, 11, 23, 8, 0, 0, 123456000, time.UTC).UnixMicro()},
-	} {
-		b := AppendID(nil, id)
-		got, ok := ParseID(b)
-		if !ok || got != id {
-			t.Errorf("%s: got %+v %v, want %+v", b, got, ok, id)
-		}
-	}
-	for _, bad := range []string{"", "rp1-", "rp1-1-0-0-0", "rp1-1-0-0-0-0-0", "rp2-1-0-0-0-0", "rp1-0-0-0-0-0", "rp1-1-0-0-00-0", "rp1-1-0-0-X-0", "evt-1001"} {
-		if id, ok := ParseID([]byte(bad)); ok {
-			t.Errorf("%q parsed as %+v", bad, id)
-		}
-	}
-	if n := testing.AllocsPerRun(100, func() {
-		b := AppendID(make([]byte, 0, 64)[:0], ID{Nonce: 9, VU: 3, Seq: 99, Sent: 1})
-		ParseID(b)
-	}); n > 1 { // the make
-		t.Errorf("%v allocs", n)
-	}
-}
-
-func FuzzParseID(f *testing.F) {
-	f.Add([]byte("rp1-k3j9x0-0-7-1kz-lw9r0z4k1s"))
-	f.Add([]byte("rp1-1-0-0-0-0"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		id, ok := ParseID(b)
-		if !ok {
-			return
-		}
-		if again, ok := ParseID(AppendID(nil, id)); !ok || again != id {
-			t.Fatalf("%q: %+v does not round-trip", b, id)
-		}
-	})
-}
 
 func TestJSONID(t *testing.T) {
 	for in, want := range map[string]string{
@@ -127,7 +90,7 @@ func TestRedisSink(t *testing.T) {
 	defer cancel()
 	for _, spec := range []string{url + "?list=done", url + "?stream=events&stage=stored", url + "?stream=grouped&group=replay"} {
 		t.Run(spec[strings.IndexByte(spec, '?'):], func(t *testing.T) {
-			rs, err := ParseRedisSink(spec)
+			rs, err := ParseRedis(spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,13 +139,13 @@ func TestRedisSink(t *testing.T) {
 	}
 }
 
-func TestParseRedisSink(t *testing.T) {
+func TestParseRedis(t *testing.T) {
 	for _, bad := range []string{"redis://h:1", "redis://h:1?list=a&stream=b", "redis://h:1?list=a&group=g", "redis://h:1?queue=a", "http://h?list=a", "redis://h:1?list=%zz"} {
-		if _, err := ParseRedisSink(bad); err == nil {
+		if _, err := ParseRedis(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}
-	rs, err := ParseRedisSink("redis://:pw@h:1/3?stream=orders%2Fpaid&group=g&field=data&stage=paid+ok")
+	rs, err := ParseRedis("redis://:pw@h:1/3?stream=orders%2Fpaid&group=g&field=data&stage=paid+ok")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +177,7 @@ func TestNATSSink(t *testing.T) {
 		t.Errorf("seen %v, want %v", got, want)
 	}
 	for _, bad := range []string{"nats://h:1", "http://h:1?subject=a", "nats://h:1?subject=a&queue=b"} {
-		if _, err := ParseNATSSink(bad); err == nil {
+		if _, err := ParseNATS(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}
@@ -222,9 +185,9 @@ func TestNATSSink(t *testing.T) {
 
 // openNATS opens a NATS sink on arg for r, and a connection to publish to
 // its server (closed with the test).
-func openNATS(t *testing.T, arg string, r Receiver) (*NATSConsumer, *nats.Conn) {
+func openNATS(t *testing.T, arg string, r e2e.Receiver) (*NATSConsumer, *nats.Conn) {
 	t.Helper()
-	ns, err := ParseNATSSink(arg)
+	ns, err := ParseNATS(arg)
 	if err != nil {
 		t.Fatal(err)
 	}

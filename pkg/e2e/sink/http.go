@@ -1,4 +1,4 @@
-package event
+package sink
 
 import (
 	"bytes"
@@ -7,47 +7,48 @@ import (
 	"net"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/valyala/fasthttp"
 )
 
 // DefaultStage names what an HTTP sink sees on a path that names no stage.
 const DefaultStage = "delivered"
 
-// HTTPSink accepts deliveries over HTTP, as the Knative eventing
+// HTTP is a sink that accepts deliveries over HTTP, as the Knative eventing
 // benchmarks' receiver does: any POST or PUT carrying an ID. The ID is, in
 // this order, the ce-id header (CloudEvents binary mode), the top-level
 // "id" of a JSON body (a structured CloudEvent, or any JSON event), or the
 // X-Replay-Id header. The stage is the path's /stage/<name>, else the
 // X-Replay-Stage header, else DefaultStage. It answers 204, or 400 when it
 // finds no ID.
-type HTTPSink struct {
+type HTTP struct {
 	ln   net.Listener
 	srv  *fasthttp.Server
-	recv Receiver
+	recv e2e.Receiver
 	done chan error
 }
 
 // ListenHTTP starts an HTTP sink on addr (":9090", "127.0.0.1:0") that
 // reports what it receives to r.
-func ListenHTTP(addr string, r Receiver) (*HTTPSink, error) {
+func ListenHTTP(addr string, r e2e.Receiver) (*HTTP, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
-	s := &HTTPSink{ln: ln, recv: r, done: make(chan error, 1)}
+	s := &HTTP{ln: ln, recv: r, done: make(chan error, 1)}
 	s.srv = &fasthttp.Server{Handler: s.handle, Name: "replay-sink", ReadTimeout: time.Minute, IdleTimeout: time.Minute}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
 }
 
 // Addr is the address the sink listens on.
-func (s *HTTPSink) Addr() string { return s.ln.Addr().String() }
+func (s *HTTP) Addr() string { return s.ln.Addr().String() }
 
 // URL is the sink's base URL, for a SUT on this machine.
-func (s *HTTPSink) URL() string { return "http://" + s.Addr() }
+func (s *HTTP) URL() string { return "http://" + s.Addr() }
 
 // Close stops the sink and waits for it.
-func (s *HTTPSink) Close() error {
+func (s *HTTP) Close() error {
 	err := s.srv.Shutdown()
 	s.ln.Close()
 	if serr := <-s.done; serr != nil && !errors.Is(serr, net.ErrClosed) && err == nil {
@@ -56,7 +57,7 @@ func (s *HTTPSink) Close() error {
 	return err
 }
 
-func (s *HTTPSink) handle(ctx *fasthttp.RequestCtx) {
+func (s *HTTP) handle(ctx *fasthttp.RequestCtx) {
 	at := time.Now()
 	if !ctx.IsPost() && !ctx.IsPut() {
 		ctx.Error("POST or PUT an event", fasthttp.StatusMethodNotAllowed)
@@ -81,52 +82,4 @@ func (s *HTTPSink) handle(ctx *fasthttp.RequestCtx) {
 	}
 	s.recv.Seen(id, stage, at)
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
-}
-
-// jsonID finds the top-level "id" string of a JSON object, without
-// decoding the rest: the first `"id"` key at depth 1.
-func jsonID(b []byte) []byte {
-	depth := 0
-	for i := 0; i < len(b); i++ {
-		switch b[i] {
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-		case '"':
-			end := i + 1
-			for end < len(b) && b[end] != '"' {
-				if b[end] == '\\' {
-					end++
-				}
-				end++
-			}
-			if end >= len(b) {
-				return nil
-			}
-			key := b[i+1 : end]
-			i = end
-			j := skipSpace(b, end+1)
-			if depth != 1 || string(key) != "id" || j >= len(b) || b[j] != ':' {
-				continue // a value, or another key
-			}
-			j = skipSpace(b, j+1)
-			if j >= len(b) || b[j] != '"' {
-				return nil
-			}
-			k := bytes.IndexByte(b[j+1:], '"')
-			if k < 0 {
-				return nil
-			}
-			return b[j+1 : j+1+k]
-		}
-	}
-	return nil
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }

@@ -1,4 +1,4 @@
-package event
+package sink
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/replay-dev/replay/pkg/e2e"
 )
 
-// RedisSink consumes events where the SUT or its workers publish them in
-// Redis: a list (BRPOP) or a stream (XREAD from the newest entry, or
-// XREADGROUP with a consumer group). A list element or the stream field is
-// the ID itself, or a JSON event with a top-level "id" (a CloudEvent).
-type RedisSink struct {
+// Redis is a sink that consumes events where the SUT or its workers publish
+// them in Redis: a list (BRPOP) or a stream (XREAD from the newest entry,
+// or XREADGROUP with a consumer group). A list element or the stream field
+// is the ID itself, or a JSON event with a top-level "id" (a CloudEvent).
+type Redis struct {
 	URL    string // redis://host:port/db
 	List   string // consume this list, or
 	Stream string // this stream
@@ -28,13 +29,13 @@ type RedisSink struct {
 	opt *redis.Options // URL's, parsed
 }
 
-// ParseRedisSink reads a sink given on the command line:
+// ParseRedis reads a sink given on the command line:
 //
 //	redis://127.0.0.1:6379/0?list=events.done
 //	redis://127.0.0.1:6379?stream=events&group=replay&stage=stored
 //
 // The parameters are URL-encoded, as in any query.
-func ParseRedisSink(s string) (*RedisSink, error) {
+func ParseRedis(s string) (*Redis, error) {
 	const want = "want redis://host:port[/db]?list=NAME or ?stream=NAME"
 	u, err := url.Parse(s)
 	if err != nil {
@@ -45,7 +46,7 @@ func ParseRedisSink(s string) (*RedisSink, error) {
 		return nil, fmt.Errorf("%s: %w", want, err)
 	}
 	u.RawQuery, u.ForceQuery = "", false
-	rs := &RedisSink{URL: u.String()}
+	rs := &Redis{URL: u.String()}
 	if rs.opt, err = redis.ParseURL(rs.URL); err != nil {
 		return nil, fmt.Errorf("%s: %w", want, err)
 	}
@@ -78,11 +79,11 @@ func ParseRedisSink(s string) (*RedisSink, error) {
 	return rs, nil
 }
 
-// Consumer is a RedisSink connected, ready and consuming: a stream's
+// RedisConsumer is a Redis sink connected, ready and consuming: a stream's
 // consumer group exists, or the stream's newest entry is known, so no
 // event published after Open is missed.
-type Consumer struct {
-	rs     *RedisSink
+type RedisConsumer struct {
+	rs     *Redis
 	client *redis.Client
 	last   string // XREAD: the entry read up to
 	stop   context.CancelFunc
@@ -97,9 +98,9 @@ type Consumer struct {
 // The preparing is done before Open returns, not on the consuming
 // goroutine: a stream read from "$" there would miss what is published
 // before that goroutine first asks.
-func (rs *RedisSink) Open(ctx context.Context, r Receiver) (*Consumer, error) {
+func (rs *Redis) Open(ctx context.Context, r e2e.Receiver) (*RedisConsumer, error) {
 	opt := rs.opt
-	if opt == nil { // not from ParseRedisSink
+	if opt == nil { // not from ParseRedis
 		var err error
 		if opt, err = redis.ParseURL(rs.URL); err != nil {
 			return nil, err
@@ -108,7 +109,7 @@ func (rs *RedisSink) Open(ctx context.Context, r Receiver) (*Consumer, error) {
 		copied := *opt // the client sets its defaults in it
 		opt = &copied
 	}
-	c := &Consumer{rs: rs, client: redis.NewClient(opt), last: "0", done: make(chan struct{})}
+	c := &RedisConsumer{rs: rs, client: redis.NewClient(opt), last: "0", done: make(chan struct{})}
 	if err := c.prepare(ctx); err != nil {
 		c.client.Close()
 		return nil, fmt.Errorf("%s: %w", rs.URL, err)
@@ -124,13 +125,13 @@ func (rs *RedisSink) Open(ctx context.Context, r Receiver) (*Consumer, error) {
 
 // Close stops consuming, waits for the consuming goroutine (at most about
 // a second: a blocking read times out then) and disconnects.
-func (c *Consumer) Close() error {
+func (c *RedisConsumer) Close() error {
 	c.stop()
 	<-c.done
 	return c.client.Close()
 }
 
-func (c *Consumer) prepare(ctx context.Context) error {
+func (c *RedisConsumer) prepare(ctx context.Context) error {
 	rs := c.rs
 	switch {
 	case rs.Stream != "" && rs.Group != "":
@@ -154,7 +155,7 @@ func (c *Consumer) prepare(ctx context.Context) error {
 
 // run consumes until ctx is done, reporting each event to r. It
 // reconnects after errors with a short backoff.
-func (c *Consumer) run(ctx context.Context, r Receiver) {
+func (c *RedisConsumer) run(ctx context.Context, r e2e.Receiver) {
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		var err error
@@ -180,7 +181,7 @@ func (c *Consumer) run(ctx context.Context, r Receiver) {
 
 // list pops until an error: BRPOP with a one-second timeout, so that a
 // stop is seen.
-func (c *Consumer) list(ctx context.Context, r Receiver) error {
+func (c *RedisConsumer) list(ctx context.Context, r e2e.Receiver) error {
 	rs := c.rs
 	for ctx.Err() == nil {
 		v, err := c.client.BRPop(ctx, time.Second, rs.List).Result()
@@ -196,7 +197,7 @@ func (c *Consumer) list(ctx context.Context, r Receiver) error {
 }
 
 // stream reads new entries until an error.
-func (c *Consumer) stream(ctx context.Context, r Receiver) error {
+func (c *RedisConsumer) stream(ctx context.Context, r e2e.Receiver) error {
 	rs := c.rs
 	for ctx.Err() == nil {
 		var res []redis.XStream
@@ -223,7 +224,7 @@ func (c *Consumer) stream(ctx context.Context, r Receiver) error {
 	return nil
 }
 
-func (rs *RedisSink) messageID(values map[string]any) []byte {
+func (rs *Redis) messageID(values map[string]any) []byte {
 	field := rs.Field
 	if field == "" {
 		field = "id"
@@ -239,13 +240,4 @@ func (rs *RedisSink) messageID(values map[string]any) []byte {
 		}
 	}
 	return nil
-}
-
-// payloadID is the ID in a payload: the payload itself, or the "id" of a
-// JSON event.
-func payloadID(b []byte) []byte {
-	if len(b) > 0 && b[0] == '{' {
-		return jsonID(b)
-	}
-	return b
 }

@@ -1,4 +1,4 @@
-package event
+package sink
 
 import (
 	"context"
@@ -8,21 +8,22 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/replay-dev/replay/pkg/e2e"
 )
 
-// NATSSink subscribes to a NATS subject (wildcards allowed) where the SUT
-// or its workers publish events: a message's ce-id header, or its data (the
-// ID, or a JSON event with a top-level "id"), is the ID.
-type NATSSink struct {
+// NATS is a sink that subscribes to a NATS subject (wildcards allowed)
+// where the SUT or its workers publish events: a message's ce-id header, or
+// its data (the ID, or a JSON event with a top-level "id"), is the ID.
+type NATS struct {
 	URL     string // nats://host:port
 	Subject string
 	Stage   string // default: the subject
 }
 
-// ParseNATSSink reads a sink given on the command line:
+// ParseNATS reads a sink given on the command line:
 //
 //	nats://127.0.0.1:4222?subject=orders.settled&stage=settled
-func ParseNATSSink(s string) (*NATSSink, error) {
+func ParseNATS(s string) (*NATS, error) {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme != "nats" || u.Host == "" {
 		return nil, fmt.Errorf("%s: want nats://host:port?subject=NAME", s)
@@ -33,7 +34,7 @@ func ParseNATSSink(s string) (*NATSSink, error) {
 			return nil, fmt.Errorf("unknown parameter %q: want subject or stage", k)
 		}
 	}
-	ns := &NATSSink{URL: "nats://" + u.Host, Subject: q.Get("subject"), Stage: q.Get("stage")}
+	ns := &NATS{URL: "nats://" + u.Host, Subject: q.Get("subject"), Stage: q.Get("stage")}
 	if ns.Subject == "" {
 		return nil, fmt.Errorf("%s: name the subject (?subject=NAME)", s)
 	}
@@ -43,7 +44,7 @@ func ParseNATSSink(s string) (*NATSSink, error) {
 	return ns, nil
 }
 
-// NATSConsumer is a NATSSink subscribed: the server knows the
+// NATSConsumer is a NATS sink subscribed: the server knows the
 // subscription, so nothing published after Open is missed.
 type NATSConsumer struct {
 	conn   *nats.Conn
@@ -56,7 +57,7 @@ const natsDrainTimeout = 5 * time.Second
 
 // Open connects and subscribes, reporting each message to r from the
 // client's goroutine. It fails when the server cannot be reached.
-func (ns *NATSSink) Open(ctx context.Context, r Receiver) (*NATSConsumer, error) {
+func (ns *NATS) Open(ctx context.Context, r e2e.Receiver) (*NATSConsumer, error) {
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)

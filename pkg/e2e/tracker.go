@@ -1,4 +1,4 @@
-package report
+package e2e
 
 import (
 	"context"
@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/replay-dev/replay/pkg/event"
+	"github.com/replay-dev/replay/pkg/hist"
 )
 
-// maxStages bounds the stages an E2E tracker keeps; later ones are counted
+// maxStages bounds the stages a Tracker keeps; later ones are counted
 // under "other".
 const maxStages = 32
 
-// E2E keeps the score of events followed out of an event-driven SUT: the
+// Tracker keeps the score of events followed out of an event-driven SUT: the
 // requests the API accepted (by VU and sequence number), the events sinks
 // saw at each stage, the end-to-end latency per stage (seen − sent) in HDR
 // histograms of replay's geometry, duplicates, loss, and events received
@@ -23,7 +23,7 @@ const maxStages = 32
 // Memory: one bit per stamped request per VU for what was accepted, one
 // bit per event per stage for what was seen, a histogram (about 190 KB)
 // and a count per second per stage. Nothing else is kept per event.
-type E2E struct {
+type Tracker struct {
 	nonce uint32 // 0: any run's events (a standalone sink)
 	start time.Time
 	now   func() time.Time
@@ -37,12 +37,13 @@ type E2E struct {
 	sent     []int64 // per VU: requests stamped
 
 	mu       sync.Mutex // guards what follows
-	stages   []*e2eStage
+	stages   []*stageScore
 	foreign  int64 // IDs seen that this run did not send
 	lastSeen time.Time
 }
 
-type e2eStage struct {
+// stageScore is what a Tracker keeps of one stage.
+type stageScore struct {
 	name   string
 	seen   []bitset // per VU
 	unique int64
@@ -81,30 +82,30 @@ func both(a, b *bitset) int64 {
 	return int64(n)
 }
 
-// NewE2E returns a tracker for a run with this nonce and at most vus VUs,
+// NewTracker returns a tracker for a run with this nonce and at most vus VUs,
 // started at start. now is the clock (time.Now when nil).
-func NewE2E(nonce uint32, vus int, start time.Time, now func() time.Time) *E2E {
+func NewTracker(nonce uint32, vus int, start time.Time, now func() time.Time) *Tracker {
 	if now == nil {
 		now = time.Now
 	}
-	return &E2E{nonce: nonce, start: start, now: now, accepted: make([]bitset, vus), sent: make([]int64, vus)}
+	return &Tracker{nonce: nonce, start: start, now: now, accepted: make([]bitset, vus), sent: make([]int64, vus)}
 }
 
-// NewE2ESink returns a tracker for a standalone sink (replay sink): it
+// NewSinkTracker returns a tracker for a standalone sink (replay sink): it
 // counts the events of any run and shard, and knows nothing of what was
 // accepted (a merge with the runs' summaries works loss out). It has no
 // clock: only Drain reads one, and a standalone sink does not drain.
-func NewE2ESink(start time.Time) *E2E {
-	t := NewE2E(0, 0, start, nil)
+func NewSinkTracker(start time.Time) *Tracker {
+	t := NewTracker(0, 0, start, nil)
 	t.slots = map[[3]uint64]int{}
 	return t
 }
 
 // Nonce is the run's nonce, for stamping IDs.
-func (t *E2E) Nonce() uint32 { return t.nonce }
+func (t *Tracker) Nonce() uint32 { return t.nonce }
 
 // Stamped counts a stamped request of VU vu. Called on that VU's goroutine.
-func (t *E2E) Stamped(vu int) {
+func (t *Tracker) Stamped(vu int) {
 	if vu >= 0 && vu < len(t.sent) {
 		t.sent[vu]++
 	}
@@ -113,15 +114,18 @@ func (t *E2E) Stamped(vu int) {
 // Accepted records that the API answered the stamped request seq of VU vu
 // below 400, so its event is expected downstream. Called on that VU's
 // goroutine; it allocates only when the VU's set grows.
-func (t *E2E) Accepted(vu int, seq uint64) {
+func (t *Tracker) Accepted(vu int, seq uint64) {
 	if vu >= 0 && vu < len(t.accepted) {
 		t.accepted[vu].set(seq)
 	}
 }
 
-// Seen records an event seen at a stage (event.Receiver).
-func (t *E2E) Seen(idText []byte, stage string, at time.Time) {
-	id, ok := event.ParseID(idText)
+// A Tracker is what sinks report to.
+var _ Receiver = (*Tracker)(nil)
+
+// Seen records an event seen at a stage (the Receiver interface).
+func (t *Tracker) Seen(idText []byte, stage string, at time.Time) {
+	id, ok := ParseID(idText)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lastSeen = at
@@ -147,7 +151,7 @@ func (t *E2E) Seen(idText []byte, stage string, at time.Time) {
 		return
 	}
 	st.unique++
-	recordNanos(st.hist, at.Sub(time.UnixMicro(id.Sent)).Nanoseconds())
+	hist.RecordNanos(st.hist, at.Sub(time.UnixMicro(id.Sent)).Nanoseconds())
 	if sec := int(at.Unix() - t.start.Unix()); sec >= 0 && sec < 7*24*3600 {
 		if sec >= len(st.perSec) {
 			st.perSec = append(st.perSec, make([]int64, sec+1-len(st.perSec))...)
@@ -157,7 +161,7 @@ func (t *E2E) Seen(idText []byte, stage string, at time.Time) {
 }
 
 // stage returns the named stage, creating it; t.mu is held.
-func (t *E2E) stage(name string) *e2eStage {
+func (t *Tracker) stage(name string) *stageScore {
 	for _, st := range t.stages {
 		if st.name == name {
 			return st
@@ -166,14 +170,14 @@ func (t *E2E) stage(name string) *e2eStage {
 	if len(t.stages) >= maxStages-1 && name != "other" { // the last place is other's
 		return t.stage("other")
 	}
-	st := &e2eStage{name: name, seen: make([]bitset, len(t.accepted)), hist: newHistogram()}
+	st := &stageScore{name: name, seen: make([]bitset, len(t.accepted)), hist: hist.New()}
 	t.stages = append(t.stages, st)
 	return st
 }
 
 // complete reports whether every accepted event was seen at every stage
 // (at least one, unless nothing was accepted); t.mu is held.
-func (t *E2E) complete() bool {
+func (t *Tracker) complete() bool {
 	expected := false
 	for vu := range t.accepted {
 		expected = expected || t.accepted[vu].n > 0
@@ -200,7 +204,7 @@ func (t *E2E) complete() bool {
 // stage, or no event arrived for 3 × idle, or drain passed since lastSend
 // (as the Knative receiver does). It returns how long it waited. sleep
 // waits (time.Sleep in a run; tests step a fake clock).
-func (t *E2E) Drain(ctx context.Context, lastSend time.Time, drain, idle time.Duration, sleep func(time.Duration)) time.Duration {
+func (t *Tracker) Drain(ctx context.Context, lastSend time.Time, drain, idle time.Duration, sleep func(time.Duration)) time.Duration {
 	began := t.now()
 	for ctx.Err() == nil {
 		now := t.now()
@@ -219,40 +223,49 @@ func (t *E2E) Drain(ctx context.Context, lastSend time.Time, drain, idle time.Du
 	return t.now().Sub(began)
 }
 
-// E2ESummary is the end-to-end section of a Summary ("e2e").
-type E2ESummary struct {
-	Sent     int64      `json:"sent"`     // requests stamped with an ID
-	Accepted int64      `json:"accepted"` // of those, answered below 400: events expected downstream
-	Foreign  int64      `json:"foreign"`  // IDs seen that this run did not send
-	DrainS   float64    `json:"drain_s"`  // how long the run waited for the last events
-	Stages   []E2EStage `json:"stages"`
+// Summary is the end-to-end section of a run's summary (report.Summary's
+// "e2e"), as in
+//
+//	{"sent": 101, "accepted": 100, "foreign": 0, "drain_s": 0.4, "stages": [
+//	  {"name": "processed", "received": 99, "unique": 98, "duplicates": 1,
+//	   "lost": 2, "lost_pct": 2, "latency_ms": {...}, "histogram": "HISTFAAA...",
+//	   "intervals": [{"t": 1795424400, "received": 98}]}]}
+//
+// Shards' and standalone sinks' sections merge (report.Merge) by stage
+// name, histograms exactly.
+type Summary struct {
+	Sent     int64   `json:"sent"`     // requests stamped with an ID
+	Accepted int64   `json:"accepted"` // of those, answered below 400: events expected downstream
+	Foreign  int64   `json:"foreign"`  // IDs seen that this run did not send
+	DrainS   float64 `json:"drain_s"`  // how long the run waited for the last events
+	Stages   []Stage `json:"stages"`
 }
 
-// E2EStage is what was seen at one stage.
-type E2EStage struct {
-	Name       string        `json:"name"`
-	Received   int64         `json:"received"`   // deliveries, duplicates included
-	Unique     int64         `json:"unique"`     // distinct events
-	Duplicates int64         `json:"duplicates"` // Received − Unique
-	Lost       int64         `json:"lost"`       // accepted but never seen here
-	LostPct    float64       `json:"lost_pct"`   // Lost / Accepted, %
-	Latency    Latency       `json:"latency_ms"` // seen − sent
-	Histogram  string        `json:"histogram"`  // HdrHistogram V2 compressed base64, µs
-	Intervals  []E2EInterval `json:"intervals"`  // received per second since the start
+// Stage is what was seen at one stage.
+type Stage struct {
+	Name       string       `json:"name"`
+	Received   int64        `json:"received"`   // deliveries, duplicates included
+	Unique     int64        `json:"unique"`     // distinct events
+	Duplicates int64        `json:"duplicates"` // Received − Unique
+	Lost       int64        `json:"lost"`       // accepted but never seen here
+	LostPct    float64      `json:"lost_pct"`   // Lost / Accepted, %
+	Latency    hist.Latency `json:"latency_ms"` // seen − sent
+	Histogram  string       `json:"histogram"`  // HdrHistogram V2 compressed base64, µs
+	Intervals  []Interval   `json:"intervals"`  // received per second since the start
 }
 
-// E2EInterval is one second of a stage.
-type E2EInterval struct {
-	T        int64 `json:"t"`        // Unix seconds of the interval's start, as in Interval
+// Interval is one second of a stage.
+type Interval struct {
+	T        int64 `json:"t"`        // Unix seconds of the interval's start, as in the run's intervals
 	Received int64 `json:"received"` // distinct events first seen in it
 }
 
 // Summary returns the section, with drain the time Drain waited. Call it
 // once the run and the drain are over.
-func (t *E2E) Summary(drain time.Duration) *E2ESummary {
+func (t *Tracker) Summary(drain time.Duration) *Summary {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := &E2ESummary{Foreign: t.foreign, DrainS: drain.Seconds()}
+	s := &Summary{Foreign: t.foreign, DrainS: drain.Seconds()}
 	for vu := range t.accepted {
 		s.Sent += t.sent[vu]
 		s.Accepted += t.accepted[vu].n
@@ -262,15 +275,23 @@ func (t *E2E) Summary(drain time.Duration) *E2ESummary {
 		for vu := range min(len(t.accepted), len(st.seen)) {
 			seenAccepted += both(&t.accepted[vu], &st.seen[vu])
 		}
-		e := E2EStage{Name: st.name, Received: st.unique + st.dups, Unique: st.unique, Duplicates: st.dups,
-			Lost: s.Accepted - seenAccepted, Latency: latencyOf(st.hist), Histogram: encodeHistogram(st.hist)}
+		e := Stage{Name: st.name, Received: st.unique + st.dups, Unique: st.unique, Duplicates: st.dups,
+			Lost: s.Accepted - seenAccepted, Latency: hist.LatencyOf(st.hist), Histogram: hist.Encode(st.hist)}
 		e.LostPct = pct(e.Lost, s.Accepted)
 		for sec, n := range st.perSec {
 			if n > 0 {
-				e.Intervals = append(e.Intervals, E2EInterval{T: t.start.Unix() + int64(sec), Received: n})
+				e.Intervals = append(e.Intervals, Interval{T: t.start.Unix() + int64(sec), Received: n})
 			}
 		}
 		s.Stages = append(s.Stages, e)
 	}
 	return s
+}
+
+// pct is n as a percentage of of, 0 when of is.
+func pct(n, of int64) float64 {
+	if of == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(of)
 }
