@@ -1,0 +1,190 @@
+package loopback
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Raw is a loopback HTTP/1.1 server for tests that keeps the raw bytes of
+// every request it reads, counts connections, and misbehaves on demand. It
+// parses just enough HTTP to frame requests (Content-Length bodies).
+type Raw struct {
+	ln net.Listener
+
+	// respond decides the answer to the n-th request (from 1); nil answers
+	// 200 with a small body.
+	respond func(n int64, req []byte) Action
+
+	mu    sync.Mutex // guards reqs and at
+	reqs  [][]byte
+	at    []time.Time // when each request was read
+	conns atomic.Int64
+	count atomic.Int64 // requests read
+	wg    sync.WaitGroup
+	quit  chan struct{} // closed by Close: ends stalls
+	once  sync.Once
+}
+
+// Action is what a Raw server does with a request it read.
+type Action struct {
+	Status int
+	Close  bool          // send "Connection: close" and close after answering
+	Stall  time.Duration // wait this long before answering
+	Reset  bool          // close with RST instead of answering
+	Hangup bool          // close without answering (EOF)
+	Body   string
+	Header string // extra header lines, each ending in \r\n
+}
+
+// NewRaw starts a Raw server, closed when the test ends. respond decides
+// the answer to the n-th request (from 1); nil answers 200 "ok".
+func NewRaw(t testing.TB, respond func(n int64, req []byte) Action) *Raw {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Raw{ln: ln, respond: respond, quit: make(chan struct{})}
+	s.wg.Add(1)
+	go s.accept()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// URL is "http://127.0.0.1:PORT".
+func (s *Raw) URL() string { return "http://" + s.Addr() }
+
+// Addr is "127.0.0.1:PORT".
+func (s *Raw) Addr() string { return s.ln.Addr().String() }
+
+// Close stops the server, ends its stalls and waits for its connections
+// to end. Safe to call more than once.
+func (s *Raw) Close() {
+	s.once.Do(func() { close(s.quit) })
+	s.ln.Close()
+	s.wg.Wait()
+}
+
+// Requests are the requests read so far, as read.
+func (s *Raw) Requests() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.reqs...)
+}
+
+// Arrivals are when each request was read.
+func (s *Raw) Arrivals() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.at...)
+}
+
+// Conns counts the connections accepted.
+func (s *Raw) Conns() int64 { return s.conns.Load() }
+
+// Count counts the requests read.
+func (s *Raw) Count() int64 { return s.count.Load() }
+
+func (s *Raw) accept() {
+	defer s.wg.Done()
+	var conns sync.WaitGroup
+	var open sync.Map
+	defer func() {
+		open.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
+		conns.Wait()
+	}()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.conns.Add(1)
+		open.Store(c, nil)
+		conns.Add(1)
+		go func() {
+			defer conns.Done()
+			defer open.Delete(c)
+			defer c.Close()
+			s.serve(c)
+		}()
+	}
+}
+
+func (s *Raw) serve(c net.Conn) {
+	br := bufio.NewReader(c)
+	for {
+		req, err := readRawRequest(br)
+		if err != nil {
+			return
+		}
+		n := s.count.Add(1)
+		s.mu.Lock()
+		s.reqs = append(s.reqs, req)
+		s.at = append(s.at, time.Now())
+		s.mu.Unlock()
+		a := Action{Status: 200, Body: "ok"}
+		if s.respond != nil {
+			a = s.respond(n, req)
+		}
+		if a.Stall > 0 {
+			select {
+			case <-time.After(a.Stall):
+			case <-s.quit:
+				return
+			}
+		}
+		switch {
+		case a.Reset:
+			c.(*net.TCPConn).SetLinger(0)
+			return
+		case a.Hangup:
+			return
+		}
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nContent-Length: %d\r\n", a.Status, "X", len(a.Body))
+		if a.Close {
+			b.WriteString("Connection: close\r\n")
+		}
+		b.WriteString(a.Header)
+		b.WriteString("\r\n")
+		if !bytes.HasPrefix(req, []byte("HEAD ")) { // HEAD: the length of a body not sent
+			b.WriteString(a.Body)
+		}
+		if _, err := c.Write(b.Bytes()); err != nil || a.Close {
+			return
+		}
+	}
+}
+
+// readRawRequest reads one request's exact bytes.
+func readRawRequest(br *bufio.Reader) ([]byte, error) {
+	var raw []byte
+	length := 0
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return nil, err
+		}
+		raw = append(raw, line...)
+		if string(line) == "\r\n" {
+			break
+		}
+		if name, value, ok := strings.Cut(strings.TrimRight(string(line), "\r\n"), ":"); ok && strings.EqualFold(name, "content-length") {
+			length, _ = strconv.Atoi(strings.TrimSpace(value))
+		}
+	}
+	body := make([]byte, length)
+	if _, err := io.ReadFull(br, body); err != nil {
+		return nil, err
+	}
+	return append(raw, body...), nil
+}
