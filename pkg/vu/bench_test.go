@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/rs/zerolog"
 )
@@ -17,7 +18,8 @@ type nopSink struct{}
 func (nopSink) Record(result.Result) {}
 
 // BenchmarkRequest runs one VU through decode, wire write, send, read and
-// record against a loopback server: the base hot path. allocs/op must be 0.
+// record against a loopback server, with the HTTP/1.1 transport: the base
+// hot path, scheduler and transport together. allocs/op must be 0.
 func BenchmarkRequest(b *testing.B) {
 	for _, tc := range []struct {
 		name    string
@@ -37,7 +39,8 @@ func BenchmarkRequest(b *testing.B) {
 			defer srv.Close()
 			url := srv.URL()
 			f := openLines(b, tc.line)
-			p := &Pool{File: f, Sink: nopSink{}, Config: Config{VUs: 1, Walk: Loop, Target: url, Log: zerolog.Nop(), Timeout: 10 * time.Second, Timings: tc.timings}}
+			p := &Pool{File: f, Sink: nopSink{}, Config: Config{VUs: 1, Walk: Loop, Log: zerolog.Nop()},
+				Transport: newTransport(b, http1.Options{Target: url, Timeout: 10 * time.Second, Timings: tc.timings})}
 			p.Config.Iterations = int64(b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -64,9 +67,8 @@ func BenchmarkRateAccuracy(b *testing.B) {
 			const d = 2 * time.Second
 			for b.Loop() {
 				p := &Pool{File: f, Sink: nopSink{}, Config: Config{
-					Model: Rate, Rate: rate, VUs: 50, MaxVUs: 500, Walk: Loop, Duration: d,
-					Target: srv.URL(), Log: zerolog.Nop(), Timeout: 10 * time.Second,
-				}}
+					Model: Rate, Rate: rate, VUs: 50, MaxVUs: 500, Walk: Loop, Duration: d, Log: zerolog.Nop(),
+				}, Transport: newTransport(b, http1.Options{Target: srv.URL(), Timeout: 10 * time.Second})}
 				st, err := p.Run(context.Background())
 				if err != nil {
 					b.Fatal(err)

@@ -1,4 +1,4 @@
-package vu
+package http1
 
 import (
 	"github.com/replay-dev/replay/pkg/result"
@@ -6,8 +6,8 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// answer is the result.Answer view of a VU's fasthttp response. The body
-// is decoded at most once per answer.
+// answer is the result.Answer view of a client's fasthttp response. The
+// body is decoded at most once per answer.
 type answer struct {
 	resp    *fasthttp.Response
 	maxBody int
