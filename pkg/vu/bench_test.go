@@ -22,14 +22,15 @@ func (nopSink) Record(result.Result) {}
 // hot path, scheduler and transport together. allocs/op must be 0.
 func BenchmarkRequest(b *testing.B) {
 	for _, tc := range []struct {
-		name    string
-		line    string
-		timings bool
+		name             string
+		line             string
+		timings, discard bool
 	}{
-		{"get", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), false},
-		{"get-timings", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), true},
-		{"post-2k", line("POST", "/events", `{"Content-Type":["application/json"],"X-Request-Id":["8c1e2f4a"]}`, string(bytes.Repeat([]byte("x"), 2048))), false},
-		{"post-64k", line("POST", "/events", `{"Content-Type":["application/octet-stream"]}`, bytes.Repeat([]byte{1}, 64<<10)), false},
+		{"get", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), false, false},
+		{"get-timings", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), true, false},
+		{"get-discard", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), false, true},
+		{"post-2k", line("POST", "/events", `{"Content-Type":["application/json"],"X-Request-Id":["8c1e2f4a"]}`, string(bytes.Repeat([]byte("x"), 2048))), false, false},
+		{"post-64k", line("POST", "/events", `{"Content-Type":["application/octet-stream"]}`, bytes.Repeat([]byte{1}, 64<<10)), false, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			srv, err := loopback.NewCanned(loopback.Accepted202)
@@ -40,7 +41,7 @@ func BenchmarkRequest(b *testing.B) {
 			url := srv.URL()
 			f := openLines(b, tc.line)
 			p := &Pool{File: f, Sink: nopSink{}, Config: Config{VUs: 1, Walk: Loop, Log: zerolog.Nop()},
-				Transport: newTransport(b, http1.Options{Target: url, Timeout: 10 * time.Second, Timings: tc.timings})}
+				Transport: newTransport(b, http1.Options{Target: url, Timeout: 10 * time.Second, Timings: tc.timings, DiscardBodies: tc.discard})}
 			p.Config.Iterations = int64(b.N)
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -162,10 +162,16 @@ func (c *client) send(res *result.Result, early int, body []byte) bool {
 func (c *client) read(req *rrpair.Request, res *result.Result) result.Answer {
 	o := &c.t.o
 	c.resp.Reset()
-	c.ans.reset(&c.resp, o.MaxBody)
-	c.resp.SkipBody = string(req.Method) == "HEAD"
+	c.ans.reset(&c.resp, o.MaxBody, o.DiscardBodies)
+	head := string(req.Method) == "HEAD"
+	c.resp.SkipBody = head || o.DiscardBodies
 	c.cr.n, c.cr.err, c.cr.first = 0, nil, 0
-	err := c.resp.ReadLimitBody(c.br, o.MaxBody)
+	var err error
+	if o.DiscardBodies {
+		err = c.readDiscarding(head)
+	} else {
+		err = c.resp.ReadLimitBody(c.br, o.MaxBody)
+	}
 	res.End = c.now()
 	res.BytesIn = c.cr.n
 	if first := c.cr.first; first != 0 {

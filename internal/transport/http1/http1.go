@@ -61,6 +61,11 @@ type Options struct {
 	// MaxBody bounds the response body a client keeps (bytes); a longer
 	// answer fails as "other". 0 means DefaultMaxBody.
 	MaxBody int
+	// DiscardBodies reads each answer's body and drops it as it arrives,
+	// for runs where nothing reads bodies: the framing and BytesIn stay
+	// exact, MaxBody does not apply (nothing is kept), and the answer's
+	// Body and RawBody are nil.
+	DiscardBodies bool
 }
 
 // Defaults that New fills in.
