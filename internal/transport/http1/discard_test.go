@@ -147,6 +147,14 @@ func TestDiscardBodies(t *testing.T) {
 	if len(kept.status) != len(lines)-1 || len(dropped.status) != len(lines) {
 		t.Fatalf("observed %d and %d answers, want %d and %d", len(kept.status), len(dropped.status), len(lines)-1, len(lines))
 	}
+	compareAnswers(t, kept, dropped, wantBody)
+}
+
+// compareAnswers checks what the observers saw: each answer's body kept as
+// wanted, or nil when discarded, with the same status and headers either
+// way. Kept, the answer past MaxBody (the 6th) is missing.
+func compareAnswers(t *testing.T, kept, dropped *seen, wantBody []string) {
+	t.Helper()
 	for i, want := range wantBody {
 		if dropped.body[i] != nil || dropped.rawBody[i] != nil {
 			t.Errorf("answer %d discarded: body %q, raw %q; want nil", i, dropped.body[i], dropped.rawBody[i])
