@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transform"
@@ -47,8 +48,12 @@ func hotPath(b *testing.B, transforms string) {
 	}
 	defer f.Close()
 	rec := report.NewRecorder(f.Endpoints())
-	pool := &vu.Pool{File: f, Sink: rec, Config: vu.Config{
-		VUs: 1, Walk: vu.Loop, Iterations: int64(b.N), Target: srv.URL(), Timeout: 10 * time.Second, Log: zerolog.Nop(),
+	tr, err := http1.New(http1.Options{Target: srv.URL(), Timeout: 10 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := &vu.Pool{File: f, Sink: rec, Transport: tr, Config: vu.Config{
+		VUs: 1, Walk: vu.Loop, Iterations: int64(b.N), Log: zerolog.Nop(),
 	}}
 	var chain *transform.Chain
 	if transforms != "" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/export"
 	"github.com/replay-dev/replay/pkg/gor"
 	"github.com/replay-dev/replay/pkg/har"
@@ -124,7 +125,7 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 				return fmt.Errorf("-o: export k6 writes a script and its data beside it: give -o FILE.js")
 			}
 			o.timeout, o.grace = time.Minute, time.Minute // not exported: k6 has its own
-			cfg, err := o.config(zerolog.Nop())
+			cfg, _, err := o.config(zerolog.Nop())
 			if err != nil {
 				return err
 			}
@@ -174,7 +175,7 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if target != "" {
-				if err := vu.CheckTarget(target); err != nil {
+				if err := http1.CheckTarget(target); err != nil {
 					return fmt.Errorf("--target: %w", err)
 				}
 			}

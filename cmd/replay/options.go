@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
@@ -153,7 +155,7 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.BoolVar(&o.keepHost, "keep-host", false, "send the recorded Host header instead of the --target host")
 	fs.BoolVar(&o.noReuse, "no-connection-reuse", false, "open a new connection for every request")
 	fs.BoolVar(&o.insecure, "insecure", false, "skip TLS certificate verification")
-	fs.DurationVar(&o.timeout, "timeout", vu.DefaultTimeout, "per-request timeout: connect, write and the whole answer")
+	fs.DurationVar(&o.timeout, "timeout", http1.DefaultTimeout, "per-request timeout: connect, write and the whole answer")
 	fs.DurationVar(&o.grace, "grace", vu.DefaultGrace, "after the stop, how long in-flight requests may finish")
 	o.report.addFlags(fs, "out")
 	fs.IntVar(&o.dryRun, "dry-run", 0, "print the first `N` requests exactly as they would go on the wire, and send nothing")
@@ -181,33 +183,42 @@ func (o *runOptions) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.MarkHidden("cpuprofile")
 }
 
-// config turns the flags into the VUs' configuration, validated.
-func (o *runOptions) config(log zerolog.Logger) (vu.Config, error) {
+// config turns the flags into the VUs' configuration, validated and with
+// its defaults, and the HTTP/1.1 transport.
+func (o *runOptions) config(log zerolog.Logger) (vu.Config, *http1.Transport, error) {
 	walk, err := o.load.walk()
 	if err != nil {
-		return vu.Config{}, err
+		return vu.Config{}, nil, err
 	}
 	cfg := vu.Config{
 		VUs: o.load.vus, Walk: walk, Duration: o.load.duration, Iterations: o.load.iterations,
+		Grace: o.grace, Log: log, FollowRedirects: o.follow,
+	}
+	topt := http1.Options{
 		Target: o.load.target, KeepHost: o.keepHost, NoConnectionReuse: o.noReuse,
-		Timeout: o.timeout, Grace: o.grace, Insecure: o.insecure, Log: log,
-		CA: o.ca, Cert: o.cert, Key: o.key, ServerName: o.sni, MaxConnDuration: o.maxConn, FollowRedirects: o.follow, Timings: o.timings, Proxy: o.proxy,
+		Timeout: o.timeout, Insecure: o.insecure,
+		CA: o.ca, Cert: o.cert, Key: o.key, ServerName: o.sni, MaxConnDuration: o.maxConn, Timings: o.timings, Proxy: o.proxy,
 	}
 	if err := o.load.model(&cfg); err != nil {
-		return cfg, err
+		return cfg, nil, err
 	}
 	hostMap, err := parseHostMap(o.hostMap)
 	if err != nil {
-		return cfg, err
+		return cfg, nil, err
 	}
-	cfg.HostMap = hostMap
+	topt.HostMap = hostMap
 	if o.dryRun < 0 {
-		return cfg, fmt.Errorf("--dry-run: want a number of requests ≥ 1, got %d", o.dryRun)
+		return cfg, nil, fmt.Errorf("--dry-run: want a number of requests ≥ 1, got %d", o.dryRun)
 	}
 	if o.timeout <= 0 {
-		return cfg, fmt.Errorf("--timeout: want a positive duration, got %v", o.timeout)
+		return cfg, nil, fmt.Errorf("--timeout: want a positive duration, got %v", o.timeout)
 	}
-	return cfg, cfg.Validate()
+	if err := errors.Join(cfg.Validate(), topt.Validate()); err != nil {
+		return cfg, nil, err
+	}
+	cfg.SetDefaults()
+	tr, err := http1.New(topt)
+	return cfg, tr, err
 }
 
 // flagError is the error for a flag value that is not one of the allowed.

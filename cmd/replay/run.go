@@ -93,7 +93,7 @@ func openTraffic(path string, io stdio, opt rrpair.Options) (*rrpair.File, error
 // run into the recorder, and the reports are written, also when a signal
 // cut the run short.
 func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrpair.File, error), io stdio, log zerolog.Logger) error {
-	cfg, err := o.config(log)
+	cfg, tr, err := o.config(log)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 		return fmt.Errorf("%w\nnothing was sent", err)
 	}
 	defer f.Close()
-	pool := &vu.Pool{File: f, Config: cfg}
+	pool := &vu.Pool{File: f, Config: cfg, Transport: tr}
 	var tracker *e2e.Tracker
 	if stamp != nil {
 		tracker = e2e.NewTracker(e2e.NewNonce(), cfg.MostVUs(), time.Now(), nil)
@@ -177,7 +177,7 @@ func execute(ctx context.Context, o *runOptions, open func(rrpair.Options) (*rrp
 
 	log.Info().Str("model", cfg.Model.String()).Str("file", f.Name()).Float64("opened_ms", float64(time.Since(opening).Microseconds())/1000).Int("pairs", f.Len()).Int("filtered_out", f.Filtered()).Int("iterations", f.Iterations()).
 		Int("vus", cfg.VUs).Str("walk", cfg.Walk.String()).Dur("duration", cfg.Duration).
-		Str("target", cfg.Target).Msg("replaying")
+		Str("target", o.load.target).Msg("replaying")
 	if shard.Count > 1 {
 		log.Info().Int("shard", shard.Index).Int("shards", shard.Count).Int("vus", cfg.VUs).Float64("rate", cfg.Rate).Msg("sharded")
 	}
@@ -314,12 +314,12 @@ func targetRate(cfg *vu.Config, st result.Counters) *float64 {
 func runSettings(f *rrpair.File, cfg *vu.Config, o *runOptions) []report.Setting {
 	set := []report.Setting{
 		{Name: "file", Value: fmt.Sprintf("%s (%d pairs, %d iterations, %d filtered out)", f.Name(), f.Len(), f.Iterations(), f.Filtered())},
-		{Name: "target", Value: cfg.Target},
+		{Name: "target", Value: o.load.target},
 		{Name: "model", Value: cfg.Model.String()},
 		{Name: "walk", Value: cfg.Walk.String()},
 		{Name: "VUs", Value: fmt.Sprintf("%d (max %d)", cfg.VUs, cfg.MaxVUs)},
 		{Name: "duration", Value: cfg.Duration.String()},
-		{Name: "timeout · grace", Value: cfg.Timeout.String() + " · " + cfg.Grace.String()},
+		{Name: "timeout · grace", Value: o.timeout.String() + " · " + cfg.Grace.String()},
 	}
 	if cfg.Model == vu.Rate {
 		set = append(set, report.Setting{Name: "rate", Value: fmt.Sprintf("%.2f/s, stages %q", cfg.Rate, o.load.stages)})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/rs/zerolog"
 )
@@ -17,17 +18,19 @@ type nopSink struct{}
 func (nopSink) Record(result.Result) {}
 
 // BenchmarkRequest runs one VU through decode, wire write, send, read and
-// record against a loopback server: the base hot path. allocs/op must be 0.
+// record against a loopback server, with the HTTP/1.1 transport: the base
+// hot path, scheduler and transport together. allocs/op must be 0.
 func BenchmarkRequest(b *testing.B) {
 	for _, tc := range []struct {
-		name    string
-		line    string
-		timings bool
+		name             string
+		line             string
+		timings, discard bool
 	}{
-		{"get", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), false},
-		{"get-timings", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), true},
-		{"post-2k", line("POST", "/events", `{"Content-Type":["application/json"],"X-Request-Id":["8c1e2f4a"]}`, string(bytes.Repeat([]byte("x"), 2048))), false},
-		{"post-64k", line("POST", "/events", `{"Content-Type":["application/octet-stream"]}`, bytes.Repeat([]byte{1}, 64<<10)), false},
+		{"get", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), false, false},
+		{"get-timings", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), true, false},
+		{"get-discard", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), false, true},
+		{"post-2k", line("POST", "/events", `{"Content-Type":["application/json"],"X-Request-Id":["8c1e2f4a"]}`, string(bytes.Repeat([]byte("x"), 2048))), false, false},
+		{"post-64k", line("POST", "/events", `{"Content-Type":["application/octet-stream"]}`, bytes.Repeat([]byte{1}, 64<<10)), false, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			srv, err := loopback.NewCanned(loopback.Accepted202)
@@ -37,7 +40,8 @@ func BenchmarkRequest(b *testing.B) {
 			defer srv.Close()
 			url := srv.URL()
 			f := openLines(b, tc.line)
-			p := &Pool{File: f, Sink: nopSink{}, Config: Config{VUs: 1, Walk: Loop, Target: url, Log: zerolog.Nop(), Timeout: 10 * time.Second, Timings: tc.timings}}
+			p := &Pool{File: f, Sink: nopSink{}, Config: Config{VUs: 1, Walk: Loop, Log: zerolog.Nop()},
+				Transport: newTransport(b, http1.Options{Target: url, Timeout: 10 * time.Second, Timings: tc.timings, DiscardBodies: tc.discard})}
 			p.Config.Iterations = int64(b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -64,9 +68,8 @@ func BenchmarkRateAccuracy(b *testing.B) {
 			const d = 2 * time.Second
 			for b.Loop() {
 				p := &Pool{File: f, Sink: nopSink{}, Config: Config{
-					Model: Rate, Rate: rate, VUs: 50, MaxVUs: 500, Walk: Loop, Duration: d,
-					Target: srv.URL(), Log: zerolog.Nop(), Timeout: 10 * time.Second,
-				}}
+					Model: Rate, Rate: rate, VUs: 50, MaxVUs: 500, Walk: Loop, Duration: d, Log: zerolog.Nop(),
+				}, Transport: newTransport(b, http1.Options{Target: srv.URL(), Timeout: 10 * time.Second})}
 				st, err := p.Run(context.Background())
 				if err != nil {
 					b.Fatal(err)

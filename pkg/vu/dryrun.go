@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+
+	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
 // DryRun writes the first n requests of the run to w exactly as they would
@@ -14,16 +16,13 @@ import (
 //
 // and followed by a blank line. Requests come in the order a run starts
 // them: iterations in file order (by recorded time with recorded pacing),
-// each iteration's requests in order.
+// each iteration's requests in order. The transport says what goes on the
+// wire (transport.Transport.AppendWire).
 func (p *Pool) DryRun(w io.Writer, n int) error {
-	if err := p.Config.Validate(); err != nil {
+	if err := p.prepare(); err != nil {
 		return err
 	}
 	cfg := &p.Config
-	if err := cfg.checkHosts(p.File); err != nil {
-		return err
-	}
-	r := &run{cfg: cfg, file: p.File, pool: p}
 	order := func(k int) int { return k }
 	if cfg.Model == Recorded {
 		sorted, _, _, err := recordedOrder(p.File, cfg.Speed)
@@ -32,34 +31,39 @@ func (p *Pool) DryRun(w io.Writer, n int) error {
 		}
 		order = func(k int) int { return sorted[k] }
 	}
-	v := newVU(r, 0)
+	cur := p.File.NewCursor()
+	if p.DecodeResponses {
+		cur.WithResponses()
+	}
+	var pair rrpair.Pair
+	var wire []byte
 	bw := bufio.NewWriter(w)
 	sent := 0
 	endpoints := p.File.Endpoints()
 	for k := 0; k < p.File.Iterations() && sent < n; k++ {
-		v.cur.Start(order(k))
+		cur.Start(order(k))
 		if p.Rewriter != nil {
 			p.Rewriter.Begin(0)
 		}
 		for sent < n {
-			more, err := v.cur.Next(&v.pair)
+			more, err := cur.Next(&pair)
 			if err != nil {
 				return err
 			}
 			if !more {
 				break
 			}
-			req := &v.pair.Req
+			req := &pair.Req
 			if rw := p.Rewriter; rw != nil {
-				if err := rw.Rewrite(0, req, &v.pair); err != nil {
-					return fmt.Errorf("%s:%d: rewrite: %w", p.File.Name(), v.pair.Line, err)
+				if err := rw.Rewrite(0, req, &pair); err != nil {
+					return fmt.Errorf("%s:%d: rewrite: %w", p.File.Name(), pair.Line, err)
 				}
 			}
-			_, addr, _, host := v.destination(req)
+			var addr string
+			addr, wire = p.Transport.AppendWire(wire[:0], req)
 			sent++
-			fmt.Fprintf(bw, "### %d %s:%d -> %s (%s)\n", sent, p.File.Name(), v.pair.Line, addr, endpoints[v.pair.Endpoint])
-			bw.Write(appendHead(v.wbuf[:0], req, host, cfg.NoConnectionReuse))
-			bw.Write(req.Body)
+			fmt.Fprintf(bw, "### %d %s:%d -> %s (%s)\n", sent, p.File.Name(), pair.Line, addr, endpoints[pair.Endpoint])
+			bw.Write(wire)
 			bw.WriteString("\n\n")
 		}
 	}

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/transport/http1"
 )
 
 // tsLine is a pair recorded at offset from a fixed time, in session (or none).
@@ -28,9 +31,9 @@ func percentile(vals []int64, p float64) time.Duration {
 }
 
 func TestRateDeliversItsRate(t *testing.T) {
-	srv := newRawServer(t, nil)
+	srv := loopback.NewRaw(t, nil)
 	start := time.Now()
-	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{Model: Rate, Rate: 200, VUs: 2, Walk: Loop, Duration: time.Second, Target: srv.url()})
+	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{Model: Rate, Rate: 200, VUs: 2, Walk: Loop, Duration: time.Second}, http1.Options{Target: srv.URL()})
 	took := time.Since(start)
 	// The last slots may be cut by the stop if the box is busy at the end:
 	// the exact count is for the benchmark (BenchmarkRateAccuracy).
@@ -49,9 +52,11 @@ func TestRateDeliversItsRate(t *testing.T) {
 }
 
 func TestRateDropsWhenThePoolIsFull(t *testing.T) {
-	srv := newRawServer(t, func(int64, []byte) action { return action{status: 200, stall: 100 * time.Millisecond} })
+	srv := loopback.NewRaw(t, func(int64, []byte) loopback.Action {
+		return loopback.Action{Status: 200, Stall: 100 * time.Millisecond}
+	})
 	start := time.Now()
-	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{Model: Rate, Rate: 200, VUs: 1, MaxVUs: 2, Walk: Loop, Duration: time.Second, Target: srv.url()})
+	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{Model: Rate, Rate: 200, VUs: 1, MaxVUs: 2, Walk: Loop, Duration: time.Second}, http1.Options{Target: srv.URL()})
 	took := time.Since(start)
 	if st.VUs != 2 {
 		t.Errorf("used %d VUs, want the pool to grow to --max-vus 2", st.VUs)
@@ -70,18 +75,18 @@ func TestRateDropsWhenThePoolIsFull(t *testing.T) {
 // their latency (from due time) shows it at p99; their service time does
 // not. The closed model hides it: latency there is service time.
 func TestCoordinatedOmission(t *testing.T) {
-	srv := newRawServer(t, func(n int64, _ []byte) action {
+	srv := loopback.NewRaw(t, func(n int64, _ []byte) loopback.Action {
 		if n == 2 {
-			return action{status: 200, stall: time.Second}
+			return loopback.Action{Status: 200, Stall: time.Second}
 		}
-		return action{status: 200}
+		return loopback.Action{Status: 200}
 	})
 	var lines []string
 	for i := 0; i < 200; i++ {
 		lines = append(lines, tsLine(fmt.Sprintf("/r/%d", i), time.Duration(i)*10*time.Millisecond, "s"))
 	}
 	f := openLines(t, lines...)
-	sink, st := runPool(t, f, Config{Model: Recorded, VUs: 1, Target: srv.url()})
+	sink, st := runPool(t, f, Config{Model: Recorded, VUs: 1}, http1.Options{Target: srv.URL()})
 	var lat, svc []int64
 	for _, r := range sink.results() {
 		lat = append(lat, r.End-r.Due)
@@ -100,7 +105,7 @@ func TestCoordinatedOmission(t *testing.T) {
 		t.Errorf("late %d, want the requests due during the stall counted", st.Late)
 	}
 
-	closed, _ := runPool(t, f, Config{VUs: 1, Target: srv.url()})
+	closed, _ := runPool(t, f, Config{VUs: 1}, http1.Options{Target: srv.URL()})
 	lat = lat[:0]
 	for _, r := range closed.results() {
 		lat = append(lat, r.End-r.Due)
@@ -111,7 +116,7 @@ func TestCoordinatedOmission(t *testing.T) {
 }
 
 func TestRecordedPacingKeepsTheGaps(t *testing.T) {
-	srv := newRawServer(t, nil)
+	srv := loopback.NewRaw(t, nil)
 	offsets := []time.Duration{0, 200 * time.Millisecond, 600 * time.Millisecond, 1200 * time.Millisecond}
 	var lines []string
 	for i, off := range offsets {
@@ -119,12 +124,12 @@ func TestRecordedPacingKeepsTheGaps(t *testing.T) {
 	}
 	// Listed out of time order: scheduled by time, and counted.
 	lines[1], lines[2] = lines[2], lines[1]
-	_, st := runPool(t, openLines(t, lines...), Config{Model: Recorded, Speed: 2, VUs: 1, Target: srv.url()})
-	at := srv.arrivals()
+	_, st := runPool(t, openLines(t, lines...), Config{Model: Recorded, Speed: 2, VUs: 1}, http1.Options{Target: srv.URL()})
+	at := srv.Arrivals()
 	if len(at) != 4 {
 		t.Fatalf("got %d requests, want 4", len(at))
 	}
-	for i, req := range srv.requests() {
+	for i, req := range srv.Requests() {
 		if want := fmt.Sprintf("/g/%d ", i); !strings.Contains(string(req), want) {
 			t.Errorf("request %d: %q, want %s in time order", i, strings.SplitN(string(req), "\r", 2)[0], want)
 		}
@@ -140,31 +145,31 @@ func TestRecordedPacingKeepsTheGaps(t *testing.T) {
 }
 
 func TestThinkRecorded(t *testing.T) {
-	srv := newRawServer(t, nil)
+	srv := loopback.NewRaw(t, nil)
 	f := openLines(t, tsLine("/a", 0, "s"), tsLine("/b", 300*time.Millisecond, "s"))
-	runPool(t, f, Config{VUs: 1, Think: true, Target: srv.url()})
-	at := srv.arrivals()
+	runPool(t, f, Config{VUs: 1, Think: true}, http1.Options{Target: srv.URL()})
+	at := srv.Arrivals()
 	if len(at) != 2 {
 		t.Fatalf("got %d requests", len(at))
 	}
 	if gap := at[1].Sub(at[0]); gap < 280*time.Millisecond || gap > 600*time.Millisecond {
 		t.Errorf("think: gap %v, want the recorded 300ms", gap)
 	}
-	runPool(t, f, Config{VUs: 1, Target: srv.url()})
-	at = srv.arrivals()
+	runPool(t, f, Config{VUs: 1}, http1.Options{Target: srv.URL()})
+	at = srv.Arrivals()
 	if gap := at[3].Sub(at[2]); gap > 200*time.Millisecond {
 		t.Errorf("without think: gap %v, want back to back", gap)
 	}
 }
 
 func TestVUStages(t *testing.T) {
-	srv := newRawServer(t, func(int64, []byte) action { return action{status: 200, stall: 5 * time.Millisecond} })
+	srv := loopback.NewRaw(t, func(int64, []byte) loopback.Action { return loopback.Action{Status: 200, Stall: 5 * time.Millisecond} })
 	stages, err := ParseStages("4@400ms,1@400ms", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{VUs: 1, Walk: Loop, Stages: stages, Target: srv.url()})
+	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{VUs: 1, Walk: Loop, Stages: stages}, http1.Options{Target: srv.URL()})
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("800ms of stages took %v", took)
 	}

@@ -2,13 +2,14 @@ package vu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/replay-dev/replay/internal/transport"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
@@ -27,8 +28,12 @@ type Rewriter interface {
 
 // Pool runs virtual users over a file. Set the fields, then call Run once.
 type Pool struct {
-	File      *rrpair.File
-	Config    Config // validated by Run
+	File *rrpair.File
+	// Config is trusted as given: the caller checks it with Validate (Run
+	// fills what it leaves zero with SetDefaults).
+	Config Config
+	// Transport makes each VU's client: where and how requests are sent.
+	Transport transport.Transport
 	Rewriter  Rewriter
 	Observers []result.Observer
 	Sink      result.Sink
@@ -82,8 +87,7 @@ type run struct {
 	stopping atomic.Bool // no new requests
 	stopCh   chan struct{}
 	stopped  atomic.Int64 // when stopping began, Unix ns
-	hard     atomic.Bool  // the grace expired: cut in-flight requests off
-	hardCtx  context.Context
+	hard     atomic.Bool  // the grace expired: in-flight requests are cut off
 	next     atomic.Int64 // Once, closed model: next iteration to hand out
 	started  atomic.Int64 // iterations begun
 	late     atomic.Int64
@@ -102,18 +106,15 @@ type run struct {
 // Run runs the VUs until the file is done (Once), the duration or iteration
 // limit is reached, or ctx is cancelled; then it stops issuing, lets
 // in-flight requests finish within Config.Grace, cuts off the rest, and
-// returns after every goroutine it started has exited.
+// returns after every goroutine it started has exited. Before any traffic
+// it asks the transport whether every request has somewhere to go
+// (transport.Transport.Check). It does not validate Config: its caller has.
 func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
-	if err := p.Config.Validate(); err != nil {
+	if err := p.prepare(); err != nil {
 		return result.Counters{}, err
 	}
 	cfg := &p.Config
-	if err := cfg.checkHosts(p.File); err != nil {
-		return result.Counters{}, err
-	}
-	hardCtx, hardStop := context.WithCancel(context.Background())
-	defer hardStop()
-	r := &run{cfg: cfg, file: p.File, pool: p, hardCtx: hardCtx, stopCh: make(chan struct{})}
+	r := &run{cfg: cfg, file: p.File, pool: p, stopCh: make(chan struct{})}
 
 	var sched *scheduler
 	var outOfOrder int
@@ -181,11 +182,10 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 		select {
 		case <-done:
 		case <-grace.C:
-			r.hard.Store(true)
-			hardStop()
 			r.vusMu.Lock()
+			r.hard.Store(true)
 			for _, v := range r.vus {
-				v.interrupt()
+				v.client.Interrupt()
 			}
 			r.vusMu.Unlock()
 		}
@@ -215,22 +215,15 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 	return stats, r.runErr
 }
 
-// checkHosts makes sure every recorded host of f has somewhere to go: a
-// --host-map entry or the --target.
-func (c *Config) checkHosts(f *rrpair.File) error {
-	if len(c.hostMap) == 0 || c.target != nil {
-		return nil
+// prepare fills the Config's defaults and asks the transport whether
+// every request of the file has somewhere to go: Run's and DryRun's first
+// step, before any traffic.
+func (p *Pool) prepare() error {
+	if p.Transport == nil {
+		return errors.New("vu: Pool.Transport is nil")
 	}
-	var missing []string
-	for _, h := range f.Hosts() {
-		if _, ok := c.hostMap[h]; !ok {
-			missing = append(missing, fmt.Sprintf("%q", h))
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("--host-map: no mapping for recorded host %s in %s, and no --target to fall back on", strings.Join(missing, ", "), f.Name())
-	}
-	return nil
+	p.Config.SetDefaults()
+	return p.Transport.Check(p.File)
 }
 
 // spawn starts a VU. Closed-model VUs walk iterations themselves; a VU of

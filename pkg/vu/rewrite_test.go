@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/rs/zerolog"
@@ -46,25 +48,26 @@ func (g *tagger) Observe(int, *rrpair.Pair, result.Answer) {
 }
 
 func TestRewriterAndObserver(t *testing.T) {
-	srv := newRawServer(t, func(n int64, _ []byte) action {
+	srv := loopback.NewRaw(t, func(n int64, _ []byte) loopback.Action {
 		if n == 1 {
-			return action{status: 302, header: "Location: /moved\r\n"}
+			return loopback.Action{Status: 302, Header: "Location: /moved\r\n"}
 		}
-		return action{status: 200}
+		return loopback.Action{Status: 200}
 	})
 	session := func(s, uri string) string {
 		return `{"tags":{"session":"` + s + `"},"http":{"req":{"method":"GET","uri":"` + uri + `","host":"recorded.example"}}}`
 	}
 	f := openLines(t, session("a", "/1"), session("a", "/2"), session("b", "/3"))
 	g := &tagger{inIter: map[int]int{}}
-	p := &Pool{File: f, Config: Config{VUs: 1, Target: srv.url(), Timeout: 5 * time.Second, FollowRedirects: 3, Log: zerolog.Nop()},
-		Sink: &collect{}, Rewriter: g, Observers: []result.Observer{g}}
+	p := &Pool{File: f, Config: Config{VUs: 1, FollowRedirects: 3, Log: zerolog.Nop()},
+		Transport: newTransport(t, http1.Options{Target: srv.URL(), Timeout: 5 * time.Second}),
+		Sink:      &collect{}, Rewriter: g, Observers: []result.Observer{g}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := p.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := srv.requests()
+	got := srv.Requests()
 	want := []string{
 		"GET /1 HTTP/1.1\r\nHost: rewritten.example\r\nX-Nth: 1\r\n\r\n",
 		"GET /moved HTTP/1.1\r\nHost: rewritten.example\r\nX-Nth: 1\r\n\r\n", // a hop is not rewritten again

@@ -1,26 +1,16 @@
 package vu
 
 import (
-	"bufio"
-	"net"
-	"sync/atomic"
 	"time"
 
+	"github.com/replay-dev/replay/internal/transport"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
-	"github.com/valyala/fasthttp"
 )
 
-// A body up to this size is copied behind the head and sent in one write;
-// a larger one is written after the head from where it lies (the mapped
-// file, usually).
-const inlineBody = 16 << 10
-
-// readBuffer is the size of a VU's read buffer; response headers must fit.
-const readBuffer = 16 << 10
-
-// vu is one virtual user. Everything in it is owned by its goroutine, except
-// active, which the stopper reads to cut an in-flight request off.
+// vu is one virtual user. Everything in it is owned by its goroutine,
+// except client's Interrupt, which the stopper calls to cut an in-flight
+// request off.
 type vu struct {
 	r      *run
 	id     int
@@ -29,59 +19,21 @@ type vu struct {
 
 	res result.Result // of the request in flight
 	hop bool          // the request in flight follows a redirect
-	loc []byte        // the Location being followed
-
-	// The request in flight, for a failure report.
-	headLen int
-	lastErr error
-	addr    string
+	// handed reports that the request in flight reached the client (a
+	// rewrite error fails it before); ans is the client's answer, if any.
+	handed bool
+	ans    result.Answer
 
 	work  chan slot // open models: iterations from the scheduler
 	sleep Sleeper   // waits for due times
 
-	cur  *rrpair.Cursor
-	pair rrpair.Pair
-	resp fasthttp.Response
-	ans  answer // the view of resp lent to observers
-
-	c       *conn                // current connection, nil when none
-	active  atomic.Pointer[conn] // c, published for interrupt
-	hadConn bool                 // a connection was opened before
-	br      *bufio.Reader        // reused across connections
-	cr      countingReader
-	wbuf    []byte
-	dialer  *tcpDialer
-
-	// The last recorded host resolved to a dial address (no --target).
-	lastHost  []byte
-	lastHTTPS bool
-	lastAddr  string
-	lastName  string
+	cur    *rrpair.Cursor
+	pair   rrpair.Pair
+	client transport.Client
 }
 
-// countingReader counts the bytes read from the socket and keeps the last
-// socket error, which fasthttp reports less precisely.
-type countingReader struct {
-	nc  net.Conn
-	n   int64
-	err error
-	// With timings: when the first byte of the answer arrived.
-	now   func() int64 // nil without timings
-	first int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.nc.Read(p)
-	c.n += int64(n)
-	if err != nil {
-		c.err = err
-	}
-	if n > 0 && c.first == 0 && c.now != nil {
-		c.first = c.now()
-	}
-	return n, err
-}
-
+// newVU makes VU id. Called with r.vusMu held: a VU made after the hard
+// stop began is interrupted from the start.
 func newVU(r *run, id int) *vu {
 	v := &vu{r: r, id: id, cur: r.file.NewCursor(), sleep: r.cfg.Clock.NewSleeper()}
 	if r.idle != nil {
@@ -91,18 +43,17 @@ func newVU(r *run, id int) *vu {
 		v.cur.WithResponses()
 	}
 	v.start = int(int64(id) * int64(r.file.Iterations()) / int64(r.cfg.VUs))
-	v.br = bufio.NewReaderSize(&v.cr, readBuffer)
-	if r.cfg.Timings {
-		v.cr.now = r.nanos
+	v.client = r.pool.Transport.NewClient(id, r.nanos)
+	if r.hard.Load() {
+		v.client.Interrupt()
 	}
-	v.dialer = newTCPDialer(&r.hard, r.nanos)
 	return v
 }
 
 // run walks iterations until there are none left or the run stops: the
 // closed model.
 func (v *vu) run() error {
-	defer v.closeConn()
+	defer v.client.Close()
 	for {
 		if !v.waitActive() {
 			return nil
@@ -130,7 +81,7 @@ func (v *vu) waitActive() bool {
 
 // serve runs the iterations the scheduler hands this VU: the open models.
 func (v *vu) serve() error {
-	defer v.closeConn()
+	defer v.client.Close()
 	for s := range v.work {
 		if err := v.iteration(s.iter, s.due); err != nil {
 			return err
@@ -201,97 +152,38 @@ func (v *vu) iteration(k int, firstDue int64) error {
 // do sends the current pair's request, due at due, records the result and
 // returns when it ended.
 func (v *vu) do(due int64) int64 {
-	r, cfg := v.r, v.r.cfg
-	v.res = result.Result{VU: uint32(v.id), Endpoint: v.pair.Endpoint, Downgraded: v.pair.IsHTTP2(), Due: due, Redirect: v.hop}
-	res := &v.res
-	v.headLen, v.lastErr, v.addr = 0, nil, ""
+	r := v.r
+	v.res = result.Result{VU: uint32(v.id), Endpoint: v.pair.Endpoint, Due: due, Redirect: v.hop}
+	v.handed, v.ans = false, nil
 	r.inFlight.Add(1)
 	defer v.finish()
 
 	req := &v.pair.Req
 	if rw := r.pool.Rewriter; rw != nil && !v.hop {
 		if err := rw.Rewrite(v.id, req, &v.pair); err != nil {
-			res.Err = result.ErrOther
-			res.Sent, res.End = r.nanos(), r.nanos()
-			return res.End
+			v.res.Err = result.ErrOther
+			v.res.Sent, v.res.End = r.nanos(), r.nanos()
+			return v.res.End
 		}
 	}
-	https, addr, name, host := v.destination(req)
-	v.addr = addr
-	v.wbuf = appendHead(v.wbuf[:0], req, host, cfg.NoConnectionReuse)
-	v.headLen = len(v.wbuf)
-	body := req.Body
-	if len(body) <= inlineBody {
-		v.wbuf = append(v.wbuf, body...)
-		body = nil
+	v.handed = true
+	v.ans = v.client.Do(req, &v.pair, &v.res)
+	if v.ans != nil {
+		for _, o := range r.pool.Observers {
+			o.Observe(v.id, &v.pair, v.ans)
+		}
 	}
-	early, kind := v.connect(addr, name, https, res, v.wbuf)
-	if kind != result.ErrNone {
-		v.headLen = 0 // nothing was sent
-		res.Err = kind
-		res.End = r.nanos()
-		res.Sent = res.End
-		return res.End
-	}
-	c := v.c
+	return v.res.End
+}
 
-	c.raw.SetDeadline(time.Now().Add(cfg.Timeout))
-	if r.hard.Load() {
-		c.raw.SetDeadline(time.Unix(1, 0))
+// redirect turns the current request into the next hop of a redirect its
+// answer asked for (the client's rules), and reports whether there is one.
+func (v *vu) redirect() bool {
+	if v.res.Err != result.ErrNone || !v.handed || !v.client.Redirect(&v.pair.Req) {
+		return false
 	}
-	if early == 0 {
-		res.Sent = r.nanos()
-	}
-	n := early
-	var err error
-	if n < len(v.wbuf) {
-		var w int
-		w, err = c.nc.Write(v.wbuf[n:])
-		n += w
-	}
-	if err == nil && body != nil {
-		var w int
-		w, err = c.nc.Write(body)
-		n += w
-	}
-	res.BytesOut, res.Written = int64(n), n > 0
-	if cfg.Timings {
-		res.SendNs = r.nanos() - res.Sent
-	}
-	if err != nil {
-		res.Err = v.classify(err, err)
-		res.End = r.nanos()
-		v.lastErr = err
-		v.closeConn()
-		return res.End
-	}
-
-	v.resp.Reset()
-	v.ans.reset(&v.resp, cfg.MaxBody)
-	v.resp.SkipBody = string(req.Method) == "HEAD"
-	v.cr.n, v.cr.err, v.cr.first = 0, nil, 0
-	err = v.resp.ReadLimitBody(v.br, cfg.MaxBody)
-	res.End = r.nanos()
-	res.BytesIn = v.cr.n
-	if first := v.cr.first; first != 0 {
-		res.WaitNs = first - (res.Sent + res.SendNs)
-		res.ReceiveNs = res.End - first
-	}
-	if err != nil {
-		res.Err = v.classify(v.cr.err, err)
-		v.lastErr = err
-		v.closeConn()
-		return res.End
-	}
-	res.Status = uint16(v.resp.StatusCode())
-	h := &v.resp.Header
-	if cfg.NoConnectionReuse || h.ConnectionClose() || !h.IsHTTP11() || h.ContentLength() == -2 {
-		v.closeConn()
-	}
-	for _, o := range r.pool.Observers {
-		o.Observe(v.id, &v.pair, &v.ans)
-	}
-	return res.End
+	v.hop = true
+	return true
 }
 
 // finish records the result of do, and reports it if it failed.
@@ -303,16 +195,15 @@ func (v *vu) finish() {
 	}
 }
 
-// failed hands a failed request to the pool's result.FailureSink: off the hot path,
-// only for failures.
+// failed hands a failed request to the pool's result.FailureSink: off the
+// hot path, only for failures.
 func (v *vu) failed(res *result.Result) {
-	f := result.Failure{VU: v.id, Pair: &v.pair, Addr: v.addr, Result: res, Err: v.lastErr}
-	if v.headLen > 0 {
-		f.Head = v.wbuf[:v.headLen]
+	f := result.Failure{VU: v.id, Pair: &v.pair, Result: res, Body: v.pair.Req.Body}
+	if v.handed {
+		f.Addr, f.Head, f.Body, f.Err = v.client.Failure()
 	}
-	f.Body = v.pair.Req.Body
 	if res.Err == result.ErrNone {
-		f.Answer = &v.ans
+		f.Answer = v.ans
 	}
 	v.r.pool.Failures.Failed(&f)
 }

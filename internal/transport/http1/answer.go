@@ -1,4 +1,4 @@
-package vu
+package http1
 
 import (
 	"github.com/replay-dev/replay/pkg/result"
@@ -6,13 +6,14 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// answer is the result.Answer view of a VU's fasthttp response. The body
-// is decoded at most once per answer.
+// answer is the result.Answer view of a client's fasthttp response. The
+// body is decoded at most once per answer.
 type answer struct {
-	resp    *fasthttp.Response
-	maxBody int
-	decoded []byte
-	done    bool // decoded is set for this answer
+	resp      *fasthttp.Response
+	maxBody   int
+	discarded bool // the body was dropped as it arrived (DiscardBodies)
+	decoded   []byte
+	done      bool // decoded is set for this answer
 
 	headers, cookies []rrpair.Header // reused from answer to answer
 }
@@ -20,8 +21,8 @@ type answer struct {
 var _ result.Answer = (*answer)(nil)
 
 // reset points the view at a new answer.
-func (a *answer) reset(resp *fasthttp.Response, maxBody int) {
-	a.resp, a.maxBody, a.decoded, a.done = resp, maxBody, nil, false
+func (a *answer) reset(resp *fasthttp.Response, maxBody int, discarded bool) {
+	a.resp, a.maxBody, a.discarded, a.decoded, a.done = resp, maxBody, discarded, nil, false
 }
 
 func (a *answer) Status() int { return a.resp.StatusCode() }
@@ -44,10 +45,17 @@ func (a *answer) Cookies() []rrpair.Header {
 	return a.cookies
 }
 
-func (a *answer) RawBody() []byte { return a.resp.Body() }
+// RawBody is nil when the body was discarded.
+func (a *answer) RawBody() []byte {
+	if a.discarded {
+		return nil
+	}
+	return a.resp.Body()
+}
 
+// Body is nil when the body was discarded.
 func (a *answer) Body() []byte {
-	if !a.done {
+	if !a.done && !a.discarded {
 		a.done = true
 		a.decoded = a.resp.Body()
 		if enc := a.resp.Header.ContentEncoding(); len(enc) > 0 {

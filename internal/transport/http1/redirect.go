@@ -1,51 +1,48 @@
-package vu
+package http1
 
 import (
 	"net/url"
 
-	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
-// redirect turns the current request into the next hop of a redirect the
-// last answer asked for, and reports whether there is one to follow: 301,
-// 302 and 303 turn a request with a body into a GET without one (as
-// browsers and k6 do), 307 and 308 keep method and body. A Location with a
-// host goes where that recorded host would (--host-map, --target).
-func (v *vu) redirect() bool {
-	if v.res.Err != result.ErrNone {
-		return false
-	}
-	switch v.res.Status {
+// Redirect implements transport.Client: it turns req, the request of the
+// last Do, into the next hop of the redirect its answer asked for, and
+// reports whether there is one to follow: 301, 302 and 303 turn a request
+// with a body into a GET without one (as browsers and k6 do), 307 and 308
+// keep method and body. A Location with a host goes where that recorded
+// host would (--host-map, --target).
+func (c *client) Redirect(req *rrpair.Request) bool {
+	switch c.status { // 0 without an answer
 	case 301, 302, 303, 307, 308:
 	default:
 		return false
 	}
-	loc := v.resp.Header.Peek("Location")
+	loc := c.resp.Header.Peek("Location")
 	if len(loc) == 0 {
 		return false
 	}
-	v.loc = append(v.loc[:0], loc...)
-	req := &v.pair.Req
+	c.loc = append(c.loc[:0], loc...)
 	switch {
-	case hasPrefixFold(v.loc, "http://") || hasPrefixFold(v.loc, "https://"):
-		u, err := url.Parse(string(v.loc))
+	case hasPrefixFold(c.loc, "http://") || hasPrefixFold(c.loc, "https://"):
+		u, err := url.Parse(string(c.loc))
 		if err != nil || u.Host == "" {
 			return false
 		}
 		req.Scheme, req.Host = []byte(u.Scheme), []byte(u.Host)
 		req.HostHeader = nil // a transform's Host was for the first host
 		req.URI = []byte(u.RequestURI())
-	case v.loc[0] == '/':
-		req.URI = v.loc
+	case c.loc[0] == '/':
+		req.URI = c.loc
 	default: // relative to the current path
 		base, err := url.Parse(string(req.URI))
-		ref, err2 := url.Parse(string(v.loc))
+		ref, err2 := url.Parse(string(c.loc))
 		if err != nil || err2 != nil {
 			return false
 		}
 		req.URI = []byte(base.ResolveReference(ref).RequestURI())
 	}
-	if s := v.res.Status; (s == 303 || s == 301 || s == 302) && string(req.Method) != "HEAD" {
+	if s := c.status; (s == 303 || s == 301 || s == 302) && string(req.Method) != "HEAD" {
 		req.Method, req.Body = []byte("GET"), nil
 		hs := req.Headers[:0]
 		for _, h := range req.Headers {
@@ -55,7 +52,6 @@ func (v *vu) redirect() bool {
 		}
 		req.Headers = hs
 	}
-	v.hop = true
 	return true
 }
 

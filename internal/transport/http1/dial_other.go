@@ -1,6 +1,6 @@
 //go:build !linux
 
-package vu
+package http1
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 )
 
 // tcpDialer dials through net.Dialer where the lean dialer of
-// dial_linux.go is not built; the run's hard stop cancels ctx.
+// dial_linux.go is not built; the client's Interrupt cancels ctx.
 type tcpDialer struct {
 	nd     net.Dialer
 	sentAt int64 // never set: nothing is sent early

@@ -1,4 +1,4 @@
-package vu
+package http1
 
 import (
 	"strconv"

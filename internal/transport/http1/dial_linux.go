@@ -1,4 +1,4 @@
-package vu
+package http1
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 // Resolutions are kept per VU for dnsTTL, and dropped when no address of a
 // name could be reached, so that a moved service is found again.
 type tcpDialer struct {
-	hard    *atomic.Bool            // the run's hard stop
+	hard    *atomic.Bool            // the client's Interrupt: the hard stop
 	dialing atomic.Pointer[os.File] // a handshake under way, for interrupt
 
 	addr  string // the last address resolved, its addresses and until when
@@ -61,7 +61,7 @@ func newTCPDialer(hard *atomic.Bool, clock func() int64) *tcpDialer {
 }
 
 // dial connects to addr (host:port) by the wall-clock deadline; ctx (the
-// run's hard stop) bounds a resolution.
+// client's Interrupt) bounds a resolution.
 //
 // first, when not empty, is written as soon as connect returns, before the
 // socket joins the poller: on loopback the handshake is done by then, and
@@ -155,7 +155,7 @@ func (d *tcpDialer) dialOne(ra remoteAddr, deadline time.Time, first []byte) (ne
 }
 
 // wait parks until the handshake on f ends, the deadline passes or the
-// run's hard stop cuts it.
+// client's Interrupt cuts it.
 func (d *tcpDialer) wait(f *os.File, deadline time.Time) error {
 	// The deadline goes on before f is published, so that a cut from
 	// interrupt is never overwritten by it.

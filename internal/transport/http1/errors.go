@@ -1,4 +1,4 @@
-package vu
+package http1
 
 import (
 	"crypto/tls"
@@ -15,9 +15,10 @@ import (
 
 // classify names why a request failed. sockErr is the socket's own error
 // when known (fasthttp reports any failure before the first byte as EOF);
-// err is what the write or the response parser returned.
-func (v *vu) classify(sockErr, err error) result.ErrorKind {
-	if v.r.hard.Load() {
+// err is what the write or the response parser returned. After Interrupt
+// every failure is a cancellation.
+func (c *client) classify(sockErr, err error) result.ErrorKind {
+	if c.cut.Load() {
 		return result.ErrCancelled
 	}
 	for _, e := range [2]error{sockErr, err} {

@@ -1,4 +1,4 @@
-package vu
+package loopback
 
 import (
 	"bufio"
@@ -14,16 +14,15 @@ import (
 	"time"
 )
 
-// rawServer is a loopback HTTP/1.1 server that keeps the raw bytes of every
-// request it reads, counts connections, and misbehaves on demand. It parses
-// just enough HTTP to frame requests (Content-Length bodies).
-type rawServer struct {
-	t  testing.TB
+// Raw is a loopback HTTP/1.1 server for tests that keeps the raw bytes of
+// every request it reads, counts connections, and misbehaves on demand. It
+// parses just enough HTTP to frame requests (Content-Length bodies).
+type Raw struct {
 	ln net.Listener
 
 	// respond decides the answer to the n-th request (from 1); nil answers
 	// 200 with a small body.
-	respond func(n int64, req []byte) action
+	respond func(n int64, req []byte) Action
 
 	mu    sync.Mutex // guards reqs and at
 	reqs  [][]byte
@@ -31,55 +30,71 @@ type rawServer struct {
 	conns atomic.Int64
 	count atomic.Int64 // requests read
 	wg    sync.WaitGroup
-	quit  chan struct{} // closed by close: ends stalls
+	quit  chan struct{} // closed by Close: ends stalls
 	once  sync.Once
 }
 
-// action is what the server does with a request it read.
-type action struct {
-	status int
-	close  bool          // send "Connection: close" and close after answering
-	stall  time.Duration // wait this long before answering
-	reset  bool          // close with RST instead of answering
-	hangup bool          // close without answering (EOF)
-	body   string
-	header string // extra header lines, each ending in \r\n
+// Action is what a Raw server does with a request it read.
+type Action struct {
+	Status int
+	Close  bool          // send "Connection: close" and close after answering
+	Stall  time.Duration // wait this long before answering
+	Reset  bool          // close with RST instead of answering
+	Hangup bool          // close without answering (EOF)
+	Body   string
+	Header string // extra header lines, each ending in \r\n
 }
 
-func newRawServer(t testing.TB, respond func(n int64, req []byte) action) *rawServer {
+// NewRaw starts a Raw server, closed when the test ends. respond decides
+// the answer to the n-th request (from 1); nil answers 200 "ok".
+func NewRaw(t testing.TB, respond func(n int64, req []byte) Action) *Raw {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &rawServer{t: t, ln: ln, respond: respond, quit: make(chan struct{})}
+	s := &Raw{ln: ln, respond: respond, quit: make(chan struct{})}
 	s.wg.Add(1)
 	go s.accept()
-	t.Cleanup(s.close)
+	t.Cleanup(s.Close)
 	return s
 }
 
-func (s *rawServer) url() string { return "http://" + s.ln.Addr().String() }
+// URL is "http://127.0.0.1:PORT".
+func (s *Raw) URL() string { return "http://" + s.Addr() }
 
-func (s *rawServer) close() {
+// Addr is "127.0.0.1:PORT".
+func (s *Raw) Addr() string { return s.ln.Addr().String() }
+
+// Close stops the server, ends its stalls and waits for its connections
+// to end. Safe to call more than once.
+func (s *Raw) Close() {
 	s.once.Do(func() { close(s.quit) })
 	s.ln.Close()
 	s.wg.Wait()
 }
 
-func (s *rawServer) requests() [][]byte {
+// Requests are the requests read so far, as read.
+func (s *Raw) Requests() [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([][]byte(nil), s.reqs...)
 }
 
-func (s *rawServer) arrivals() []time.Time {
+// Arrivals are when each request was read.
+func (s *Raw) Arrivals() []time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]time.Time(nil), s.at...)
 }
 
-func (s *rawServer) accept() {
+// Conns counts the connections accepted.
+func (s *Raw) Conns() int64 { return s.conns.Load() }
+
+// Count counts the requests read.
+func (s *Raw) Count() int64 { return s.count.Load() }
+
+func (s *Raw) accept() {
 	defer s.wg.Done()
 	var conns sync.WaitGroup
 	var open sync.Map
@@ -104,7 +119,7 @@ func (s *rawServer) accept() {
 	}
 }
 
-func (s *rawServer) serve(c net.Conn) {
+func (s *Raw) serve(c net.Conn) {
 	br := bufio.NewReader(c)
 	for {
 		req, err := readRawRequest(br)
@@ -116,35 +131,35 @@ func (s *rawServer) serve(c net.Conn) {
 		s.reqs = append(s.reqs, req)
 		s.at = append(s.at, time.Now())
 		s.mu.Unlock()
-		a := action{status: 200, body: "ok"}
+		a := Action{Status: 200, Body: "ok"}
 		if s.respond != nil {
 			a = s.respond(n, req)
 		}
-		if a.stall > 0 {
+		if a.Stall > 0 {
 			select {
-			case <-time.After(a.stall):
+			case <-time.After(a.Stall):
 			case <-s.quit:
 				return
 			}
 		}
 		switch {
-		case a.reset:
+		case a.Reset:
 			c.(*net.TCPConn).SetLinger(0)
 			return
-		case a.hangup:
+		case a.Hangup:
 			return
 		}
 		var b bytes.Buffer
-		fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nContent-Length: %d\r\n", a.status, "X", len(a.body))
-		if a.close {
+		fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nContent-Length: %d\r\n", a.Status, "X", len(a.Body))
+		if a.Close {
 			b.WriteString("Connection: close\r\n")
 		}
-		b.WriteString(a.header)
+		b.WriteString(a.Header)
 		b.WriteString("\r\n")
 		if !bytes.HasPrefix(req, []byte("HEAD ")) { // HEAD: the length of a body not sent
-			b.WriteString(a.body)
+			b.WriteString(a.Body)
 		}
-		if _, err := c.Write(b.Bytes()); err != nil || a.close {
+		if _, err := c.Write(b.Bytes()); err != nil || a.Close {
 			return
 		}
 	}

@@ -1,4 +1,4 @@
-package vu
+package http1
 
 import (
 	"errors"
@@ -114,19 +114,29 @@ func TestDialRefused(t *testing.T) {
 	}
 }
 
-// TestDialConn checks a dialed connection end to end against a loopback
-// server: by IP and by name, its addresses, a round trip, EOF, a read
-// timeout and a reset, each as the net package reports them.
-func TestDialConn(t *testing.T) {
+// step is what stepServer does with its next connection: echo 4 bytes,
+// reset, or (neither) stay silent until the test ends.
+type step struct{ echo, reset bool }
+
+// stepServer is a loopback server that handles each connection as the next
+// step sent says. It returns its port.
+func stepServer(t *testing.T) (port string, steps chan<- step) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	type step struct{ echo, reset bool }
-	steps := make(chan step, 4)
+	ch := make(chan step, 4)
+	done := make(chan struct{})
 	go func() {
-		for s := range steps {
+		defer close(done)
+		var silent []net.Conn
+		defer func() {
+			for _, c := range silent {
+				c.Close()
+			}
+		}()
+		for s := range ch {
 			c, err := ln.Accept()
 			if err != nil {
 				return
@@ -143,22 +153,31 @@ func TestDialConn(t *testing.T) {
 			if s.echo || s.reset {
 				c.Close()
 			} else {
-				defer c.Close() // silent: the client times out
+				silent = append(silent, c) // the client times out
 			}
 		}
 	}()
-	defer close(steps)
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	d := newTCPDialer(new(atomic.Bool), nanotime)
-	dial := func(addr string) net.Conn {
-		t.Helper()
-		c, _, err := d.dial(t.Context(), addr, time.Now().Add(5*time.Second), nil)
-		if err != nil {
-			t.Fatalf("dial %s: %v", addr, err)
-		}
-		c.SetDeadline(time.Now().Add(5 * time.Second))
-		return c
+	t.Cleanup(func() { close(ch); ln.Close(); <-done })
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), ch
+}
+
+// dialed dials addr with d, by a 5s deadline, and sets it on the connection.
+func dialed(t *testing.T, d *tcpDialer, addr string) net.Conn {
+	t.Helper()
+	c, _, err := d.dial(t.Context(), addr, time.Now().Add(5*time.Second), nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
 	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	return c
+}
+
+// TestDialConn checks a dialed connection end to end against a loopback
+// server: by IP and by name, its addresses, a round trip and EOF, as the
+// net package reports them.
+func TestDialConn(t *testing.T) {
+	port, steps := stepServer(t)
+	d := newTCPDialer(new(atomic.Bool), nanotime)
 
 	// The first write goes out with the connection; it is the same echo.
 	steps <- step{echo: true}
@@ -174,7 +193,7 @@ func TestDialConn(t *testing.T) {
 
 	for _, addr := range []string{"127.0.0.1:" + port, "localhost:" + port} {
 		steps <- step{echo: true}
-		c := dial(addr)
+		c := dialed(t, d, addr)
 		if got := c.RemoteAddr().String(); got != "127.0.0.1:"+port {
 			t.Errorf("%s: RemoteAddr = %s", addr, got)
 		}
@@ -193,11 +212,18 @@ func TestDialConn(t *testing.T) {
 			t.Errorf("read after close: %v; want net.ErrClosed", err)
 		}
 	}
+}
+
+// TestDialConnErrors: a read timeout and a reset on a dialed connection
+// read as the net package's, and classify as such.
+func TestDialConnErrors(t *testing.T) {
+	port, steps := stepServer(t)
+	d := newTCPDialer(new(atomic.Bool), nanotime)
 
 	steps <- step{}
-	c = dial("127.0.0.1:" + port)
+	c := dialed(t, d, "127.0.0.1:"+port)
 	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-	_, err = c.Read(make([]byte, 1))
+	_, err := c.Read(make([]byte, 1))
 	var ne net.Error
 	if !errors.As(err, &ne) || !ne.Timeout() || kindOf(err) != result.ErrTimeout {
 		t.Errorf("read past the deadline: %v; want a timeout", err)
@@ -205,7 +231,7 @@ func TestDialConn(t *testing.T) {
 	c.Close()
 
 	steps <- step{echo: true, reset: true}
-	c = dial("127.0.0.1:" + port)
+	c = dialed(t, d, "127.0.0.1:"+port)
 	c.Write([]byte("ping"))
 	var rerr error
 	for rerr == nil {

@@ -1,0 +1,386 @@
+package http1
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/rs/zerolog"
+)
+
+// collect is a Sink that keeps every result.
+type collect struct {
+	mu  sync.Mutex // guards res
+	res []result.Result
+}
+
+func (c *collect) Record(r result.Result) {
+	c.mu.Lock()
+	c.res = append(c.res, r)
+	c.mu.Unlock()
+}
+
+func (c *collect) results() []result.Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]result.Result(nil), c.res...)
+}
+
+func (c *collect) count(f func(result.Result) bool) int {
+	n := 0
+	for _, r := range c.results() {
+		if f(r) {
+			n++
+		}
+	}
+	return n
+}
+
+func openLines(t testing.TB, lines ...string) *rrpair.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "traffic.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := rrpair.Open(path, rrpair.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// line builds an RRPair line; headers is a raw JSON object so that its key
+// order is exactly as written.
+func line(method, uri, headers string, body any) string {
+	req := map[string]any{"method": method, "uri": uri, "host": "recorded.example:8080"}
+	switch b := body.(type) {
+	case string:
+		req["body"] = b
+	case []byte:
+		req["bodyBase64"] = base64.StdEncoding.EncodeToString(b)
+	}
+	raw, _ := json.Marshal(map[string]any{"http": map[string]any{"req": req}})
+	if headers == "" {
+		return string(raw)
+	}
+	return strings.Replace(string(raw), `"host":`, `"headers":`+headers+`,"host":`, 1)
+}
+
+// runPool runs f with cfg (one VU unless it says) over a transport with o
+// (a 5s timeout unless it says), as a run does: validated first.
+func runPool(t testing.TB, f *rrpair.File, cfg vu.Config, o Options) (*collect, result.Counters) {
+	t.Helper()
+	sink := &collect{}
+	if cfg.VUs == 0 {
+		cfg.VUs = 1
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Second
+	}
+	cfg.Log = zerolog.Nop()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := &vu.Pool{File: f, Config: cfg, Sink: sink, Transport: newTransport(t, o)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := p.Run(ctx)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return sink, st
+}
+
+func TestWireFidelity(t *testing.T) {
+	host := "127.0.0.1:PORT"                             // each server's, below
+	big := strings.Repeat("0123456789abcdef", 70<<10/16) // 70 kB: written after the head, from the mapping
+	binary := []byte{0, 1, 2, 0xff, 0xfe, '\r', '\n', 0}
+	tests := []struct {
+		name string
+		line string
+		want string
+	}{
+		{"awkward path and repeated lower-case headers",
+			line("GET", "//double/slash/%2F?q=a%20b&q=&x", `{"accept":["*/*"],"X-Dup":["1","2"],"x-dup":["3"]}`, nil),
+			"GET //double/slash/%2F?q=a%20b&q=&x HTTP/1.1\r\nHost: " + host + "\r\naccept: */*\r\nX-Dup: 1\r\nX-Dup: 2\r\nx-dup: 3\r\n\r\n"},
+		{"host in place, length replaced, hop-by-hop dropped",
+			line("POST", "/events", `{"User-Agent":["app/1"],"host":["orig.example"],"Content-Length":["999"],"Transfer-Encoding":["chunked"],"Connection":["keep-alive"],"Keep-Alive":["timeout=5"],"Content-Type":["application/json"]}`, `{"a":1}`),
+			"POST /events HTTP/1.1\r\nUser-Agent: app/1\r\nhost: " + host + "\r\nContent-Length: 7\r\nContent-Type: application/json\r\n\r\n{\"a\":1}"},
+		{"binary body, length added last",
+			line("PUT", "/blob", `{"Content-Type":["application/octet-stream"]}`, binary),
+			"PUT /blob HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/octet-stream\r\nContent-Length: 8\r\n\r\n" + string(binary)},
+		{"empty body with recorded length",
+			line("POST", "/empty", `{"Content-Length":["12"]}`, ""),
+			"POST /empty HTTP/1.1\r\nHost: " + host + "\r\nContent-Length: 0\r\n\r\n"},
+		{"no headers at all",
+			line("DELETE", "/items/7", "", nil),
+			"DELETE /items/7 HTTP/1.1\r\nHost: " + host + "\r\n\r\n"},
+		{"70 kB body",
+			line("PATCH", "/big", `{"content-length":["1"]}`, big),
+			"PATCH /big HTTP/1.1\r\nHost: " + host + "\r\ncontent-length: " + itoa(len(big)) + "\r\n\r\n" + big},
+		{"HTTP/2 pseudo-headers dropped",
+			line("GET", "/h2", `{":authority":["x"],":path":["/h2"],"accept":["a"]}`, nil),
+			"GET /h2 HTTP/1.1\r\nHost: " + host + "\r\naccept: a\r\n\r\n"},
+		{"OPTIONS *", line("OPTIONS", "*", "", nil), "OPTIONS * HTTP/1.1\r\nHost: " + host + "\r\n\r\n"},
+		{"HEAD", line("HEAD", "/h", "", nil), "HEAD /h HTTP/1.1\r\nHost: " + host + "\r\n\r\n"},
+		{"PUT text", line("PUT", "/t", "", "é"), "PUT /t HTTP/1.1\r\nHost: " + host + "\r\nContent-Length: 2\r\n\r\né"},
+	}
+	lines := make([]string, len(tests))
+	for i, tt := range tests {
+		lines[i] = tt.line
+	}
+	// Both connection modes: with --no-connection-reuse every request goes
+	// out on a new connection, written early by the dialer (whose early
+	// write TestDialConn checks), the rest and a large body after it.
+	for _, noReuse := range []bool{false, true} {
+		srv := loopback.NewRaw(t, nil)
+		sink, _ := runPool(t, openLines(t, lines...), vu.Config{}, Options{Target: srv.URL(), NoConnectionReuse: noReuse})
+		srv.Close()
+		got := srv.Requests()
+		if len(got) != len(tests) {
+			t.Fatalf("no reuse %v: server read %d requests, want %d", noReuse, len(got), len(tests))
+		}
+		results := sink.results()
+		for i, tt := range tests {
+			t.Run(fmt.Sprintf("%s/no reuse %v", tt.name, noReuse), func(t *testing.T) {
+				want := strings.ReplaceAll(tt.want, host, srv.Addr())
+				if noReuse {
+					want = strings.Replace(want, "\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1)
+				}
+				if string(got[i]) != want {
+					t.Errorf("on the wire:\n%q\nwant:\n%q", clip(got[i]), clip([]byte(want)))
+				}
+				r := results[i]
+				if r.Err != result.ErrNone || r.Status != 200 || r.BytesOut != int64(len(want)) || r.Sent == 0 || r.Sent > r.End {
+					t.Errorf("result %+v, want a 200 with %d bytes out, sent before it ended", r, len(want))
+				}
+			})
+		}
+	}
+}
+
+func clip(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "..."
+	}
+	return string(b)
+}
+
+func itoa(n int) string { return jsonNum(n) }
+
+func jsonNum(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestKeepHostAndRecordedHost(t *testing.T) {
+	srv := loopback.NewRaw(t, nil)
+	f := openLines(t,
+		line("GET", "/a", `{"Host":["orig.example"]}`, nil),
+		line("GET", "/b", "", nil),
+	)
+	runPool(t, f, vu.Config{}, Options{Target: srv.URL(), KeepHost: true})
+	got := srv.Requests()
+	want := []string{
+		"GET /a HTTP/1.1\r\nHost: orig.example\r\n\r\n",
+		"GET /b HTTP/1.1\r\nHost: recorded.example:8080\r\n\r\n",
+	}
+	for i := range want {
+		if i >= len(got) || string(got[i]) != want[i] {
+			t.Errorf("request %d: got %q, want %q", i, got, want[i])
+		}
+	}
+
+	// Without --target, the recorded host is dialed and sent.
+	addr := srv.Addr()
+	f = openLines(t, `{"l7protocol":"http","http":{"req":{"method":"GET","uri":"/c","host":"`+addr+`"}}}`)
+	sink, _ := runPool(t, f, vu.Config{}, Options{})
+	got = srv.Requests()
+	if last := string(got[len(got)-1]); last != "GET /c HTTP/1.1\r\nHost: "+addr+"\r\n\r\n" {
+		t.Errorf("got %q", last)
+	}
+	if r := sink.results()[0]; r.Status != 200 {
+		t.Errorf("got %+v", r)
+	}
+}
+
+// newTransport is a transport with o.
+func newTransport(t testing.TB, o Options) *Transport {
+	t.Helper()
+	tr, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func manyLines(n int) []string {
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = line("GET", "/p/"+jsonNum(i), "", nil)
+	}
+	return lines
+}
+
+func TestNoConnectionReuse(t *testing.T) {
+	srv := loopback.NewRaw(t, nil)
+	sink, _ := runPool(t, openLines(t, manyLines(20)...), vu.Config{VUs: 2}, Options{NoConnectionReuse: true, Target: srv.URL()})
+	srv.Close()
+	if got := srv.Conns(); got != 20 {
+		t.Errorf("server saw %d connections, want one per request (20)", got)
+	}
+	for _, req := range srv.Requests() {
+		if !strings.HasSuffix(string(req), "Connection: close\r\n\r\n") {
+			t.Errorf("request without Connection: close: %q", req)
+		}
+	}
+	if n := sink.count(func(r result.Result) bool { return r.Reconnect }); n != 0 {
+		t.Errorf("got %d reconnects with --no-connection-reuse, want 0", n)
+	}
+}
+
+func TestServerClosingConnectionsCountsReconnects(t *testing.T) {
+	srv := loopback.NewRaw(t, func(n int64, _ []byte) loopback.Action {
+		return loopback.Action{Status: 200, Body: "ok", Close: n%3 == 0}
+	})
+	sink, _ := runPool(t, openLines(t, manyLines(12)...), vu.Config{}, Options{Target: srv.URL()})
+	srv.Close()
+	if got := srv.Conns(); got != 4 {
+		t.Errorf("server saw %d connections, want 4", got)
+	}
+	if n := sink.count(func(r result.Result) bool { return r.Reconnect }); n != 3 {
+		t.Errorf("got %d reconnects, want 3", n)
+	}
+	if n := sink.count(func(r result.Result) bool { return r.Status == 200 }); n != 12 {
+		t.Errorf("got %d answers, want 12", n)
+	}
+}
+
+func TestAccounting(t *testing.T) {
+	srv := loopback.NewRaw(t, func(n int64, _ []byte) loopback.Action {
+		switch n % 6 {
+		case 1:
+			return loopback.Action{Status: 500, Body: "boom"}
+		case 2:
+			return loopback.Action{Stall: 400 * time.Millisecond, Status: 200}
+		case 3:
+			return loopback.Action{Reset: true}
+		case 4:
+			return loopback.Action{Hangup: true}
+		case 5:
+			return loopback.Action{Status: 404}
+		}
+		return loopback.Action{Status: 202}
+	})
+	sink, _ := runPool(t, openLines(t, manyLines(18)...), vu.Config{}, Options{Target: srv.URL(), Timeout: 150 * time.Millisecond})
+	srv.Close()
+	res := sink.results()
+	if len(res) != 18 {
+		t.Fatalf("got %d results, want 18", len(res))
+	}
+	kinds := map[result.ErrorKind]int{}
+	status := map[uint16]int{}
+	for _, r := range res {
+		kinds[r.Err]++
+		if r.Err == result.ErrNone {
+			status[r.Status]++
+		}
+		if !r.Written {
+			t.Errorf("result %+v: not written", r)
+		}
+	}
+	want := map[result.ErrorKind]int{result.ErrNone: 9, result.ErrTimeout: 3, result.ErrReset: 3, result.ErrEOF: 3}
+	for k, n := range want {
+		if kinds[k] != n {
+			t.Errorf("%v: got %d, want %d (all: %v)", k, kinds[k], n, kinds)
+		}
+	}
+	if status[500] != 3 || status[404] != 3 || status[202] != 3 {
+		t.Errorf("status: got %v", status)
+	}
+	if got := srv.Count(); got != int64(len(res)-kinds[result.ErrConnect]) {
+		t.Errorf("server read %d requests, want requests − connect errors = %d", got, len(res)-kinds[result.ErrConnect])
+	}
+}
+
+func TestServerDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close()
+	sink, _ := runPool(t, openLines(t, manyLines(5)...), vu.Config{VUs: 2}, Options{Target: url})
+	if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrConnect && !r.Written }); n != 5 {
+		t.Errorf("got %d connect errors, want 5: %+v", n, sink.results())
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"bad target scheme", Options{Target: "ftp://x"}, "--target: want an http or https URL"},
+		{"target with path", Options{Target: "http://x/api"}, "--target: want only scheme://host[:port]"},
+		{"target not a URL", Options{Target: "127.0.0.1:8080"}, "--target"},
+		{"keep-host without target", Options{KeepHost: true}, "--keep-host"},
+		{"bad host-map URL", Options{HostMap: map[string]string{"a": "b"}}, "--host-map a=b: want scheme://host[:port]"},
+		{"negative timeout", Options{Timeout: -1}, "--timeout"},
+		{"negative max-conn-duration", Options{MaxConnDuration: -1}, "--max-conn-duration"},
+		{"cert without key", Options{Cert: "c.pem"}, "--cert and --key: give both"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.o.Validate()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error mentioning %q", err, tt.want)
+			}
+			if _, nerr := New(tt.o); nerr == nil || nerr.Error() != err.Error() {
+				t.Errorf("New: got %v, want Validate's error", nerr)
+			}
+		})
+	}
+	// Validate is pure: it reads no file (a CA that does not exist is
+	// New's to find) and fills no default.
+	o := Options{Target: "http://127.0.0.1:1", CA: filepath.Join(t.TempDir(), "nope.pem")}
+	if err := o.Validate(); err != nil || o.Timeout != 0 || o.MaxBody != 0 {
+		t.Errorf("Validate: %v, timeout %v, max body %d; want nil and nothing filled", err, o.Timeout, o.MaxBody)
+	}
+	if _, err := New(o); err == nil || !strings.Contains(err.Error(), "--ca") {
+		t.Errorf("New with a missing --ca: got %v", err)
+	}
+	tr, err := New(Options{})
+	if err != nil || tr.Options().Timeout != DefaultTimeout || tr.Options().MaxBody != DefaultMaxBody {
+		t.Errorf("New(Options{}): %+v, %v; want the defaults filled", tr.Options(), err)
+	}
+}
+
+func TestTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	f := openLines(t, manyLines(3)...)
+	sink, _ := runPool(t, f, vu.Config{}, Options{Target: srv.URL, Insecure: true})
+	if n := sink.count(func(r result.Result) bool { return r.Status == 202 }); n != 3 {
+		t.Errorf("with --insecure: got %+v, want 3 answers", sink.results())
+	}
+	sink, _ = runPool(t, f, vu.Config{}, Options{Target: srv.URL})
+	if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrTLS }); n != 3 {
+		t.Errorf("self-signed certificate without --insecure: got %+v, want 3 tls errors", sink.results())
+	}
+}
