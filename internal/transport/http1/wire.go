@@ -13,9 +13,9 @@ import (
 //   - Host carries host, written where the recorded Host key stands, else first;
 //   - Content-Length is the length of the body actually sent, replacing a
 //     recorded one in place, or added last when the body is not empty;
-//   - Transfer-Encoding and the hop-by-hop Connection, Keep-Alive and
-//     Proxy-Connection are dropped (connection handling belongs to the VU),
-//     as are HTTP/2 pseudo-headers (":authority");
+//   - the connection headers (rrpair.IsConnectionHeader: Transfer-Encoding,
+//     Connection, Keep-Alive, Proxy-Connection) are dropped (connection
+//     handling belongs to the VU), as are HTTP/2 pseudo-headers (":authority");
 //   - nothing else is added, except "Connection: close" when the VU opens a
 //     connection per request (connClose).
 func appendHead(dst []byte, r *rrpair.Request, host []byte, connClose bool) []byte {
@@ -51,10 +51,7 @@ func appendHead(dst []byte, r *rrpair.Request, host []byte, connClose bool) []by
 				dst = appendLength(dst, name, len(r.Body))
 				lengthWritten = true
 			}
-		case isHeader(name, "transfer-encoding", 't'),
-			isHeader(name, "connection", 'c'),
-			isHeader(name, "keep-alive", 'k'),
-			isHeader(name, "proxy-connection", 'p'):
+		case rrpair.IsConnectionHeader(name): // connection handling is the VU's
 		default:
 			dst = appendHeaderBytes(dst, name, h.Value)
 		}
