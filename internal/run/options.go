@@ -58,7 +58,8 @@ type Options struct {
 	// CPUProfile is a file to write a Go CPU profile of the run to.
 	CPUProfile string
 
-	// Log receives the run's own messages (never one per request).
+	// Log receives the run's own messages (never one per request); the
+	// zero Logger discards them.
 	Log zerolog.Logger
 	// Ready, when set, is called once every option is checked, the file
 	// is open and the run is built, before anything is started or sent

@@ -68,8 +68,8 @@ func trafficFile(t *testing.T, n int, extra ...string) string {
 	return path
 }
 
-// options are a run of file against target with 2 VUs, each file
-// iteration once, bounded to 10s.
+// options are a run of file against target with 2 VUs, each iteration of
+// the file once.
 func options(file, target string) Options {
 	o := DefaultOptions()
 	o.File, o.Load.Target, o.Load.VUs, o.Log = file, target, 2, zerolog.Nop()
@@ -141,7 +141,7 @@ func TestExecute(t *testing.T) {
 func TestExecuteAborted(t *testing.T) {
 	srv := newSUT(t, 2*time.Millisecond, 500)
 	o := options(trafficFile(t, 10), srv.URL)
-	o.Load.Mode, o.Load.Duration = "loop", 30*time.Second
+	o.Load.Mode, o.Load.Duration, o.Load.Iterations = "loop", 10*time.Second, 2000
 	o.Thresholds, o.AbortOnFail = []string{"errors<20"}, true
 	start := time.Now()
 	s, err := execute(t, context.Background(), o, 20*time.Second)
@@ -161,7 +161,7 @@ func TestExecuteAborted(t *testing.T) {
 func TestExecuteInterrupted(t *testing.T) {
 	srv := newSUT(t, 10*time.Millisecond, 200)
 	o := options(trafficFile(t, 10), srv.URL)
-	o.Load.Mode, o.Load.Duration = "loop", time.Minute
+	o.Load.Mode, o.Load.Duration, o.Load.Iterations = "loop", 10*time.Second, 1000
 	signal := errors.New("stopped by test signal")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
