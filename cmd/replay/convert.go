@@ -6,15 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/replay-dev/replay/internal/transport/http1"
+	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/export"
 	"github.com/replay-dev/replay/pkg/gor"
 	"github.com/replay-dev/replay/pkg/har"
 	"github.com/replay-dev/replay/pkg/rrpair"
-	"github.com/replay-dev/replay/pkg/vu"
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
 
@@ -102,10 +99,10 @@ func newExportCmd(std stdio) *cobra.Command {
 		if file == "" {
 			return nil, fmt.Errorf("-f, --file: name the traffic file")
 		}
-		return openTraffic(file, std, rrpair.Options{RequireHost: target == ""})
+		return run.OpenFile(file, std.in, rrpair.Options{RequireHost: target == ""})
 	}
 
-	var o runOptions
+	load := run.DefaultOptions().Load
 	k6 := &cobra.Command{
 		Use:   "k6 [FILE]",
 		Short: "Write a k6 script that replays the traffic, with the load of the flags given",
@@ -124,22 +121,19 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 			if out == "" || out == "-" {
 				return fmt.Errorf("-o: export k6 writes a script and its data beside it: give -o FILE.js")
 			}
-			o.timeout, o.grace = time.Minute, time.Minute // not exported: k6 has its own
-			cfg, _, err := o.config(zerolog.Nop())
+			shape, err := load.Shape()
 			if err != nil {
 				return err
 			}
-			f, err := openFile(args, o.load.target)
+			f, err := openFile(args, load.Target)
 			if err != nil {
 				return err
 			}
 			defer f.Close()
-			load := export.K6Load{VUs: cfg.VUs, MaxVUs: cfg.MostVUs(), Duration: cfg.Duration, Iterations: cfg.Iterations, RateStages: cfg.Model == vu.Rate}
-			if cfg.Model == vu.Rate {
-				load.Rate = cfg.Rate
-			}
-			for _, s := range cfg.Stages {
-				load.Stages = append(load.Stages, export.K6Stage{Duration: s.Duration, Target: s.Target})
+			k6Load := export.K6Load{VUs: shape.VUs, MaxVUs: shape.MostVUs, Duration: shape.Duration, Iterations: shape.Iterations,
+				RateStages: shape.ArrivalRate, Rate: shape.Rate}
+			for _, s := range shape.Stages {
+				k6Load.Stages = append(k6Load.Stages, export.K6Stage{Duration: s.Duration, Target: s.Target})
 			}
 			dataPath := strings.TrimSuffix(out, filepath.Ext(out)) + ".data.json"
 			script, err := os.Create(out)
@@ -153,7 +147,7 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 			}
 			defer data.Close()
 			sk := &skipped{what: "line"}
-			iters, reqs, err := export.K6(script, data, "./"+filepath.Base(dataPath), f, o.load.target, filepath.Base(file), load, sk.add)
+			iters, reqs, err := export.K6(script, data, "./"+filepath.Base(dataPath), f, load.Target, filepath.Base(file), k6Load, sk.add)
 			if err != nil {
 				return err
 			}
@@ -164,7 +158,7 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 	k6.Flags().StringVarP(&file, "file", "f", "", "traffic `FILE` (RRPair JSON Lines)")
 	k6.Flags().StringVarP(&out, "output", "o", "", "the script `FILE.js` (its data goes beside it, FILE.data.json)")
 	k6.Flags().BoolVar(&strict, "strict", false, "fail when any pair cannot be exported")
-	o.load.addFlags(k6.Flags(), 1)
+	addLoadFlags(k6.Flags(), &load, 1)
 
 	var target string
 	vegeta := &cobra.Command{
@@ -175,7 +169,7 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if target != "" {
-				if err := http1.CheckTarget(target); err != nil {
+				if err := run.CheckTarget(target); err != nil {
 					return fmt.Errorf("--target: %w", err)
 				}
 			}

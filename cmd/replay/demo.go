@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"strings"
 	"time"
 
 	replay "github.com/replay-dev/replay"
+	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/demo"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/rs/zerolog"
@@ -15,10 +17,9 @@ import (
 )
 
 func newDemoCmd(io stdio, logger func() (zerolog.Logger, error)) *cobra.Command {
-	var o runOptions
+	f := newRunFlags()
+	var d demoFlags
 	var serve string
-	var raw, noSink bool
-	var workerRate float64
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Replay built-in traffic against a built-in demo SUT on loopback",
@@ -48,66 +49,99 @@ interrupted, to aim replay run or another tool at it.`,
 				return err
 			}
 			if serve != "" {
-				srv, err := demo.Start(serve)
-				if err != nil {
-					return fmt.Errorf("--serve: %w", err)
-				}
-				log.Info().Str("url", srv.URL()).Msg("demo SUT listening; stop with Ctrl-C")
-				<-cmd.Context().Done()
-				return srv.Close()
+				return serveDemo(cmd.Context(), serve, log)
 			}
-			if o.load.target != "" {
-				return fmt.Errorf("--target: the demo replays against its own SUT; use replay run to aim elsewhere")
-			}
-			if raw && o.transforms.file != "" {
-				return fmt.Errorf("--raw and --transforms: --raw replays the traffic as recorded, --transforms rewrites it; give one or the other")
-			}
-			// The demo's worker delivers processed events to replay's HTTP
-			// sink, so the report shows end-to-end latency beside the API's.
-			if o.sinks.http == "" && !noSink {
-				addr, err := freeLoopbackAddr()
-				if err != nil {
-					return err
-				}
-				o.sinks.http = addr
-			}
-			opts := demo.Options{WorkerRate: workerRate}
-			if o.sinks.http != "" {
-				opts.SinkURL = "http://" + o.sinks.http
-				if strings.HasPrefix(o.sinks.http, ":") { // all interfaces: the worker uses loopback
-					opts.SinkURL = "http://127.0.0.1" + o.sinks.http
-				}
-				if len(o.sinks.only) == 0 {
-					o.sinks.only = []string{"POST /events"} // what the worker processes
-				}
-			}
-			srv, err := demo.StartWith("127.0.0.1:0", opts)
+			srv, err := d.start(f, log)
 			if err != nil {
 				return err
 			}
 			defer srv.Close()
-			o.load.target = srv.URL()
-			log.Info().Str("url", srv.URL()).Msg("demo SUT started")
-			switch {
-			case raw:
-				log.Info().Msg("--raw: replaying the traffic as recorded; expect 401s: the recorded token expired (past it, stale events get 422 and unknown orders 404)")
-			case o.transforms.file == "":
-				o.transforms.builtin, o.transforms.builtinName = replay.DemoTransforms, "demo-transforms.yaml"
-				log.Info().Msg("replaying with the demo's transforms (timestamps shifted, JWT re-signed, order ids correlated); --raw to go without")
-			}
-			return execute(cmd.Context(), &o, func(opt rrpair.Options) (*rrpair.File, error) {
-				return rrpair.OpenReader(bytes.NewReader(replay.DemoTraffic), "demo.jsonl", opt)
-			}, io, log)
+			return execute(cmd.Context(), f, io, log)
 		},
 	}
-	o.addFlags(cmd.Flags(), 20)
-	cmd.Flags().Lookup("duration").DefValue = "5s"
-	o.load.duration = 5 * time.Second
+	f.run.Load.Duration = 5 * time.Second
+	f.addFlags(cmd.Flags(), 20)
 	cmd.Flags().StringVar(&serve, "serve", "", "only serve the demo SUT on `ADDR` (loopback) until interrupted")
-	cmd.Flags().BoolVar(&raw, "raw", false, "replay without the demo's transforms, to see the recorded traffic fail")
-	cmd.Flags().BoolVar(&noSink, "no-sink", false, "do not follow events to the demo's worker (no end-to-end section)")
-	cmd.Flags().Float64Var(&workerRate, "worker-rate", demo.DefaultWorkerRate, "events a second the demo SUT's worker processes; above it, a backlog grows")
+	cmd.Flags().BoolVar(&d.raw, "raw", false, "replay without the demo's transforms, to see the recorded traffic fail")
+	cmd.Flags().BoolVar(&d.noSink, "no-sink", false, "do not follow events to the demo's worker (no end-to-end section)")
+	cmd.Flags().Float64Var(&d.workerRate, "worker-rate", demo.DefaultWorkerRate, "events a second the demo SUT's worker processes; above it, a backlog grows")
 	return cmd
+}
+
+// serveDemo only serves the demo SUT on addr, until ctx is done.
+func serveDemo(ctx context.Context, addr string, log zerolog.Logger) error {
+	srv, err := demo.Start(addr)
+	if err != nil {
+		return fmt.Errorf("--serve: %w", err)
+	}
+	log.Info().Str("url", srv.URL()).Msg("demo SUT listening; stop with Ctrl-C")
+	<-ctx.Done()
+	return srv.Close()
+}
+
+// demoFlags are the flags of replay demo beside those of run.
+type demoFlags struct {
+	raw, noSink bool
+	workerRate  float64
+}
+
+// start checks the flags, starts the demo SUT on loopback and aims the
+// run at it: the built-in traffic, the demo's transforms unless --raw or
+// --transforms, and an HTTP sink for the worker's deliveries unless
+// --no-sink.
+func (d *demoFlags) start(f *runFlags, log zerolog.Logger) (*demo.Server, error) {
+	o := &f.run
+	if o.Load.Target != "" {
+		return nil, fmt.Errorf("--target: the demo replays against its own SUT; use replay run to aim elsewhere")
+	}
+	if d.raw && o.Transforms.File != "" {
+		return nil, fmt.Errorf("--raw and --transforms: --raw replays the traffic as recorded, --transforms rewrites it; give one or the other")
+	}
+	opts, err := d.sink(&o.Events)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := demo.StartWith("127.0.0.1:0", opts)
+	if err != nil {
+		return nil, err
+	}
+	o.Load.Target = srv.URL()
+	log.Info().Str("url", srv.URL()).Msg("demo SUT started")
+	switch {
+	case d.raw:
+		log.Info().Msg("--raw: replaying the traffic as recorded; expect 401s: the recorded token expired (past it, stale events get 422 and unknown orders 404)")
+	case o.Transforms.File == "":
+		o.Transforms.Builtin, o.Transforms.BuiltinName = replay.DemoTransforms, "demo-transforms.yaml"
+		log.Info().Msg("replaying with the demo's transforms (timestamps shifted, JWT re-signed, order ids correlated); --raw to go without")
+	}
+	o.Open = func(opt rrpair.Options) (*rrpair.File, error) {
+		return rrpair.OpenReader(bytes.NewReader(replay.DemoTraffic), "demo.jsonl", opt)
+	}
+	return srv, nil
+}
+
+// sink has the demo's worker deliver processed events to replay's HTTP
+// sink, so that the report shows end-to-end latency beside the API's.
+func (d *demoFlags) sink(o *run.Events) (demo.Options, error) {
+	opts := demo.Options{WorkerRate: d.workerRate}
+	if o.HTTP == "" && !d.noSink {
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			return opts, err
+		}
+		o.HTTP = addr
+	}
+	if o.HTTP == "" {
+		return opts, nil
+	}
+	opts.SinkURL = "http://" + o.HTTP
+	if strings.HasPrefix(o.HTTP, ":") { // all interfaces: the worker uses loopback
+		opts.SinkURL = "http://127.0.0.1" + o.HTTP
+	}
+	if len(o.Only) == 0 {
+		o.Only = []string{"POST /events"} // what the worker processes
+	}
+	return opts, nil
 }
 
 // freeLoopbackAddr finds a free loopback address ("127.0.0.1:PORT").

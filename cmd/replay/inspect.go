@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/spf13/cobra"
@@ -12,7 +13,7 @@ import (
 func newInspectCmd(io stdio) *cobra.Command {
 	var file string
 	var asJSON bool
-	var filter filterOptions
+	var filter run.Filter
 	cmd := &cobra.Command{
 		Use:   "inspect FILE",
 		Short: "Validate a traffic file and summarize it",
@@ -34,11 +35,11 @@ Exits 1, naming file and line, if any line is bad. The filters of run
 			if file == "" {
 				return fmt.Errorf("inspect: want a traffic file (or - for standard input)")
 			}
-			flt, err := filter.filter()
+			flt, err := filter.Compile()
 			if err != nil {
 				return err
 			}
-			f, err := openTraffic(file, io, rrpair.Options{Filter: flt})
+			f, err := run.OpenFile(file, io.in, rrpair.Options{Filter: flt})
 			if err != nil {
 				return err
 			}
@@ -57,6 +58,7 @@ Exits 1, naming file and line, if any line is bad. The filters of run
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "traffic `FILE` (or give it as the argument)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
-	filter.addFlags(cmd.Flags())
+	filter = run.DefaultOptions().Filter
+	addFilterFlags(cmd.Flags(), &filter)
 	return cmd
 }

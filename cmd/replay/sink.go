@@ -1,17 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/e2e"
+	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
 
 func newSinkCmd(io stdio, logger func() (zerolog.Logger, error)) *cobra.Command {
-	var o sinkOptions
+	var o run.Events
 	var duration time.Duration
 	var out string
 	var quiet bool
@@ -35,11 +36,7 @@ synchronised.`,
 			if err != nil {
 				return err
 			}
-			if !o.hasSinks() {
-				return fmt.Errorf("--sink-http, --sink-redis or --sink-nats: give at least one sink")
-			}
-			parsed, err := o.parseSinks()
-			if err != nil {
+			if err := run.CheckSinks(o); err != nil {
 				return err
 			}
 			// The summary file is created first: a bad path must not
@@ -49,24 +46,16 @@ synchronised.`,
 				return err
 			}
 			defer outs.close()
-			started := time.Now()
-			tr := e2e.NewSinkTracker(started)
-			sk, err := startSinks(&o, parsed, tr, log)
+			ctx := cmd.Context()
+			if duration > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, duration)
+				defer cancel()
+			}
+			sum, err := run.ReceiveEvents(ctx, o, log)
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if duration > 0 {
-				select {
-				case <-ctx.Done():
-				case <-time.After(duration):
-				}
-			} else {
-				<-ctx.Done()
-			}
-			sk.close()
-			sum := &report.Summary{Version: report.SummaryVersion, Started: started.UTC(), DurationS: time.Since(started).Seconds(),
-				Model: "sink", E2E: tr.Summary(0)}
 			if !quiet {
 				if err := report.WriteE2EText(io.out, sum.E2E); err != nil {
 					return err
@@ -84,7 +73,7 @@ synchronised.`,
 		},
 	}
 	fs := cmd.Flags()
-	o.addSinkFlags(fs)
+	addSinkFlags(fs, &o)
 	fs.DurationVar(&duration, "duration", 0, "stop after this long (default: when interrupted)")
 	fs.StringVar(&out, "out", "", "write the summary JSON (mergeable with the runs') to `FILE`")
 	fs.BoolVarP(&quiet, "quiet", "q", false, "do not print the end-to-end section")

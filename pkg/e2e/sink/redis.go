@@ -14,6 +14,14 @@ import (
 	"github.com/replay-dev/replay/pkg/e2e"
 )
 
+// The Redis client logs its retries to stderr on its own; a sink reports
+// its errors through replay instead (Open's error, the run's log).
+func init() { redis.SetLogger(quietLog{}) }
+
+type quietLog struct{}
+
+func (quietLog) Printf(context.Context, string, ...any) {}
+
 // Redis is a sink that consumes events where the SUT or its workers publish
 // them in Redis: a list (BRPOP) or a stream (XREAD from the newest entry,
 // or XREADGROUP with a consumer group). A list element or the stream field

@@ -1,9 +1,8 @@
-package main
+package run
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -11,44 +10,28 @@ import (
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
-	"github.com/spf13/pflag"
 )
 
-// shardOptions split a run across processes (pods): each takes a disjoint
-// share of the iterations and of the load.
-type shardOptions struct {
-	shard   string // "i/n"
-	shards  int    // n, with i from JOB_COMPLETION_INDEX
-	startAt string
-}
-
-func (o *shardOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.shard, "shard", "", "run share `i/n` of the iterations (k mod n = i, sessions whole) with 1/n of the VUs and rate")
-	fs.IntVar(&o.shards, "shards", 0, "run one of `n` shards, i taken from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
-	fs.StringVar(&o.startAt, "start-at", "", "wait until this RFC 3339 `TIME` before sending, so that all shards begin together")
-}
-
-// parse returns the shard, or a zero one without sharding.
-func (o *shardOptions) parse() (rrpair.Shard, error) {
+// parseShard returns the shard, or a zero one without sharding.
+func parseShard(o *Shard) (rrpair.Shard, error) {
 	var sh rrpair.Shard
 	switch {
-	case o.shard != "" && o.shards != 0:
+	case o.Shard != "" && o.Shards != 0:
 		return sh, fmt.Errorf("--shard and --shards: give one")
-	case o.shard != "":
-		i, n, ok := strings.Cut(o.shard, "/")
+	case o.Shard != "":
+		i, n, ok := strings.Cut(o.Shard, "/")
 		var err1, err2 error
 		sh.Index, err1 = strconv.Atoi(i)
 		sh.Count, err2 = strconv.Atoi(n)
 		if !ok || err1 != nil || err2 != nil || sh.Count < 1 || sh.Index < 0 || sh.Index >= sh.Count {
-			return sh, fmt.Errorf("--shard: want i/n with 0 ≤ i < n, such as 0/4, got %q", o.shard)
+			return sh, fmt.Errorf("--shard: want i/n with 0 ≤ i < n, such as 0/4, got %q", o.Shard)
 		}
-	case o.shards != 0:
-		idx := os.Getenv("JOB_COMPLETION_INDEX")
-		i, err := strconv.Atoi(idx)
-		if o.shards < 1 || err != nil || i < 0 || i >= o.shards {
-			return sh, fmt.Errorf("--shards %d: want JOB_COMPLETION_INDEX in 0..%d, got %q", o.shards, o.shards-1, idx)
+	case o.Shards != 0:
+		i, err := strconv.Atoi(o.JobIndex)
+		if o.Shards < 1 || err != nil || i < 0 || i >= o.Shards {
+			return sh, fmt.Errorf("--shards %d: want JOB_COMPLETION_INDEX in 0..%d, got %q", o.Shards, o.Shards-1, o.JobIndex)
 		}
-		sh = rrpair.Shard{Index: i, Count: o.shards}
+		sh = rrpair.Shard{Index: i, Count: o.Shards}
 	}
 	return sh, nil
 }
@@ -85,14 +68,11 @@ func divide(cfg *vu.Config, sh rrpair.Shard) {
 	cfg.Stages = stages
 }
 
-// waitStart waits for --start-at; a time already past starts at once.
-func (o *shardOptions) waitStart(ctx context.Context, log zerolog.Logger) error {
-	if o.startAt == "" {
+// waitStart waits until at (--start-at); a zero time, or one already
+// past, starts at once.
+func waitStart(ctx context.Context, at time.Time, log zerolog.Logger) error {
+	if at.IsZero() {
 		return nil
-	}
-	at, err := time.Parse(time.RFC3339Nano, o.startAt)
-	if err != nil {
-		return fmt.Errorf("--start-at: want an RFC 3339 time such as 2026-11-22T10:00:00Z, got %q", o.startAt)
 	}
 	wait := time.Until(at)
 	if wait <= 0 {

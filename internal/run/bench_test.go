@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"context"
@@ -61,7 +61,7 @@ func hotPath(b *testing.B, transforms string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if chain, err = installTransforms(spec, f, &pool.Config, pool, nil); err != nil {
+		if chain, err = installTransforms(spec, f, pool, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,0 +1,326 @@
+// Package run builds and runs one whole replay from plain options, the
+// engine behind replay run and replay demo. It owns the order of a run:
+// every option checked before anything is sent (parse, then the files the
+// options name, then the VUs' configuration), the shard's share of the
+// load, the traffic file opened and validated, the transform chain, the
+// VUs, the recorder, the comparer, the failure dump, the end-to-end
+// tracker and its sinks, the threshold watcher of --abort-on-fail, the
+// drain of events, and the summary. What becomes of the summary (reports,
+// thresholds' verdict, exit codes), progress and metrics are the
+// caller's: it is handed the run's plan and live counters through hooks.
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/transform"
+	"github.com/replay-dev/replay/pkg/vu"
+)
+
+// ErrAborted is the cause of a run stopped by Options.AbortOnFail: a
+// threshold could no longer pass. The error Execute returns wraps it and
+// names the threshold.
+var ErrAborted = errors.New("aborted: a threshold can no longer pass")
+
+// ErrInterrupted is the cause of a run cut short by its context. The
+// error Execute returns wraps it and the context's cause (a signal).
+var ErrInterrupted = errors.New("interrupted")
+
+// Execute checks o, builds the run and runs it: the VUs replay the file
+// into the recorder until the file, the duration or the iteration limit
+// is done, or ctx is cancelled; then the events still on their way are
+// drained, and the summary returned. It returns after every goroutine it
+// started has exited.
+//
+// A nil summary means that nothing was sent: a bad option or input (the
+// error names the flag, or the file and line), a hook's error, or a dry
+// run. A run cut short still returns its full summary, with an error
+// saying why: ErrAborted, or ErrInterrupted with ctx's cause; an error of
+// the VUs after traffic began comes with the summary too.
+func Execute(ctx context.Context, o Options) (*report.Summary, error) {
+	r, err := prepare(&o)
+	if err != nil {
+		return nil, nothingSent(err)
+	}
+	defer r.close()
+	if o.DryRun > 0 {
+		return nil, r.pool.DryRun(o.DryRunTo, o.DryRun)
+	}
+	runCtx, err := r.start(ctx)
+	if err != nil {
+		return nil, nothingSent(err)
+	}
+	return r.run(ctx, runCtx)
+}
+
+// nothingSent says of an error before the first request that nothing was
+// sent.
+func nothingSent(err error) error {
+	return fmt.Errorf("%w\nnothing was sent", err)
+}
+
+// runner is one run, built. Its methods are called from one goroutine, in
+// order: prepare, start, run, close.
+type runner struct {
+	o        *Options
+	p        *parsed
+	file     *rrpair.File
+	opened   time.Duration // how long opening the file took
+	pool     *vu.Pool
+	chain    *transform.Chain // nil without transforms
+	track    *tracking        // nil unless requests are stamped
+	comparer *report.Comparer // nil without Compare
+	rec      *report.Recorder
+	dump     *report.FailureDump // nil without DumpFailures
+
+	stopWatch func() // the threshold watcher's, or nil
+	stopLive  func() // Options.Live's, or nil
+	undo      []func()
+}
+
+// prepare checks the options, reads the files they name, configures the
+// VUs, divides the load for the shard, opens the traffic and builds what
+// works on it. Nothing is started.
+func prepare(o *Options) (*runner, error) {
+	p, err := parse(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.loadFiles(o); err != nil {
+		return nil, err
+	}
+	cfg, tr, err := configure(o, p)
+	if err != nil {
+		return nil, err
+	}
+	divide(&cfg, p.shard)
+	opening := time.Now()
+	f, err := openTraffic(o, p)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{o: o, p: p, file: f, opened: time.Since(opening), pool: &vu.Pool{File: f, Config: cfg, Transport: tr}}
+	r.onClose(func() { f.Close() })
+	if err := r.build(); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// openTraffic opens the traffic of o.
+func openTraffic(o *Options, p *parsed) (*rrpair.File, error) {
+	opt := rrpair.Options{RequireHost: o.Load.Target == "", Filter: p.filter, Shard: p.shard}
+	if o.Open != nil {
+		return o.Open(opt)
+	}
+	if o.File == "" {
+		return nil, errors.New("--file: required (a traffic file, or - for standard input)")
+	}
+	return OpenFile(o.File, o.Stdin, opt)
+}
+
+// OpenFile opens traffic as a run does: the file at path, or for "-"
+// stdin, spooled to a temporary file so that it can be mapped.
+func OpenFile(path string, stdin io.Reader, opt rrpair.Options) (*rrpair.File, error) {
+	if path != "-" {
+		return rrpair.Open(path, opt)
+	}
+	if stdin == nil {
+		return nil, errors.New("--file -: no standard input to read")
+	}
+	return rrpair.OpenReader(stdin, "<stdin>", opt)
+}
+
+// build makes what works on the file: the thresholds' endpoints checked,
+// the end-to-end tracker, the transform chain and the comparer.
+func (r *runner) build() error {
+	if err := report.CheckEndpoints(r.p.thresholds, r.file.Endpoints()); err != nil {
+		return fmt.Errorf("--threshold: %w", err)
+	}
+	r.track = newTracking(r.p.stamp, r.p.sinks, r.p.shard.Index, r.pool.Config.MostVUs())
+	chain, err := installTransforms(r.p.spec, r.file, r.pool, r.p.stamp)
+	if err != nil {
+		return err
+	}
+	r.chain = chain
+	if c := r.o.Compare; c.Mode != "" {
+		r.comparer = report.NewComparer(r.file.Endpoints(), c.Mode == "body", c.Ignore, c.Headers)
+		r.pool.Observers = append(r.pool.Observers, r.comparer)
+		r.pool.DecodeResponses = true
+	}
+	return nil
+}
+
+// start tells the caller the plan, opens the failure dump, waits for the
+// start time, and starts the profile, the sinks, the recorder, the
+// threshold watcher and the caller's live view. It returns the context
+// of the VUs: ctx, also cancelled by the watcher.
+func (r *runner) start(ctx context.Context) (context.Context, error) {
+	if r.o.Ready != nil {
+		plan := Plan{Endpoints: r.file.Endpoints(), Settings: settings(r.file, &r.pool.Config, r.o)}
+		if err := r.o.Ready(plan); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.openDump(); err != nil {
+		return nil, err
+	}
+	r.logStart()
+	if err := waitStart(ctx, r.p.startAt, r.o.Log); err != nil {
+		return nil, err
+	}
+	if err := r.startProfile(); err != nil {
+		return nil, err
+	}
+	if r.track != nil {
+		r.onClose(r.track.close)
+		if err := r.track.start(r.o.Log); err != nil {
+			return nil, err
+		}
+	}
+	if r.chain != nil {
+		r.o.Log.Info().Strs("transforms", r.chain.Names()).Msg("rewriting requests")
+	}
+	r.rec = report.NewRecorder(r.file.Endpoints())
+	r.pool.Sink = r.rec
+	r.onClose(r.rec.Close)
+	return r.startLive(ctx)
+}
+
+// openDump creates the failure dump's file.
+func (r *runner) openDump() error {
+	if r.o.DumpFailures == "" {
+		return nil
+	}
+	f, err := os.Create(r.o.DumpFailures)
+	if err != nil {
+		return fmt.Errorf("--dump-failures: %w", err)
+	}
+	r.onClose(func() { f.Close() })
+	r.dump = report.NewFailureDump(f, r.file.Endpoints(), r.o.DumpMax)
+	r.pool.Failures = r.dump
+	return nil
+}
+
+// logStart says what is about to run.
+func (r *runner) logStart() {
+	f, cfg, log := r.file, &r.pool.Config, r.o.Log
+	log.Info().Str("model", cfg.Model.String()).Str("file", f.Name()).Float64("opened_ms", float64(r.opened.Microseconds())/1000).
+		Int("pairs", f.Len()).Int("filtered_out", f.Filtered()).Int("iterations", f.Iterations()).
+		Int("vus", cfg.VUs).Str("walk", cfg.Walk.String()).Dur("duration", cfg.Duration).
+		Str("target", r.o.Load.Target).Msg("replaying")
+	if sh := r.p.shard; sh.Count > 1 {
+		log.Info().Int("shard", sh.Index).Int("shards", sh.Count).Int("vus", cfg.VUs).Float64("rate", cfg.Rate).Msg("sharded")
+	}
+}
+
+// startProfile starts the CPU profile, when asked for.
+func (r *runner) startProfile() error {
+	if r.o.CPUProfile == "" {
+		return nil
+	}
+	f, err := os.Create(r.o.CPUProfile)
+	if err != nil {
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	r.onClose(func() { pprof.StopCPUProfile(); f.Close() })
+	return nil
+}
+
+// startLive starts the threshold watcher and the caller's live view, the
+// readers of the live counters.
+func (r *runner) startLive(ctx context.Context) (context.Context, error) {
+	src := LiveSources{Recorder: r.rec, VUs: r.pool.Live, Dropped: r.pool.Dropped, Late: r.pool.Late, Planned: planned(&r.pool.Config)}
+	runCtx := ctx
+	if r.o.AbortOnFail {
+		runCtx, r.stopWatch = watchThresholds(ctx, r.p.thresholds, src, r.o.Log)
+		r.onClose(r.stopWatch)
+	}
+	if r.o.Live != nil {
+		stop, err := r.o.Live(src)
+		if err != nil {
+			return nil, err
+		}
+		r.stopLive = stop
+	}
+	return runCtx, nil
+}
+
+// run runs the VUs under runCtx, then makes the summary; ctx is the
+// caller's, for the drain of events.
+func (r *runner) run(ctx, runCtx context.Context) (*report.Summary, error) {
+	st, runErr := r.pool.Run(runCtx)
+	if r.stopWatch != nil {
+		r.stopWatch()
+	}
+	if r.stopLive != nil {
+		r.stopLive()
+	}
+	r.rec.Close()
+	if runErr != nil && st.Started.IsZero() { // refused before the first request
+		return nil, nothingSent(runErr)
+	}
+	cause := r.stopCause(ctx, runCtx, st)
+	if r.dump != nil {
+		if err := r.dump.Err(); err != nil {
+			r.o.Log.Error().Err(err).Msg("failure dump incomplete")
+		}
+		r.o.Log.Info().Int("failures", r.dump.Dumped()).Str("file", r.o.DumpFailures).Msg("failures dumped")
+	}
+	return r.summary(ctx, st), errors.Join(runErr, cause)
+}
+
+// stopCause says why the VUs stopped before their time, or nil.
+func (r *runner) stopCause(ctx, runCtx context.Context, st result.Counters) error {
+	if !st.Interrupted {
+		return nil
+	}
+	if cause := context.Cause(runCtx); errors.Is(cause, ErrAborted) {
+		r.o.Log.Warn().Msg("aborted by --abort-on-fail: reports cover the requests sent so far")
+		return cause
+	}
+	r.o.Log.Warn().Msg("stopped by signal: reports cover the requests sent so far")
+	return fmt.Errorf("%w: %w", ErrInterrupted, context.Cause(ctx))
+}
+
+// summary is the run's summary: the recorder's, with the comparison, the
+// transforms' counts and the end-to-end section, after the drain.
+func (r *runner) summary(ctx context.Context, st result.Counters) *report.Summary {
+	cfg := &r.pool.Config
+	sum := r.rec.Summary(report.Meta{Run: st, Model: cfg.Model.String(), TargetRate: targetRate(cfg, st), LateAfter: cfg.LateAfter})
+	if r.comparer != nil {
+		sum.Compare = r.comparer.Result()
+	}
+	sum.Transforms = transformCounts(r.chain)
+	if r.track != nil {
+		sum.E2E = r.track.drain(ctx, r.o.Log)
+	}
+	return sum
+}
+
+// onClose has close call f; the last registered is called first.
+func (r *runner) onClose(f func()) {
+	r.undo = append(r.undo, f)
+}
+
+// close releases what the run holds, last acquired first.
+func (r *runner) close() {
+	for i := len(r.undo) - 1; i >= 0; i-- {
+		r.undo[i]()
+	}
+	r.undo = nil
+}

@@ -1,0 +1,333 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/report"
+	"github.com/rs/zerolog"
+)
+
+// sut is a loopback server that counts the requests it answers, each
+// after delay, with status.
+type sut struct {
+	*httptest.Server
+	count atomic.Int64
+	conns atomic.Int64
+}
+
+func newSUT(t *testing.T, delay time.Duration, status int) *sut {
+	s := &sut{}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.count.Add(1)
+		io.Copy(io.Discard, r.Body)
+		if delay > 0 {
+			select {
+			case <-time.After(delay):
+			case <-r.Context().Done():
+			}
+		}
+		w.WriteHeader(status)
+	}))
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// trafficFile writes n event POSTs in 7 sessions, then the extra lines.
+func trafficFile(t *testing.T, n int, extra ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"tags":{"session":"s%d"},"http":{"req":{"method":"POST","uri":"/events/%d","host":"recorded:80","body":"{\"n\":%d}"},"res":{"statusCode":202}}}`+"\n", i%7, i, i)
+	}
+	for _, l := range extra {
+		b.WriteString(l + "\n")
+	}
+	path := filepath.Join(t.TempDir(), "traffic.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// options are a run of file against target with 2 VUs, each iteration of
+// the file once.
+func options(file, target string) Options {
+	o := DefaultOptions()
+	o.File, o.Load.Target, o.Load.VUs, o.Log = file, target, 2, zerolog.Nop()
+	o.Load.Mode = "once"
+	return o
+}
+
+// execute runs Execute and fails the test when it outlives bound.
+func execute(t *testing.T, ctx context.Context, o Options, bound time.Duration) (*report.Summary, error) {
+	t.Helper()
+	type ret struct {
+		s   *report.Summary
+		err error
+	}
+	done := make(chan ret, 1)
+	go func() {
+		s, err := Execute(ctx, o)
+		done <- ret{s, err}
+	}()
+	select {
+	case r := <-done:
+		return r.s, r.err
+	case <-time.After(bound):
+		t.Fatalf("Execute did not return within %v", bound)
+		return nil, nil
+	}
+}
+
+func TestExecute(t *testing.T) {
+	srv := newSUT(t, 0, 202)
+	o := options(trafficFile(t, 30), srv.URL)
+	var plans, lives, stops int
+	o.Ready = func(p Plan) error {
+		plans++
+		if len(p.Endpoints) != 1 || p.Endpoints[0] != "POST /events/{id}" || len(p.Settings) == 0 {
+			t.Errorf("plan %+v, want the file's one endpoint and settings", p)
+		}
+		return nil
+	}
+	o.Live = func(src LiveSources) (func(), error) {
+		lives++
+		if vus, _ := src.VUs(); vus != 0 || src.Recorder.Live().Requests != 0 {
+			t.Errorf("live counters before the run: %d VUs, %d requests", vus, src.Recorder.Live().Requests)
+		}
+		return func() {
+			stops++
+			if vus, _ := src.VUs(); vus != 2 {
+				t.Errorf("live VUs after the run: %d, want 2", vus)
+			}
+		}, nil
+	}
+	s, err := execute(t, context.Background(), o, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Requests != 30 || s.Succeeded != 30 || s.Failed != 0 || srv.count.Load() != 30 {
+		t.Errorf("requests %d, succeeded %d, failed %d, the SUT counted %d: want 30, 30, 0, 30", s.Requests, s.Succeeded, s.Failed, srv.count.Load())
+	}
+	if s.Model != "closed" || s.VUsMax != 2 || s.Status["202"] != 30 {
+		t.Errorf("model %s, VUs %d, status %v: want closed, 2, 202:30", s.Model, s.VUsMax, s.Status)
+	}
+	if plans != 1 || lives != 1 || stops != 1 {
+		t.Errorf("Ready called %d times, Live %d, its stop %d: want 1 each", plans, lives, stops)
+	}
+}
+
+// TestExecuteAborted: a threshold broken for good stops the run early;
+// the full summary comes back with ErrAborted, naming the threshold.
+func TestExecuteAborted(t *testing.T) {
+	srv := newSUT(t, 2*time.Millisecond, 500)
+	o := options(trafficFile(t, 10), srv.URL)
+	o.Load.Mode, o.Load.Duration, o.Load.Iterations = "loop", 10*time.Second, 2000
+	o.Thresholds, o.AbortOnFail = []string{"errors<20"}, true
+	start := time.Now()
+	s, err := execute(t, context.Background(), o, 20*time.Second)
+	if !errors.Is(err, ErrAborted) || !strings.Contains(err.Error(), "errors<20") {
+		t.Fatalf("got %v, want ErrAborted naming errors<20", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the run went on for %v after the threshold broke", took)
+	}
+	if s == nil || s.Failed < 20 || s.Requests != srv.count.Load() {
+		t.Fatalf("summary %+v, want the requests sent (the SUT counted %d), 20 or more failed", s, srv.count.Load())
+	}
+}
+
+// TestExecuteInterrupted: a cancelled context stops the run; the full
+// summary comes back with ErrInterrupted and the context's cause.
+func TestExecuteInterrupted(t *testing.T) {
+	srv := newSUT(t, 10*time.Millisecond, 200)
+	o := options(trafficFile(t, 10), srv.URL)
+	o.Load.Mode, o.Load.Duration, o.Load.Iterations = "loop", 10*time.Second, 1000
+	signal := errors.New("stopped by test signal")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	time.AfterFunc(300*time.Millisecond, func() { cancel(signal) })
+	s, err := execute(t, ctx, o, 20*time.Second)
+	if !errors.Is(err, ErrInterrupted) || !errors.Is(err, signal) {
+		t.Fatalf("got %v, want ErrInterrupted with the context's cause", err)
+	}
+	if s == nil || s.Requests == 0 || s.Requests != srv.count.Load() || s.Succeeded != s.Requests {
+		t.Fatalf("summary %+v, want every request the SUT counted (%d), all succeeded", s, srv.count.Load())
+	}
+}
+
+// TestExecuteBadInputSendsNothing: every bad option or input fails before
+// the first connection, naming the flag (or the file and line), and
+// leaves the caller's hooks uncalled when it is found first.
+func TestExecuteBadInputSendsNothing(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	good := trafficFile(t, 5)
+	bad := trafficFile(t, 2, `not json`)
+	for _, tt := range []struct {
+		name  string
+		edit  func(*Options)
+		want  []string
+		ready bool // Ready is called: the error comes after it
+	}{
+		{"bad line", func(o *Options) { o.File = bad }, []string{bad + ":3:1: invalid JSON"}, false},
+		{"no file", func(o *Options) { o.File = "" }, []string{"--file: required"}, false},
+		{"bad rate and timeout", func(o *Options) { o.Load.Rate, o.HTTP.Timeout = "fast", 0 }, []string{"--rate: want a rate", "--timeout: want a positive duration"}, false},
+		{"bad mode", func(o *Options) { o.Load.Mode = "twice" }, []string{"--mode: want once or loop"}, false},
+		{"zero vus", func(o *Options) { o.Load.VUs = 0 }, []string{"--vus: want at least 1"}, false},
+		{"bad target", func(o *Options) { o.Load.Target = "localhost:80" }, []string{"--target"}, false},
+		{"zero timeout", func(o *Options) { o.HTTP.Timeout = 0 }, []string{"--timeout: want a positive duration"}, false},
+		{"bad host map", func(o *Options) { o.HTTP.HostMap = []string{"nohost"} }, []string{"--host-map", "want HOST=URL"}, false},
+		{"bad shard", func(o *Options) { o.Shard.Shard = "3/3" }, []string{"--shard: want i/n"}, false},
+		{"shards without index", func(o *Options) { o.Shard.Shards = 2 }, []string{"--shards 2: want JOB_COMPLETION_INDEX"}, false},
+		{"unknown threshold endpoint", func(o *Options) { o.Thresholds = []string{"GET /nope: p99<1s"} }, []string{"--threshold", `no endpoint "GET /nope"`}, false},
+		{"match without compare", func(o *Options) { o.Thresholds = []string{"match>99%"} }, []string{"--threshold: match needs --compare"}, false},
+		{"bad set-header", func(o *Options) { o.Transforms.SetHeaders = []string{"NoColon"} }, []string{"--set-header"}, false},
+		{"bad correlate", func(o *Options) { o.Events.Correlate = "sideways" }, []string{"--correlate"}, false},
+		{"dump-max", func(o *Options) { o.DumpFailures, o.DumpMax = filepath.Join(t.TempDir(), "d"), 0 }, []string{"--dump-max"}, false},
+		{"unwritable dump", func(o *Options) { o.DumpFailures = filepath.Join(t.TempDir(), "no", "d") }, []string{"--dump-failures"}, true},
+		{"pace without ts", func(o *Options) { o.Load.Pace = "recorded" }, []string{"no ts to pace by"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := options(good, srv.URL)
+			readied := false
+			o.Ready = func(Plan) error { readied = true; return nil }
+			o.Live = func(LiveSources) (func(), error) { return nil, nil }
+			tt.edit(&o)
+			s, err := execute(t, context.Background(), o, 10*time.Second)
+			if s != nil || err == nil {
+				t.Fatalf("got a summary %v, error %v; want none and an error", s, err)
+			}
+			for _, w := range append(tt.want, "nothing was sent") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+			if readied != tt.ready {
+				t.Errorf("Ready called: %v, want %v", readied, tt.ready)
+			}
+			if n := srv.conns.Load(); n != 0 {
+				t.Fatalf("the SUT saw %d connections, want none", n)
+			}
+		})
+	}
+}
+
+// TestExecuteHookErrors: an error of Ready or Live ends the run with
+// nothing sent.
+func TestExecuteHookErrors(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	hookErr := errors.New("--out: no room")
+	for name, edit := range map[string]func(*Options){
+		"ready": func(o *Options) { o.Ready = func(Plan) error { return hookErr } },
+		"live":  func(o *Options) { o.Live = func(LiveSources) (func(), error) { return nil, hookErr } },
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := options(trafficFile(t, 5), srv.URL)
+			edit(&o)
+			s, err := execute(t, context.Background(), o, 10*time.Second)
+			if s != nil || !errors.Is(err, hookErr) || !strings.Contains(err.Error(), "nothing was sent") {
+				t.Errorf("got %v, %v; want no summary and the hook's error, nothing sent", s, err)
+			}
+			if n := srv.conns.Load(); n != 0 {
+				t.Errorf("the SUT saw %d connections, want none", n)
+			}
+		})
+	}
+}
+
+// TestExecuteDryRun writes the requests as they would go, with the
+// transforms of the flags, and sends nothing.
+func TestExecuteDryRun(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	var out bytes.Buffer
+	o := options(trafficFile(t, 5), srv.URL)
+	o.DryRun, o.DryRunTo = 2, &out
+	o.Transforms.SetHeaders = []string{"X-Env: dry"}
+	o.Ready = func(Plan) error { t.Error("Ready called on a dry run"); return nil }
+	s, err := execute(t, context.Background(), o, 10*time.Second)
+	if s != nil || err != nil {
+		t.Fatalf("got %v, %v; want neither summary nor error", s, err)
+	}
+	if got := strings.Count(out.String(), "### "); got != 2 || !strings.Contains(out.String(), "X-Env: dry\r\n") {
+		t.Errorf("dry run wrote %d requests:\n%s", got, out.String())
+	}
+	if n := srv.conns.Load(); n != 0 {
+		t.Errorf("the SUT saw %d connections during a dry run", n)
+	}
+}
+
+// TestExecuteShard: a shard replays its share of the iterations with its
+// share of the VUs.
+func TestExecuteShard(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	o := options(trafficFile(t, 14), srv.URL) // 7 sessions of 2
+	o.Load.VUs = 4
+	o.Shard.Shards, o.Shard.JobIndex = 2, "1"
+	s, err := execute(t, context.Background(), o, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Requests != 6 || s.VUsMax != 2 || srv.count.Load() != 6 {
+		t.Errorf("requests %d on %d VUs (the SUT counted %d), want shard 1 of 2: 3 sessions of 2 requests on 2 VUs", s.Requests, s.VUsMax, srv.count.Load())
+	}
+}
+
+func TestLoadShape(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		load Load
+		want string
+	}{
+		{"closed", Load{VUs: 5, Duration: time.Minute, Speed: 1}, "{VUs:5 MostVUs:5 Duration:1m0s Iterations:0 ArrivalRate:false Rate:0 Stages:[]}"},
+		{"VU stages", Load{VUs: 1, Stages: "10s:8", Speed: 1}, "{VUs:1 MostVUs:8 Duration:10s Iterations:0 ArrivalRate:false Rate:0 Stages:[{Duration:10s Target:8 Hold:false}]}"},
+		{"rate", Load{VUs: 2, Rate: "100/s", Stages: "50/s@5s", Speed: 1}, "{VUs:2 MostVUs:1000 Duration:0s Iterations:0 ArrivalRate:true Rate:100 Stages:[{Duration:5s Target:50 Hold:true}]}"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := tt.load.Shape()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprintf("%+v", s); got != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+	if _, err := (Load{VUs: 1, Rate: "5/s", Pace: "recorded", Speed: 1}).Shape(); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("rate and recorded pacing: got %v", err)
+	}
+}
+
+func TestCheckSinks(t *testing.T) {
+	for _, tt := range []struct {
+		o    Events
+		want string
+	}{
+		{Events{}, "give at least one sink"},
+		{Events{Redis: []string{"redis://127.0.0.1:6379?queue=x"}}, `--sink-redis: unknown parameter "queue"`},
+		{Events{HTTP: "127.0.0.1:0"}, ""},
+	} {
+		err := CheckSinks(tt.o)
+		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%+v: got %v, want %q", tt.o, err, tt.want)
+		}
+	}
+}
