@@ -21,7 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/replay-dev/replay/internal/http1"
+	"github.com/replay-dev/replay/internal/rawhttp"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -189,7 +189,7 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 		if p.closing.Load() {
 			return
 		}
-		req, err := http1.Read(cr, true, "", c)
+		req, err := rawhttp.Read(cr, true, "", c)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !isTimeout(err) {
 				p.stats.errs.Add(1)
@@ -202,7 +202,7 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 			io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 			return
 		}
-		res, err := http1.ReadResponse(ur, req.Method, func(m *http1.Message) error {
+		res, err := rawhttp.ReadResponse(ur, req.Method, func(m *rawhttp.Message) error {
 			if m.Status == 100 && req.Continued || req.Version == "1.0" {
 				return nil // the client had its 100 from us, or takes no 1xx (RFC 9110 15.2)
 			}
@@ -238,7 +238,7 @@ func isTimeout(err error) bool {
 }
 
 // record queues the pair of an exchange, unless Open would refuse it.
-func (p *Proxy) record(req, res *http1.Message, start, end time.Time, connSession string) {
+func (p *Proxy) record(req, res *rawhttp.Message, start, end time.Time, connSession string) {
 	r := &rrpair.Record{TS: start, Duration: max(end.Sub(start), time.Microsecond), Protocol: "http", Version: req.Version,
 		Method: req.Method, URI: req.Target, Status: res.Status}
 	session := connSession

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/http1"
+	"github.com/replay-dev/replay/internal/rawhttp"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -180,7 +180,7 @@ func rawUpstream(t *testing.T, answer string) string {
 				defer c.Close()
 				br := bufio.NewReader(c)
 				for {
-					if _, err := http1.Read(br, true, "", nil); err != nil {
+					if _, err := rawhttp.Read(br, true, "", nil); err != nil {
 						return
 					}
 					if _, err := io.WriteString(c, answer); err != nil {
@@ -194,9 +194,9 @@ func rawUpstream(t *testing.T, answer string) string {
 }
 
 // readAnswer reads one answer off a raw client connection.
-func readAnswer(t *testing.T, br *bufio.Reader, method string) *http1.Message {
+func readAnswer(t *testing.T, br *bufio.Reader, method string) *rawhttp.Message {
 	t.Helper()
-	m, err := http1.Read(br, false, method, nil)
+	m, err := rawhttp.Read(br, false, method, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

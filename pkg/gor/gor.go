@@ -24,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/replay-dev/replay/internal/http1"
+	"github.com/replay-dev/replay/internal/rawhttp"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -192,7 +192,7 @@ func parseRecord(rec []byte) (kind byte, id string, ts, latency int64, payload [
 
 // request parses a raw HTTP/1.x request, names, case and order kept.
 func request(b []byte) (*rrpair.Record, error) {
-	m, err := http1.Read(bufio.NewReader(bytes.NewReader(b)), true, "", nil)
+	m, err := rawhttp.Read(bufio.NewReader(bytes.NewReader(b)), true, "", nil)
 	if err != nil {
 		return nil, fmt.Errorf("request: %w", err)
 	}
@@ -220,7 +220,7 @@ func request(b []byte) (*rrpair.Record, error) {
 // response parses a raw HTTP/1.x response into r, past any interim
 // (1xx) answer.
 func response(r *rrpair.Record, b []byte) error {
-	m, err := http1.ReadResponse(bufio.NewReader(bytes.NewReader(b)), r.Method, nil)
+	m, err := rawhttp.ReadResponse(bufio.NewReader(bytes.NewReader(b)), r.Method, nil)
 	if err != nil {
 		return fmt.Errorf("response: %w", err)
 	}

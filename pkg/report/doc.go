@@ -1,8 +1,11 @@
 // Package report owns what a run measured and how it is shown: the async
 // Recorder that folds every result.Result into HDR histograms and counters, the
 // plain-data Summary built from them (the "run --out" JSON contract of
-// DESIGN.md), and the renderers that write a Summary as JSON or as a human
-// text report.
+// DESIGN.md), the renderers that write a Summary (JSON, text, HTML, .hgrm,
+// .hlog, JUnit), thresholds, the exact merge of shard summaries, failure
+// dumps, and the Comparer that checks live answers against the recorded
+// ones. It sees the engine only through package result: it never imports
+// the VUs or a transport.
 //
 // Data and rendering are kept apart: a Summary does not print itself;
 // WriteJSON and WriteText render it and return their write errors.

@@ -1,8 +1,8 @@
-// Package http1 reads HTTP/1.x messages as they went by: the raw bytes, to
+// Package rawhttp reads HTTP/1.x messages as they went by: the raw bytes, to
 // pass on unchanged, and the parts a recording needs (header names in their
 // case and order, the body de-chunked). The capture proxy reads them off
 // sockets, the GoReplay importer out of capture files.
-package http1
+package rawhttp
 
 import (
 	"bufio"
