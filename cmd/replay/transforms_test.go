@@ -162,6 +162,8 @@ func TestTransformErrorsSendNothing(t *testing.T) {
 		{"bad key file", []string{"--jwt-key", "nope.pem"}, "--jwt-key: jwt: key_file: open nope.pem"},
 		{"correlate endpoint", []string{"--transforms", writeTransforms(t, "transforms:\n  - correlate: {endpoint: GET /x, json: id}\n")}, `transforms.yaml:2: correlate: endpoint: "GET /x" is not an endpoint of the file; it has POST /orders, GET /orders/{id}`},
 		{"set-header", []string{"--set-header", "NoColon"}, "--set-header"},
+		{"set-header injecting a header", []string{"--set-header", "X-Env: a\r\nX-Evil: 1"}, `X-Env: the value "a\r\nX-Evil: 1" holds CR, LF or NUL`},
+		{"set-header name not a token", []string{"--set-header", "X@Env: a"}, `"X@Env" is not a header name`},
 		{"both keys", []string{"--jwt-key", "k.pem", "--jwt-secret", "s"}, "--jwt-secret and --jwt-key: give one"},
 		{"cookies", []string{"--cookies", "maybe"}, `cookies: want auto, on or off, got "maybe"`},
 	}
