@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -262,5 +263,66 @@ func checkUnsolicited(t *testing.T, sink *collect, srv *loopback.Raw, want int) 
 	}
 	if got := srv.Conns(); got != 2 {
 		t.Errorf("server saw %d connections, want 2", got)
+	}
+}
+
+// Redirects follow only http(s) locations; a protocol-relative one keeps
+// the current scheme and goes to its host; a chain cut by
+// --follow-redirects is marked on its last answer.
+func TestRedirectLocations(t *testing.T) {
+	var srv *loopback.Raw
+	srv = loopback.NewRaw(t, func(_ int64, req []byte) loopback.Action {
+		switch target := strings.Fields(string(req))[1]; target {
+		case "/ftp":
+			return loopback.Action{Status: 302, Header: "Location: ftp://127.0.0.1/file\r\n"}
+		case "/js":
+			return loopback.Action{Status: 302, Header: "Location: javascript:alert(1)\r\n"}
+		case "/mail":
+			return loopback.Action{Status: 301, Header: "Location: mailto:ops@example.com\r\n"}
+		case "/proto-relative":
+			return loopback.Action{Status: 302, Header: "Location: //" + srv.Addr() + "/landed?x=1\r\n"}
+		case "/relative/a":
+			return loopback.Action{Status: 307, Header: "Location: b\r\n"}
+		case "/loop":
+			return loopback.Action{Status: 302, Header: "Location: /loop\r\n"}
+		}
+		return loopback.Action{Status: 200, Body: "ok"}
+	})
+	f := openLines(t,
+		line("GET", "/ftp", "", nil),
+		line("GET", "/js", "", nil),
+		line("GET", "/mail", "", nil),
+		line("GET", "/proto-relative", "", nil),
+		line("GET", "/relative/a", "", nil),
+		line("GET", "/loop", "", nil),
+	)
+	sink, _ := runPool(t, f, vu.Config{FollowRedirects: 2}, Options{Target: srv.URL()})
+	var lines []string
+	for _, req := range srv.Requests() {
+		lines = append(lines, strings.SplitN(string(req), "\r\n", 2)[0])
+	}
+	want := []string{
+		"GET /ftp HTTP/1.1", "GET /js HTTP/1.1", "GET /mail HTTP/1.1",
+		"GET /proto-relative HTTP/1.1", "GET /landed?x=1 HTTP/1.1",
+		"GET /relative/a HTTP/1.1", "GET /relative/b HTTP/1.1",
+		"GET /loop HTTP/1.1", "GET /loop HTTP/1.1", "GET /loop HTTP/1.1",
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("got %q, want %q", lines, want)
+	}
+	res := sink.results()
+	var limit []int
+	for i, r := range res {
+		if r.RedirectLimit {
+			limit = append(limit, i)
+		}
+	}
+	if len(res) != len(want) || !slices.Equal(limit, []int{len(want) - 1}) {
+		t.Errorf("redirect limit marked on results %v of %d, want only the last of %d", limit, len(res), len(want))
+	}
+	// A chain that ends within the limit is not marked.
+	sink, _ = runPool(t, openLines(t, line("GET", "/proto-relative", "", nil)), vu.Config{FollowRedirects: 1}, Options{Target: srv.URL()})
+	if n := sink.count(func(r result.Result) bool { return r.RedirectLimit }); n != 0 {
+		t.Errorf("got %d marked, want 0", n)
 	}
 }
