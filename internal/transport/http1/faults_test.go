@@ -7,11 +7,13 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/vu"
 )
 
@@ -324,5 +326,41 @@ func TestRedirectLocations(t *testing.T) {
 	sink, _ = runPool(t, openLines(t, line("GET", "/proto-relative", "", nil)), vu.Config{FollowRedirects: 1}, Options{Target: srv.URL()})
 	if n := sink.count(func(r result.Result) bool { return r.RedirectLimit }); n != 0 {
 		t.Errorf("got %d marked, want 0", n)
+	}
+}
+
+// The idle probe costs no allocation: every request here finds its
+// connection idle (the client's clock moves 2 ms a reading).
+func TestIdleProbeAllocatesNothing(t *testing.T) {
+	srv, err := loopback.NewCanned(loopback.Accepted202)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	f := openLines(t, line("GET", "/p", "", nil))
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	now := func() int64 { return clock.Add(int64(2 * time.Millisecond)) }
+	c := newTransport(t, Options{Target: srv.URL(), Timeout: 5 * time.Second}).NewClient(0, now)
+	defer c.Close()
+	cur := f.NewCursor()
+	var pair rrpair.Pair
+	var res result.Result
+	do := func() {
+		cur.Start(0)
+		if more, err := cur.Next(&pair); !more || err != nil {
+			t.Fatalf("Next: %v, %v", more, err)
+		}
+		res = result.Result{}
+		if c.Do(&pair.Req, &pair, &res) == nil || res.Status != 202 || res.Connected {
+			t.Fatalf("got %+v, want a 202 on the kept connection", res)
+		}
+	}
+	res = result.Result{}
+	cur.Start(0)
+	cur.Next(&pair)
+	c.Do(&pair.Req, &pair, &res) // the first opens the connection
+	if n := testing.AllocsPerRun(100, do); n != 0 {
+		t.Errorf("got %v allocations a request, want 0", n)
 	}
 }
