@@ -72,7 +72,6 @@ func TestConnectionsEstablished(t *testing.T) {
 	t.Run("tls handshake failed", func(t *testing.T) {
 		srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		defer srv.Close()
-		srv.Config.ErrorLog = nil
 		sink, _ := runPool(t, openLines(t, manyLines(3)...), vu.Config{}, Options{Target: srv.URL})
 		if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrTLS && !r.Connected }); n != 3 {
 			t.Errorf("untrusted certificate: got %+v, want 3 tls errors, no connection", sink.results())
