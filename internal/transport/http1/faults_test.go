@@ -148,8 +148,8 @@ func TestIdleConnectionClosedBySUT(t *testing.T) {
 			srv := loopback.NewRaw(t, func(int64, []byte) loopback.Action {
 				return loopback.Action{Status: 200, Body: "ok", IdleClose: 20 * time.Millisecond, IdleReset: reset}
 			})
-			// 5 requests 100 ms apart: each finds its connection closed.
-			cfg := vu.Config{Model: vu.Rate, Rate: 10, VUs: 1, MaxVUs: 1}
+			// 5 requests 200 ms apart: each finds its connection closed.
+			cfg := vu.Config{Model: vu.Rate, Rate: 5, VUs: 1, MaxVUs: 1}
 			sink, _ := runPool(t, openLines(t, manyLines(5)...), cfg, Options{Target: srv.URL()})
 			srv.Close()
 			if n := sink.count(func(r result.Result) bool { return r.Status == 200 }); n != 5 {
@@ -169,7 +169,7 @@ func TestIdleConnectionClosedBySUT(t *testing.T) {
 		srv.TLS = &tls.Config{}
 		srv.StartTLS()
 		defer srv.Close()
-		cfg := vu.Config{Model: vu.Rate, Rate: 10, VUs: 1, MaxVUs: 1}
+		cfg := vu.Config{Model: vu.Rate, Rate: 5, VUs: 1, MaxVUs: 1}
 		sink, _ := runPool(t, openLines(t, manyLines(4)...), cfg, Options{Target: srv.URL, Insecure: true})
 		if n := sink.count(func(r result.Result) bool { return r.Status == 200 }); n != 4 {
 			t.Errorf("got %+v, want 4 answers", sink.results())
@@ -242,7 +242,7 @@ func TestUnsolicitedAnswers(t *testing.T) {
 			}
 			return loopback.Action{Status: 201}
 		})
-		cfg := vu.Config{Model: vu.Rate, Rate: 20, VUs: 1, MaxVUs: 1}
+		cfg := vu.Config{Model: vu.Rate, Rate: 5, VUs: 1, MaxVUs: 1} // 200 ms apart: the extra answer comes between
 		sink, _ := runPool(t, openLines(t, manyLines(6)...), cfg, Options{Target: srv.URL()})
 		srv.Close()
 		checkUnsolicited(t, sink, srv, 1)
