@@ -52,7 +52,6 @@ func (c *client) probeIdle(res *result.Result) {
 		c.closeConn()
 	case idleData:
 		res.Unsolicited = true
-		c.lastErr = errUnsolicited
 		c.closeConn()
 	}
 }

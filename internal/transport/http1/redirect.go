@@ -55,7 +55,11 @@ func (c *client) resolve(req *rrpair.Request) bool {
 	if equalFold(req.Scheme, "https") {
 		scheme = "https"
 	}
-	base, err := url.Parse(scheme + "://host" + string(req.URI))
+	path := "/"
+	if len(req.URI) > 0 && req.URI[0] == '/' {
+		path = string(req.URI)
+	}
+	base, err := url.Parse(scheme + "://host" + path)
 	if err != nil {
 		return false
 	}
