@@ -3,9 +3,11 @@ package loopback
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +25,9 @@ type Raw struct {
 	// respond decides the answer to the n-th request (from 1); nil answers
 	// 200 with a small body.
 	respond func(n int64, req []byte) Action
+	// onAccept, when set, decides what happens to the n-th connection (from
+	// 1) before any request is read: Reset or Hangup end it at once.
+	onAccept atomic.Pointer[func(n int64) Action]
 
 	mu    sync.Mutex // guards reqs and at
 	reqs  [][]byte
@@ -43,6 +48,19 @@ type Action struct {
 	Hangup bool          // close without answering (EOF)
 	Body   string
 	Header string // extra header lines, each ending in \r\n
+	// Raw, when not empty, is written as the whole answer, byte for byte,
+	// instead of one built from Status, Body and Header (Close still
+	// closes after it).
+	Raw string
+	// IdleClose closes the connection (FIN) when no next request has begun
+	// this long after the answer: a keep-alive timeout. IdleReset does the
+	// same with an RST.
+	IdleClose time.Duration
+	IdleReset bool
+	// Extra is written ExtraAfter after the answer, on the same
+	// connection: bytes no request asked for (a second answer).
+	Extra      string
+	ExtraAfter time.Duration
 }
 
 // NewRaw starts a Raw server, closed when the test ends. respond decides
@@ -88,6 +106,12 @@ func (s *Raw) Arrivals() []time.Time {
 	return append([]time.Time(nil), s.at...)
 }
 
+// OnAccept has f decide what happens to each connection accepted from
+// now on, n counting from 1, before any request is read: an Action with
+// Reset closes it with an RST at once, one with Hangup closes it (FIN);
+// any other lets it serve requests.
+func (s *Raw) OnAccept(f func(n int64) Action) { s.onAccept.Store(&f) }
+
 // Conns counts the connections accepted.
 func (s *Raw) Conns() int64 { return s.conns.Load() }
 
@@ -107,13 +131,22 @@ func (s *Raw) accept() {
 		if err != nil {
 			return
 		}
-		s.conns.Add(1)
+		n := s.conns.Add(1)
 		open.Store(c, nil)
 		conns.Add(1)
 		go func() {
 			defer conns.Done()
 			defer open.Delete(c)
 			defer c.Close()
+			if f := s.onAccept.Load(); f != nil {
+				switch a := (*f)(n); {
+				case a.Reset:
+					c.(*net.TCPConn).SetLinger(0)
+					return
+				case a.Hangup:
+					return
+				}
+			}
 			s.serve(c)
 		}()
 	}
@@ -121,11 +154,20 @@ func (s *Raw) accept() {
 
 func (s *Raw) serve(c net.Conn) {
 	br := bufio.NewReader(c)
+	var idle time.Duration // the last answer's IdleClose
+	reset := false
 	for {
+		if idle > 0 {
+			c.SetReadDeadline(time.Now().Add(idle))
+		}
 		req, err := readRawRequest(br)
 		if err != nil {
+			if reset && errors.Is(err, os.ErrDeadlineExceeded) {
+				c.(*net.TCPConn).SetLinger(0)
+			}
 			return
 		}
+		c.SetReadDeadline(time.Time{})
 		n := s.count.Add(1)
 		s.mu.Lock()
 		s.reqs = append(s.reqs, req)
@@ -149,19 +191,39 @@ func (s *Raw) serve(c net.Conn) {
 		case a.Hangup:
 			return
 		}
+		idle, reset = a.IdleClose, a.IdleReset
 		var b bytes.Buffer
-		fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nContent-Length: %d\r\n", a.Status, "X", len(a.Body))
-		if a.Close {
-			b.WriteString("Connection: close\r\n")
-		}
-		b.WriteString(a.Header)
-		b.WriteString("\r\n")
-		if !bytes.HasPrefix(req, []byte("HEAD ")) { // HEAD: the length of a body not sent
-			b.WriteString(a.Body)
+		if a.Raw != "" {
+			b.WriteString(a.Raw)
+		} else {
+			writeAnswer(&b, a, req)
 		}
 		if _, err := c.Write(b.Bytes()); err != nil || a.Close {
 			return
 		}
+		if a.Extra != "" {
+			select {
+			case <-time.After(a.ExtraAfter):
+			case <-s.quit:
+				return
+			}
+			if _, err := io.WriteString(c, a.Extra); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// writeAnswer builds the answer a describes to req.
+func writeAnswer(b *bytes.Buffer, a Action, req []byte) {
+	fmt.Fprintf(b, "HTTP/1.1 %d %s\r\nContent-Length: %d\r\n", a.Status, "X", len(a.Body))
+	if a.Close {
+		b.WriteString("Connection: close\r\n")
+	}
+	b.WriteString(a.Header)
+	b.WriteString("\r\n")
+	if !bytes.HasPrefix(req, []byte("HEAD ")) { // HEAD: the length of a body not sent
+		b.WriteString(a.Body)
 	}
 }
 

@@ -28,6 +28,9 @@ type fold struct {
 	redirects                   int64
 	clamped                     int64 // results whose latency or service time exceeded an hour
 
+	// Connection faults (result.Result.Unsolicited, RedirectLimit).
+	unsolicited, redirectLimit int64
+
 	// Per-second intervals: the open ones, by Unix second, and the closed
 	// ones, compressed.
 	open                  map[int64]*intervalFold
@@ -111,6 +114,12 @@ func (f *fold) add(r result.Result) {
 	}
 	if r.Redirect {
 		f.redirects++
+	}
+	if r.Unsolicited {
+		f.unsolicited++
+	}
+	if r.RedirectLimit {
+		f.redirectLimit++
 	}
 	if r.Err != result.ErrConnect && !r.Written {
 		f.unsent++

@@ -144,6 +144,8 @@ func (m *merger) addCounts(s *Summary) {
 	out.Unsent += s.Unsent
 	out.Clamped += s.Clamped
 	out.Redirects += s.Redirects
+	out.Unsolicited += s.Unsolicited
+	out.RedirectLimit += s.RedirectLimit
 	out.Iterations += s.Iterations
 	out.OutOfOrder += s.OutOfOrder
 	addCounts(out.Status, s.Status)

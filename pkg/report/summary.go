@@ -59,6 +59,13 @@ type Summary struct {
 	Redirects   int64 `json:"redirects"`   // requests that followed a redirect (--follow-redirects); part of Requests
 	Clamped     int64 `json:"clamped"`     // requests that took over an hour, recorded as one hour
 
+	// Unsolicited counts connections closed because the SUT sent bytes no
+	// request asked for (more than a complete answer, or anything on an
+	// idle connection); RedirectLimit counts requests whose answer asked
+	// for a redirect past --follow-redirects (the chain was cut there).
+	Unsolicited   int64 `json:"unsolicited,omitempty"`
+	RedirectLimit int64 `json:"redirect_limit,omitempty"`
+
 	Timings *Timings `json:"timings_ms,omitempty"` // --timings: the phases of a request
 	// Intervals are the run second by second.
 	Intervals []Interval `json:"intervals,omitempty"`
@@ -171,6 +178,9 @@ func (r *Recorder) Summary(m Meta) *Summary {
 		Clamped:     f.clamped,
 		Iterations:  m.Run.Iterations,
 		OutOfOrder:  m.Run.OutOfOrder,
+
+		Unsolicited:   f.unsolicited,
+		RedirectLimit: f.redirectLimit,
 
 		Latency:       latencyOf(f.latency),
 		Service:       latencyOf(f.service),

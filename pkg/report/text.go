@@ -74,6 +74,12 @@ func WriteText(w io.Writer, s *Summary) error {
 	if s.Redirects != 0 {
 		line("Redirects", "[followed]", strconv.FormatInt(s.Redirects, 10))
 	}
+	if s.RedirectLimit != 0 {
+		line("Redirect limit", "[chains cut by --follow-redirects]", strconv.FormatInt(s.RedirectLimit, 10))
+	}
+	if s.Unsolicited != 0 {
+		line("Unsolicited", "[connections closed: bytes no request asked for]", strconv.FormatInt(s.Unsolicited, 10))
+	}
 	if s.Unsent != 0 {
 		line("Unsent", "[no byte written]", strconv.FormatInt(s.Unsent, 10))
 	}

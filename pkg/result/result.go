@@ -69,6 +69,15 @@ type Result struct {
 	// Redirect reports a request that followed a redirect
 	// (--follow-redirects), not one of the file.
 	Redirect bool
+	// RedirectLimit reports a request whose answer asked for one more
+	// redirect when --follow-redirects hops had been followed: the chain
+	// was cut there (a loop, usually), the answer counted as it is.
+	RedirectLimit bool
+	// Unsolicited reports that the SUT sent bytes no request asked for on
+	// this request's connection (more than a complete answer, or anything
+	// on an idle connection): the connection was closed, so that they
+	// were not read as the next request's answer.
+	Unsolicited bool
 
 	// Phase timings, in ns, with Config.Timings (0 otherwise): dialing and
 	// the TLS handshake (requests that opened a connection), writing the

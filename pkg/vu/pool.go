@@ -101,6 +101,10 @@ type run struct {
 	sched  *scheduler // open models
 	errMu  sync.Mutex
 	runErr error
+
+	// redirectLimitLogged: the first chain cut by --follow-redirects was
+	// logged (once a run; the rest are counted in the results).
+	redirectLimitLogged atomic.Bool
 }
 
 // Run runs the VUs until the file is done (Once), the duration or iteration

@@ -1,7 +1,10 @@
 package vu
 
 import (
+	"bytes"
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,5 +87,43 @@ func TestRewriterAndObserver(t *testing.T) {
 	}
 	if g.begins != 2 || g.rewrites != 3 || g.observed != 4 {
 		t.Errorf("begins %d, rewrites %d, observed %d; want 2, 3, 4", g.begins, g.rewrites, g.observed)
+	}
+}
+
+// A chain cut by FollowRedirects marks its last result and is logged once
+// a run; the request of the next pair goes out as recorded.
+func TestRedirectLimit(t *testing.T) {
+	srv := loopback.NewRaw(t, func(_ int64, req []byte) loopback.Action {
+		if strings.HasPrefix(string(req), "GET /loop ") {
+			return loopback.Action{Status: 302, Header: "Location: /loop\r\n"}
+		}
+		return loopback.Action{Status: 200}
+	})
+	line := func(uri string) string {
+		return `{"http":{"req":{"method":"GET","uri":"` + uri + `","host":"recorded.example"}}}`
+	}
+	f := openLines(t, line("/loop"), line("/loop"), line("/other"))
+	var log bytes.Buffer
+	sink := &collect{}
+	p := &Pool{File: f, Config: Config{VUs: 1, FollowRedirects: 1, Log: zerolog.New(&log)},
+		Transport: newTransport(t, http1.Options{Target: srv.URL(), Timeout: 5 * time.Second}), Sink: sink}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var marked []bool
+	for _, r := range sink.results() {
+		marked = append(marked, r.RedirectLimit)
+	}
+	if want := []bool{false, true, false, true, false}; !slices.Equal(marked, want) {
+		t.Errorf("redirect limit marks %v, want %v", marked, want)
+	}
+	if n := strings.Count(log.String(), "--follow-redirects"); n != 1 {
+		t.Errorf("logged %d times, want once: %s", n, log.String())
+	}
+	reqs := srv.Requests()
+	if last := string(reqs[len(reqs)-1]); !strings.HasPrefix(last, "GET /other HTTP/1.1\r\n") {
+		t.Errorf("last request %q, want the recorded GET /other", last)
 	}
 }

@@ -17,8 +17,9 @@ type vu struct {
 	start  int // Loop: first iteration
 	walked int // Loop: iterations walked so far
 
-	res result.Result // of the request in flight
-	hop bool          // the request in flight follows a redirect
+	res  result.Result // of the request in flight
+	hop  bool          // the request in flight follows a redirect
+	hops int           // redirects followed to reach the request in flight
 	// handed reports that the request in flight reached the client (a
 	// rewrite error fails it before); ans is the client's answer, if any.
 	handed bool
@@ -139,10 +140,11 @@ func (v *vu) iteration(k int, firstDue int64) error {
 			r.late.Add(1)
 		}
 		prevEnd = v.do(due)
-		for hop := 0; hop < cfg.FollowRedirects && v.redirect(); hop++ {
+		for v.hops < cfg.FollowRedirects && v.redirect() {
+			v.hops++
 			prevEnd = v.do(prevEnd)
 		}
-		v.hop = false
+		v.hop, v.hops = false, 0
 		prevTS = ts
 		prevDur, _ = v.pair.RecordedDuration()
 	}
@@ -172,8 +174,27 @@ func (v *vu) do(due int64) int64 {
 		for _, o := range r.pool.Observers {
 			o.Observe(v.id, &v.pair, v.ans)
 		}
+		if v.hops == r.cfg.FollowRedirects && v.hops > 0 {
+			v.redirectLimit()
+		}
 	}
 	return v.res.End
+}
+
+// redirectLimit marks the result of the last hop --follow-redirects
+// allows when its answer asks for one more (a loop, usually): the chain is
+// cut there. The request is turned into that hop to tell, but not sent:
+// the iteration's next pair replaces it.
+func (v *vu) redirectLimit() {
+	if !v.client.Redirect(&v.pair.Req) {
+		return
+	}
+	v.res.RedirectLimit = true
+	if v.r.redirectLimitLogged.CompareAndSwap(false, true) {
+		v.r.cfg.Log.Warn().Int("vu", v.id).Int("follow_redirects", v.hops).
+			Bytes("next", v.pair.Req.URI).
+			Msg("a redirect chain reached --follow-redirects and was cut (counted in redirect_limit; logged once)")
+	}
 }
 
 // redirect turns the current request into the next hop of a redirect its

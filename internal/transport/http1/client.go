@@ -2,7 +2,9 @@ package http1
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"net"
 	"sync/atomic"
 	"time"
@@ -55,6 +57,11 @@ type client struct {
 	wbuf    []byte
 	dialer  *tcpDialer
 	last    recorded
+
+	// The idle probe (probeIdle): its callback, bound once, and what it saw.
+	peekFn    func(fd uintptr)
+	peekState idleState
+	peekBuf   [1]byte
 }
 
 var _ transport.Client = (*client)(nil)
@@ -67,11 +74,14 @@ func newClient(t *Transport, now func() int64) *client {
 		c.cr.now = now
 	}
 	c.dialer = newTCPDialer(&c.cut, now)
+	c.peekFn = c.peek
 	return c
 }
 
 // countingReader counts the bytes read from the socket and keeps the last
-// socket error, which fasthttp reports less precisely.
+// socket error, which fasthttp reports less precisely. It also watches the
+// head of each answer (reset by read): nothing is left buffered from an
+// earlier answer (keepOrClose), so an answer begins a read.
 type countingReader struct {
 	nc  net.Conn
 	n   int64
@@ -79,6 +89,29 @@ type countingReader struct {
 	// With timings: when the first byte of the answer arrived.
 	now   func() int64 // nil without timings
 	first int64
+	// The first bytes of the answer, for the status code fasthttp hides
+	// (it reads "000" as 200).
+	head  [16]byte
+	headN int
+	// headDone: the blank line ending the head has been seen; tail holds
+	// the last bytes before, for one split between two reads.
+	headDone bool
+	tail     [3]byte
+	tailN    int
+	// keepHead has the whole head kept in kept (answers to HEAD, whose
+	// Connection header keepOrClose reads again).
+	keepHead bool
+	kept     []byte
+}
+
+// errBareLF fails an answer whose head ends in a bare LF blank line, which
+// fasthttp would wait for forever (it looks for CRLF CRLF).
+var errBareLF = errors.New("answer head with bare LF line ends")
+
+// reset prepares for the next answer.
+func (c *countingReader) reset(keepHead bool) {
+	c.n, c.err, c.first, c.headN = 0, nil, 0, 0
+	c.headDone, c.tailN, c.keepHead, c.kept = false, 0, keepHead, c.kept[:0]
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
@@ -87,10 +120,62 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	if err != nil {
 		c.err = err
 	}
-	if n > 0 && c.first == 0 && c.now != nil {
-		c.first = c.now()
+	if n > 0 {
+		if c.first == 0 && c.now != nil {
+			c.first = c.now()
+		}
+		if c.headN < len(c.head) {
+			c.headN += copy(c.head[c.headN:], p[:n])
+		}
+		if !c.headDone {
+			if c.keepHead {
+				c.kept = append(c.kept, p[:n]...)
+			}
+			if c.scanHead(p[:n]) {
+				c.err = errBareLF
+				return n, errBareLF
+			}
+		}
 	}
 	return n, err
+}
+
+var (
+	crlfcrlf = []byte("\r\n\r\n")
+	lflf     = []byte("\n\n")
+)
+
+// scanHead looks in p, the bytes just read of an answer's head, for its
+// end, and reports a bare LF blank line before it.
+func (c *countingReader) scanHead(p []byte) (bareLF bool) {
+	if c.tailN > 0 { // the end split between two reads
+		var w [6]byte
+		k := copy(w[:], c.tail[:c.tailN])
+		k += copy(w[k:], p[:min(3, len(p))])
+		if i := bytes.Index(w[:k], crlfcrlf); i >= 0 {
+			c.headDone = true
+			return bytes.Contains(w[:i], lflf)
+		}
+		if bytes.Contains(w[:k], lflf) {
+			return true
+		}
+	}
+	if i := bytes.Index(p, crlfcrlf); i >= 0 {
+		c.headDone = true
+		return bytes.Contains(p[:i], lflf)
+	}
+	if bytes.Contains(p, lflf) {
+		return true
+	}
+	if len(p) >= 3 {
+		c.tailN = copy(c.tail[:], p[len(p)-3:])
+	} else { // keep the last three bytes of tail and p
+		var w [6]byte
+		k := copy(w[:], c.tail[:c.tailN])
+		k += copy(w[k:], p)
+		c.tailN = copy(c.tail[:], w[max(0, k-3):k])
+	}
+	return false
 }
 
 // Do implements transport.Client.
@@ -165,7 +250,7 @@ func (c *client) read(req *rrpair.Request, res *result.Result) result.Answer {
 	c.ans.reset(&c.resp, o.MaxBody, o.DiscardBodies)
 	head := string(req.Method) == "HEAD"
 	c.resp.SkipBody = head || o.DiscardBodies
-	c.cr.n, c.cr.err, c.cr.first = 0, nil, 0
+	c.cr.reset(head)
 	var err error
 	if o.DiscardBodies {
 		err = c.readDiscarding(head)
@@ -184,14 +269,91 @@ func (c *client) read(req *rrpair.Request, res *result.Result) result.Answer {
 		c.closeConn()
 		return nil
 	}
-	c.status = c.resp.StatusCode()
-	res.Status = uint16(c.status)
-	h := &c.resp.Header
-	if o.NoConnectionReuse || h.ConnectionClose() || !h.IsHTTP11() || h.ContentLength() == -2 {
+	status := c.resp.StatusCode()
+	if status < 100 || status > 599 || c.cr.zeroStatus() {
+		res.Err = result.ErrOther
+		c.lastErr = errStatus
 		c.closeConn()
+		return nil
 	}
+	c.status = status
+	res.Status = uint16(status)
+	c.keepOrClose(res, head)
 	return &c.ans
 }
+
+// errStatus is the failure of an answer whose status line is outside
+// 100–599: its framing cannot be trusted, so its connection is closed.
+var errStatus = errors.New("status code outside 100-599")
+
+// zeroStatus reports an answer whose status line says "000", which
+// fasthttp reads as 200.
+func (c *countingReader) zeroStatus() bool {
+	b := c.head[:c.headN]
+	i := bytes.IndexByte(b, ' ')
+	if i < 0 {
+		return false
+	}
+	for i < len(b) && b[i] == ' ' {
+		i++
+	}
+	return bytes.HasPrefix(b[i:], []byte("000"))
+}
+
+// keepOrClose keeps the connection after a complete answer, or closes it:
+// when asked to (--no-connection-reuse, Connection: close, HTTP/1.0), when
+// the answer's body ran to the end of the connection, and when the SUT
+// sent more than the answer (res.Unsolicited: bytes no request asked for,
+// which would be read as the next request's answer). An answer that has no
+// body by definition (to a HEAD, 204, 304, an interim status) needs no
+// Content-Length to keep it; 101 switches protocols, so it closes too.
+func (c *client) keepOrClose(res *result.Result, head bool) {
+	h := &c.resp.Header
+	status := int(res.Status)
+	bodyless := head || noBody(status) && status != 101
+	closing := h.ConnectionClose()
+	if closing && head && h.ContentLength() == -2 {
+		// fasthttp closes after any answer without a length, not knowing
+		// it answers a HEAD: was it asked to?
+		closing = saysClose(c.cr.kept)
+	}
+	switch {
+	case c.t.o.NoConnectionReuse || closing || !h.IsHTTP11() || status == 101,
+		h.ContentLength() == -2 && !bodyless:
+		c.closeConn()
+	case c.br.Buffered() > 0:
+		res.Unsolicited = true
+		c.lastErr = errUnsolicited
+		c.closeConn()
+	default:
+		c.c.last = res.End
+	}
+}
+
+// saysClose reports a "Connection: close" in the answer head at the start
+// of b.
+func saysClose(b []byte) bool {
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i <= 1 { // the blank line, or no more
+			return false
+		}
+		name, value, ok := bytes.Cut(bytes.TrimRight(b[:i], "\r"), []byte(":"))
+		b = b[i+1:]
+		if !ok || !equalFold(bytes.TrimSpace(name), "connection") {
+			continue
+		}
+		for tok := range bytes.SplitSeq(value, []byte(",")) {
+			if equalFold(bytes.TrimSpace(tok), "close") {
+				return true
+			}
+		}
+	}
+}
+
+// errUnsolicited says why a connection was closed after an answer: the SUT
+// sent bytes no request asked for.
+var errUnsolicited = errors.New("unsolicited bytes after a complete answer")
 
 // Failure implements transport.Client.
 func (c *client) Failure() (addr string, head, body []byte, err error) {

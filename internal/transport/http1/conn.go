@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/replay-dev/replay/pkg/result"
@@ -21,6 +22,10 @@ type conn struct {
 	addr   string
 	https  bool
 	opened int64 // Unix ns on the run's clock
+	last   int64 // when its last answer ended (run's clock)
+	// rc is the TCP connection's raw descriptor, for probeIdle where the
+	// platform has a probe; nil otherwise.
+	rc syscall.RawConn
 }
 
 // recorded is the last recorded host a client resolved to a dial address
@@ -88,12 +93,12 @@ func (c *client) connect(addr, name string, https bool, res *result.Result, firs
 		o.MaxConnDuration > 0 && c.now()-c.c.opened >= int64(o.MaxConnDuration)) {
 		c.closeConn()
 	}
+	if c.c != nil && c.now()-c.c.last >= int64(idleProbe) {
+		c.probeIdle(res)
+	}
 	if c.c != nil {
 		return 0, result.ErrNone
 	}
-	res.Connected = true
-	res.Reconnect = c.hadConn && !o.NoConnectionReuse
-	c.hadConn = true
 
 	deadline := time.Now().Add(o.Timeout)
 	var t0 int64
@@ -117,7 +122,7 @@ func (c *client) connect(addr, name string, https bool, res *result.Result, firs
 	if sent > 0 {
 		res.Sent = c.dialer.sentAt
 	}
-	cn := &conn{raw: raw, nc: raw, addr: addr, https: https, opened: c.now()}
+	cn := &conn{raw: raw, nc: raw, addr: addr, https: https, opened: c.now(), rc: rawConn(raw)}
 	if https {
 		if kind := c.handshake(cn, name, deadline); kind != result.ErrNone {
 			return 0, kind
@@ -126,6 +131,10 @@ func (c *client) connect(addr, name string, https bool, res *result.Result, firs
 			res.TLSNs = c.now() - t0 - res.ConnectNs
 		}
 	}
+	// Established (TCP, and TLS for https): only now is it a connection.
+	res.Connected = true
+	res.Reconnect = c.hadConn && !o.NoConnectionReuse
+	c.hadConn = true
 	c.c = cn
 	c.active.Store(cn)
 	c.cr.nc = cn.nc
@@ -157,6 +166,11 @@ func (c *client) handshake(cn *conn, name string, deadline time.Time) result.Err
 		}
 		if timedOut {
 			return result.ErrTimeout
+		}
+		// The SUT reached and then gone (an RST, a close) is not a TLS
+		// failure.
+		if k := kindOf(err); k == result.ErrReset || k == result.ErrEOF {
+			return k
 		}
 		return result.ErrTLS
 	}

@@ -127,6 +127,10 @@ func (d *tcpDialer) dialOne(ra remoteAddr, deadline time.Time, first []byte) (ne
 		switch {
 		case werr == nil:
 			sent, done = n, true
+		case werr == syscall.ECONNRESET || werr == syscall.EPIPE:
+			// Reset (or shut) by a peer that accepted: connected, then
+			// broken, not refused. The next write says how.
+			done = true
 		case werr != syscall.EAGAIN && werr != syscall.EINTR:
 			if ok, _ := handshake(fd); !ok {
 				syscall.Close(fd)
@@ -194,7 +198,8 @@ func (d *tcpDialer) interrupt() {
 
 // handshake says whether the connect on fd has ended; err is why it failed.
 // A connected socket has a peer; one without has its error, or none while
-// the handshake is under way.
+// the handshake is under way. One reset since it connected counts as
+// connected.
 func handshake(fd int) (done bool, err error) {
 	var rsa syscall.RawSockaddrAny
 	n := uint32(syscall.SizeofSockaddrAny)
@@ -209,6 +214,10 @@ func handshake(fd int) (done bool, err error) {
 	switch n, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ERROR); {
 	case err != nil:
 		return false, err
+	case syscall.Errno(n) == syscall.ECONNRESET:
+		// Reset by a peer that had accepted (a refused connect is
+		// ECONNREFUSED): it was made, then broken; the first write says so.
+		return true, nil
 	case n != 0:
 		return false, syscall.Errno(n)
 	}

@@ -10,8 +10,10 @@ import (
 // last Do, into the next hop of the redirect its answer asked for, and
 // reports whether there is one to follow: 301, 302 and 303 turn a request
 // with a body into a GET without one (as browsers and k6 do), 307 and 308
-// keep method and body. A Location with a host goes where that recorded
-// host would (--host-map, --target).
+// keep method and body. Only http and https locations are followed (not
+// ftp:, mailto:, javascript:...); a protocol-relative one ("//host/p")
+// keeps the current scheme. A Location with a host goes where that
+// recorded host would (--host-map, --target).
 func (c *client) Redirect(req *rrpair.Request) bool {
 	switch c.status { // 0 without an answer
 	case 301, 302, 303, 307, 308:
@@ -23,24 +25,10 @@ func (c *client) Redirect(req *rrpair.Request) bool {
 		return false
 	}
 	c.loc = append(c.loc[:0], loc...)
-	switch {
-	case hasPrefixFold(c.loc, "http://") || hasPrefixFold(c.loc, "https://"):
-		u, err := url.Parse(string(c.loc))
-		if err != nil || u.Host == "" {
-			return false
-		}
-		req.Scheme, req.Host = []byte(u.Scheme), []byte(u.Host)
-		req.HostHeader = nil // a transform's Host was for the first host
-		req.URI = []byte(u.RequestURI())
-	case c.loc[0] == '/':
-		req.URI = c.loc
-	default: // relative to the current path
-		base, err := url.Parse(string(req.URI))
-		ref, err2 := url.Parse(string(c.loc))
-		if err != nil || err2 != nil {
-			return false
-		}
-		req.URI = []byte(base.ResolveReference(ref).RequestURI())
+	if c.loc[0] == '/' && (len(c.loc) == 1 || c.loc[1] != '/') {
+		req.URI = c.loc // a path: sent as given, raw
+	} else if !c.resolve(req) {
+		return false
 	}
 	if s := c.status; (s == 303 || s == 301 || s == 302) && string(req.Method) != "HEAD" {
 		req.Method, req.Body = []byte("GET"), nil
@@ -55,6 +43,34 @@ func (c *client) Redirect(req *rrpair.Request) bool {
 	return true
 }
 
-func hasPrefixFold(b []byte, prefix string) bool {
-	return len(b) >= len(prefix) && equalFold(b[:len(prefix)], prefix)
+// resolve points req at c.loc, a URL or a reference relative to the
+// current one, and reports whether it is one to follow: http or https,
+// with a host.
+func (c *client) resolve(req *rrpair.Request) bool {
+	ref, err := url.Parse(string(c.loc))
+	if err != nil {
+		return false
+	}
+	scheme := "http"
+	if equalFold(req.Scheme, "https") {
+		scheme = "https"
+	}
+	path := "/"
+	if len(req.URI) > 0 && req.URI[0] == '/' {
+		path = string(req.URI)
+	}
+	base, err := url.Parse(scheme + "://host" + path)
+	if err != nil {
+		return false
+	}
+	u := base.ResolveReference(ref)
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Opaque != "" {
+		return false
+	}
+	if ref.Host != "" { // another host: where that recorded host would go
+		req.Scheme, req.Host = []byte(u.Scheme), []byte(u.Host)
+		req.HostHeader = nil // a transform's Host was for the first host
+	}
+	req.URI = []byte(u.RequestURI())
+	return true
 }
