@@ -25,7 +25,7 @@ func TestIntervals(t *testing.T) {
 		r.VU = uint32(i * 40) // 5 VUs, across words of the bit set
 		rs = append(rs, r)
 	}
-	rs = append(rs, atSecond(base+1, 0, 0, result.ErrTimeout))
+	rs = append(rs, atSecond(base+1, 1000, 0, result.ErrTimeout))
 	for i := 0; i < 3; i++ {
 		rs = append(rs, atSecond(base+4, 100, 202, result.ErrNone))
 	}
@@ -65,6 +65,15 @@ func TestIntervals(t *testing.T) {
 		}
 	}
 
+	// The timeout stays on the timeline beside the answers: counted by
+	// kind in its second, with its time to failure.
+	for i, iv := range s.Intervals {
+		wantFailed := map[int]int64{1: 1}[i]
+		if iv.Failed["timeout"] != wantFailed || (wantFailed == 0) != (iv.FailedHistogram == "") {
+			t.Errorf("interval %d: failed %v, failed histogram %.10q; want timeout:%d", i, iv.Failed, iv.FailedHistogram, wantFailed)
+		}
+	}
+
 	// Two halves merge into the same intervals.
 	a := record(testEndpoints, rs[:8]).Summary(Meta{Run: result.Counters{Started: t0}})
 	b := record(testEndpoints, rs[8:]).Summary(Meta{Run: result.Counters{Started: t0}})
@@ -79,13 +88,16 @@ func TestIntervals(t *testing.T) {
 	if m.Intervals[0].T != base || m.Intervals[0].Requests != 10 || total != int64(len(rs)) {
 		t.Errorf("merged intervals: %+v", m.Intervals)
 	}
+	if fh, err := DecodeHistogram(m.Intervals[1].FailedHistogram); err != nil || m.Intervals[1].Failed["timeout"] != 1 || fh.TotalCount() != 1 {
+		t.Errorf("merged interval 1: failed %v, histogram %v", m.Intervals[1].Failed, err)
+	}
 
 	var buf bytes.Buffer
 	if err := WriteHlog(&buf, s); err != nil {
 		t.Fatal(err)
 	}
 	r := hdrhistogram.NewHistogramLogReader(&buf)
-	n := 0
+	n, failedTagged := 0, 0
 	for {
 		h, err := r.NextIntervalHistogram()
 		if err != nil {
@@ -95,8 +107,14 @@ func TestIntervals(t *testing.T) {
 			break
 		}
 		n++
+		if h.Tag() == "failed" {
+			failedTagged++
+			if h.TotalCount() != 1 || h.Max() < 999_000 {
+				t.Errorf("failed histogram: %d values, max %d µs; want the one timeout after 1s", h.TotalCount(), h.Max())
+			}
+		}
 	}
-	if n != 4 {
-		t.Errorf("the .hlog holds %d histograms, want 4", n)
+	if n != 5 || failedTagged != 1 {
+		t.Errorf("the .hlog holds %d histograms, %d tagged failed; want 4 of latency and 1 of failures", n, failedTagged)
 	}
 }

@@ -80,8 +80,34 @@ func TestMergeIsExact(t *testing.T) {
 }
 
 func TestReadSummaryVersion(t *testing.T) {
-	if _, err := ReadSummary(strings.NewReader(`{"version":2}`)); err == nil || !strings.Contains(err.Error(), "version 2") {
+	if _, err := ReadSummary(strings.NewReader(`{"version":3}`)); err == nil || !strings.Contains(err.Error(), "version 3, want 1 or 2") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestReadSummaryV1 reads a version 1 summary: answered is derived from the
+// status counts, wall_s from duration and wait, rps and throughput on
+// them, and the latency is marked as mixing in the failures.
+func TestReadSummaryV1(t *testing.T) {
+	v1 := `{"version":1,"started":"2026-11-22T10:00:00Z","duration_s":1,"wait_s":1,"model":"closed",
+		"requests":100,"succeeded":60,"failed":40,"rps":100,"throughput":30,
+		"latency_ms":{"p99":1},"status":{"200":60,"500":20},"errors":{"timeout":20},
+		"endpoints":[{"name":"GET /a","requests":100,"succeeded":60,"failed":40,"status":{"200":60,"500":20},"errors":{"timeout":20}}]}`
+	s, err := ReadSummary(strings.NewReader(v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Version != 2 || s.Answered != 80 || s.Endpoints[0].Answered != 80 || s.WallS != 2 || s.RPS != 40 || s.Throughput != 30 || !s.LatencyWithFailed {
+		t.Errorf("got version %d, answered %d (endpoint %d), wall_s %v, rps %v, throughput %v, latency_includes_failed %v; want 2, 80 (80), 2, 40, 30, true",
+			s.Version, s.Answered, s.Endpoints[0].Answered, s.WallS, s.RPS, s.Throughput, s.LatencyWithFailed)
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, s); err != nil || !strings.Contains(buf.String(), "latencies include the time to failure") {
+		t.Errorf("text of a version 1 summary: %v\n%s", err, buf.String())
+	}
+	m, err := Merge([]*Summary{s, s})
+	if err != nil || m.Answered != 160 || !m.LatencyWithFailed || m.RPS != 80 {
+		t.Errorf("merged with itself: %v, answered %d, rps %v, latency_includes_failed %v", err, m.Answered, m.RPS, m.LatencyWithFailed)
 	}
 }
 
