@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,10 @@ func TestMergeIsExact(t *testing.T) {
 	}
 	if m.Latency != one.Latency || m.Service != one.Service {
 		t.Errorf("latency: got %+v, want %+v", m.Latency, one.Latency)
+	}
+	if m.Answered != one.Answered || math.Abs(m.WallS-one.WallS) > 1e-6 || math.Abs(m.RPS-one.RPS) > 1e-6 || math.Abs(m.Throughput-one.Throughput) > 1e-6 {
+		t.Errorf("answered %d, wall_s %v, rps %v, throughput %v; want %d, %v, %v, %v",
+			m.Answered, m.WallS, m.RPS, m.Throughput, one.Answered, one.WallS, one.RPS, one.Throughput)
 	}
 	if m.Histogram != one.Histogram {
 		t.Error("the merged histogram differs from the single one")
@@ -199,5 +204,51 @@ func TestMergeE2E(t *testing.T) {
 	bad.E2E.Stages[0].Histogram = "HISTFAAAAnot"
 	if _, err := Merge([]*Summary{shard(10), bad}); err == nil || !strings.Contains(err.Error(), "summary 2, e2e stage done") {
 		t.Errorf("a corrupt stage histogram: %v", err)
+	}
+}
+
+// TestMergeWithStandaloneSink: a standalone sink's summary (no requests,
+// model "sink", started before the shards and stopped after them) brings
+// its end-to-end section to the merge, but neither stretches the time the
+// rates divide by nor changes the model or the target rate.
+func TestMergeWithStandaloneSink(t *testing.T) {
+	rate := 300.0
+	meta := Meta{Run: result.Counters{Started: t0}, Model: "rate", TargetRate: &rate}
+	var shards []*Summary
+	for k := range 2 {
+		var rs []result.Result
+		for i := range 300 {
+			rs = append(rs, at(uint16(k), time.Duration(i)*time.Second/300, 0, time.Millisecond))
+		}
+		shards = append(shards, record(testEndpoints, rs).Summary(meta))
+	}
+	alone, err := Merge(shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alone.RPS < 590 || alone.RPS > 610 {
+		t.Fatalf("shards alone: rps %v, want about 600", alone.RPS)
+	}
+	sink := &Summary{Version: SummaryVersion, Started: t0.Add(-5 * time.Second), DurationS: 20, Model: "sink",
+		E2E: &e2e.Summary{Stages: []e2e.Stage{{Name: "queue", Received: 600, Unique: 600}}}}
+	for _, order := range [][]*Summary{{shards[0], shards[1], sink}, {sink, shards[0], shards[1]}} {
+		m, err := Merge(order)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.RPS != alone.RPS || m.Throughput != alone.Throughput || m.DurationS != alone.DurationS || !m.Started.Equal(alone.Started) {
+			t.Errorf("with the sink (%s first): rps %v, throughput %v, duration %v, started %v; want %v, %v, %v, %v as without it",
+				order[0].Model, m.RPS, m.Throughput, m.DurationS, m.Started, alone.RPS, alone.Throughput, alone.DurationS, alone.Started)
+		}
+		if m.Model != "rate" || m.TargetRate == nil || *m.TargetRate != 600 {
+			t.Errorf("with the sink (%s first): model %q, target rate %v; want rate, 600", order[0].Model, m.Model, m.TargetRate)
+		}
+		if m.E2E == nil || len(m.E2E.Stages) != 1 || m.E2E.Stages[0].Unique != 600 {
+			t.Errorf("with the sink (%s first): e2e %+v, want the sink's stage", order[0].Model, m.E2E)
+		}
+	}
+	// Sinks alone are still a merge: their span is theirs.
+	if m, err := Merge([]*Summary{sink, sink}); err != nil || m.Model != "sink" || m.DurationS != 20 {
+		t.Errorf("sinks alone: %v, model %q, duration %v; want sink, 20", err, m.Model, m.DurationS)
 	}
 }
