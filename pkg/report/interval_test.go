@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -65,14 +66,7 @@ func TestIntervals(t *testing.T) {
 		}
 	}
 
-	// The timeout stays on the timeline beside the answers: counted by
-	// kind in its second, with its time to failure.
-	for i, iv := range s.Intervals {
-		wantFailed := map[int]int64{1: 1}[i]
-		if iv.Failed["timeout"] != wantFailed || (wantFailed == 0) != (iv.FailedHistogram == "") {
-			t.Errorf("interval %d: failed %v, failed histogram %.10q; want timeout:%d", i, iv.Failed, iv.FailedHistogram, wantFailed)
-		}
-	}
+	checkFailedTimeline(t, s)
 
 	// Two halves merge into the same intervals.
 	a := record(testEndpoints, rs[:8]).Summary(Meta{Run: result.Counters{Started: t0}})
@@ -92,6 +86,26 @@ func TestIntervals(t *testing.T) {
 		t.Errorf("merged interval 1: failed %v, histogram %v", m.Intervals[1].Failed, err)
 	}
 
+	checkHlog(t, s)
+}
+
+// checkFailedTimeline checks the one timeout of TestIntervals: it stays on
+// the timeline beside the answers, counted by kind in its second (the
+// second interval), with its time to failure.
+func checkFailedTimeline(t *testing.T, s *Summary) {
+	t.Helper()
+	for i, iv := range s.Intervals {
+		wantFailed := map[int]int64{1: 1}[i]
+		if iv.Failed["timeout"] != wantFailed || (wantFailed == 0) != (iv.FailedHistogram == "") {
+			t.Errorf("interval %d: failed %v, failed histogram %.10q; want timeout:%d", i, iv.Failed, iv.FailedHistogram, wantFailed)
+		}
+	}
+}
+
+// checkHlog checks the .hlog of TestIntervals: a latency histogram a
+// second, and the timeout's time to failure tagged "failed".
+func checkHlog(t *testing.T, s *Summary) {
+	t.Helper()
 	var buf bytes.Buffer
 	if err := WriteHlog(&buf, s); err != nil {
 		t.Fatal(err)
@@ -116,5 +130,49 @@ func TestIntervals(t *testing.T) {
 	}
 	if n != 5 || failedTagged != 1 {
 		t.Errorf("the .hlog holds %d histograms, %d tagged failed; want 4 of latency and 1 of failures", n, failedTagged)
+	}
+}
+
+// TestTimeoutsOnTheTimeline: a run whose requests time out in some
+// seconds shows them there, in the JSON intervals by kind and in the
+// .hlog as a histogram tagged "failed", while the per-second latency
+// stays that of the answers.
+func TestTimeoutsOnTheTimeline(t *testing.T) {
+	base := t0.Unix()
+	var rs []result.Result
+	for sec := range int64(3) {
+		for range 5 {
+			rs = append(rs, atSecond(base+sec, 2, 200, result.ErrNone))
+		}
+	}
+	for range 3 {
+		rs = append(rs, atSecond(base+1, 500, 0, result.ErrTimeout))
+	}
+	rs = append(rs, atSecond(base+2, 0, 0, result.ErrConnect))
+	s := record(testEndpoints, rs).Summary(Meta{Run: result.Counters{Started: t0}})
+	m, _ := decodeJSON(t, s)
+	ivs := m["intervals"].([]any)
+	want := []map[string]float64{nil, {"timeout": 3}, {"connect": 1}}
+	for i, w := range want {
+		iv := ivs[i].(map[string]any)
+		failed, _ := iv["failed"].(map[string]any)
+		if len(failed) != len(w) {
+			t.Errorf("interval %d: failed %v, want %v", i, iv["failed"], w)
+		}
+		for k, n := range w {
+			if failed[k] != n {
+				t.Errorf("interval %d: failed %v, want %v", i, iv["failed"], w)
+			}
+		}
+		if p99 := iv["latency_ms"].(map[string]any)["p99"].(float64); p99 > 2.1 {
+			t.Errorf("interval %d: latency p99 %v ms, want the answers' 2ms", i, p99)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteHlog(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "Tag=failed,"); n != 2 {
+		t.Errorf("the .hlog has %d histograms tagged failed, want 2:\n%s", n, buf.String())
 	}
 }
