@@ -92,3 +92,40 @@ func TestHungSUTRateIsOverWallTime(t *testing.T) {
 		t.Errorf("intervals hold %d timeouts, want 2", timeouts)
 	}
 }
+
+// TestMergeWithSinkKeepsTheRate: a standalone sink started before a run
+// and stopped after it (replay sink --out) merges with the run's summary
+// without stretching its duration or rate or changing its model.
+func TestMergeWithSinkKeepsTheRate(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	dir := t.TempDir()
+	sinkOut, runOut, merged := filepath.Join(dir, "sink.json"), filepath.Join(dir, "run.json"), filepath.Join(dir, "merged.json")
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		var out, errb strings.Builder
+		done <- Main(ctx, []string{"sink", "--sink-http", freeAddr(t), "--out", sinkOut}, strings.NewReader(""), &out, &errb)
+	}()
+	time.Sleep(300 * time.Millisecond) // the sink runs before the run
+	r := runMain(t, context.Background(), "", "run", "-f", pairsFile(t, 300), "--target", srv.URL, "--vus", "2", "--out", runOut, "-q")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	time.Sleep(300 * time.Millisecond) // and after it
+	stop()
+	if code := <-done; code != 0 {
+		t.Fatalf("sink: exit %d", code)
+	}
+	if r := runMain(t, context.Background(), "", "report", "merge", runOut, sinkOut, "-o", merged, "-q"); r.code != 0 {
+		t.Fatalf("merge: exit %d: %s", r.code, r.stderr)
+	}
+	run, m := readSummary(t, runOut), readSummary(t, merged)
+	near := func(k string) bool { // the same up to the nanosecond rounding of a merge
+		a, b := m[k].(float64), run[k].(float64)
+		return math.Abs(a-b) <= 1e-6*math.Max(math.Abs(b), 1)
+	}
+	if m["model"] != run["model"] || !near("rps") || !near("throughput") || !near("duration_s") {
+		t.Errorf("merged with the sink: model %v, rps %v, throughput %v, duration_s %v; want the run's %v, %v, %v, %v",
+			m["model"], m["rps"], m["throughput"], m["duration_s"], run["model"], run["rps"], run["throughput"], run["duration_s"])
+	}
+}
