@@ -22,6 +22,7 @@ type fold struct {
 	errors    [result.NumErrorKinds]int64
 
 	requests, succeeded, failed int64
+	answered                    int64 // Err == ErrNone, whatever the status
 	bytesIn, bytesOut           int64
 	reconnects, connections     int64
 	downgraded, unsent          int64
@@ -48,6 +49,7 @@ type fold struct {
 // endpointFold is the share of one endpoint.
 type endpointFold struct {
 	requests, succeeded, failed int64
+	answered                    int64
 	status                      map[uint16]int64
 	errors                      [result.NumErrorKinds]int64
 	latency                     *hdrhistogram.Histogram
@@ -85,16 +87,26 @@ func newFold(names []string) *fold {
 
 // add folds one result. It allocates only the first time it meets an
 // endpoint or a status.
+//
+// Latency and service time are those of answered requests (Err ==
+// ErrNone, whatever the status): a request that failed without an answer
+// has no latency, only a time to failure, which its interval keeps beside
+// the answers' (addInterval). So a refused connection is not a fast
+// request, and a run where nothing answered has no latency at all.
 func (f *fold) add(r result.Result) {
 	latency := r.End - r.Due
 	service := r.End - r.Sent
-	c1 := recordNanos(f.latency, latency)
-	c2 := recordNanos(f.service, service)
-	if c1 || c2 {
-		f.clamped++
+	answered := r.Err == result.ErrNone
+	if answered {
+		c1 := recordNanos(f.latency, latency)
+		c2 := recordNanos(f.service, service)
+		if c1 || c2 {
+			f.clamped++
+		}
+		f.answered++
 	}
 
-	ok := r.Err == result.ErrNone && r.Status < 400
+	ok := answered && r.Status < 400
 	f.requests++
 	if ok {
 		f.succeeded++
@@ -147,10 +159,11 @@ func (f *fold) add(r result.Result) {
 	}
 	if kind == 0 {
 		ep.status[r.Status]++
+		ep.answered++
+		recordNanos(ep.latency, latency)
 	} else {
 		ep.errors[kind]++
 	}
-	recordNanos(ep.latency, latency)
 
 	if r.SendNs != 0 || r.ConnectNs != 0 {
 		f.addPhases(&r)

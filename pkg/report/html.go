@@ -16,7 +16,8 @@ type Setting struct{ Name, Value string }
 
 // WriteHTML writes the report as one self-contained HTML file: no script,
 // no font, no CDN — the charts are inline SVG drawn here — so it opens
-// offline. Charts: throughput and errors over time, latency percentiles over
+// offline. Charts: throughput and failures over time (those without an
+// answer by kind), latency percentiles over
 // time, the latency percentile distribution on HdrHistogram's log
 // 1/(1−p) axis, and answers by status class over time; then the endpoint,
 // error, threshold and comparison tables and the configuration.
@@ -48,6 +49,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 		return fmt.Sprintf("%.2f%%", 100*float64(n)/float64(of))
 	},
 	"f2":    func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"sub":   func(a, b int64) int64 { return a - b },
 	"deref": func(p *float64) float64 { return *p },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -65,17 +67,20 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 <div>started {{.Started}} · model {{.S.Model}}{{if .S.TargetRate}} · target {{f2 (deref .S.TargetRate)}}/s{{end}}</div>
 <div class="kpis">
 <div class="kpi"><b>{{.S.Requests}}</b><span>requests</span></div>
-<div class="kpi"><b>{{f2 .S.RPS}}/s</b><span>rate</span></div>
+<div class="kpi"><b>{{.S.Answered}}</b><span>answered ({{sub .S.Requests .S.Answered}} failed without an answer)</span></div>
+<div class="kpi"><b>{{f2 .S.RPS}}/s</b><span>rate (answered / wall time)</span></div>
 <div class="kpi"><b>{{pct .S.Succeeded .S.Requests}}</b><span>success</span></div>
-<div class="kpi"><b>{{ms .S.Latency.P50}}</b><span>latency p50 (from due)</span></div>
-<div class="kpi"><b>{{ms .S.Latency.P99}}</b><span>latency p99 (from due)</span></div>
-<div class="kpi"><b>{{ms .S.Service.P99}}</b><span>service p99 (from sent)</span></div>
+{{if .S.Answered}}<div class="kpi"><b>{{ms .S.Latency.P50}}</b><span>latency p50 (answered, from due)</span></div>
+<div class="kpi"><b>{{ms .S.Latency.P99}}</b><span>latency p99 (answered, from due)</span></div>
+<div class="kpi"><b>{{ms .S.Service.P99}}</b><span>service p99 (answered, from sent)</span></div>
+{{else}}<div class="kpi"><b class="fail">none</b><span>latency: no request was answered</span></div>
+{{end}}
 <div class="kpi"><b>{{.S.Dropped}}</b><span>dropped iterations</span></div>
 </div>
 {{range .Charts}}<div class="chart">{{.}}</div>{{end}}
 <h2>Endpoints</h2>
-<table><tr><th>endpoint</th><th>requests</th><th>ok</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
-{{range .S.Endpoints}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td>{{pct .Succeeded .Requests}}</td><td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td></tr>
+<table><tr><th>endpoint</th><th>requests</th><th>answered</th><th>ok</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
+{{range .S.Endpoints}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td>{{.Answered}}</td><td>{{pct .Succeeded .Requests}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}</tr>
 {{end}}</table>
 <h2>Errors</h2>
 {{if .Errors}}<table><tr><th>kind</th><th>requests</th></tr>{{range .Errors}}<tr><td>{{.Name}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{else}}<p>No request failed without an answer.</p>{{end}}
@@ -96,7 +101,7 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 {{end}}<h2>Configuration</h2>
 <table>{{range .Config}}<tr><td>{{.Name}}</td><td style="text-align:left">{{.Value}}</td></tr>{{end}}
 <tr><td>requests · succeeded · failed</td><td style="text-align:left">{{.S.Requests}} · {{.S.Succeeded}} · {{.S.Failed}}</td></tr>
-<tr><td>duration · wait</td><td style="text-align:left">{{f2 .S.DurationS}} s · {{f2 .S.WaitS}} s</td></tr>
+<tr><td>wall · issuing · wait</td><td style="text-align:left">{{f2 .S.WallS}} s · {{f2 .S.DurationS}} s · {{f2 .S.WaitS}} s</td></tr>
 <tr><td>VUs · connections · reconnects</td><td style="text-align:left">{{.S.VUsMax}} · {{.S.Connections}} · {{.S.Reconnects}}</td></tr></table>
 </body></html>
 `))
@@ -215,8 +220,32 @@ func throughputChart(s *Summary) template.HTML {
 		req[i] = float64(iv.Requests)
 		fail[i] = float64(iv.Errors + iv.Status["4xx"] + iv.Status["5xx"])
 	}
+	ss := []series{{"requests", palette[0], req}, {"failed (≥400 or error)", palette[5], fail}}
 	return lineChart("Throughput and failures over time", "elapsed", "requests / s",
-		xs, []series{{"requests", palette[0], req}, {"failed (≥400 or error)", palette[5], fail}}, tick)
+		xs, append(ss, failedSeries(s)...), tick)
+}
+
+// failedSeries are the requests that failed without an answer, per second,
+// one series per error kind (timeout, connect, ...), in kind order.
+func failedSeries(s *Summary) []series {
+	var kinds []string
+	for _, iv := range s.Intervals {
+		for k := range iv.Failed {
+			if !slices.Contains(kinds, k) {
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	slices.Sort(kinds)
+	ss := make([]series, 0, len(kinds))
+	for i, k := range kinds {
+		ys := make([]float64, len(s.Intervals))
+		for j, iv := range s.Intervals {
+			ys[j] = float64(iv.Failed[k])
+		}
+		ss = append(ss, series{"no answer: " + k, palette[(i+2)%len(palette)], ys})
+	}
+	return ss
 }
 
 // sentReceivedChart is the throughput chart of a run followed to sinks:

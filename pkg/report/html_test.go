@@ -147,3 +147,36 @@ func TestHTMLEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLShowsFailuresWithoutAnswer: the requests that failed without an
+// answer have a series per kind on the throughput chart, and a run where
+// nothing was answered says so instead of showing a latency.
+func TestHTMLShowsFailuresWithoutAnswer(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, htmlFixture(), nil); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	throughput := page[strings.Index(page, "Throughput and failures over time"):]
+	throughput = throughput[:strings.Index(throughput, "</svg>")]
+	if !strings.Contains(throughput, "no answer: timeout") || strings.Count(throughput, `class="series"`) != 3 {
+		t.Errorf("throughput chart: want requests, failed and a timeout series:\n%s", throughput)
+	}
+	if !strings.Contains(page, "answered (6 failed without an answer)") {
+		t.Error("the report does not show answered against failed without an answer")
+	}
+
+	base := t0.Unix()
+	var rs []result.Result
+	for i := range 5 {
+		rs = append(rs, atSecond(base+int64(i), 0, 0, result.ErrConnect))
+	}
+	buf.Reset()
+	if err := WriteHTML(&buf, record(testEndpoints, rs).Summary(Meta{Run: result.Counters{Started: t0}}), nil); err != nil {
+		t.Fatal(err)
+	}
+	if page := buf.String(); !strings.Contains(page, "latency: no request was answered") || strings.Contains(page, "latency p99") ||
+		!strings.Contains(page, "no answer: connect") {
+		t.Errorf("nothing answered: the report shows a latency, or no connect series")
+	}
+}

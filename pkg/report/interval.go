@@ -16,11 +16,15 @@ import (
 // of shards line up:
 //
 //	{"t": 1795356951, "requests": 2000, "errors": 3, "status": {"2xx": 1990, "5xx": 7}, "vus": 50,
-//	 "latency_ms": {"p50": 0.9, "p90": 1.8, "p99": 4.9, "max": 12}, "histogram": "HISTF..."}
+//	 "latency_ms": {"p50": 0.9, "p90": 1.8, "p99": 4.9, "max": 12}, "histogram": "HISTF...",
+//	 "failed": {"timeout": 3}, "failed_histogram": "HISTF..."}
 //
-// A request belongs to the second its answer ended in. The histogram
-// (latency from due time, compressed) keeps an hour-long run small and lets
-// intervals merge exactly.
+// A request belongs to the second its answer (or its error) ended in. The
+// latency and its histogram (from due time, compressed) are those of the
+// answered requests; the requests that failed without an answer are
+// counted beside them by kind (failed), with the histogram of their time
+// to failure (End − Due), so that timeouts show on the timeline. The
+// histograms keep an hour-long run small and let intervals merge exactly.
 type Interval struct {
 	T         int64            `json:"t"` // Unix seconds of the interval's start
 	Requests  int64            `json:"requests"`
@@ -29,6 +33,12 @@ type Interval struct {
 	VUs       int              `json:"vus"`    // VUs that finished a request in this second
 	Latency   IntervalLatency  `json:"latency_ms"`
 	Histogram string           `json:"histogram"`
+	// Failed counts the requests without an answer by error kind; their
+	// sum is Errors. Absent when there were none.
+	Failed map[string]int64 `json:"failed,omitempty"`
+	// FailedHistogram is their time to failure from due time, µs, in the
+	// encoding of Histogram; absent when there were none.
+	FailedHistogram string `json:"failed_histogram,omitempty"`
 }
 
 // IntervalLatency is the latency of an interval, in ms.
@@ -43,8 +53,10 @@ type IntervalLatency struct {
 type intervalFold struct {
 	requests, errors int64
 	class            [6]int64
-	latency          *hdrhistogram.Histogram
-	vus              []uint64 // bit set of the VUs seen
+	latency          *hdrhistogram.Histogram // answered
+	failed           [result.NumErrorKinds]int64
+	failedLatency    *hdrhistogram.Histogram // time to failure; nil until the first
+	vus              []uint64                // bit set of the VUs seen
 }
 
 // intervalDelay is how long after its end an interval stays open for
@@ -72,6 +84,13 @@ func (f *fold) addInterval(r *result.Result) {
 	}
 	if r.Err != result.ErrNone {
 		iv.errors++
+		iv.failed[kindIndex(r.Err)]++
+		if iv.failedLatency == nil {
+			iv.failedLatency = f.spareHistogram()
+		}
+		if recordNanos(iv.failedLatency, r.End-r.Due) {
+			f.clamped++
+		}
 	} else {
 		class := int(r.Status) / 100
 		if class < 1 || class > 5 {
@@ -115,6 +134,12 @@ func (f *fold) closeIntervals(upTo int64) {
 				out.Status[strconv.Itoa(c)+"xx"] = iv.class[c]
 			}
 		}
+		if iv.failedLatency != nil {
+			out.Failed = errorCounts(&iv.failed)
+			out.FailedHistogram = encodeHistogram(iv.failedLatency)
+			iv.failedLatency.Reset()
+			f.spare = append(f.spare, iv.failedLatency)
+		}
 		f.intervals = append(f.intervals, out)
 		iv.latency.Reset()
 		f.spare = append(f.spare, iv.latency)
@@ -137,7 +162,9 @@ func (f *fold) spareHistogram() *hdrhistogram.Histogram {
 }
 
 // WriteHlog writes the intervals' latency histograms as an HdrHistogram
-// interval log (.hlog), readable by HdrHistogram's log tools.
+// interval log (.hlog), readable by HdrHistogram's log tools: per second,
+// the answered requests' latency (untagged) and, in a second that had
+// requests fail without an answer, their time to failure, tagged "failed".
 func WriteHlog(w io.Writer, s *Summary) error {
 	lw := hdrhistogram.NewHistogramLogWriter(w)
 	if err := lw.OutputLogFormatVersion(); err != nil {
@@ -151,7 +178,7 @@ func WriteHlog(w io.Writer, s *Summary) error {
 	if err := lw.OutputStartTime(start); err != nil {
 		return err
 	}
-	if err := lw.OutputComment(fmt.Sprintf("replay: latency from due time in µs, one histogram a second (%s)", time.UnixMilli(start).UTC().Format(time.RFC3339))); err != nil {
+	if err := lw.OutputComment(fmt.Sprintf("replay: latency from due time in µs of answered requests, one histogram a second; Tag=failed: time to failure of requests without an answer (%s)", time.UnixMilli(start).UTC().Format(time.RFC3339))); err != nil {
 		return err
 	}
 	if err := lw.OutputLegend(); err != nil {
@@ -165,6 +192,19 @@ func WriteHlog(w io.Writer, s *Summary) error {
 		h.SetStartTimeMs(iv.T * 1000)
 		h.SetEndTimeMs(iv.T*1000 + 1000)
 		if err := lw.OutputIntervalHistogram(h); err != nil {
+			return err
+		}
+		if iv.FailedHistogram == "" {
+			continue
+		}
+		fh, err := DecodeHistogram(iv.FailedHistogram)
+		if err != nil {
+			return fmt.Errorf("interval %d, failed: %w", iv.T, err)
+		}
+		fh.SetStartTimeMs(iv.T * 1000)
+		fh.SetEndTimeMs(iv.T*1000 + 1000)
+		fh.SetTag("failed")
+		if err := lw.OutputIntervalHistogram(fh); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -25,7 +26,7 @@ func TestIntervals(t *testing.T) {
 		r.VU = uint32(i * 40) // 5 VUs, across words of the bit set
 		rs = append(rs, r)
 	}
-	rs = append(rs, atSecond(base+1, 0, 0, result.ErrTimeout))
+	rs = append(rs, atSecond(base+1, 1000, 0, result.ErrTimeout))
 	for i := 0; i < 3; i++ {
 		rs = append(rs, atSecond(base+4, 100, 202, result.ErrNone))
 	}
@@ -65,6 +66,8 @@ func TestIntervals(t *testing.T) {
 		}
 	}
 
+	checkFailedTimeline(t, s)
+
 	// Two halves merge into the same intervals.
 	a := record(testEndpoints, rs[:8]).Summary(Meta{Run: result.Counters{Started: t0}})
 	b := record(testEndpoints, rs[8:]).Summary(Meta{Run: result.Counters{Started: t0}})
@@ -79,13 +82,36 @@ func TestIntervals(t *testing.T) {
 	if m.Intervals[0].T != base || m.Intervals[0].Requests != 10 || total != int64(len(rs)) {
 		t.Errorf("merged intervals: %+v", m.Intervals)
 	}
+	if fh, err := DecodeHistogram(m.Intervals[1].FailedHistogram); err != nil || m.Intervals[1].Failed["timeout"] != 1 || fh.TotalCount() != 1 {
+		t.Errorf("merged interval 1: failed %v, histogram %v", m.Intervals[1].Failed, err)
+	}
 
+	checkHlog(t, s)
+}
+
+// checkFailedTimeline checks the one timeout of TestIntervals: it stays on
+// the timeline beside the answers, counted by kind in its second (the
+// second interval), with its time to failure.
+func checkFailedTimeline(t *testing.T, s *Summary) {
+	t.Helper()
+	for i, iv := range s.Intervals {
+		wantFailed := map[int]int64{1: 1}[i]
+		if iv.Failed["timeout"] != wantFailed || (wantFailed == 0) != (iv.FailedHistogram == "") {
+			t.Errorf("interval %d: failed %v, failed histogram %.10q; want timeout:%d", i, iv.Failed, iv.FailedHistogram, wantFailed)
+		}
+	}
+}
+
+// checkHlog checks the .hlog of TestIntervals: a latency histogram a
+// second, and the timeout's time to failure tagged "failed".
+func checkHlog(t *testing.T, s *Summary) {
+	t.Helper()
 	var buf bytes.Buffer
 	if err := WriteHlog(&buf, s); err != nil {
 		t.Fatal(err)
 	}
 	r := hdrhistogram.NewHistogramLogReader(&buf)
-	n := 0
+	n, failedTagged := 0, 0
 	for {
 		h, err := r.NextIntervalHistogram()
 		if err != nil {
@@ -95,8 +121,58 @@ func TestIntervals(t *testing.T) {
 			break
 		}
 		n++
+		if h.Tag() == "failed" {
+			failedTagged++
+			if h.TotalCount() != 1 || h.Max() < 999_000 {
+				t.Errorf("failed histogram: %d values, max %d µs; want the one timeout after 1s", h.TotalCount(), h.Max())
+			}
+		}
 	}
-	if n != 4 {
-		t.Errorf("the .hlog holds %d histograms, want 4", n)
+	if n != 5 || failedTagged != 1 {
+		t.Errorf("the .hlog holds %d histograms, %d tagged failed; want 4 of latency and 1 of failures", n, failedTagged)
+	}
+}
+
+// TestTimeoutsOnTheTimeline: a run whose requests time out in some
+// seconds shows them there, in the JSON intervals by kind and in the
+// .hlog as a histogram tagged "failed", while the per-second latency
+// stays that of the answers.
+func TestTimeoutsOnTheTimeline(t *testing.T) {
+	base := t0.Unix()
+	var rs []result.Result
+	for sec := range int64(3) {
+		for range 5 {
+			rs = append(rs, atSecond(base+sec, 2, 200, result.ErrNone))
+		}
+	}
+	for range 3 {
+		rs = append(rs, atSecond(base+1, 500, 0, result.ErrTimeout))
+	}
+	rs = append(rs, atSecond(base+2, 0, 0, result.ErrConnect))
+	s := record(testEndpoints, rs).Summary(Meta{Run: result.Counters{Started: t0}})
+	m, _ := decodeJSON(t, s)
+	ivs := m["intervals"].([]any)
+	want := []map[string]float64{nil, {"timeout": 3}, {"connect": 1}}
+	for i, w := range want {
+		iv := ivs[i].(map[string]any)
+		failed, _ := iv["failed"].(map[string]any)
+		if len(failed) != len(w) {
+			t.Errorf("interval %d: failed %v, want %v", i, iv["failed"], w)
+		}
+		for k, n := range w {
+			if failed[k] != n {
+				t.Errorf("interval %d: failed %v, want %v", i, iv["failed"], w)
+			}
+		}
+		if p99 := iv["latency_ms"].(map[string]any)["p99"].(float64); p99 > 2.1 {
+			t.Errorf("interval %d: latency p99 %v ms, want the answers' 2ms", i, p99)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteHlog(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "Tag=failed,"); n != 2 {
+		t.Errorf("the .hlog has %d histograms tagged failed, want 2:\n%s", n, buf.String())
 	}
 }

@@ -18,7 +18,7 @@ import (
 // then those this package adds.
 var summaryKeys = []string{
 	"version", "started", "duration_s", "model", "target_rate",
-	"requests", "succeeded", "failed", "rps", "throughput",
+	"requests", "succeeded", "failed", "answered", "rps", "throughput", "wall_s",
 	"dropped", "late", "reconnects", "vus_max", "bytes_in", "bytes_out",
 	"latency_ms", "service_ms", "status", "errors", "endpoints",
 	"histogram", "service_histogram",
@@ -28,7 +28,7 @@ var summaryKeys = []string{
 
 var latencyKeys = []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max"}
 
-var endpointKeys = []string{"name", "requests", "succeeded", "failed", "latency_ms", "status", "errors", "histogram"}
+var endpointKeys = []string{"name", "requests", "succeeded", "failed", "answered", "latency_ms", "status", "errors", "histogram"}
 
 func decodeJSON(t *testing.T, s *Summary) (map[string]any, string) {
 	t.Helper()
@@ -101,7 +101,7 @@ func TestJSONRoundTrip(t *testing.T) {
 			for code, l := range m["status_latency_ms"].(map[string]any) {
 				checkKeys(t, "status_latency_ms "+code, l, latencyKeys)
 			}
-			if m["version"] != 1.0 || m["started"] != "2026-11-22T10:00:00Z" || m["requests"] != float64(s.Requests) {
+			if m["version"] != 2.0 || m["started"] != "2026-11-22T10:00:00Z" || m["requests"] != float64(s.Requests) {
 				t.Errorf("got version %v, started %v, requests %v", m["version"], m["started"], m["requests"])
 			}
 			if m["status"].(map[string]any)["202"] != 100.0 || m["errors"].(map[string]any)["timeout"] != 2.0 {
@@ -122,9 +122,9 @@ func TestJSONRoundTrip(t *testing.T) {
 				name, enc string
 				count     int64
 			}{
-				{"histogram", m["histogram"].(string), s.Requests},
-				{"service_histogram", m["service_histogram"].(string), s.Requests},
-				{"endpoint histogram", eps[0].(map[string]any)["histogram"].(string), s.Endpoints[0].Requests},
+				{"histogram", m["histogram"].(string), s.Answered},
+				{"service_histogram", m["service_histogram"].(string), s.Answered},
+				{"endpoint histogram", eps[0].(map[string]any)["histogram"].(string), s.Endpoints[0].Answered},
 			} {
 				if !strings.HasPrefix(h.enc, "HISTF") {
 					t.Errorf("%s: got %.10q, want HISTF...", h.name, h.enc)
@@ -149,7 +149,7 @@ func TestJSONNoRequests(t *testing.T) {
 		t.Errorf("got NaN or Inf:\n%s", text)
 	}
 	checkKeys(t, "summary", m, summaryKeys)
-	for _, k := range []string{"requests", "duration_s", "wait_s", "rps", "throughput"} {
+	for _, k := range []string{"requests", "answered", "duration_s", "wait_s", "wall_s", "rps", "throughput"} {
 		if m[k] != 0.0 {
 			t.Errorf("%s: got %v, want 0", k, m[k])
 		}

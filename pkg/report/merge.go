@@ -12,43 +12,102 @@ import (
 	"github.com/replay-dev/replay/pkg/e2e"
 )
 
-// ReadSummary reads a summary JSON written by WriteJSON (run --out).
+// ReadSummary reads a summary JSON written by WriteJSON (run --out), of
+// version 1 or 2. A version 1 summary is brought to version 2 (see
+// upgradeV1).
 func ReadSummary(r io.Reader) (*Summary, error) {
 	var s Summary
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("read summary: %w", err)
 	}
-	if s.Version != SummaryVersion {
-		return nil, fmt.Errorf("read summary: version %d, want %d", s.Version, SummaryVersion)
+	switch s.Version {
+	case SummaryVersion:
+	case 1:
+		upgradeV1(&s)
+	default:
+		return nil, fmt.Errorf("read summary: version %d, want 1 or %d", s.Version, SummaryVersion)
 	}
 	return &s, nil
+}
+
+// upgradeV1 brings a version 1 summary to version 2, deriving what can be
+// derived exactly and saying what cannot:
+//   - answered (overall and per endpoint) is the sum of the status counts:
+//     version 1 counted answers by status and the rest by error kind;
+//   - wall_s is duration_s + wait_s (version 1's last end − start);
+//   - rps and throughput are recomputed on them (answered / wall_s,
+//     succeeded / wall_s);
+//   - its latency histograms mixed the time to failure of the requests
+//     without an answer with the answers' latency, and cannot be taken
+//     apart: when it had such requests, latency_includes_failed is set, and
+//     the text report says so.
+func upgradeV1(s *Summary) {
+	s.Version = SummaryVersion
+	s.Answered = sumCounts(s.Status)
+	for i := range s.Endpoints {
+		s.Endpoints[i].Answered = sumCounts(s.Endpoints[i].Status)
+	}
+	s.WallS = s.DurationS + s.WaitS
+	s.RPS, s.Throughput = rates(s.Answered, s.Succeeded, s.WallS)
+	if sumCounts(s.Errors) > 0 {
+		s.LatencyWithFailed = true
+	}
+}
+
+func sumCounts(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // Merge combines the summaries of runs that ran side by side (the shards of
 // a distributed run) into one, exactly: counts add, and the latency,
 // service-time and per-endpoint histograms merge, so the merged p99 is the
 // p99 of one histogram fed every value. The merged run spans from the
-// earliest start to the latest end; intervals line up on wall-clock
-// seconds. Sections kept without histograms
-// (status_latency_ms, timings_ms) cannot merge exactly and are left out.
+// earliest start to the latest end of the summaries that have requests: a
+// summary without any (a standalone sink's, "replay sink --out") brings its
+// end-to-end section but neither widens the time rates divide by nor
+// changes the model or the target rate. Intervals line up on wall-clock
+// seconds. Sections kept without histograms (status_latency_ms,
+// timings_ms) cannot merge exactly and are left out.
 func Merge(ss []*Summary) (*Summary, error) {
 	if len(ss) == 0 {
 		return nil, errors.New("merge: no summaries")
 	}
-	m := newMerger(ss[0].Model)
+	spans := make([]bool, len(ss)) // summary i sets the span, model and rate
+	first, n := -1, 0
 	for i, s := range ss {
-		if err := m.add(i, s); err != nil {
+		if s.Requests > 0 {
+			spans[i] = true
+			n++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	if n == 0 { // only sinks: they are the run
+		for i := range spans {
+			spans[i] = true
+		}
+		first, n = 0, len(ss)
+	}
+	m := newMerger(ss[first].Model)
+	for i, s := range ss {
+		if err := m.add(i, s, spans[i]); err != nil {
 			return nil, err
 		}
 	}
-	return m.finish(len(ss))
+	return m.finish(n)
 }
 
 // merger folds summaries one by one; finish turns what it holds into the
 // merged summary. Each section has its own pair of methods.
 type merger struct {
 	out          *Summary
+	spanned      bool // a summary has set the span
 	lat, svc     *hdrhistogram.Histogram
 	end, lastDue time.Time
 	rateSum      float64
@@ -71,8 +130,9 @@ type endpointMerge struct {
 }
 
 type intervalMerge struct {
-	iv   Interval
-	hist *hdrhistogram.Histogram
+	iv     Interval
+	hist   *hdrhistogram.Histogram
+	failed *hdrhistogram.Histogram // nil until a summary has one
 }
 
 func newMerger(model string) *merger {
@@ -84,9 +144,11 @@ func newMerger(model string) *merger {
 	}
 }
 
-// add folds summary i.
-func (m *merger) add(i int, s *Summary) error {
-	m.addSpan(i, s)
+// add folds summary i; spans tells whether it sets the span (see Merge).
+func (m *merger) add(i int, s *Summary, spans bool) error {
+	if spans {
+		m.addSpan(s)
+	}
 	m.addCounts(s)
 	if s.E2E != nil {
 		m.e2es = append(m.e2es, indexedE2E{i, s.E2E})
@@ -107,11 +169,12 @@ func (m *merger) add(i int, s *Summary) error {
 
 // addSpan widens the merged run to cover s: the earliest start, the last
 // due time, the last end.
-func (m *merger) addSpan(i int, s *Summary) {
+func (m *merger) addSpan(s *Summary) {
 	out := m.out
-	if i == 0 || s.Started.Before(out.Started) {
+	if !m.spanned || s.Started.Before(out.Started) {
 		out.Started = s.Started
 	}
+	m.spanned = true
 	if s.Model != out.Model {
 		out.Model = "mixed"
 	}
@@ -119,7 +182,7 @@ func (m *merger) addSpan(i int, s *Summary) {
 	if due.After(m.lastDue) {
 		m.lastDue = due
 	}
-	if e := due.Add(seconds(s.WaitS)); e.After(m.end) {
+	if e := s.Started.Add(seconds(max(s.WallS, s.DurationS+s.WaitS))); e.After(m.end) {
 		m.end = e
 	}
 	if s.TargetRate != nil {
@@ -133,6 +196,8 @@ func (m *merger) addCounts(s *Summary) {
 	out.Requests += s.Requests
 	out.Succeeded += s.Succeeded
 	out.Failed += s.Failed
+	out.Answered += s.Answered
+	out.LatencyWithFailed = out.LatencyWithFailed || s.LatencyWithFailed
 	out.Dropped += s.Dropped
 	out.Late += s.Late
 	out.Reconnects += s.Reconnects
@@ -211,6 +276,16 @@ func (m *merger) addIntervals(i int, ivs []Interval) error {
 		if err := mergeHistogram(im.hist, iv.Histogram, i, fmt.Sprintf("interval %d", iv.T)); err != nil {
 			return err
 		}
+		if iv.FailedHistogram == "" && len(iv.Failed) == 0 {
+			continue
+		}
+		if im.failed == nil {
+			im.iv.Failed, im.failed = map[string]int64{}, newHistogram()
+		}
+		addCounts(im.iv.Failed, iv.Failed)
+		if err := mergeHistogram(im.failed, iv.FailedHistogram, i, fmt.Sprintf("interval %d, failed", iv.T)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -226,6 +301,7 @@ func (m *merger) addEndpoints(i int, es []Endpoint) error {
 		em.e.Requests += e.Requests
 		em.e.Succeeded += e.Succeeded
 		em.e.Failed += e.Failed
+		em.e.Answered += e.Answered
 		addCounts(em.e.Status, e.Status)
 		addCounts(em.e.Errors, e.Errors)
 		if err := mergeHistogram(em.hist, e.Histogram, i, "endpoint "+e.Name); err != nil {
@@ -241,12 +317,10 @@ func (m *merger) finish(n int) (*Summary, error) {
 	out.Started = out.Started.UTC()
 	out.DurationS = m.lastDue.Sub(out.Started).Seconds()
 	out.WaitS = max(m.end.Sub(m.lastDue).Seconds(), 0)
+	out.WallS = max(m.end.Sub(out.Started).Seconds(), 0)
+	out.RPS, out.Throughput = rates(out.Answered, out.Succeeded, out.WallS)
 	if out.DurationS > 0 {
-		out.RPS = float64(out.Requests) / out.DurationS
 		out.IterationRate = float64(out.Iterations) / out.DurationS
-	}
-	if total := out.DurationS + out.WaitS; total > 0 {
-		out.Throughput = float64(out.Succeeded) / total
 	}
 	if m.rates == n {
 		out.TargetRate = &m.rateSum
@@ -304,6 +378,9 @@ func (m *merger) finishIntervals() {
 		im.iv.Latency = IntervalLatency{P50: msOf(h.ValueAtQuantile(50)), P90: msOf(h.ValueAtQuantile(90)),
 			P99: msOf(h.ValueAtQuantile(99)), Max: msOf(h.Max())}
 		im.iv.Histogram = encodeHistogram(h)
+		if im.failed != nil {
+			im.iv.FailedHistogram = encodeHistogram(im.failed)
+		}
 		out.Intervals = append(out.Intervals, im.iv)
 	}
 	sort.Slice(out.Intervals, func(i, j int) bool { return out.Intervals[i].T < out.Intervals[j].T })

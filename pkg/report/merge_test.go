@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,10 @@ func TestMergeIsExact(t *testing.T) {
 	if m.Latency != one.Latency || m.Service != one.Service {
 		t.Errorf("latency: got %+v, want %+v", m.Latency, one.Latency)
 	}
+	if m.Answered != one.Answered || math.Abs(m.WallS-one.WallS) > 1e-6 || math.Abs(m.RPS-one.RPS) > 1e-6 || math.Abs(m.Throughput-one.Throughput) > 1e-6 {
+		t.Errorf("answered %d, wall_s %v, rps %v, throughput %v; want %d, %v, %v, %v",
+			m.Answered, m.WallS, m.RPS, m.Throughput, one.Answered, one.WallS, one.RPS, one.Throughput)
+	}
 	if m.Histogram != one.Histogram {
 		t.Error("the merged histogram differs from the single one")
 	}
@@ -80,8 +85,34 @@ func TestMergeIsExact(t *testing.T) {
 }
 
 func TestReadSummaryVersion(t *testing.T) {
-	if _, err := ReadSummary(strings.NewReader(`{"version":2}`)); err == nil || !strings.Contains(err.Error(), "version 2") {
+	if _, err := ReadSummary(strings.NewReader(`{"version":3}`)); err == nil || !strings.Contains(err.Error(), "version 3, want 1 or 2") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestReadSummaryV1 reads a version 1 summary: answered is derived from the
+// status counts, wall_s from duration and wait, rps and throughput on
+// them, and the latency is marked as mixing in the failures.
+func TestReadSummaryV1(t *testing.T) {
+	v1 := `{"version":1,"started":"2026-11-22T10:00:00Z","duration_s":1,"wait_s":1,"model":"closed",
+		"requests":100,"succeeded":60,"failed":40,"rps":100,"throughput":30,
+		"latency_ms":{"p99":1},"status":{"200":60,"500":20},"errors":{"timeout":20},
+		"endpoints":[{"name":"GET /a","requests":100,"succeeded":60,"failed":40,"status":{"200":60,"500":20},"errors":{"timeout":20}}]}`
+	s, err := ReadSummary(strings.NewReader(v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Version != 2 || s.Answered != 80 || s.Endpoints[0].Answered != 80 || s.WallS != 2 || s.RPS != 40 || s.Throughput != 30 || !s.LatencyWithFailed {
+		t.Errorf("got version %d, answered %d (endpoint %d), wall_s %v, rps %v, throughput %v, latency_includes_failed %v; want 2, 80 (80), 2, 40, 30, true",
+			s.Version, s.Answered, s.Endpoints[0].Answered, s.WallS, s.RPS, s.Throughput, s.LatencyWithFailed)
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, s); err != nil || !strings.Contains(buf.String(), "latencies include the time to failure") {
+		t.Errorf("text of a version 1 summary: %v\n%s", err, buf.String())
+	}
+	m, err := Merge([]*Summary{s, s})
+	if err != nil || m.Answered != 160 || !m.LatencyWithFailed || m.RPS != 80 {
+		t.Errorf("merged with itself: %v, answered %d, rps %v, latency_includes_failed %v", err, m.Answered, m.RPS, m.LatencyWithFailed)
 	}
 }
 
@@ -173,5 +204,51 @@ func TestMergeE2E(t *testing.T) {
 	bad.E2E.Stages[0].Histogram = "HISTFAAAAnot"
 	if _, err := Merge([]*Summary{shard(10), bad}); err == nil || !strings.Contains(err.Error(), "summary 2, e2e stage done") {
 		t.Errorf("a corrupt stage histogram: %v", err)
+	}
+}
+
+// TestMergeWithStandaloneSink: a standalone sink's summary (no requests,
+// model "sink", started before the shards and stopped after them) brings
+// its end-to-end section to the merge, but neither stretches the time the
+// rates divide by nor changes the model or the target rate.
+func TestMergeWithStandaloneSink(t *testing.T) {
+	rate := 300.0
+	meta := Meta{Run: result.Counters{Started: t0}, Model: "rate", TargetRate: &rate}
+	var shards []*Summary
+	for k := range 2 {
+		var rs []result.Result
+		for i := range 300 {
+			rs = append(rs, at(uint16(k), time.Duration(i)*time.Second/300, 0, time.Millisecond))
+		}
+		shards = append(shards, record(testEndpoints, rs).Summary(meta))
+	}
+	alone, err := Merge(shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alone.RPS < 590 || alone.RPS > 610 {
+		t.Fatalf("shards alone: rps %v, want about 600", alone.RPS)
+	}
+	sink := &Summary{Version: SummaryVersion, Started: t0.Add(-5 * time.Second), DurationS: 20, Model: "sink",
+		E2E: &e2e.Summary{Stages: []e2e.Stage{{Name: "queue", Received: 600, Unique: 600}}}}
+	for _, order := range [][]*Summary{{shards[0], shards[1], sink}, {sink, shards[0], shards[1]}} {
+		m, err := Merge(order)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.RPS != alone.RPS || m.Throughput != alone.Throughput || m.DurationS != alone.DurationS || !m.Started.Equal(alone.Started) {
+			t.Errorf("with the sink (%s first): rps %v, throughput %v, duration %v, started %v; want %v, %v, %v, %v as without it",
+				order[0].Model, m.RPS, m.Throughput, m.DurationS, m.Started, alone.RPS, alone.Throughput, alone.DurationS, alone.Started)
+		}
+		if m.Model != "rate" || m.TargetRate == nil || *m.TargetRate != 600 {
+			t.Errorf("with the sink (%s first): model %q, target rate %v; want rate, 600", order[0].Model, m.Model, m.TargetRate)
+		}
+		if m.E2E == nil || len(m.E2E.Stages) != 1 || m.E2E.Stages[0].Unique != 600 {
+			t.Errorf("with the sink (%s first): e2e %+v, want the sink's stage", order[0].Model, m.E2E)
+		}
+	}
+	// Sinks alone are still a merge: their span is theirs.
+	if m, err := Merge([]*Summary{sink, sink}); err != nil || m.Model != "sink" || m.DurationS != 20 {
+		t.Errorf("sinks alone: %v, model %q, duration %v; want sink, 20", err, m.Model, m.DurationS)
 	}
 }

@@ -163,14 +163,23 @@ func checkInvariants(t *testing.T, s *Summary) {
 			}
 		}
 	})
-	t.Run("histograms hold every request", func(t *testing.T) {
+	t.Run("histograms hold every answered request", func(t *testing.T) {
+		if s.Answered != s.Requests-sum(s.Errors) || s.Answered != sum(s.Status) {
+			t.Errorf("answered: got %d, want requests %d − errors %d = the status counts %d", s.Answered, s.Requests, sum(s.Errors), sum(s.Status))
+		}
 		for name, enc := range map[string]string{"histogram": s.Histogram, "service_histogram": s.ServiceHistogram} {
 			h, err := DecodeHistogram(enc)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			if h.TotalCount() != s.Requests {
-				t.Errorf("%s: got %d values, want %d", name, h.TotalCount(), s.Requests)
+			if h.TotalCount() != s.Answered {
+				t.Errorf("%s: got %d values, want %d (the answered requests)", name, h.TotalCount(), s.Answered)
+			}
+		}
+		for _, e := range s.Endpoints {
+			h, err := DecodeHistogram(e.Histogram)
+			if err != nil || h.TotalCount() != e.Answered || e.Answered != sum(e.Status) {
+				t.Errorf("endpoint %s: histogram %v, %d values; answered %d, status counts %d", e.Name, err, h.TotalCount(), e.Answered, sum(e.Status))
 			}
 		}
 	})
@@ -296,7 +305,7 @@ func TestSummaryRates(t *testing.T) {
 		{
 			name: "spread", results: spread, meta: Meta{Run: result.Counters{Started: t0}, TargetRate: &rate},
 			wantStarted: t0, wantDur: 0.99, wantWait: 0.005,
-			wantRPS: 100 / 0.99, wantTput: 99 / 0.995,
+			wantRPS: 100 / 0.995, wantTput: 99 / 0.995,
 		},
 		{
 			name: "one request", results: []result.Result{at(0, 0, 0, 2*ms)}, meta: Meta{Run: result.Counters{Started: t0}},
@@ -305,7 +314,7 @@ func TestSummaryRates(t *testing.T) {
 		{
 			name: "zero start is the first due time", results: spread[10:], meta: Meta{},
 			wantStarted: t0.Add(100 * ms), wantDur: 0.89, wantWait: 0.005,
-			wantRPS: 90 / 0.89, wantTput: 89 / 0.895,
+			wantRPS: 90 / 0.895, wantTput: 89 / 0.895,
 		},
 		{
 			name: "no requests", meta: Meta{Run: result.Counters{Started: t0}},
@@ -324,6 +333,7 @@ func TestSummaryRates(t *testing.T) {
 			}{
 				{"duration_s", s.DurationS, tt.wantDur},
 				{"wait_s", s.WaitS, tt.wantWait},
+				{"wall_s", s.WallS, tt.wantDur + tt.wantWait},
 				{"rps", s.RPS, tt.wantRPS},
 				{"throughput", s.Throughput, tt.wantTput},
 			} {

@@ -11,8 +11,11 @@ import (
 )
 
 // SummaryVersion is the version of the summary JSON contract. It changes
-// only when a field is renamed or dropped; adding fields keeps it.
-const SummaryVersion = 1
+// only when a field is renamed or dropped, or its meaning changes; adding
+// fields keeps it. Version 2: latency, rps and their thresholds describe
+// answered requests only (answered), and rates run over the wall time
+// (wall_s). ReadSummary reads versions 1 and 2.
+const SummaryVersion = 2
 
 // Meta is what a Summary needs to know about the run that the results do
 // not say: the engine's counters as they came, and the load asked for.
@@ -37,15 +40,17 @@ type Meta struct {
 type Summary struct {
 	Version    int       `json:"version"`     // SummaryVersion
 	Started    time.Time `json:"started"`     // RFC 3339, UTC
-	DurationS  float64   `json:"duration_s"`  // last due time − Started (last end − Started if that is ≤ 0)
+	DurationS  float64   `json:"duration_s"`  // issuing: last due time − Started (last end − Started if that is ≤ 0)
 	WaitS      float64   `json:"wait_s"`      // last end − (Started + DurationS): waiting for the last answers
+	WallS      float64   `json:"wall_s"`      // last end (answer or error) − Started: what rates divide by
 	Model      string    `json:"model"`       // Meta.Model
 	TargetRate *float64  `json:"target_rate"` // null without a rate
 	Requests   int64     `json:"requests"`    // requests begun: Succeeded + Failed
 	Succeeded  int64     `json:"succeeded"`   // HTTP status below 400
 	Failed     int64     `json:"failed"`      // status ≥ 400, or an error
-	RPS        float64   `json:"rps"`         // Requests / DurationS
-	Throughput float64   `json:"throughput"`  // Succeeded / (DurationS + WaitS)
+	Answered   int64     `json:"answered"`    // requests that got an answer, whatever its status: Requests − Σ Errors
+	RPS        float64   `json:"rps"`         // Answered / WallS
+	Throughput float64   `json:"throughput"`  // Succeeded / WallS
 	Dropped    int64     `json:"dropped"`     // Meta.Dropped; never part of Requests
 	Late       int64     `json:"late"`        // Meta.Late
 	Reconnects int64     `json:"reconnects"`  // connections opened to replace one of the same VU
@@ -85,8 +90,8 @@ type Summary struct {
 	Schedule      *Schedule `json:"schedule,omitempty"`        // open models (rate, recorded)
 	OutOfOrder    int       `json:"ts_out_of_order,omitempty"` // recorded pacing: iterations listed before earlier ones
 
-	Latency       Latency            `json:"latency_ms"`        // End − Due: from when the request was due
-	Service       Latency            `json:"service_ms"`        // End − Sent: from its first byte written
+	Latency       Latency            `json:"latency_ms"`        // answered, End − Due: from when the request was due
+	Service       Latency            `json:"service_ms"`        // answered, End − Sent: from its first byte written
 	Status        map[string]int64   `json:"status"`            // requests answered, by HTTP status: {"202": 119950}
 	StatusLatency map[string]Latency `json:"status_latency_ms"` // latency by HTTP status
 	Errors        map[string]int64   `json:"errors"`            // requests not answered, by kind: {"timeout": 10}
@@ -94,6 +99,11 @@ type Summary struct {
 
 	Histogram        string `json:"histogram"`         // latency, µs, HdrHistogram V2 compressed base64 ("HISTF...")
 	ServiceHistogram string `json:"service_histogram"` // service time, same encoding
+
+	// LatencyWithFailed is set on a summary read from version 1 (or merged
+	// with one) that had requests fail without an answer: its latencies
+	// include their time to failure, which version 1 did not keep apart.
+	LatencyWithFailed bool `json:"latency_includes_failed,omitempty"`
 }
 
 // Transform is what one rewrite did over the run (result.TransformCount):
@@ -140,7 +150,8 @@ type Endpoint struct {
 	Requests  int64            `json:"requests"`
 	Succeeded int64            `json:"succeeded"`
 	Failed    int64            `json:"failed"`
-	Latency   Latency          `json:"latency_ms"`
+	Answered  int64            `json:"answered"`   // requests with an answer, whatever its status
+	Latency   Latency          `json:"latency_ms"` // answered requests
 	Status    map[string]int64 `json:"status"`
 	Errors    map[string]int64 `json:"errors"`
 	Histogram string           `json:"histogram"` // its latency histogram, so endpoints merge exactly
@@ -165,6 +176,7 @@ func (r *Recorder) Summary(m Meta) *Summary {
 		Requests:    f.requests,
 		Succeeded:   f.succeeded,
 		Failed:      f.failed,
+		Answered:    f.answered,
 		Dropped:     m.Run.Dropped,
 		Late:        m.Run.Late,
 		Reconnects:  f.reconnects,
@@ -195,8 +207,10 @@ func (r *Recorder) Summary(m Meta) *Summary {
 	}
 
 	if f.seen {
-		// vegeta's definitions: the run lasts until the last request was
-		// due, then waits for the last answers.
+		// vegeta's definitions: the run issues until the last request was
+		// due, then waits for the last answers. Rates run over the whole
+		// wall time, waiting included: a SUT that answers a burst and then
+		// hangs until the requests time out is not fast.
 		start := started.UnixNano()
 		dur := f.maxDue - start
 		if dur <= 0 { // one request, or all due at the start
@@ -206,12 +220,8 @@ func (r *Recorder) Summary(m Meta) *Summary {
 		wait := max(f.maxEnd-(start+dur), 0)
 		s.DurationS = float64(dur) / 1e9
 		s.WaitS = float64(wait) / 1e9
-		if dur > 0 {
-			s.RPS = float64(f.requests) / s.DurationS
-		}
-		if dur+wait > 0 {
-			s.Throughput = float64(f.succeeded) / (float64(dur+wait) / 1e9)
-		}
+		s.WallS = float64(dur+wait) / 1e9
+		s.RPS, s.Throughput = rates(s.Answered, s.Succeeded, s.WallS)
 		if dur > 0 {
 			s.IterationRate = float64(m.Run.Iterations) / s.DurationS
 		}
@@ -242,6 +252,7 @@ func (r *Recorder) Summary(m Meta) *Summary {
 			Requests:  ep.requests,
 			Succeeded: ep.succeeded,
 			Failed:    ep.failed,
+			Answered:  ep.answered,
 			Latency:   latencyOf(ep.latency),
 			Status:    make(map[string]int64, len(ep.status)),
 			Errors:    errorCounts(&ep.errors),
@@ -253,6 +264,15 @@ func (r *Recorder) Summary(m Meta) *Summary {
 		s.Endpoints = append(s.Endpoints, e)
 	}
 	return s
+}
+
+// rates returns rps (answered requests a second) and throughput
+// (succeeded requests a second) over wall seconds; zero without a wall time.
+func rates(answered, succeeded int64, wall float64) (rps, throughput float64) {
+	if wall <= 0 {
+		return 0, 0
+	}
+	return float64(answered) / wall, float64(succeeded) / wall
 }
 
 // errorCounts returns the non-zero counts of errs by kind name.

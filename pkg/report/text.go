@@ -19,12 +19,17 @@ import (
 // text report and k6's end summary:
 //
 //	Requests      [total, rate, throughput]               1200, 400.00, 399.10
-//	Duration      [total, issuing, wait]                  3s, 3s, 1.2ms
+//	Answered      [answered, failed without an answer]    1198, 2
+//	Duration      [wall, issuing, wait]                   3s, 3s, 1.2ms
 //	Latency       [from due: min, mean, 50, 90, 95, 99, 99.9, max]  210µs, 1.1ms, ...
 //	...
 //	Endpoints
 //	  name           requests      ok%    p50    p90    p99    max  status
 //	  POST /events       1100  100.00%  1.1ms  1.8ms  4.9ms  40ms  202:1100
+//
+// Rate and throughput are answered and succeeded requests per second of
+// wall time; latencies are those of answered requests, and when there were
+// none the report says so instead of showing zeros.
 //
 // Lines for dropped and late iterations appear when they are not zero or
 // the model is not "closed"; those for downgraded, unsent and clamped
@@ -38,10 +43,18 @@ func WriteText(w io.Writer, s *Summary) error {
 
 	line("Requests", "[total, rate, throughput]",
 		fmt.Sprintf("%d, %.2f, %.2f", s.Requests, s.RPS, s.Throughput))
-	line("Duration", "[total, issuing, wait]",
-		fmt.Sprintf("%s, %s, %s", formatSeconds(s.DurationS+s.WaitS), formatSeconds(s.DurationS), formatSeconds(s.WaitS)))
-	line("Latency", "[from due: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(s.Latency))
-	line("Service time", "[from sent: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(s.Service))
+	line("Answered", "[answered, failed without an answer]", formatAnswered(s))
+	line("Duration", "[wall, issuing, wait]",
+		fmt.Sprintf("%s, %s, %s", formatSeconds(s.WallS), formatSeconds(s.DurationS), formatSeconds(s.WaitS)))
+	lat, svc := formatLatency(s.Latency), formatLatency(s.Service)
+	if s.Answered == 0 {
+		lat, svc = "none: no request was answered", "none: no request was answered"
+	}
+	line("Latency", "[from due: min, mean, 50, 90, 95, 99, 99.9, max]", lat)
+	line("Service time", "[from sent: min, mean, 50, 90, 95, 99, 99.9, max]", svc)
+	if s.LatencyWithFailed {
+		line("  note", "[version 1 summary]", "latencies include the time to failure of the requests without an answer")
+	}
 	if tm := s.Timings; tm != nil {
 		line("  connecting", "[new connections: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.Connecting))
 		if tm.TLSHandshaking.Max > 0 {
@@ -133,25 +146,33 @@ func WriteText(w io.Writer, s *Summary) error {
 	return err
 }
 
+// formatAnswered gives the answered requests and those that failed without
+// an answer, saying it plainly when nothing was answered.
+func formatAnswered(s *Summary) string {
+	v := fmt.Sprintf("%d, %d", s.Answered, s.Requests-s.Answered)
+	if s.Answered == 0 && s.Requests > 0 {
+		v += ": NO REQUEST WAS ANSWERED (errors below)"
+	}
+	return v
+}
+
 // writeEndpoints writes the endpoint table, name and status left-aligned,
-// numbers right-aligned.
+// numbers right-aligned. Latencies are the answered requests'; "-" where
+// none was answered.
 func writeEndpoints(buf *bytes.Buffer, eps []Endpoint) {
-	rows := [][]string{{"name", "requests", "ok%", "p50", "p90", "p99", "max", "status"}}
+	rows := [][]string{{"name", "requests", "answered", "ok%", "p50", "p90", "p99", "max", "status"}}
 	for _, e := range eps {
 		outcomes := strings.Join(append(countList(e.Status), countList(e.Errors)...), " ")
 		if outcomes == "" {
 			outcomes = "-"
 		}
-		rows = append(rows, []string{
-			e.Name,
-			strconv.FormatInt(e.Requests, 10),
-			formatPercent(e.Succeeded, e.Requests),
-			formatMillis(e.Latency.P50),
-			formatMillis(e.Latency.P90),
-			formatMillis(e.Latency.P99),
-			formatMillis(e.Latency.Max),
-			outcomes,
-		})
+		lat := []string{formatMillis(e.Latency.P50), formatMillis(e.Latency.P90), formatMillis(e.Latency.P99), formatMillis(e.Latency.Max)}
+		if e.Answered == 0 {
+			lat = []string{"-", "-", "-", "-"}
+		}
+		row := []string{e.Name, strconv.FormatInt(e.Requests, 10), strconv.FormatInt(e.Answered, 10), formatPercent(e.Succeeded, e.Requests)}
+		row = append(append(row, lat...), outcomes)
+		rows = append(rows, row)
 	}
 	writeTable(buf, rows, true)
 }

@@ -13,9 +13,9 @@ import (
 func rateSummary() *Summary {
 	rate := 400.0
 	return &Summary{
-		Version: 1, Started: t0, DurationS: 3, WaitS: 0.0012,
+		Version: 2, Started: t0, DurationS: 3, WaitS: 0.0012, WallS: 3.0012,
 		Model: "rate", TargetRate: &rate,
-		Requests: 1200, Succeeded: 1194, Failed: 6, RPS: 400, Throughput: 397.84,
+		Requests: 1200, Succeeded: 1194, Failed: 6, Answered: 1198, RPS: 399.17, Throughput: 397.84,
 		Dropped: 3, Late: 12, Reconnects: 2, VUsMax: 50,
 		BytesIn: 24000, BytesOut: 1_536_000,
 		Connections: 52, Downgraded: 7, Unsent: 1, Clamped: 1,
@@ -26,12 +26,12 @@ func rateSummary() *Summary {
 		Status:   map[string]int64{"202": 1100, "200": 94, "500": 4},
 		Errors:   map[string]int64{"timeout": 1, "cancelled": 1},
 		Endpoints: []Endpoint{
-			{Name: "POST /events", Requests: 1100, Succeeded: 1100,
+			{Name: "POST /events", Requests: 1100, Succeeded: 1100, Answered: 1100,
 				Latency: Latency{P50: 0.95, P90: 1.7, P99: 4.5, Max: 40.1}, Status: map[string]int64{"202": 1100}},
-			{Name: "GET /users/{id}/orders", Requests: 98, Succeeded: 94, Failed: 4,
+			{Name: "GET /users/{id}/orders", Requests: 98, Succeeded: 94, Failed: 4, Answered: 98,
 				Latency: Latency{P50: 1.5, P90: 2.5, P99: 9.99, Max: 3_600_000}, Status: map[string]int64{"200": 94, "500": 4}},
 			{Name: "other", Requests: 2, Failed: 2,
-				Latency: Latency{P50: 999.6, P90: 1000, P99: 1000, Max: 1000}, Errors: map[string]int64{"timeout": 1, "cancelled": 1}},
+				Errors: map[string]int64{"timeout": 1, "cancelled": 1}},
 		},
 	}
 }

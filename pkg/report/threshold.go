@@ -14,10 +14,10 @@ import (
 
 // Threshold is a pass/fail criterion on a run's summary, written as
 //
-//	p99<200ms              latency (from due time) percentile: p50 p90 p95 p99 p999, min, mean, max
+//	p99<200ms              latency (from due time) percentile of answered requests: p50 p90 p95 p99 p999, min, mean, max
 //	service p95<=50ms      the same on service time (from the first byte sent)
 //	errors<1%              failed requests as a share of requests (or a count: errors<10)
-//	rps>1000               requests per second; also throughput, iteration_rate
+//	rps>1000               answered requests per second of wall time; also throughput (succeeded), iteration_rate
 //	dropped<=0             iterations an arrival rate dropped; also late (requests)
 //	match>99%              responses matching the recorded ones (--compare)
 //	POST /events: p95<50ms the same for one endpoint (latency and errors)
@@ -26,7 +26,10 @@ import (
 //	lost<0.1%              events accepted but not seen, worst stage, as a share of accepted (or a count)
 //	duplicates<1           events seen more than once, all stages
 //
-// Latencies take ms (default), s or µs/us.
+// Latencies take ms (default), s or µs/us. A latency threshold (overall,
+// service or per endpoint) where no request was answered fails: requests
+// that failed without an answer have no latency, and no latency is not a
+// low one.
 type Threshold struct {
 	Text     string
 	Endpoint string // "" for the whole run
@@ -178,6 +181,11 @@ func Evaluate(s *Summary, ts []Threshold) bool {
 	all := true
 	for _, t := range ts {
 		measured, unit := measure(s, t)
+		if math.IsNaN(measured) { // nothing to measure: it cannot pass, and JSON has no NaN
+			s.Thresholds = append(s.Thresholds, ThresholdResult{Threshold: t.Text, Unit: unit, Pass: false})
+			all = false
+			continue
+		}
 		var pass bool
 		switch t.Op {
 		case "<":
@@ -195,22 +203,33 @@ func Evaluate(s *Summary, ts []Threshold) bool {
 	return all
 }
 
+// noAnswer is the unit of a latency threshold measured on no answer.
+const noAnswer = "ms (no request was answered)"
+
+// measure returns what threshold t measures on s and its unit; NaN when
+// there is nothing to measure (Evaluate fails the threshold).
 func measure(s *Summary, t Threshold) (float64, string) {
 	lat, svc := s.Latency, s.Service
-	requests, failed := s.Requests, s.Failed
+	requests, failed, answered := s.Requests, s.Failed, s.Answered
 	if t.Endpoint != "" {
-		lat, requests, failed = Latency{}, 0, 0 // an endpoint without requests
+		lat, requests, failed, answered = Latency{}, 0, 0, 0 // an endpoint without requests
 		for _, e := range s.Endpoints {
 			if e.Name == t.Endpoint {
-				lat, requests, failed = e.Latency, e.Requests, e.Failed
+				lat, requests, failed, answered = e.Latency, e.Requests, e.Failed, e.Answered
 			}
 		}
 	}
 	kind, stat, _ := strings.Cut(t.Metric, " ")
 	switch kind {
 	case "latency":
+		if answered == 0 {
+			return math.NaN(), noAnswer
+		}
 		return statOf(lat, stat), "ms"
 	case "service":
+		if answered == 0 {
+			return math.NaN(), noAnswer
+		}
 		return statOf(svc, stat), "ms"
 	case "errors%":
 		if requests == 0 {
