@@ -117,7 +117,8 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 		Example: `  replay export k6 -f traffic.jsonl --target http://127.0.0.1:8080 --vus 50 --duration 1m -o load.js
   k6 run --no-usage-report load.js`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			markGiven(cmd.Flags(), &load)
 			if out == "" || out == "-" {
 				return fmt.Errorf("-o: export k6 writes a script and its data beside it: give -o FILE.js")
 			}

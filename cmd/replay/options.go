@@ -41,6 +41,13 @@ func addLoadFlags(fs *pflag.FlagSet, o *run.Load, vus int) {
 	fs.DurationVar(&o.LateAfter, "late-after", o.LateAfter, "count a request begun more than this after it was due as late")
 }
 
+// markGiven records which load flags were given explicitly, so that an
+// explicit zero is refused rather than taken for "not set".
+func markGiven(fs *pflag.FlagSet, o *run.Load) {
+	o.DurationGiven = fs.Changed("duration")
+	o.MaxVUsGiven = fs.Changed("max-vus")
+}
+
 // addFlags adds the flags of replay run; vus is --vus's default.
 func (f *runFlags) addFlags(fs *pflag.FlagSet, vus int) {
 	o := &f.run

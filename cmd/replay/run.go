@@ -64,6 +64,7 @@ requests finish within --grace, writes the reports and exits 130 or 143.`,
 			if err != nil {
 				return err
 			}
+			markGiven(cmd.Flags(), &f.run.Load)
 			if f.run.File == "" {
 				return fmt.Errorf("--file: required (a traffic file, or - for standard input)")
 			}

@@ -82,9 +82,13 @@ type Load struct {
 	// VUs are the closed model's users, an open model's starting pool.
 	VUs int
 	// MaxVUs lets an open model's pool grow (0: max(VUs, 1000)).
-	MaxVUs     int
-	Duration   time.Duration
-	Iterations int64
+	MaxVUs   int
+	Duration time.Duration
+	// DurationGiven and MaxVUsGiven say that --duration and --max-vus
+	// were given explicitly: then 0 is refused rather than meaning "not
+	// set" (the caller knows, cobra's Flags().Changed).
+	DurationGiven, MaxVUsGiven bool
+	Iterations                 int64
 	// Mode is the file walk: "once", "loop", or "" to infer it.
 	Mode string
 	// Rate is an arrival rate: "2000/s", "120000/m".

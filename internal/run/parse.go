@@ -103,6 +103,12 @@ func parseLoad(l *Load) (loadModel, error) {
 			return m, fmt.Errorf("--stages: %w", err)
 		}
 	}
+	if l.DurationGiven && l.Duration <= 0 {
+		return m, fmt.Errorf("--duration: want a positive duration such as 1m, got %v (leave it out to walk the file once)", l.Duration)
+	}
+	if l.MaxVUsGiven && l.MaxVUs <= 0 {
+		return m, fmt.Errorf("--max-vus: want at least 1, got %d (leave it out for the default)", l.MaxVUs)
+	}
 	if l.Speed <= 0 {
 		return m, fmt.Errorf("--speed: want a positive factor such as 2, got %v", l.Speed)
 	}

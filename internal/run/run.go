@@ -47,7 +47,7 @@ var ErrInterrupted = errors.New("interrupted")
 // saying why: ErrAborted, or ErrInterrupted with ctx's cause; an error of
 // the VUs after traffic began comes with the summary too.
 func Execute(ctx context.Context, o Options) (*report.Summary, error) {
-	r, err := prepare(&o)
+	r, err := prepare(ctx, &o)
 	if err != nil {
 		return nil, nothingSent(err)
 	}
@@ -90,7 +90,7 @@ type runner struct {
 // prepare checks the options, reads the files they name, configures the
 // VUs, divides the load for the shard, opens the traffic and builds what
 // works on it. Nothing is started.
-func prepare(o *Options) (*runner, error) {
+func prepare(ctx context.Context, o *Options) (*runner, error) {
 	p, err := parse(o)
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func prepare(o *Options) (*runner, error) {
 	}
 	divide(&cfg, p.shard)
 	opening := time.Now()
-	f, err := openTraffic(o, p)
+	f, err := openTraffic(ctx, o, p)
 	if err != nil {
 		return nil, err
 	}
@@ -117,8 +117,9 @@ func prepare(o *Options) (*runner, error) {
 	return r, nil
 }
 
-// openTraffic opens the traffic of o.
-func openTraffic(o *Options, p *parsed) (*rrpair.File, error) {
+// openTraffic opens the traffic of o; ctx stops the spooling of
+// standard input.
+func openTraffic(ctx context.Context, o *Options, p *parsed) (*rrpair.File, error) {
 	opt := rrpair.Options{RequireHost: o.Load.Target == "", Filter: p.filter, Shard: p.shard}
 	if o.Open != nil {
 		return o.Open(opt)
@@ -126,19 +127,25 @@ func openTraffic(o *Options, p *parsed) (*rrpair.File, error) {
 	if o.File == "" {
 		return nil, errors.New("--file: required (a traffic file, or - for standard input)")
 	}
-	return OpenFile(o.File, o.Stdin, opt)
+	return OpenFileContext(ctx, o.File, o.Stdin, opt)
 }
 
 // OpenFile opens traffic as a run does: the file at path, or for "-"
 // stdin, spooled to a temporary file so that it can be mapped.
 func OpenFile(path string, stdin io.Reader, opt rrpair.Options) (*rrpair.File, error) {
+	return OpenFileContext(context.Background(), path, stdin, opt)
+}
+
+// OpenFileContext is OpenFile, whose spooling of stdin stops at once when
+// ctx is done.
+func OpenFileContext(ctx context.Context, path string, stdin io.Reader, opt rrpair.Options) (*rrpair.File, error) {
 	if path != "-" {
 		return rrpair.Open(path, opt)
 	}
 	if stdin == nil {
 		return nil, errors.New("--file -: no standard input to read")
 	}
-	return rrpair.OpenReader(stdin, "<stdin>", opt)
+	return rrpair.OpenReaderContext(ctx, stdin, "<stdin>", opt)
 }
 
 // build makes what works on the file: the thresholds' endpoints checked,

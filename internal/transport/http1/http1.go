@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -236,6 +237,11 @@ func parseTarget(s string) (*target, error) {
 	}
 	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, fmt.Errorf("want only scheme://host[:port], got %q (paths are rewritten by transforms, not the target)", s)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("want a port in 1..65535, got %q in %q", p, s)
+		}
 	}
 	t := &target{https: u.Scheme == "https", host: []byte(u.Host)}
 	t.addr, t.name = dialAddr(u.Host, t.https)
