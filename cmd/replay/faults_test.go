@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -33,5 +37,45 @@ func TestFlagsCheckedAsTheFileIs(t *testing.T) {
 				t.Fatalf("the SUT received %d requests, want 0", n)
 			}
 		})
+	}
+}
+
+// TestEmptyShard: a shard that gets no iteration (more shards than
+// iterations) sends nothing, writes a valid empty summary that report
+// merge accepts, skips its thresholds and says so. It runs in a process
+// of its own: it used to crash on an integer divide by zero.
+func TestEmptyShard(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	file := trafficFile(t, 2) // two sessions: shard 2 of 3 gets none
+	dir := t.TempDir()
+	var parts []string
+	for _, i := range []string{"0", "2"} {
+		out := filepath.Join(dir, "shard-"+i+".json")
+		parts = append(parts, out)
+		cmd := exec.Command(os.Args[0], "run", "-f", file, "--target", srv.URL, "--shards", "3", "--rate", "20/s", "--duration", "500ms",
+			"--threshold", "rps>100000", "--out", out, "-q", "--log-format", "json")
+		cmd.Env = append(os.Environ(), "REPLAY_BE_MAIN=1", "JOB_COMPLETION_INDEX="+i)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		if i == "0" {
+			continue // it sent traffic, and its threshold failed
+		}
+		if err != nil {
+			t.Fatalf("empty shard: %v\n%s", err, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "got no iterations") || !strings.Contains(stderr.String(), "thresholds skipped") {
+			t.Errorf("empty shard did not say so:\n%s", stderr.String())
+		}
+		if s := readSummary(t, out); s["requests"].(float64) != 0 {
+			t.Errorf("empty shard: requests %v, want 0", s["requests"])
+		}
+	}
+	total := filepath.Join(dir, "total.json")
+	if r := runMain(t, context.Background(), "", append([]string{"report", "merge", "-o", total, "-q"}, parts...)...); r.code != 0 {
+		t.Fatalf("merge: exit %d: %s", r.code, r.stderr)
+	}
+	if got, want := readSummary(t, total)["requests"].(float64), float64(srv.count.Load()); got != want || got == 0 {
+		t.Errorf("merged requests %v, the server counted %v", got, want)
 	}
 }

@@ -95,6 +95,9 @@ func execute(ctx context.Context, f *runFlags, std stdio, log zerolog.Logger) er
 		outs, err = f.report.open(p.Endpoints, "--out")
 		if err == nil {
 			outs.config = p.Settings
+			if p.Empty {
+				outs.thresholds = nil // nothing sent: nothing to judge
+			}
 		}
 		return err
 	}

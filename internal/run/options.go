@@ -213,6 +213,10 @@ type Plan struct {
 	Endpoints []string
 	// Settings are the run's configuration, for the HTML report.
 	Settings []report.Setting
+	// Empty says that the run has no iteration to issue: a shard that got
+	// none of the file (more shards than iterations). It sends nothing
+	// and returns a valid empty summary; its thresholds do not apply.
+	Empty bool
 }
 
 // LiveSources are the counters of a run under way, given to Options.Live.

@@ -174,7 +174,7 @@ func (r *runner) build() error {
 // of the VUs: ctx, also cancelled by the watcher.
 func (r *runner) start(ctx context.Context) (context.Context, error) {
 	if r.o.Ready != nil {
-		plan := Plan{Endpoints: r.file.Endpoints(), Settings: settings(r.file, &r.pool.Config, r.o)}
+		plan := Plan{Endpoints: r.file.Endpoints(), Settings: settings(r.file, &r.pool.Config, r.o), Empty: r.empty()}
 		if err := r.o.Ready(plan); err != nil {
 			return nil, err
 		}
@@ -267,10 +267,29 @@ func (r *runner) startLive(ctx context.Context) (context.Context, error) {
 	return runCtx, nil
 }
 
+// empty says that the run has no iteration to issue: a shard that got
+// none of the file (more shards than iterations).
+func (r *runner) empty() bool {
+	return r.file.Iterations() == 0
+}
+
+// runPool runs the VUs under runCtx; a run with no iteration runs none,
+// and its counters say it started and ended at once.
+func (r *runner) runPool(runCtx context.Context) (result.Counters, error) {
+	if !r.empty() {
+		return r.pool.Run(runCtx)
+	}
+	sh := r.file.Shard()
+	r.o.Log.Warn().Int("shard", sh.Index).Int("shards", sh.Count).Int("pairs_in_file", r.file.Len()).
+		Msg("this shard got no iterations (more shards than iterations): nothing sent, an empty summary written, thresholds skipped")
+	now := time.Now()
+	return result.Counters{Started: now, Stopped: now, Ended: now}, nil
+}
+
 // run runs the VUs under runCtx, then makes the summary; ctx is the
 // caller's, for the drain of events.
 func (r *runner) run(ctx, runCtx context.Context) (*report.Summary, error) {
-	st, runErr := r.pool.Run(runCtx)
+	st, runErr := r.runPool(runCtx)
 	if r.stopWatch != nil {
 		r.stopWatch()
 	}
