@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -55,31 +56,33 @@ func (s *skipped) report(w io.Writer, strict bool) error {
 	return nil
 }
 
-// output opens -o, or returns stdout.
-func output(path string, stdout io.Writer) (io.Writer, func() error, error) {
-	if path == "" || path == "-" {
-		return stdout, func() error { return nil }, nil
+// writeOut runs write into -o (or stdout), puts it in place (an -o file
+// is replaced only once complete), and then says on stderr what write
+// returned and what was skipped (an error with strict). in is the file
+// read, which -o must not be.
+func writeOut(std stdio, in, out string, sk *skipped, strict bool, write func(io.Writer) (summary string, err error)) error {
+	if out == "" || out == "-" {
+		summary, err := write(std.out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(std.err, "replay: %s\n", summary)
+		return sk.report(std.err, strict)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("-o: %w", err)
-	}
-	return f, f.Close, nil
-}
-
-// writeOut runs write into -o (or stdout), closes it, and then says on
-// stderr what write returned and what was skipped (an error with strict).
-func writeOut(std stdio, out string, sk *skipped, strict bool, write func(io.Writer) (summary string, err error)) error {
-	w, closeOut, err := output(out, std.out)
-	if err != nil {
+	if err := checkDistinct([]namedPath{{"-o", out, true}, {"-f", in, false}}); err != nil {
 		return err
 	}
-	summary, err := write(w)
-	if cerr := closeOut(); err == nil {
-		err = cerr
-	}
+	f, err := createOut(out)
 	if err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
+	summary, err := write(f)
+	if err != nil {
+		f.abort()
 		return err
+	}
+	if err := f.commit(); err != nil {
+		return fmt.Errorf("-o: %w", err)
 	}
 	fmt.Fprintf(std.err, "replay: %s\n", summary)
 	return sk.report(std.err, strict)
@@ -137,20 +140,26 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 				k6Load.Stages = append(k6Load.Stages, export.K6Stage{Duration: s.Duration, Target: s.Target})
 			}
 			dataPath := strings.TrimSuffix(out, filepath.Ext(out)) + ".data.json"
-			script, err := os.Create(out)
+			if err := checkDistinct([]namedPath{{"-o", out, true}, {"-o (its data)", dataPath, true}, {"-f", file, false}}); err != nil {
+				return err
+			}
+			script, err := createOut(out)
 			if err != nil {
 				return fmt.Errorf("-o: %w", err)
 			}
-			defer script.Close()
-			data, err := os.Create(dataPath)
+			defer script.abort()
+			data, err := createOut(dataPath)
 			if err != nil {
 				return fmt.Errorf("-o: %w", err)
 			}
-			defer data.Close()
+			defer data.abort()
 			sk := &skipped{what: "line"}
 			iters, reqs, err := export.K6(script, data, "./"+filepath.Base(dataPath), f, load.Target, filepath.Base(file), k6Load, sk.add)
 			if err != nil {
 				return err
+			}
+			if err := errors.Join(data.commit(), script.commit()); err != nil {
+				return fmt.Errorf("-o: %w", err)
 			}
 			fmt.Fprintf(std.err, "replay: wrote %s and %s: %d iterations, %d requests\n", out, dataPath, iters, reqs)
 			return sk.report(std.err, strict)
@@ -180,7 +189,7 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 			}
 			defer f.Close()
 			sk := &skipped{what: "line"}
-			return writeOut(std, out, sk, strict, func(w io.Writer) (string, error) {
+			return writeOut(std, file, out, sk, strict, func(w io.Writer) (string, error) {
 				n, err := export.Vegeta(w, f, target, sk.add)
 				return fmt.Sprintf("wrote %d targets", n), err
 			})
@@ -254,7 +263,7 @@ func importer(std stdio, use, short, long, example, what string, convert func(io
 				in = f
 			}
 			sk := &skipped{what: what}
-			return writeOut(std, out, sk, strict, func(w io.Writer) (string, error) {
+			return writeOut(std, file, out, sk, strict, func(w io.Writer) (string, error) {
 				summary, err := convert(in, w, sk.add)
 				if err != nil {
 					err = fmt.Errorf("%s: %w", name, err)

@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestFlagsCheckedAsTheFileIs: values a flag cannot mean are refused
@@ -77,5 +80,122 @@ func TestEmptyShard(t *testing.T) {
 	}
 	if got, want := readSummary(t, total)["requests"].(float64), float64(srv.count.Load()); got != want || got == 0 {
 		t.Errorf("merged requests %v, the server counted %v", got, want)
+	}
+}
+
+// TestOutputsNeverTheSameFile: an output that is the same file as the
+// traffic file or as another output is refused before anything is sent,
+// whatever the spelling (a hard link, ./), and the files stay as they
+// were.
+func TestOutputsNeverTheSameFile(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	file := trafficFile(t, 5)
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link.jsonl")
+	if err := os.Link(file, link); err != nil {
+		t.Fatal(err)
+	}
+	summary := filepath.Join(dir, "summary.json")
+	if err := os.WriteFile(summary, []byte(`{"previous":true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(dir, "fresh.json")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"--out is -f", []string{"run", "-f", file, "--target", srv.URL, "--out", file}, "--out " + file + ": the same file as --file"},
+		{"--out is a hard link of -f", []string{"run", "-f", file, "--target", srv.URL, "--out", link}, "the same file as --file"},
+		{"--html is --out spelled otherwise", []string{"run", "-f", file, "--target", srv.URL, "--out", summary, "--html", filepath.Join(dir, ".", "sub", "..", "summary.json")}, "the same file as --out"},
+		{"two new outputs", []string{"run", "-f", file, "--target", srv.URL, "--junit", fresh, "--dump-failures", fresh}, "the same file as --junit"},
+		{"--hgrm is -f", []string{"run", "-f", file, "--target", srv.URL, "--hgrm", file}, "--hgrm"},
+		{"report --out is its input", []string{"report", summary, "--out", summary}, "the same file as FILE.json"},
+		{"merge -o is an input", []string{"report", "merge", summary, summary, "-o", summary}, "the same file as FILE.json"},
+		{"export -o is -f", []string{"export", "vegeta", "-f", file, "-o", link}, "the same file as -f"},
+		{"import -o is its input", []string{"import", "har", file, "-o", file}, "the same file as -f"},
+	}
+	before, _ := os.ReadFile(file)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runMain(t, context.Background(), "", tt.args...)
+			if r.code != 1 || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 1 and %q", r.code, r.stderr, tt.want)
+			}
+			if n := srv.count.Load(); n != 0 {
+				t.Fatalf("the SUT received %d requests, want 0", n)
+			}
+			if got, _ := os.ReadFile(file); !bytes.Equal(got, before) {
+				t.Fatalf("the traffic file changed: %d bytes, was %d", len(got), len(before))
+			}
+			if got, _ := os.ReadFile(summary); string(got) != `{"previous":true}` {
+				t.Fatalf("the previous summary changed: %q", got)
+			}
+			if _, err := os.Stat(fresh); err == nil {
+				t.Fatalf("%s was created", fresh)
+			}
+		})
+	}
+}
+
+// TestRefusedStartKeepsPreviousOut: a run refused after its outputs were
+// opened (the --metrics address is taken) leaves the previous --out as it
+// was, and nothing beside it.
+func TestRefusedStartKeepsPreviousOut(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "summary.json")
+	if err := os.WriteFile(out, []byte(`{"previous":true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runMain(t, context.Background(), "", "run", "-f", trafficFile(t, 5), "--target", srv.URL, "--out", out, "--html", filepath.Join(dir, "r.html"),
+		"--metrics", busy.Addr().String())
+	if r.code != 1 || !strings.Contains(r.stderr, "--metrics") {
+		t.Fatalf("exit %d, stderr %q; want 1, --metrics", r.code, r.stderr)
+	}
+	if got, _ := os.ReadFile(out); string(got) != `{"previous":true}` {
+		t.Errorf("--out: got %q, want the previous summary kept", got)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("the directory holds %v, want the previous summary alone", ents)
+	}
+}
+
+// TestSecondSignalKeepsPreviousOut: a second signal exits at once, before
+// the reports; the previous --out is then kept, not left empty.
+func TestSecondSignalKeepsPreviousOut(t *testing.T) {
+	srv := newSUT(t, 30*time.Second, 200)
+	out := filepath.Join(t.TempDir(), "summary.json")
+	if err := os.WriteFile(out, []byte(`{"previous":true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "run", "-f", trafficFile(t, 4), "--target", srv.URL,
+		"--vus", "2", "--grace", "1m", "--out", out, "-q", "--log-format", "json")
+	cmd.Env = append(os.Environ(), "REPLAY_BE_MAIN=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.count.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(200 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the process did not exit on the second signal")
+	}
+	if got, _ := os.ReadFile(out); string(got) != `{"previous":true}` {
+		t.Errorf("--out: got %q, want the previous summary kept", got)
 	}
 }

@@ -75,6 +75,13 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.MarkHidden("cpuprofile")
 }
 
+// files are the files the run reads and writes, for checkDistinct.
+func (f *runFlags) files() []namedPath {
+	o := &f.run
+	return append(f.report.paths("--out"), namedPath{"--file", o.File, false}, namedPath{"--transforms", o.Transforms.File, false},
+		namedPath{"--dump-failures", o.DumpFailures, true}, namedPath{"--cpuprofile", o.CPUProfile, true})
+}
+
 // addHTTPFlags adds the flags of where requests go and how they are sent.
 func addHTTPFlags(fs *pflag.FlagSet, o *run.HTTP) {
 	fs.BoolVar(&o.KeepHost, "keep-host", o.KeepHost, "send the recorded Host header instead of the --target host")

@@ -86,6 +86,9 @@ func execute(ctx context.Context, f *runFlags, std stdio, log zerolog.Logger) er
 	default:
 		return flagError("--progress", "auto, bar, log or off", f.progress)
 	}
+	if err := checkDistinct(f.files()); err != nil {
+		return fmt.Errorf("%w\nnothing was sent", err)
+	}
 	o := f.run
 	o.Thresholds, o.Stdin, o.DryRunTo, o.Log = f.report.thresholds, std.in, std.out, log
 	o.Shard.JobIndex = os.Getenv("JOB_COMPLETION_INDEX")

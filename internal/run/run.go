@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"time"
 
@@ -81,6 +82,7 @@ type runner struct {
 	comparer *report.Comparer // nil without Compare
 	rec      *report.Recorder
 	dump     *report.FailureDump // nil without DumpFailures
+	dumpTmp  string              // the dump's temporary file, until put in place
 
 	stopWatch func() // the threshold watcher's, or nil
 	stopLive  func() // Options.Live's, or nil
@@ -204,18 +206,51 @@ func (r *runner) start(ctx context.Context) (context.Context, error) {
 	return r.startLive(ctx)
 }
 
-// openDump creates the failure dump's file.
+// openDump creates the failure dump's file: a regular file is written
+// beside it and put in place once the VUs have stopped (commitDump), so
+// that a run refused or crashed before leaves the previous dump as it
+// was; anything else (/dev/stderr) is written directly.
 func (r *runner) openDump() error {
-	if r.o.DumpFailures == "" {
+	path := r.o.DumpFailures
+	if path == "" {
 		return nil
 	}
-	f, err := os.Create(r.o.DumpFailures)
-	if err != nil {
-		return fmt.Errorf("--dump-failures: %w", err)
+	var f *os.File
+	var err error
+	if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	} else {
+		f, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+		if err == nil {
+			r.dumpTmp = f.Name()
+			_ = f.Chmod(0o644)
+		}
 	}
-	r.onClose(func() { f.Close() })
+	if err != nil {
+		return fmt.Errorf("--dump-failures: open %s: %w", path, errors.Unwrap(err))
+	}
+	r.onClose(func() {
+		f.Close()
+		if r.dumpTmp != "" {
+			os.Remove(r.dumpTmp)
+		}
+	})
 	r.dump = report.NewFailureDump(f, r.file.Endpoints(), r.o.DumpMax)
 	r.pool.Failures = r.dump
+	return nil
+}
+
+// commitDump puts the failure dump in place, once the VUs have stopped.
+func (r *runner) commitDump() error {
+	if r.dumpTmp == "" {
+		return nil
+	}
+	tmp := r.dumpTmp
+	r.dumpTmp = ""
+	if err := os.Rename(tmp, r.o.DumpFailures); err != nil {
+		os.Remove(tmp)
+		return err
+	}
 	return nil
 }
 
@@ -302,7 +337,7 @@ func (r *runner) run(ctx, runCtx context.Context) (*report.Summary, error) {
 	}
 	cause := r.stopCause(ctx, runCtx, st)
 	if r.dump != nil {
-		if err := r.dump.Err(); err != nil {
+		if err := errors.Join(r.dump.Err(), r.commitDump()); err != nil {
 			r.o.Log.Error().Err(err).Msg("failure dump incomplete")
 		}
 		r.o.Log.Info().Int("failures", r.dump.Dumped()).Str("file", r.o.DumpFailures).Msg("failures dumped")
