@@ -88,6 +88,33 @@ func writeOut(std stdio, in, out string, sk *skipped, strict bool, write func(io
 	return sk.report(std.err, strict)
 }
 
+// writeK6Files has write fill a k6 script at out and its data beside it,
+// and puts both in place when complete; in is the traffic file, which
+// neither may be. It returns the data's path.
+func writeK6Files(out, in string, write func(script, data io.Writer, dataRef string) error) (string, error) {
+	dataPath := strings.TrimSuffix(out, filepath.Ext(out)) + ".data.json"
+	if err := checkDistinct([]namedPath{{"-o", out, true}, {"-o (its data)", dataPath, true}, {"-f", in, false}}); err != nil {
+		return "", err
+	}
+	script, err := createOut(out)
+	if err != nil {
+		return "", fmt.Errorf("-o: %w", err)
+	}
+	defer script.abort()
+	data, err := createOut(dataPath)
+	if err != nil {
+		return "", fmt.Errorf("-o: %w", err)
+	}
+	defer data.abort()
+	if err := write(script, data, "./"+filepath.Base(dataPath)); err != nil {
+		return "", err
+	}
+	if err := errors.Join(data.commit(), script.commit()); err != nil {
+		return "", fmt.Errorf("-o: %w", err)
+	}
+	return dataPath, nil
+}
+
 func newExportCmd(std stdio) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export",
@@ -139,27 +166,14 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 			for _, s := range shape.Stages {
 				k6Load.Stages = append(k6Load.Stages, export.K6Stage{Duration: s.Duration, Target: s.Target})
 			}
-			dataPath := strings.TrimSuffix(out, filepath.Ext(out)) + ".data.json"
-			if err := checkDistinct([]namedPath{{"-o", out, true}, {"-o (its data)", dataPath, true}, {"-f", file, false}}); err != nil {
-				return err
-			}
-			script, err := createOut(out)
-			if err != nil {
-				return fmt.Errorf("-o: %w", err)
-			}
-			defer script.abort()
-			data, err := createOut(dataPath)
-			if err != nil {
-				return fmt.Errorf("-o: %w", err)
-			}
-			defer data.abort()
 			sk := &skipped{what: "line"}
-			iters, reqs, err := export.K6(script, data, "./"+filepath.Base(dataPath), f, load.Target, filepath.Base(file), k6Load, sk.add)
+			var iters, reqs int
+			dataPath, err := writeK6Files(out, file, func(script, data io.Writer, dataRef string) (err error) {
+				iters, reqs, err = export.K6(script, data, dataRef, f, load.Target, filepath.Base(file), k6Load, sk.add)
+				return err
+			})
 			if err != nil {
 				return err
-			}
-			if err := errors.Join(data.commit(), script.commit()); err != nil {
-				return fmt.Errorf("-o: %w", err)
 			}
 			fmt.Fprintf(std.err, "replay: wrote %s and %s: %d iterations, %d requests\n", out, dataPath, iters, reqs)
 			return sk.report(std.err, strict)
