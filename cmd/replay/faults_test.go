@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,5 +200,121 @@ func TestSecondSignalKeepsPreviousOut(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(out); string(got) != `{"previous":true}` {
 		t.Errorf("--out: got %q, want the previous summary kept", got)
+	}
+}
+
+// endlessServer answers every request with a chunked body that never
+// ends, until the client goes away (or 20s pass).
+func endlessServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	chunk := []byte(fmt.Sprintf("%x\r\n%s\r\n", 64<<10, bytes.Repeat([]byte("x"), 64<<10)))
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(20 * time.Second))
+				buf := make([]byte, 4096)
+				if _, err := c.Read(buf); err != nil {
+					return
+				}
+				if _, err := c.Write([]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")); err != nil {
+					return
+				}
+				for {
+					if _, err := c.Write(chunk); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestEndlessAnswersBoundedMemory: with nothing reading bodies, answers
+// that never end cost the VUs' buffers, not the answers: 4 VUs reading
+// for 2s stay well under 200 MiB (the high-water mark of the process).
+func TestEndlessAnswersBoundedMemory(t *testing.T) {
+	target := endlessServer(t)
+	var lines []string
+	for i := 0; i < 4; i++ {
+		lines = append(lines, fmt.Sprintf(`{"http":{"req":{"method":"GET","uri":"/stream/%d","host":"recorded:80"},"res":{"statusCode":200}}}`, i))
+	}
+	out := filepath.Join(t.TempDir(), "summary.json")
+	cmd := exec.Command(os.Args[0], "run", "-f", trafficFile(t, 0, lines...), "--target", target, "--vus", "4", "--timeout", "2s", "--out", out, "-q", "--log-format", "json")
+	cmd.Env = append(os.Environ(), "REPLAY_BE_MAIN=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Run() // the requests fail (timeout): exit code 0 or not, the summary says
+	sum := readSummary(t, out)
+	if sum["requests"].(float64) != 4 {
+		t.Fatalf("requests: got %v, want 4\n%s", sum["requests"], stderr.String())
+	}
+	if got := sum["errors"].(map[string]any)["timeout"]; got != 4.0 {
+		t.Errorf("errors: got %v, want 4 timeouts", sum["errors"])
+	}
+	if in := sum["bytes_in"].(float64); in < 1<<20 {
+		t.Errorf("bytes_in: got %v, want the bytes streamed counted", in)
+	}
+	maxRSS := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+	t.Logf("max RSS %d MiB, %v MiB read", maxRSS>>20, int64(sum["bytes_in"].(float64))>>20)
+	if maxRSS > 200<<20 {
+		t.Errorf("max RSS %d MiB, want under 200 MiB", maxRSS>>20)
+	}
+}
+
+// TestAnswerLimits: --max-header-bytes bounds an answer's head and
+// --max-answer-body the body kept for those who read it; beyond either
+// the request fails.
+func TestAnswerLimits(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Big", strings.Repeat("h", 20<<10))
+		w.Write(bytes.Repeat([]byte("b"), 8<<10))
+	}))
+	defer srv.Close()
+	file := trafficFile(t, 0, `{"http":{"req":{"method":"GET","uri":"/","host":"recorded:80"},"res":{"statusCode":200,"body":"b"}}}`)
+	tests := []struct {
+		name string
+		args []string
+		want map[string]float64 // status or error kind -> count
+	}{
+		{"a head over the default 16 KiB", nil, map[string]float64{"other": 1}},
+		{"--max-header-bytes 64 KiB", []string{"--max-header-bytes", "65536"}, map[string]float64{"200": 1}},
+		{"a body over --max-answer-body, read by --compare body", []string{"--max-header-bytes", "65536", "--max-answer-body", "4096", "--compare", "body"}, map[string]float64{"other": 1}},
+		{"a body over --max-answer-body, read by nobody", []string{"--max-header-bytes", "65536", "--max-answer-body", "4096"}, map[string]float64{"200": 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "summary.json")
+			r := runMain(t, context.Background(), "", append([]string{"run", "-f", file, "--target", srv.URL, "--out", out, "-q"}, tt.args...)...)
+			if r.code == 1 && !strings.Contains(r.stderr, "thresholds") {
+				if _, err := os.Stat(out); err != nil {
+					t.Fatalf("exit %d: %s", r.code, r.stderr)
+				}
+			}
+			sum := readSummary(t, out)
+			got := map[string]float64{}
+			for _, k := range []string{"status", "errors"} {
+				for name, n := range sum[k].(map[string]any) {
+					got[name] = n.(float64)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+	r := runMain(t, context.Background(), "", "run", "-f", file, "--target", srv.URL, "--max-header-bytes", "100")
+	if r.code != 1 || !strings.Contains(r.stderr, "--max-header-bytes: want at least 1024") {
+		t.Errorf("exit %d, stderr %q; want --max-header-bytes refused", r.code, r.stderr)
 	}
 }

@@ -96,6 +96,8 @@ func addHTTPFlags(fs *pflag.FlagSet, o *run.HTTP) {
 	fs.StringVar(&o.Proxy, "proxy", o.Proxy, "carry connections through an HTTP CONNECT proxy: `URL` http://[user:password@]host:port")
 	fs.BoolVar(&o.Timings, "timings", o.Timings, "measure the phases of each request: connecting, tls, sending, waiting (first byte), receiving")
 	fs.IntVar(&o.FollowRedirects, "follow-redirects", o.FollowRedirects, "follow up to `N` redirects of each request (each hop counted as a request); 0: a 3xx is the answer, as recorded")
+	fs.IntVar(&o.MaxAnswerBody, "max-answer-body", o.MaxAnswerBody, "keep at most this many `BYTES` of an answer's body when something reads it (--compare body, correlate, cookies, --dump-failures); a longer answer fails as other. Otherwise bodies are read and dropped as they arrive")
+	fs.IntVar(&o.MaxHeaderBytes, "max-header-bytes", o.MaxHeaderBytes, "an answer's status line and headers must fit in this many `BYTES`; a longer head fails the request")
 	fs.DurationVar(&o.MaxConnDuration, "max-conn-duration", o.MaxConnDuration, "close and reopen a VU's connection once it is this old, to spread load over the pods behind a Service")
 }
 

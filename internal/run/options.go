@@ -18,6 +18,10 @@ const (
 	DefaultGrace     = vu.DefaultGrace
 	DefaultLateAfter = vu.DefaultLateAfter
 	DefaultCookies   = transform.CookiesAuto
+	// DefaultMaxAnswerBody and DefaultMaxHeaderBytes bound what is kept
+	// of an answer.
+	DefaultMaxAnswerBody  = http1.DefaultMaxBody
+	DefaultMaxHeaderBytes = http1.DefaultMaxHeaderBytes
 )
 
 // Options are one run as a user asks for it: the flags of replay run, as
@@ -121,6 +125,14 @@ type HTTP struct {
 	Timings         bool
 	FollowRedirects int
 	MaxConnDuration time.Duration
+	// MaxAnswerBody bounds the answer body kept for those who read it
+	// (--compare body, correlate, --dump-failures): a longer answer fails
+	// as "other". When nothing reads bodies they are dropped as they
+	// arrive and this does not apply. 0 means DefaultMaxAnswerBody.
+	MaxAnswerBody int
+	// MaxHeaderBytes bounds an answer's status line and headers; a longer
+	// head fails the request. 0 means DefaultMaxHeaderBytes.
+	MaxHeaderBytes int
 }
 
 // Transforms are the rewrites of outgoing requests: a YAML file, and the
@@ -198,7 +210,7 @@ type Compare struct {
 func DefaultOptions() Options {
 	return Options{
 		Load:       Load{VUs: 1, Speed: 1, LateAfter: DefaultLateAfter},
-		HTTP:       HTTP{Timeout: DefaultTimeout},
+		HTTP:       HTTP{Timeout: DefaultTimeout, MaxAnswerBody: DefaultMaxAnswerBody, MaxHeaderBytes: DefaultMaxHeaderBytes},
 		Transforms: Transforms{Cookies: DefaultCookies},
 		Events:     Events{Header: "ce-id", JSON: "id", Drain: 30 * time.Second, DrainIdle: time.Second},
 		Filter:     Filter{Sample: 1, Seed: 1},

@@ -161,6 +161,12 @@ func checkHTTP(h *HTTP) error {
 	if h.Timeout <= 0 {
 		return fmt.Errorf("--timeout: want a positive duration, got %v", h.Timeout)
 	}
+	if h.MaxAnswerBody < 1 {
+		return fmt.Errorf("--max-answer-body: want a number of bytes ≥ 1, got %d", h.MaxAnswerBody)
+	}
+	if h.MaxHeaderBytes < 1024 {
+		return fmt.Errorf("--max-header-bytes: want at least 1024 bytes, got %d", h.MaxHeaderBytes)
+	}
 	m := map[string]string{}
 	for _, v := range h.HostMap {
 		if !strings.HasPrefix(v, "@") {

@@ -20,6 +20,7 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -116,7 +117,24 @@ func prepare(ctx context.Context, o *Options) (*runner, error) {
 		r.close()
 		return nil, err
 	}
+	if !r.readsBodies() {
+		// Nothing reads answers' bodies: drop them as they arrive, so
+		// that memory is bounded by the VUs, not by the answers.
+		topt := tr.Options()
+		topt.DiscardBodies = true
+		if r.pool.Transport, err = http1.New(topt); err != nil {
+			r.close()
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// readsBodies says whether anything reads the answers' bodies: the
+// comparer of --compare body, a transform that learns from answers
+// (correlate, cookies), the failure dump.
+func (r *runner) readsBodies() bool {
+	return r.o.Compare.Mode == "body" || (r.chain != nil && r.chain.Learns()) || r.o.DumpFailures != ""
 }
 
 // openTraffic opens the traffic of o; ctx stops the spooling of

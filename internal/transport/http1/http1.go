@@ -62,6 +62,10 @@ type Options struct {
 	// MaxBody bounds the response body a client keeps (bytes); a longer
 	// answer fails as "other". 0 means DefaultMaxBody.
 	MaxBody int
+	// MaxHeaderBytes bounds an answer's status line and headers (the
+	// client's read buffer); a longer head fails the request. 0 means
+	// DefaultMaxHeaderBytes.
+	MaxHeaderBytes int
 	// DiscardBodies reads each answer's body and drops it as it arrives,
 	// for runs where nothing reads bodies: the framing and BytesIn stay
 	// exact, MaxBody does not apply (nothing is kept), and the answer's
@@ -73,6 +77,9 @@ type Options struct {
 const (
 	DefaultTimeout = 30 * time.Second
 	DefaultMaxBody = 64 << 20
+	// DefaultMaxHeaderBytes is the read buffer of a client: an answer's
+	// head must fit in it.
+	DefaultMaxHeaderBytes = 16 << 10
 )
 
 // Validate checks o without reading any file or changing o. Its errors
@@ -99,6 +106,12 @@ func (o *Options) Validate() error {
 		if _, err := parseProxy(o.Proxy); err != nil {
 			errs = append(errs, fmt.Errorf("--proxy: %w", err))
 		}
+	}
+	if o.MaxBody < 0 {
+		errs = append(errs, fmt.Errorf("--max-answer-body: want a number of bytes ≥ 1, got %d", o.MaxBody))
+	}
+	if o.MaxHeaderBytes < 0 || (o.MaxHeaderBytes > 0 && o.MaxHeaderBytes < 1024) {
+		errs = append(errs, fmt.Errorf("--max-header-bytes: want at least 1024 bytes, got %d", o.MaxHeaderBytes))
 	}
 	if o.MaxConnDuration < 0 {
 		errs = append(errs, fmt.Errorf("--max-conn-duration: want a duration ≥ 0, got %v", o.MaxConnDuration))
@@ -133,6 +146,9 @@ func New(o Options) (*Transport, error) {
 	}
 	if t.o.MaxBody == 0 {
 		t.o.MaxBody = DefaultMaxBody
+	}
+	if t.o.MaxHeaderBytes == 0 {
+		t.o.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	// Validate has parsed these already: the errors cannot happen.
 	if o.Target != "" {
