@@ -318,3 +318,45 @@ func TestAnswerLimits(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want --max-header-bytes refused", r.code, r.stderr)
 	}
 }
+
+// TestTrafficFileTruncatedMidRun: a traffic file truncated while it is
+// replayed ends the run with an error naming it, and the reports written;
+// the process is not killed by SIGBUS.
+func TestTrafficFileTruncatedMidRun(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	file := trafficFile(t, 5000)
+	out := filepath.Join(t.TempDir(), "summary.json")
+	cmd := exec.Command(os.Args[0], "run", "-f", file, "--target", srv.URL, "--vus", "2", "--duration", "30s",
+		"--out", out, "-q", "--log-format", "json")
+	cmd.Env = append(os.Environ(), "REPLAY_BE_MAIN=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.count.Load() < 200 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := os.Truncate(file, 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the run went on after its file was truncated")
+	}
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() || strings.Contains(stderr.String(), "fatal error") || strings.Contains(stderr.String(), "SIGBUS") {
+		t.Fatalf("the process crashed (%v):\n%.2000s", cmd.ProcessState, stderr.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "changed while it was replayed") || !strings.Contains(stderr.String(), file) {
+		t.Errorf("exit %d, stderr:\n%.2000s\nwant 1 and an error naming the file", code, stderr.String())
+	}
+	if got := readSummary(t, out)["requests"].(float64); got < 200 {
+		t.Errorf("summary: %v requests, want those sent (≥ 200)", got)
+	}
+}

@@ -84,6 +84,7 @@ type runner struct {
 	rec      *report.Recorder
 	dump     *report.FailureDump // nil without DumpFailures
 	dumpTmp  string              // the dump's temporary file, until put in place
+	guard    *faultGuard         // the transport, guarded against a truncated file
 
 	stopWatch func() // the threshold watcher's, or nil
 	stopLive  func() // Options.Live's, or nil
@@ -122,11 +123,13 @@ func prepare(ctx context.Context, o *Options) (*runner, error) {
 		// that memory is bounded by the VUs, not by the answers.
 		topt := tr.Options()
 		topt.DiscardBodies = true
-		if r.pool.Transport, err = http1.New(topt); err != nil {
+		if tr, err = http1.New(topt); err != nil {
 			r.close()
 			return nil, err
 		}
 	}
+	r.guard = &faultGuard{Transport: tr, file: f}
+	r.pool.Transport = r.guard
 	return r, nil
 }
 
@@ -352,6 +355,9 @@ func (r *runner) run(ctx, runCtx context.Context) (*report.Summary, error) {
 	r.rec.Close()
 	if runErr != nil && st.Started.IsZero() { // refused before the first request
 		return nil, nothingSent(runErr)
+	}
+	if r.guard.faulted.Load() && !errors.Is(runErr, rrpair.ErrFileChanged) {
+		runErr = errors.Join(runErr, fmt.Errorf("%s: %w", r.file.Name(), rrpair.ErrFileChanged))
 	}
 	cause := r.stopCause(ctx, runCtx, st)
 	if r.dump != nil {

@@ -116,3 +116,28 @@ func TestSpoolNoSpace(t *testing.T) {
 		t.Fatalf("got %v, want ENOSPC said plainly, naming <stdin>", err)
 	}
 }
+
+// TestDecodeTruncatedFile: a file truncated under its mapping makes
+// Decode return ErrFileChanged, naming the file and line, not crash.
+func TestDecodeTruncatedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Repeat(goodLine+"\n", 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	var p Pair
+	err = f.NewCursor().Decode(99, &p)
+	if !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), path+":100:") {
+		t.Fatalf("got %v, want ErrFileChanged at %s:100", err, path)
+	}
+	if f.Faulted("not a fault") {
+		t.Error("Faulted took a string for a fault")
+	}
+}

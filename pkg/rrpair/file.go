@@ -576,9 +576,38 @@ func (c *Cursor) Next(p *Pair) (bool, error) {
 	return true, c.Decode(i, p)
 }
 
+// Faulted says whether r, a recovered panic value, is a memory fault in
+// the file's mapping: its pages are gone, the file was truncated. A reader
+// of pairs' bytes (which lie in the mapping) that runs with
+// debug.SetPanicOnFault turns such a fault into ErrFileChanged; any other
+// panic is not the file's, and must go on.
+func (f *File) Faulted(r any) bool {
+	e, ok := r.(interface{ Addr() uintptr })
+	if !ok || len(f.mapped) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(&f.mapped[0]))
+	return e.Addr() >= start && e.Addr() < start+uintptr(len(f.mapped))
+}
+
+// ErrFileChanged is the cause of a Decode that faulted on the mapping: the
+// file was truncated (or rewritten) while it was being replayed.
+var ErrFileChanged = errors.New("the file changed while it was replayed (truncated or rewritten?): stop writing to a file being replayed")
+
 // Decode decodes pair i into p. The file was validated at Open, so an error
-// here means the file changed under the mapping.
-func (c *Cursor) Decode(i int, p *Pair) error {
+// here means the file changed under the mapping: a file truncated under
+// it, whose pages are gone, returns an error wrapping ErrFileChanged
+// rather than crashing the process (SIGBUS).
+func (c *Cursor) Decode(i int, p *Pair) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if !c.f.Faulted(r) {
+				panic(r)
+			}
+			err = fmt.Errorf("%s:%d: %w", c.f.name, c.f.pairs[i].line, ErrFileChanged)
+		}
+	}()
 	ref := &c.f.pairs[i]
 	if err := c.d.decode(c.f.line(i), p); err != nil {
 		return &LineError{File: c.f.name, Line: int(ref.line), Err: asFieldError(err)}
