@@ -360,3 +360,42 @@ func TestTrafficFileTruncatedMidRun(t *testing.T) {
 		t.Errorf("summary: %v requests, want those sent (≥ 200)", got)
 	}
 }
+
+// TestStdinInterruptedWhileSpooling: one SIGINT while standard input is
+// still being read stops at once, sends nothing and leaves no spool.
+func TestStdinInterruptedWhileSpooling(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	tmp := t.TempDir()
+	cmd := exec.Command(os.Args[0], "run", "-f", "-", "--target", srv.URL, "-q", "--log-format", "json")
+	cmd.Env = append(os.Environ(), "REPLAY_BE_MAIN=1", "TMPDIR="+tmp)
+	stdin, err := cmd.StdinPipe() // kept open: the stream never ends
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	stdin.Write([]byte(`{"http":{"req":{"method":"GET","uri":"/","host":"h:80"}}}` + "\n"))
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("one SIGINT did not stop the spooling of standard input")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(stderr.String(), "nothing was sent") {
+		t.Errorf("exit %d, stderr %q; want 130, nothing was sent", code, stderr.String())
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("TMPDIR holds %v, want the spool gone", ents)
+	}
+	if n := srv.count.Load(); n != 0 {
+		t.Errorf("the SUT received %d requests, want 0", n)
+	}
+}
