@@ -21,6 +21,9 @@ type outFile struct {
 
 // createOut opens the output at path, as outFile says.
 func createOut(path string) (*outFile, error) {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real // replace what a symbolic link points to, not the link
+	}
 	st, err := os.Stat(path)
 	switch {
 	case err == nil && st.IsDir():

@@ -247,8 +247,11 @@ func (r *runner) openDump() error {
 			_ = f.Chmod(0o644)
 		}
 	}
+	if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+		err = pe.Err // the temporary file's name is not the user's
+	}
 	if err != nil {
-		return fmt.Errorf("--dump-failures: open %s: %w", path, errors.Unwrap(err))
+		return fmt.Errorf("--dump-failures: open %s: %w", path, err)
 	}
 	r.onClose(func() {
 		f.Close()
