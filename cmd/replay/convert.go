@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -55,34 +56,63 @@ func (s *skipped) report(w io.Writer, strict bool) error {
 	return nil
 }
 
-// output opens -o, or returns stdout.
-func output(path string, stdout io.Writer) (io.Writer, func() error, error) {
-	if path == "" || path == "-" {
-		return stdout, func() error { return nil }, nil
+// writeOut runs write into -o (or stdout), puts it in place (an -o file
+// is replaced only once complete), and then says on stderr what write
+// returned and what was skipped (an error with strict). in is the file
+// read, which -o must not be.
+func writeOut(std stdio, in, out string, sk *skipped, strict bool, write func(io.Writer) (summary string, err error)) error {
+	if out == "" || out == "-" {
+		summary, err := write(std.out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(std.err, "replay: %s\n", summary)
+		return sk.report(std.err, strict)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("-o: %w", err)
-	}
-	return f, f.Close, nil
-}
-
-// writeOut runs write into -o (or stdout), closes it, and then says on
-// stderr what write returned and what was skipped (an error with strict).
-func writeOut(std stdio, out string, sk *skipped, strict bool, write func(io.Writer) (summary string, err error)) error {
-	w, closeOut, err := output(out, std.out)
-	if err != nil {
+	if err := checkDistinct([]namedPath{{"-o", out, true}, {"-f", in, false}}); err != nil {
 		return err
 	}
-	summary, err := write(w)
-	if cerr := closeOut(); err == nil {
-		err = cerr
-	}
+	f, err := createOut(out)
 	if err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
+	summary, err := write(f)
+	if err != nil {
+		f.abort()
 		return err
+	}
+	if err := f.commit(); err != nil {
+		return fmt.Errorf("-o: %w", err)
 	}
 	fmt.Fprintf(std.err, "replay: %s\n", summary)
 	return sk.report(std.err, strict)
+}
+
+// writeK6Files has write fill a k6 script at out and its data beside it,
+// and puts both in place when complete; in is the traffic file, which
+// neither may be. It returns the data's path.
+func writeK6Files(out, in string, write func(script, data io.Writer, dataRef string) error) (string, error) {
+	dataPath := strings.TrimSuffix(out, filepath.Ext(out)) + ".data.json"
+	if err := checkDistinct([]namedPath{{"-o", out, true}, {"-o (its data)", dataPath, true}, {"-f", in, false}}); err != nil {
+		return "", err
+	}
+	script, err := createOut(out)
+	if err != nil {
+		return "", fmt.Errorf("-o: %w", err)
+	}
+	defer script.abort()
+	data, err := createOut(dataPath)
+	if err != nil {
+		return "", fmt.Errorf("-o: %w", err)
+	}
+	defer data.abort()
+	if err := write(script, data, "./"+filepath.Base(dataPath)); err != nil {
+		return "", err
+	}
+	if err := errors.Join(data.commit(), script.commit()); err != nil {
+		return "", fmt.Errorf("-o: %w", err)
+	}
+	return dataPath, nil
 }
 
 func newExportCmd(std stdio) *cobra.Command {
@@ -117,7 +147,8 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 		Example: `  replay export k6 -f traffic.jsonl --target http://127.0.0.1:8080 --vus 50 --duration 1m -o load.js
   k6 run --no-usage-report load.js`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			markGiven(cmd.Flags(), &load)
 			if out == "" || out == "-" {
 				return fmt.Errorf("-o: export k6 writes a script and its data beside it: give -o FILE.js")
 			}
@@ -135,19 +166,12 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 			for _, s := range shape.Stages {
 				k6Load.Stages = append(k6Load.Stages, export.K6Stage{Duration: s.Duration, Target: s.Target})
 			}
-			dataPath := strings.TrimSuffix(out, filepath.Ext(out)) + ".data.json"
-			script, err := os.Create(out)
-			if err != nil {
-				return fmt.Errorf("-o: %w", err)
-			}
-			defer script.Close()
-			data, err := os.Create(dataPath)
-			if err != nil {
-				return fmt.Errorf("-o: %w", err)
-			}
-			defer data.Close()
 			sk := &skipped{what: "line"}
-			iters, reqs, err := export.K6(script, data, "./"+filepath.Base(dataPath), f, load.Target, filepath.Base(file), k6Load, sk.add)
+			var iters, reqs int
+			dataPath, err := writeK6Files(out, file, func(script, data io.Writer, dataRef string) (err error) {
+				iters, reqs, err = export.K6(script, data, dataRef, f, load.Target, filepath.Base(file), k6Load, sk.add)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -179,7 +203,7 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 			}
 			defer f.Close()
 			sk := &skipped{what: "line"}
-			return writeOut(std, out, sk, strict, func(w io.Writer) (string, error) {
+			return writeOut(std, file, out, sk, strict, func(w io.Writer) (string, error) {
 				n, err := export.Vegeta(w, f, target, sk.add)
 				return fmt.Sprintf("wrote %d targets", n), err
 			})
@@ -253,7 +277,7 @@ func importer(std stdio, use, short, long, example, what string, convert func(io
 				in = f
 			}
 			sk := &skipped{what: what}
-			return writeOut(std, out, sk, strict, func(w io.Writer) (string, error) {
+			return writeOut(std, file, out, sk, strict, func(w io.Writer) (string, error) {
 				summary, err := convert(in, w, sk.add)
 				if err != nil {
 					err = fmt.Errorf("%s: %w", name, err)

@@ -51,6 +51,7 @@ interrupted, to aim replay run or another tool at it.`,
 			if serve != "" {
 				return serveDemo(cmd.Context(), serve, log)
 			}
+			markGiven(cmd.Flags(), &f.run.Load)
 			srv, err := d.start(f, log)
 			if err != nil {
 				return err

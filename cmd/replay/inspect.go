@@ -39,7 +39,7 @@ Exits 1, naming file and line, if any line is bad. The filters of run
 			if err != nil {
 				return err
 			}
-			f, err := run.OpenFile(file, io.in, rrpair.Options{Filter: flt})
+			f, err := run.OpenFileContext(cmd.Context(), file, io.in, rrpair.Options{Filter: flt})
 			if err != nil {
 				return err
 			}

@@ -41,6 +41,13 @@ func addLoadFlags(fs *pflag.FlagSet, o *run.Load, vus int) {
 	fs.DurationVar(&o.LateAfter, "late-after", o.LateAfter, "count a request begun more than this after it was due as late")
 }
 
+// markGiven records which load flags were given explicitly, so that an
+// explicit zero is refused rather than taken for "not set".
+func markGiven(fs *pflag.FlagSet, o *run.Load) {
+	o.DurationGiven = fs.Changed("duration")
+	o.MaxVUsGiven = fs.Changed("max-vus")
+}
+
 // addFlags adds the flags of replay run; vus is --vus's default.
 func (f *runFlags) addFlags(fs *pflag.FlagSet, vus int) {
 	o := &f.run
@@ -68,6 +75,13 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.MarkHidden("cpuprofile")
 }
 
+// files are the files the run reads and writes, for checkDistinct.
+func (f *runFlags) files() []namedPath {
+	o := &f.run
+	return append(f.report.paths("--out"), namedPath{"--file", o.File, false}, namedPath{"--transforms", o.Transforms.File, false},
+		namedPath{"--dump-failures", o.DumpFailures, true}, namedPath{"--cpuprofile", o.CPUProfile, true})
+}
+
 // addHTTPFlags adds the flags of where requests go and how they are sent.
 func addHTTPFlags(fs *pflag.FlagSet, o *run.HTTP) {
 	fs.BoolVar(&o.KeepHost, "keep-host", o.KeepHost, "send the recorded Host header instead of the --target host")
@@ -82,6 +96,8 @@ func addHTTPFlags(fs *pflag.FlagSet, o *run.HTTP) {
 	fs.StringVar(&o.Proxy, "proxy", o.Proxy, "carry connections through an HTTP CONNECT proxy: `URL` http://[user:password@]host:port")
 	fs.BoolVar(&o.Timings, "timings", o.Timings, "measure the phases of each request: connecting, tls, sending, waiting (first byte), receiving")
 	fs.IntVar(&o.FollowRedirects, "follow-redirects", o.FollowRedirects, "follow up to `N` redirects of each request (each hop counted as a request); 0: a 3xx is the answer, as recorded")
+	fs.IntVar(&o.MaxAnswerBody, "max-answer-body", o.MaxAnswerBody, "keep at most this many `BYTES` of an answer's body when something reads it (--compare body, correlate, cookies, --dump-failures); a longer answer fails as other. Otherwise bodies are read and dropped as they arrive")
+	fs.IntVar(&o.MaxHeaderBytes, "max-header-bytes", o.MaxHeaderBytes, "an answer's status line and headers must fit in this many `BYTES`; a longer head fails the request")
 	fs.DurationVar(&o.MaxConnDuration, "max-conn-duration", o.MaxConnDuration, "close and reopen a VU's connection once it is this old, to spread load over the pods behind a Service")
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/replay-dev/replay/pkg/report"
@@ -37,14 +36,16 @@ func (o *reportOptions) addFlags(fs *pflag.FlagSet, outFlag string) {
 }
 
 // outputs are the report files, created before any traffic so that a bad
-// path fails first.
+// path fails first; each is written to a temporary file put in place when
+// complete (outFile), so that a run that ends before its reports leaves
+// the previous files as they were.
 type outputs struct {
 	opts       *reportOptions
 	thresholds []report.Threshold
-	out, hgrm  *os.File
-	hlog       *os.File
-	html       *os.File
-	junit      *os.File
+	out, hgrm  *outFile
+	hlog       *outFile
+	html       *outFile
+	junit      *outFile
 	// config is the run's configuration, shown in the HTML report.
 	config []report.Setting
 }
@@ -75,12 +76,12 @@ func (o *reportOptions) open(endpoints []string, outName string) (*outputs, erro
 	w := &outputs{opts: o, thresholds: ts}
 	for _, f := range []struct {
 		flag, path string
-		file       **os.File
+		file       **outFile
 	}{{outName, o.out, &w.out}, {"--hgrm", o.hgrm, &w.hgrm}, {"--hlog", o.hlog, &w.hlog}, {"--html", o.html, &w.html}, {"--junit", o.junit, &w.junit}} {
 		if f.path == "" {
 			continue
 		}
-		if *f.file, err = os.Create(f.path); err != nil {
+		if *f.file, err = createOut(f.path); err != nil {
 			w.close()
 			return nil, fmt.Errorf("%s: %w", f.flag, err)
 		}
@@ -104,7 +105,7 @@ func (w *outputs) write(text, json io.Writer, s *report.Summary) error {
 		}
 	}
 	for _, f := range []struct {
-		file   *os.File
+		file   *outFile
 		render func(io.Writer, *report.Summary) error
 	}{{w.hgrm, report.WriteHgrm}, {w.hlog, report.WriteHlog}, {w.junit, report.WriteJUnit}, {w.out, report.WriteJSON},
 		{w.html, func(out io.Writer, s *report.Summary) error { return report.WriteHTML(out, s, w.config) }}} {
@@ -112,10 +113,10 @@ func (w *outputs) write(text, json io.Writer, s *report.Summary) error {
 			continue
 		}
 		if err := f.render(f.file, s); err != nil {
-			return fmt.Errorf("write %s: %w", f.file.Name(), err)
+			return fmt.Errorf("write %s: %w", f.file.path, err)
 		}
 	}
-	if err := w.close(); err != nil {
+	if err := w.commit(); err != nil {
 		return err
 	}
 	if !passed {
@@ -130,19 +131,40 @@ func (w *outputs) write(text, json io.Writer, s *report.Summary) error {
 	return nil
 }
 
-// close closes the files, returning the first error (a write that failed
-// late).
-func (w *outputs) close() error {
+// files are the output files open.
+func (w *outputs) files() []**outFile {
+	return []**outFile{&w.out, &w.hgrm, &w.hlog, &w.html, &w.junit}
+}
+
+// commit puts every file in place, returning the first error (a write
+// that failed late).
+func (w *outputs) commit() error {
 	var first error
-	for _, f := range []**os.File{&w.out, &w.hgrm, &w.hlog, &w.html, &w.junit} {
+	for _, f := range w.files() {
 		if *f != nil {
-			if err := (*f).Close(); err != nil && first == nil {
+			if err := (*f).commit(); err != nil && first == nil {
 				first = err
 			}
 			*f = nil
 		}
 	}
 	return first
+}
+
+// close drops the files not committed: the files asked for stay as they
+// were.
+func (w *outputs) close() {
+	for _, f := range w.files() {
+		if *f != nil {
+			(*f).abort()
+			*f = nil
+		}
+	}
+}
+
+// paths are the output files the flags name, for checkDistinct.
+func (o *reportOptions) paths(outFlag string) []namedPath {
+	return []namedPath{{outFlag, o.out, true}, {"--hgrm", o.hgrm, true}, {"--hlog", o.hlog, true}, {"--html", o.html, true}, {"--junit", o.junit, true}}
 }
 
 // thresholdError is the error of a run whose thresholds did not hold: it

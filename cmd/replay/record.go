@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/replay-dev/replay/pkg/capture"
@@ -84,4 +86,17 @@ file is flushed and closed (or after --duration). Plain HTTP/1.x upstreams.`,
 	fs.DurationVar(&opt.IdleTimeout, "idle-timeout", 2*time.Minute, "close client connections idle this long")
 	cmd.MarkFlagRequired("upstream")
 	return cmd
+}
+
+// output opens -o, or returns stdout. A recording is written as it goes
+// (what was recorded before a crash stays), not put in place at the end.
+func output(path string, stdout io.Writer) (io.Writer, func() error, error) {
+	if path == "" || path == "-" {
+		return stdout, func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-o: %w", err)
+	}
+	return f, f.Close, nil
 }

@@ -21,6 +21,9 @@ side by side, such as the shards of a distributed run.`,
   replay report result.json --threshold 'p99<200ms' --junit thresholds.xml --hgrm latency.hgrm`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkDistinct(append(o.paths("--out"), namedPath{"FILE.json", args[0], false})); err != nil {
+				return err
+			}
 			s, err := readSummaryFile(args[0])
 			if err != nil {
 				return err
@@ -55,6 +58,13 @@ report is printed when the JSON goes to a file.`,
   replay report merge shard-*.json --threshold 'p99<200ms' > total.json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			files := o.paths("--output")
+			for _, path := range args {
+				files = append(files, namedPath{"FILE.json", path, false})
+			}
+			if err := checkDistinct(files); err != nil {
+				return err
+			}
 			var ss []*report.Summary
 			for _, path := range args {
 				s, err := readSummaryFile(path)

@@ -64,6 +64,7 @@ requests finish within --grace, writes the reports and exits 130 or 143.`,
 			if err != nil {
 				return err
 			}
+			markGiven(cmd.Flags(), &f.run.Load)
 			if f.run.File == "" {
 				return fmt.Errorf("--file: required (a traffic file, or - for standard input)")
 			}
@@ -85,6 +86,9 @@ func execute(ctx context.Context, f *runFlags, std stdio, log zerolog.Logger) er
 	default:
 		return flagError("--progress", "auto, bar, log or off", f.progress)
 	}
+	if err := checkDistinct(f.files()); err != nil {
+		return fmt.Errorf("%w\nnothing was sent", err)
+	}
 	o := f.run
 	o.Thresholds, o.Stdin, o.DryRunTo, o.Log = f.report.thresholds, std.in, std.out, log
 	o.Shard.JobIndex = os.Getenv("JOB_COMPLETION_INDEX")
@@ -94,6 +98,9 @@ func execute(ctx context.Context, f *runFlags, std stdio, log zerolog.Logger) er
 		outs, err = f.report.open(p.Endpoints, "--out")
 		if err == nil {
 			outs.config = p.Settings
+			if p.Empty {
+				outs.thresholds = nil // nothing sent: nothing to judge
+			}
 		}
 		return err
 	}

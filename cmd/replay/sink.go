@@ -66,7 +66,7 @@ synchronised.`,
 					return fmt.Errorf("--out: %w", err)
 				}
 			}
-			if err := outs.close(); err != nil {
+			if err := outs.commit(); err != nil {
 				return fmt.Errorf("--out: %w", err)
 			}
 			return nil

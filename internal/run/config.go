@@ -32,6 +32,7 @@ func transportOptions(o *Options, hostMap map[string]string) http1.Options {
 		Target: o.Load.Target, HostMap: hostMap, KeepHost: h.KeepHost, NoConnectionReuse: h.NoConnectionReuse,
 		Timeout: h.Timeout, Insecure: h.Insecure, CA: h.CA, Cert: h.Cert, Key: h.Key, ServerName: h.ServerName,
 		Proxy: h.Proxy, Timings: h.Timings, MaxConnDuration: h.MaxConnDuration,
+		MaxBody: h.MaxAnswerBody, MaxHeaderBytes: h.MaxHeaderBytes,
 	}
 }
 

@@ -18,6 +18,10 @@ const (
 	DefaultGrace     = vu.DefaultGrace
 	DefaultLateAfter = vu.DefaultLateAfter
 	DefaultCookies   = transform.CookiesAuto
+	// DefaultMaxAnswerBody and DefaultMaxHeaderBytes bound what is kept
+	// of an answer.
+	DefaultMaxAnswerBody  = http1.DefaultMaxBody
+	DefaultMaxHeaderBytes = http1.DefaultMaxHeaderBytes
 )
 
 // Options are one run as a user asks for it: the flags of replay run, as
@@ -82,9 +86,13 @@ type Load struct {
 	// VUs are the closed model's users, an open model's starting pool.
 	VUs int
 	// MaxVUs lets an open model's pool grow (0: max(VUs, 1000)).
-	MaxVUs     int
-	Duration   time.Duration
-	Iterations int64
+	MaxVUs   int
+	Duration time.Duration
+	// DurationGiven and MaxVUsGiven say that --duration and --max-vus
+	// were given explicitly: then 0 is refused rather than meaning "not
+	// set" (the caller knows, cobra's Flags().Changed).
+	DurationGiven, MaxVUsGiven bool
+	Iterations                 int64
 	// Mode is the file walk: "once", "loop", or "" to infer it.
 	Mode string
 	// Rate is an arrival rate: "2000/s", "120000/m".
@@ -117,6 +125,14 @@ type HTTP struct {
 	Timings         bool
 	FollowRedirects int
 	MaxConnDuration time.Duration
+	// MaxAnswerBody bounds the answer body kept for those who read it
+	// (--compare body, correlate, --dump-failures): a longer answer fails
+	// as "other". When nothing reads bodies they are dropped as they
+	// arrive and this does not apply. 0 means DefaultMaxAnswerBody.
+	MaxAnswerBody int
+	// MaxHeaderBytes bounds an answer's status line and headers; a longer
+	// head fails the request. 0 means DefaultMaxHeaderBytes.
+	MaxHeaderBytes int
 }
 
 // Transforms are the rewrites of outgoing requests: a YAML file, and the
@@ -194,7 +210,7 @@ type Compare struct {
 func DefaultOptions() Options {
 	return Options{
 		Load:       Load{VUs: 1, Speed: 1, LateAfter: DefaultLateAfter},
-		HTTP:       HTTP{Timeout: DefaultTimeout},
+		HTTP:       HTTP{Timeout: DefaultTimeout, MaxAnswerBody: DefaultMaxAnswerBody, MaxHeaderBytes: DefaultMaxHeaderBytes},
 		Transforms: Transforms{Cookies: DefaultCookies},
 		Events:     Events{Header: "ce-id", JSON: "id", Drain: 30 * time.Second, DrainIdle: time.Second},
 		Filter:     Filter{Sample: 1, Seed: 1},
@@ -209,6 +225,10 @@ type Plan struct {
 	Endpoints []string
 	// Settings are the run's configuration, for the HTML report.
 	Settings []report.Setting
+	// Empty says that the run has no iteration to issue: a shard that got
+	// none of the file (more shards than iterations). It sends nothing
+	// and returns a valid empty summary; its thresholds do not apply.
+	Empty bool
 }
 
 // LiveSources are the counters of a run under way, given to Options.Live.

@@ -103,6 +103,12 @@ func parseLoad(l *Load) (loadModel, error) {
 			return m, fmt.Errorf("--stages: %w", err)
 		}
 	}
+	if l.DurationGiven && l.Duration <= 0 {
+		return m, fmt.Errorf("--duration: want a positive duration such as 1m, got %v (leave it out to walk the file once)", l.Duration)
+	}
+	if l.MaxVUsGiven && l.MaxVUs <= 0 {
+		return m, fmt.Errorf("--max-vus: want at least 1, got %d (leave it out for the default)", l.MaxVUs)
+	}
 	if l.Speed <= 0 {
 		return m, fmt.Errorf("--speed: want a positive factor such as 2, got %v", l.Speed)
 	}
@@ -154,6 +160,12 @@ func parseWalk(l *Load) (vu.Walk, error) {
 func checkHTTP(h *HTTP) error {
 	if h.Timeout <= 0 {
 		return fmt.Errorf("--timeout: want a positive duration, got %v", h.Timeout)
+	}
+	if h.MaxAnswerBody < 1 {
+		return fmt.Errorf("--max-answer-body: want a number of bytes ≥ 1, got %d", h.MaxAnswerBody)
+	}
+	if h.MaxHeaderBytes < 1024 {
+		return fmt.Errorf("--max-header-bytes: want at least 1024 bytes, got %d", h.MaxHeaderBytes)
 	}
 	m := map[string]string{}
 	for _, v := range h.HostMap {

@@ -16,9 +16,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"time"
 
+	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -47,7 +49,7 @@ var ErrInterrupted = errors.New("interrupted")
 // saying why: ErrAborted, or ErrInterrupted with ctx's cause; an error of
 // the VUs after traffic began comes with the summary too.
 func Execute(ctx context.Context, o Options) (*report.Summary, error) {
-	r, err := prepare(&o)
+	r, err := prepare(ctx, &o)
 	if err != nil {
 		return nil, nothingSent(err)
 	}
@@ -81,6 +83,8 @@ type runner struct {
 	comparer *report.Comparer // nil without Compare
 	rec      *report.Recorder
 	dump     *report.FailureDump // nil without DumpFailures
+	dumpTmp  string              // the dump's temporary file, until put in place
+	guard    *faultGuard         // the transport, guarded against a truncated file
 
 	stopWatch func() // the threshold watcher's, or nil
 	stopLive  func() // Options.Live's, or nil
@@ -90,7 +94,7 @@ type runner struct {
 // prepare checks the options, reads the files they name, configures the
 // VUs, divides the load for the shard, opens the traffic and builds what
 // works on it. Nothing is started.
-func prepare(o *Options) (*runner, error) {
+func prepare(ctx context.Context, o *Options) (*runner, error) {
 	p, err := parse(o)
 	if err != nil {
 		return nil, err
@@ -104,7 +108,7 @@ func prepare(o *Options) (*runner, error) {
 	}
 	divide(&cfg, p.shard)
 	opening := time.Now()
-	f, err := openTraffic(o, p)
+	f, err := openTraffic(ctx, o, p)
 	if err != nil {
 		return nil, err
 	}
@@ -114,11 +118,31 @@ func prepare(o *Options) (*runner, error) {
 		r.close()
 		return nil, err
 	}
+	if !r.readsBodies() {
+		// Nothing reads answers' bodies: drop them as they arrive, so
+		// that memory is bounded by the VUs, not by the answers.
+		topt := tr.Options()
+		topt.DiscardBodies = true
+		if tr, err = http1.New(topt); err != nil {
+			r.close()
+			return nil, err
+		}
+	}
+	r.guard = &faultGuard{Transport: tr, file: f}
+	r.pool.Transport = r.guard
 	return r, nil
 }
 
-// openTraffic opens the traffic of o.
-func openTraffic(o *Options, p *parsed) (*rrpair.File, error) {
+// readsBodies says whether anything reads the answers' bodies: the
+// comparer of --compare body, a transform that learns from answers
+// (correlate, cookies), the failure dump.
+func (r *runner) readsBodies() bool {
+	return r.o.Compare.Mode == "body" || (r.chain != nil && r.chain.Learns()) || r.o.DumpFailures != ""
+}
+
+// openTraffic opens the traffic of o; ctx stops the spooling of
+// standard input.
+func openTraffic(ctx context.Context, o *Options, p *parsed) (*rrpair.File, error) {
 	opt := rrpair.Options{RequireHost: o.Load.Target == "", Filter: p.filter, Shard: p.shard}
 	if o.Open != nil {
 		return o.Open(opt)
@@ -126,19 +150,25 @@ func openTraffic(o *Options, p *parsed) (*rrpair.File, error) {
 	if o.File == "" {
 		return nil, errors.New("--file: required (a traffic file, or - for standard input)")
 	}
-	return OpenFile(o.File, o.Stdin, opt)
+	return OpenFileContext(ctx, o.File, o.Stdin, opt)
 }
 
 // OpenFile opens traffic as a run does: the file at path, or for "-"
 // stdin, spooled to a temporary file so that it can be mapped.
 func OpenFile(path string, stdin io.Reader, opt rrpair.Options) (*rrpair.File, error) {
+	return OpenFileContext(context.Background(), path, stdin, opt)
+}
+
+// OpenFileContext is OpenFile, whose spooling of stdin stops at once when
+// ctx is done.
+func OpenFileContext(ctx context.Context, path string, stdin io.Reader, opt rrpair.Options) (*rrpair.File, error) {
 	if path != "-" {
 		return rrpair.Open(path, opt)
 	}
 	if stdin == nil {
 		return nil, errors.New("--file -: no standard input to read")
 	}
-	return rrpair.OpenReader(stdin, "<stdin>", opt)
+	return rrpair.OpenReaderContext(ctx, stdin, "<stdin>", opt)
 }
 
 // build makes what works on the file: the thresholds' endpoints checked,
@@ -167,7 +197,7 @@ func (r *runner) build() error {
 // of the VUs: ctx, also cancelled by the watcher.
 func (r *runner) start(ctx context.Context) (context.Context, error) {
 	if r.o.Ready != nil {
-		plan := Plan{Endpoints: r.file.Endpoints(), Settings: settings(r.file, &r.pool.Config, r.o)}
+		plan := Plan{Endpoints: r.file.Endpoints(), Settings: settings(r.file, &r.pool.Config, r.o), Empty: r.empty()}
 		if err := r.o.Ready(plan); err != nil {
 			return nil, err
 		}
@@ -197,18 +227,54 @@ func (r *runner) start(ctx context.Context) (context.Context, error) {
 	return r.startLive(ctx)
 }
 
-// openDump creates the failure dump's file.
+// openDump creates the failure dump's file: a regular file is written
+// beside it and put in place once the VUs have stopped (commitDump), so
+// that a run refused or crashed before leaves the previous dump as it
+// was; anything else (/dev/stderr) is written directly.
 func (r *runner) openDump() error {
-	if r.o.DumpFailures == "" {
+	path := r.o.DumpFailures
+	if path == "" {
 		return nil
 	}
-	f, err := os.Create(r.o.DumpFailures)
-	if err != nil {
-		return fmt.Errorf("--dump-failures: %w", err)
+	var f *os.File
+	var err error
+	if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	} else {
+		f, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+		if err == nil {
+			r.dumpTmp = f.Name()
+			_ = f.Chmod(0o644)
+		}
 	}
-	r.onClose(func() { f.Close() })
+	if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+		err = pe.Err // the temporary file's name is not the user's
+	}
+	if err != nil {
+		return fmt.Errorf("--dump-failures: open %s: %w", path, err)
+	}
+	r.onClose(func() {
+		f.Close()
+		if r.dumpTmp != "" {
+			os.Remove(r.dumpTmp)
+		}
+	})
 	r.dump = report.NewFailureDump(f, r.file.Endpoints(), r.o.DumpMax)
 	r.pool.Failures = r.dump
+	return nil
+}
+
+// commitDump puts the failure dump in place, once the VUs have stopped.
+func (r *runner) commitDump() error {
+	if r.dumpTmp == "" {
+		return nil
+	}
+	tmp := r.dumpTmp
+	r.dumpTmp = ""
+	if err := os.Rename(tmp, r.o.DumpFailures); err != nil {
+		os.Remove(tmp)
+		return err
+	}
 	return nil
 }
 
@@ -260,10 +326,29 @@ func (r *runner) startLive(ctx context.Context) (context.Context, error) {
 	return runCtx, nil
 }
 
+// empty says that the run has no iteration to issue: a shard that got
+// none of the file (more shards than iterations).
+func (r *runner) empty() bool {
+	return r.file.Iterations() == 0
+}
+
+// runPool runs the VUs under runCtx; a run with no iteration runs none,
+// and its counters say it started and ended at once.
+func (r *runner) runPool(runCtx context.Context) (result.Counters, error) {
+	if !r.empty() {
+		return r.pool.Run(runCtx)
+	}
+	sh := r.file.Shard()
+	r.o.Log.Warn().Int("shard", sh.Index).Int("shards", sh.Count).Int("pairs_in_file", r.file.Len()).
+		Msg("this shard got no iterations (more shards than iterations): nothing sent, an empty summary written, thresholds skipped")
+	now := time.Now()
+	return result.Counters{Started: now, Stopped: now, Ended: now}, nil
+}
+
 // run runs the VUs under runCtx, then makes the summary; ctx is the
 // caller's, for the drain of events.
 func (r *runner) run(ctx, runCtx context.Context) (*report.Summary, error) {
-	st, runErr := r.pool.Run(runCtx)
+	st, runErr := r.runPool(runCtx)
 	if r.stopWatch != nil {
 		r.stopWatch()
 	}
@@ -274,9 +359,12 @@ func (r *runner) run(ctx, runCtx context.Context) (*report.Summary, error) {
 	if runErr != nil && st.Started.IsZero() { // refused before the first request
 		return nil, nothingSent(runErr)
 	}
+	if r.guard.faulted.Load() && !errors.Is(runErr, rrpair.ErrFileChanged) {
+		runErr = errors.Join(runErr, fmt.Errorf("%s: %w", r.file.Name(), rrpair.ErrFileChanged))
+	}
 	cause := r.stopCause(ctx, runCtx, st)
 	if r.dump != nil {
-		if err := r.dump.Err(); err != nil {
+		if err := errors.Join(r.dump.Err(), r.commitDump()); err != nil {
 			r.o.Log.Error().Err(err).Msg("failure dump incomplete")
 		}
 		r.o.Log.Info().Int("failures", r.dump.Dumped()).Str("file", r.o.DumpFailures).Msg("failures dumped")

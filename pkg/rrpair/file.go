@@ -2,6 +2,7 @@ package rrpair
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -96,9 +99,10 @@ type pairRef struct {
 // shared by every VU: nothing in it changes after Open, so reading it needs
 // no lock. Each VU reads it through a Cursor of its own.
 type File struct {
-	name  string
-	data  []byte // the mapping
-	pairs []pairRef
+	name   string
+	mapped []byte // the mapping
+	data   []byte // the mapping, after a byte order mark
+	pairs  []pairRef
 	// Iteration k is the pairs iterPairs[iterStart[k]:iterStart[k+1]]: one
 	// session in file order, or one pair without a session. Both are nil
 	// when no pair has a session, and iteration k is pair k.
@@ -123,21 +127,104 @@ func Open(path string, opt Options) (*File, error) {
 
 // OpenReader spools r (standard input, say) to a temporary file, maps it and
 // validates it as Open does; name is how errors call it. The temporary file
-// is removed at once: the mapping keeps its bytes until Close.
+// is unlinked as soon as it is created: the open descriptor and then the
+// mapping keep its bytes until Close, and no exit leaves it behind.
 func OpenReader(r io.Reader, name string, opt Options) (*File, error) {
-	tmp, err := os.CreateTemp("", "replay-spool-*.jsonl")
+	return OpenReaderContext(context.Background(), r, name, opt)
+}
+
+// OpenReaderContext is OpenReader, stopped at once when ctx is done (a
+// Ctrl-C while standard input is still being spooled): it then returns
+// ctx's cause. A read of r that blocks is interrupted when r has a read
+// deadline (a pipe Go polls); otherwise the copy is abandoned, and its
+// goroutine ends at r's next read, writing nowhere. A spool that runs out
+// of room says so (ENOSPC) and where.
+func OpenReaderContext(ctx context.Context, r io.Reader, name string, opt Options) (*File, error) {
+	tmp, err := createSpool()
 	if err != nil {
 		return nil, fmt.Errorf("spool %s: %w", name, err)
 	}
-	defer os.Remove(tmp.Name())
 	defer tmp.Close()
-	if _, err := io.Copy(tmp, r); err != nil {
+	if err := spool(ctx, tmp, r); err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			return nil, fmt.Errorf("spool %s: no space left in %s for its copy (set TMPDIR to a larger file system, or pass a file with -f): %w", name, os.TempDir(), err)
+		}
 		return nil, fmt.Errorf("spool %s: %w", name, err)
 	}
-	return openAs(tmp.Name(), name, opt)
+	return openFD(tmp, name, opt)
+}
+
+// createSpool creates the spool's temporary file and unlinks it at once.
+// Tests replace it.
+var createSpool = func() (*os.File, error) {
+	tmp, err := os.CreateTemp("", "replay-spool-*.jsonl")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Remove(tmp.Name()); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	return tmp, nil
+}
+
+// spool copies r into w until r ends, or ctx is done.
+func spool(ctx context.Context, w io.Writer, r io.Reader) error {
+	if ctx.Done() == nil {
+		_, err := io.Copy(w, r)
+		return err
+	}
+	done := make(chan error, 1)
+	stop := make(chan struct{})
+	go func() {
+		buf := make([]byte, 256<<10)
+		for {
+			select {
+			case <-stop:
+				done <- context.Canceled
+				return
+			default:
+			}
+			n, err := r.Read(buf)
+			if n > 0 {
+				if _, werr := w.Write(buf[:n]); werr != nil {
+					done <- werr
+					return
+				}
+			}
+			if err == io.EOF {
+				done <- nil
+				return
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		close(stop)
+		if d, ok := r.(interface{ SetReadDeadline(time.Time) error }); ok && d.SetReadDeadline(time.Now()) == nil {
+			<-done
+		}
+		return context.Cause(ctx)
+	}
 }
 
 func openAs(path, name string, opt Options) (*File, error) {
+	fd, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
+	return openFD(fd, name, opt)
+}
+
+// openFD maps and validates the open file fd; name is how errors call it.
+func openFD(fd *os.File, name string, opt Options) (*File, error) {
 	if opt.MaxErrors <= 0 {
 		opt.MaxErrors = 10
 	}
@@ -149,11 +236,11 @@ func openAs(path, name string, opt Options) (*File, error) {
 	if sh := opt.Shard; sh.Count != 0 && (sh.Count < 1 || sh.Index < 0 || sh.Index >= sh.Count) {
 		return nil, fmt.Errorf("shard %d/%d: want i/n with 0 ≤ i < n", sh.Index, sh.Count)
 	}
-	data, err := mapFile(path)
+	mapped, err := mapFile(fd, name)
 	if err != nil {
 		return nil, err
 	}
-	f := &File{name: name, data: data}
+	f := &File{name: name, mapped: mapped, data: bytes.TrimPrefix(mapped, utf8BOM)}
 	if err := f.index(opt); err != nil {
 		f.Close()
 		return nil, err
@@ -161,44 +248,43 @@ func openAs(path, name string, opt Options) (*File, error) {
 	return f, nil
 }
 
-func mapFile(path string) ([]byte, error) {
-	fd, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fd.Close()
+// utf8BOM is the byte order mark some Windows tools write at the start of
+// a UTF-8 file: skipped.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+func mapFile(fd *os.File, name string) ([]byte, error) {
 	st, err := fd.Stat()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
+		return nil, fmt.Errorf("%s: not a regular file", name)
 	}
 	if st.Size() == 0 {
-		return nil, fmt.Errorf("%s: %w", path, ErrEmpty)
+		return nil, fmt.Errorf("%s: %w", name, ErrEmpty)
 	}
 	data, err := unix.Mmap(int(fd.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("map %s: %w", path, err)
+		return nil, fmt.Errorf("map %s: %w", name, err)
 	}
 	return data, nil
 }
 
 // Close unmaps the file. Pairs decoded from it must not be used afterwards.
 func (f *File) Close() error {
-	if f.data == nil {
+	if f.mapped == nil {
 		return nil
 	}
-	err := unix.Munmap(f.data)
-	f.data = nil
+	err := unix.Munmap(f.mapped)
+	f.mapped, f.data = nil, nil
 	return err
 }
 
 // index validates every line and builds the line, endpoint and session
 // indexes.
 func (f *File) index(opt Options) error {
-	_ = unix.Madvise(f.data, unix.MADV_SEQUENTIAL)
-	defer unix.Madvise(f.data, unix.MADV_NORMAL)
+	_ = unix.Madvise(f.mapped, unix.MADV_SEQUENTIAL)
+	defer unix.Madvise(f.mapped, unix.MADV_NORMAL)
 
 	verr := &ValidationError{File: f.name}
 	epIDs := map[string]uint16{} // name -> provisional id
@@ -490,9 +576,38 @@ func (c *Cursor) Next(p *Pair) (bool, error) {
 	return true, c.Decode(i, p)
 }
 
+// Faulted says whether r, a recovered panic value, is a memory fault in
+// the file's mapping: its pages are gone, the file was truncated. A reader
+// of pairs' bytes (which lie in the mapping) that runs with
+// debug.SetPanicOnFault turns such a fault into ErrFileChanged; any other
+// panic is not the file's, and must go on.
+func (f *File) Faulted(r any) bool {
+	e, ok := r.(interface{ Addr() uintptr })
+	if !ok || len(f.mapped) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(&f.mapped[0]))
+	return e.Addr() >= start && e.Addr() < start+uintptr(len(f.mapped))
+}
+
+// ErrFileChanged is the cause of a Decode that faulted on the mapping: the
+// file was truncated (or rewritten) while it was being replayed.
+var ErrFileChanged = errors.New("the file changed while it was replayed (truncated or rewritten?): stop writing to a file being replayed")
+
 // Decode decodes pair i into p. The file was validated at Open, so an error
-// here means the file changed under the mapping.
-func (c *Cursor) Decode(i int, p *Pair) error {
+// here means the file changed under the mapping: a file truncated under
+// it, whose pages are gone, returns an error wrapping ErrFileChanged
+// rather than crashing the process (SIGBUS).
+func (c *Cursor) Decode(i int, p *Pair) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if !c.f.Faulted(r) {
+				panic(r)
+			}
+			err = fmt.Errorf("%s:%d: %w", c.f.name, c.f.pairs[i].line, ErrFileChanged)
+		}
+	}()
 	ref := &c.f.pairs[i]
 	if err := c.d.decode(c.f.line(i), p); err != nil {
 		return &LineError{File: c.f.name, Line: int(ref.line), Err: asFieldError(err)}

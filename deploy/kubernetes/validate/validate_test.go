@@ -8,6 +8,7 @@ package validate
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,6 +108,55 @@ func checkJob(t *testing.T, file string, job *batchv1.Job) {
 		if !slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, "$(JOB_COMPLETION_INDEX)") }) {
 			t.Errorf("%s: each shard must write its own summary (--out=...$(JOB_COMPLETION_INDEX)...)", file)
 		}
+	}
+}
+
+// TestEveryShardGetsTraffic: the shipped traffic has at least as many
+// iterations (sessions, and pairs without one) as the Indexed Job has
+// shards, so that no shard is left with nothing to send.
+func TestEveryShardGetsTraffic(t *testing.T) {
+	var traffic string
+	shards := 0
+	for _, o := range manifests(t) {
+		switch o.kind {
+		case "ConfigMap":
+			var cm corev1.ConfigMap
+			if err := yaml.Unmarshal(o.doc, &cm); err != nil {
+				t.Fatal(err)
+			}
+			traffic = cm.Data["traffic.jsonl"]
+		case "Job":
+			var job batchv1.Job
+			if err := yaml.Unmarshal(o.doc, &job); err != nil {
+				t.Fatal(err)
+			}
+			if job.Spec.CompletionMode != nil && *job.Spec.CompletionMode == batchv1.IndexedCompletion {
+				shards = int(*job.Spec.Completions)
+			}
+		}
+	}
+	if traffic == "" || shards == 0 {
+		t.Fatalf("want the traffic ConfigMap and the Indexed Job, got %d bytes of traffic and %d shards", len(traffic), shards)
+	}
+	sessions := map[string]bool{}
+	iterations := 0
+	for i, line := range strings.Split(strings.TrimSpace(traffic), "\n") {
+		var p struct {
+			Tags struct{ Session string }
+		}
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			t.Fatalf("traffic.jsonl:%d: %v", i+1, err)
+		}
+		switch {
+		case p.Tags.Session == "":
+			iterations++
+		case !sessions[p.Tags.Session]:
+			sessions[p.Tags.Session] = true
+			iterations++
+		}
+	}
+	if iterations < shards {
+		t.Errorf("traffic.jsonl has %d iterations for %d shards: shard %d and above would get none", iterations, shards, iterations)
 	}
 }
 

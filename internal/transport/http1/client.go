@@ -20,10 +20,6 @@ import (
 // file, usually).
 const inlineBody = 16 << 10
 
-// readBuffer is the size of a client's read buffer; response headers must
-// fit.
-const readBuffer = 16 << 10
-
 // client is one VU's transport.Client. Everything in it is owned by the
 // VU's goroutine, except cut, ctx's cancel and active, which Interrupt
 // uses from another goroutine.
@@ -69,7 +65,7 @@ var _ transport.Client = (*client)(nil)
 func newClient(t *Transport, now func() int64) *client {
 	c := &client{t: t, now: now}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.br = bufio.NewReaderSize(&c.cr, readBuffer)
+	c.br = bufio.NewReaderSize(&c.cr, t.o.MaxHeaderBytes)
 	if t.o.Timings {
 		c.cr.now = now
 	}

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,6 +62,10 @@ type Options struct {
 	// MaxBody bounds the response body a client keeps (bytes); a longer
 	// answer fails as "other". 0 means DefaultMaxBody.
 	MaxBody int
+	// MaxHeaderBytes bounds an answer's status line and headers (the
+	// client's read buffer); a longer head fails the request. 0 means
+	// DefaultMaxHeaderBytes.
+	MaxHeaderBytes int
 	// DiscardBodies reads each answer's body and drops it as it arrives,
 	// for runs where nothing reads bodies: the framing and BytesIn stay
 	// exact, MaxBody does not apply (nothing is kept), and the answer's
@@ -72,6 +77,9 @@ type Options struct {
 const (
 	DefaultTimeout = 30 * time.Second
 	DefaultMaxBody = 64 << 20
+	// DefaultMaxHeaderBytes is the read buffer of a client: an answer's
+	// head must fit in it.
+	DefaultMaxHeaderBytes = 16 << 10
 )
 
 // Validate checks o without reading any file or changing o. Its errors
@@ -98,6 +106,12 @@ func (o *Options) Validate() error {
 		if _, err := parseProxy(o.Proxy); err != nil {
 			errs = append(errs, fmt.Errorf("--proxy: %w", err))
 		}
+	}
+	if o.MaxBody < 0 {
+		errs = append(errs, fmt.Errorf("--max-answer-body: want a number of bytes ≥ 1, got %d", o.MaxBody))
+	}
+	if o.MaxHeaderBytes < 0 || (o.MaxHeaderBytes > 0 && o.MaxHeaderBytes < 1024) {
+		errs = append(errs, fmt.Errorf("--max-header-bytes: want at least 1024 bytes, got %d", o.MaxHeaderBytes))
 	}
 	if o.MaxConnDuration < 0 {
 		errs = append(errs, fmt.Errorf("--max-conn-duration: want a duration ≥ 0, got %v", o.MaxConnDuration))
@@ -132,6 +146,9 @@ func New(o Options) (*Transport, error) {
 	}
 	if t.o.MaxBody == 0 {
 		t.o.MaxBody = DefaultMaxBody
+	}
+	if t.o.MaxHeaderBytes == 0 {
+		t.o.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	// Validate has parsed these already: the errors cannot happen.
 	if o.Target != "" {
@@ -236,6 +253,11 @@ func parseTarget(s string) (*target, error) {
 	}
 	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, fmt.Errorf("want only scheme://host[:port], got %q (paths are rewritten by transforms, not the target)", s)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("want a port in 1..65535, got %q in %q", p, s)
+		}
 	}
 	t := &target{https: u.Scheme == "https", host: []byte(u.Host)}
 	t.addr, t.name = dialAddr(u.Host, t.https)
