@@ -136,6 +136,7 @@ func (m *merger) addCounts(s *Summary) {
 	out.Dropped += s.Dropped
 	out.Late += s.Late
 	out.Reconnects += s.Reconnects
+	out.Backoffs += s.Backoffs
 	out.VUsMax += s.VUsMax
 	out.BytesIn += s.BytesIn
 	out.BytesOut += s.BytesOut

@@ -59,6 +59,10 @@ type Summary struct {
 	Redirects   int64 `json:"redirects"`   // requests that followed a redirect (--follow-redirects); part of Requests
 	Clamped     int64 `json:"clamped"`     // requests that took over an hour, recorded as one hour
 
+	// Backoffs counts the VUs' waits after a failed connect (1 ms doubling
+	// to 100 ms, per VU) instead of retrying a refused port at once.
+	Backoffs int64 `json:"backoffs,omitempty"`
+
 	Timings *Timings `json:"timings_ms,omitempty"` // --timings: the phases of a request
 	// Intervals are the run second by second.
 	Intervals []Interval `json:"intervals,omitempty"`
@@ -161,6 +165,7 @@ func (r *Recorder) Summary(m Meta) *Summary {
 		Dropped:     m.Run.Dropped,
 		Late:        m.Run.Late,
 		Reconnects:  f.reconnects,
+		Backoffs:    m.Run.Backoffs,
 		VUsMax:      m.Run.VUs,
 		BytesIn:     f.bytesIn,
 		BytesOut:    f.bytesOut,

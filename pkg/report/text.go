@@ -80,6 +80,9 @@ func WriteText(w io.Writer, s *Summary) error {
 	if s.Clamped != 0 {
 		line("Clamped", "[over one hour]", strconv.FormatInt(s.Clamped, 10))
 	}
+	if s.Backoffs != 0 {
+		line("Back-offs", "[waits after a failed connect]", strconv.FormatInt(s.Backoffs, 10))
+	}
 	tw.Flush() // cannot fail: it writes to buf
 
 	if len(s.Endpoints) > 0 {

@@ -24,6 +24,9 @@ type Counters struct {
 	OutOfOrder int           // recorded: iterations the file lists before earlier ones
 	// Late counts requests begun more than LateAfter after due.
 	Late int64
+	// Backoffs counts the waits of VUs after a failed connect (bounded,
+	// exponential, per VU) rather than retrying a refused port at once.
+	Backoffs int64
 }
 
 // TransformCount is what one rewrite of the chain did over a run: the

@@ -93,6 +93,10 @@ type run struct {
 	late     atomic.Int64
 	inFlight atomic.Int64 // requests begun and not yet recorded
 	active   atomic.Int64 // closed model with stages: VUs with id < active run
+	backoffs atomic.Int64 // waits after a failed connect
+	// localSeen is set at the first request failed by the generator's own
+	// limits (result.ErrLocal), which is logged once.
+	localSeen atomic.Bool
 
 	wg     sync.WaitGroup // VUs and the scheduler
 	vusMu  sync.Mutex     // guards vus
@@ -204,6 +208,7 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 	}
 	stats.Interrupted = ctx.Err() != nil
 	stats.Late = r.late.Load()
+	stats.Backoffs = r.backoffs.Load()
 	if sched != nil {
 		stats.Scheduled = sched.scheduled.Load()
 		stats.Dropped = sched.dropped.Load()
@@ -413,4 +418,17 @@ func (r *run) nextIteration(v *vu) (int, bool) {
 		r.started.Add(1)
 	}
 	return k, true
+}
+
+// logLocal says, once, that the generator hit its own limits: the
+// requests that failed so are counted as errors "local", not the SUT's.
+func (r *run) logLocal() {
+	ev := r.cfg.Log.Error()
+	hint := "raise the open-file limit (ulimit -n, or the container's: docker run --ulimit nofile=N:N) or use fewer VUs; out of local ports, spread the load over more source addresses or processes"
+	if soft, hard, ok := OpenFileLimit(); ok {
+		ev = ev.Uint64("nofile_soft", soft).Uint64("nofile_hard", hard)
+		hint = fmt.Sprintf("raise the open-file limit (RLIMIT_NOFILE %d, at most %d without privileges) with ulimit -n, or the container's (docker run --ulimit nofile=N:N), or use fewer VUs; out of local ports, spread the load over more processes", soft, hard)
+	}
+	ev.Str("fix", hint).Msg("the generator ran out of its own resources (file descriptors, local ports or socket buffers): " +
+		"those requests are counted as errors \"local\", not the SUT's")
 }
