@@ -103,6 +103,9 @@ func prepare(o *Options) (*runner, error) {
 		return nil, err
 	}
 	divide(&cfg, p.shard)
+	if err := checkOpenFiles(&cfg, o.Load.MaxVUs, vu.OpenFileLimit, o.Log); err != nil {
+		return nil, err
+	}
 	opening := time.Now()
 	f, err := openTraffic(o, p)
 	if err != nil {

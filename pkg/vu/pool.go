@@ -134,35 +134,10 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 	p.running.Store(r)
 	stats := result.Counters{Started: r.base, OutOfOrder: outOfOrder}
 
-	switch {
-	case sched != nil:
-		sched.base = r.base
-		r.idle = make(chan *vu, cfg.MaxVUs)
-		for i := 0; i < cfg.VUs; i++ {
-			r.idle <- r.spawn()
-		}
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			sched.run()
-			r.endWork()
-		}()
-	default:
-		n := cfg.MostVUs()
-		if len(cfg.Stages) > 0 {
-			r.active.Store(int64(VUTarget(cfg.VUs, cfg.Stages, 0)))
-			r.wg.Add(1)
-			go func() { defer r.wg.Done(); r.rampVUs() }()
-		} else {
-			r.active.Store(int64(n))
-		}
-		for i := 0; i < n; i++ {
-			r.spawn()
-		}
-	}
-
 	// The watcher turns ctx, the duration and the end of the VUs into the
-	// stop, then the grace into the hard stop.
+	// stop, then the grace into the hard stop. It starts before the VUs:
+	// starting tens of thousands of them takes seconds, during which the
+	// duration and a signal must hold.
 	done := make(chan struct{})
 	watcherDone := make(chan struct{})
 	go func() {
@@ -194,6 +169,33 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 			r.vusMu.Unlock()
 		}
 	}()
+
+	switch {
+	case sched != nil:
+		sched.base = r.base
+		r.idle = make(chan *vu, cfg.MaxVUs)
+		for i := 0; i < cfg.VUs && !r.stopping.Load(); i++ {
+			r.idle <- r.spawn()
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			sched.run()
+			r.endWork()
+		}()
+	default:
+		n := cfg.MostVUs()
+		if len(cfg.Stages) > 0 {
+			r.active.Store(int64(VUTarget(cfg.VUs, cfg.Stages, 0)))
+			r.wg.Add(1)
+			go func() { defer r.wg.Done(); r.rampVUs() }()
+		} else {
+			r.active.Store(int64(n))
+		}
+		for i := 0; i < n && !r.stopping.Load(); i++ {
+			r.spawn()
+		}
+	}
 
 	r.wg.Wait()
 	close(done)
