@@ -162,6 +162,8 @@ func (m *merger) addSchedule(s *Summary) {
 	}
 	m.sched.Scheduled += sc.Scheduled
 	m.sched.LagMaxMS = max(m.sched.LagMaxMS, sc.LagMaxMS)
+	m.sched.LagP50MS = max(m.sched.LagP50MS, sc.LagP50MS)
+	m.sched.LagP99MS = max(m.sched.LagP99MS, sc.LagP99MS)
 	m.lagWeighted += sc.LagMeanMS * float64(sc.Scheduled)
 }
 

@@ -110,7 +110,8 @@ type Timings struct {
 
 // Schedule tells how an open model kept its schedule:
 //
-//	{"scheduled": 20000, "lag_mean_ms": 0.05, "lag_max_ms": 1.2, "late_after_ms": 10}
+//	{"scheduled": 20000, "lag_mean_ms": 0.05, "lag_p50_ms": 0.04, "lag_p99_ms": 0.9,
+//	 "lag_max_ms": 1.2, "late_after_ms": 10}
 //
 // Lag is how long after its due time the scheduler handed an iteration to
 // a VU: the granularity this machine's timers allowed. Latency counts it
@@ -120,6 +121,10 @@ type Schedule struct {
 	LagMeanMS   float64 `json:"lag_mean_ms"`
 	LagMaxMS    float64 `json:"lag_max_ms"`
 	LateAfterMS float64 `json:"late_after_ms"` // a request begun later than this after due is late
+	// LagP50MS and LagP99MS are the lag's percentiles; a merge of shards
+	// keeps the worst shard's (an upper bound).
+	LagP50MS float64 `json:"lag_p50_ms"`
+	LagP99MS float64 `json:"lag_p99_ms"`
 }
 
 // Latency is a latency distribution in milliseconds (hist.Latency), as in
@@ -220,6 +225,7 @@ func (r *Recorder) Summary(m Meta) *Summary {
 	if m.Model == "rate" || m.Model == "recorded" {
 		s.Schedule = &Schedule{
 			Scheduled: m.Run.Scheduled, LagMeanMS: durMS(m.Run.LagMean), LagMaxMS: durMS(m.Run.LagMax), LateAfterMS: durMS(m.LateAfter),
+			LagP50MS: durMS(m.Run.LagP50), LagP99MS: durMS(m.Run.LagP99),
 		}
 	}
 

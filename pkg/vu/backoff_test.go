@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/result"
 )
@@ -59,5 +60,52 @@ func TestConnectBackoffRateCountsEverything(t *testing.T) {
 	}
 	if st.Dropped == 0 || st.Backoffs == 0 {
 		t.Errorf("got %d dropped and %d back-offs, want both > 0 (2 VUs backing off cannot keep 200/s)", st.Dropped, st.Backoffs)
+	}
+}
+
+// TestLagDistribution: the scheduler reports its lateness as a
+// distribution (p50, p99 beside mean and max).
+func TestLagDistribution(t *testing.T) {
+	srv, err := loopback.NewCanned(loopback.Accepted202)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	f := openLines(t, manyLines(3)...)
+	_, st := runPool(t, f, Config{Model: Rate, Rate: 500, VUs: 5, Walk: Loop, Duration: 300 * time.Millisecond},
+		http1.Options{Target: srv.URL()})
+	if st.LagP50 <= 0 || st.LagP50 > st.LagP99 || st.LagP99 > st.LagMax+time.Millisecond {
+		t.Errorf("lag: got p50 %v, p99 %v, max %v; want 0 < p50 ≤ p99 ≤ max", st.LagP50, st.LagP99, st.LagMax)
+	}
+}
+
+// TestPreciseSleeper: with PrecisePacing the scheduler's waits end close to
+// their due time (timers round a sub-millisecond wait up), and a stop still
+// ends them.
+func TestPreciseSleeper(t *testing.T) {
+	s := newPreciseSleeper()
+	over := make([]int64, 0, 31)
+	for i := 0; i < 31; i++ {
+		start := time.Now()
+		if !s.Sleep(300*time.Microsecond, nil) {
+			t.Fatal("Sleep with no stop returned false")
+		}
+		d := time.Since(start)
+		if d < 300*time.Microsecond {
+			t.Fatalf("slept %v, want at least 300µs", d)
+		}
+		over = append(over, int64(d-300*time.Microsecond))
+	}
+	if med := percentile(over, 50); med > 250*time.Microsecond {
+		t.Errorf("median overshoot %v, want under 250µs", med)
+	}
+	stop := make(chan struct{})
+	close(stop)
+	start := time.Now()
+	if s.Sleep(time.Second, stop) {
+		t.Error("Sleep through a stop returned true")
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("a stopped Sleep took %v", d)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/transport"
+	"github.com/replay-dev/replay/pkg/hist"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
@@ -217,6 +218,8 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 		stats.LagMax = sched.lagMax
 		if n := stats.Scheduled; n > 0 {
 			stats.LagMean = sched.lagSum / time.Duration(n)
+			stats.LagP50 = time.Duration(sched.lags.ValueAtQuantile(50)) * time.Microsecond
+			stats.LagP99 = time.Duration(sched.lags.ValueAtQuantile(99)) * time.Microsecond
 		}
 	}
 	return stats, r.runErr
@@ -303,7 +306,9 @@ func (r *run) endWork() {
 func (r *run) newScheduler() (*scheduler, int, error) {
 	cfg := r.cfg
 	n := int64(r.file.Iterations())
-	s := &scheduler{clock: cfg.Clock, stop: r.stopCh, dispatch: r.dispatch, lateAfter: cfg.LateAfter}
+	s := &scheduler{clock: cfg.Clock, stop: r.stopCh, dispatch: r.dispatch, lateAfter: cfg.LateAfter, lags: hist.New()}
+	_, wall := cfg.Clock.(WallClock)
+	s.precise = cfg.PrecisePacing && wall
 	limit := func(k int64) bool { return cfg.Iterations == 0 || k < cfg.Iterations }
 	if cfg.Model == Rate {
 		s.pacer = NewRatePacer(cfg.Rate, cfg.Stages, cfg.Duration)
