@@ -2,6 +2,7 @@ package run
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -272,4 +273,29 @@ func tail(b []byte) string {
 		b = b[len(b)-2000:]
 	}
 	return string(b)
+}
+
+// TestExecuteRefusesVUsOverTheLimit: Execute refuses VUs beyond the
+// process's open-file limit before any traffic, but a dry run (no
+// connection) goes ahead.
+func TestExecuteRefusesVUsOverTheLimit(t *testing.T) {
+	soft, _, ok := vu.OpenFileLimit()
+	if !ok || soft > 1<<24 {
+		t.Skip("no open-file limit to exceed")
+	}
+	srv := newSUT(t, 0, 200)
+	o := options(trafficFile(t, 2), srv.URL)
+	o.Load.VUs = int(soft)
+	s, err := execute(t, context.Background(), o, 10*time.Second)
+	if s != nil || err == nil || !strings.Contains(err.Error(), "--vus:") || !strings.Contains(err.Error(), "RLIMIT_NOFILE") {
+		t.Fatalf("got %v, %v; want no summary and an error naming --vus and the limit", s, err)
+	}
+	if n := srv.conns.Load(); n != 0 {
+		t.Errorf("the SUT saw %d connections", n)
+	}
+	var out bytes.Buffer
+	o.DryRun, o.DryRunTo = 1, &out
+	if s, err := execute(t, context.Background(), o, 10*time.Second); s != nil || err != nil {
+		t.Errorf("dry run: got %v, %v; want neither", s, err)
+	}
 }

@@ -103,8 +103,10 @@ func prepare(o *Options) (*runner, error) {
 		return nil, err
 	}
 	divide(&cfg, p.shard)
-	if err := checkOpenFiles(&cfg, o.Load.MaxVUs, vu.OpenFileLimit, o.Log); err != nil {
-		return nil, err
+	if o.DryRun == 0 { // a dry run opens no connection
+		if err := checkOpenFiles(&cfg, o.Load.MaxVUs, vu.OpenFileLimit, o.Log); err != nil {
+			return nil, err
+		}
 	}
 	opening := time.Now()
 	f, err := openTraffic(o, p)
