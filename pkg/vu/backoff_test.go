@@ -2,6 +2,8 @@ package vu
 
 import (
 	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +109,33 @@ func TestPreciseSleeper(t *testing.T) {
 	}
 	if d := time.Since(start); d > 100*time.Millisecond {
 		t.Errorf("a stopped Sleep took %v", d)
+	}
+}
+
+// TestConnectBackoffResets: once the SUT is back, the first request that
+// reaches it resets the back-off, and the VU runs at full speed again.
+func TestConnectBackoffResets(t *testing.T) {
+	url := refusedURL(t)
+	addr := strings.TrimPrefix(url, "http://")
+	go func() {
+		time.Sleep(200 * time.Millisecond) // a few back-offs first
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Errorf("listen again on %s: %v", addr, err)
+			return
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})}
+		t.Cleanup(func() { srv.Close() })
+		srv.Serve(ln)
+	}()
+	f := openLines(t, manyLines(3)...)
+	sink, st := runPool(t, f, Config{VUs: 1, Walk: Loop, Iterations: 2000, Duration: 1500 * time.Millisecond}, http1.Options{Target: url})
+	ok := sink.count(func(r result.Result) bool { return r.Err == result.ErrNone })
+	// Without the reset, each request would wait 100 ms: about 13 answers.
+	if ok < 100 {
+		t.Errorf("got %d answers after the SUT came back (%d back-offs), want 100 or more", ok, st.Backoffs)
+	}
+	if st.Backoffs == 0 {
+		t.Error("no back-off while the port was refused")
 	}
 }

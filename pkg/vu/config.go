@@ -179,6 +179,9 @@ func (c *Config) validateModel() []error {
 	if c.Speed < 0 {
 		errs = append(errs, fmt.Errorf("--speed: want a positive factor such as 2, got %v", c.Speed))
 	}
+	if c.PrecisePacing && c.Model == Closed {
+		errs = append(errs, errors.New("--precise-pacing: paces the schedule of a --rate or --pace recorded; the closed model has none"))
+	}
 	if c.Think && c.Model != Closed {
 		errs = append(errs, errors.New("--think: recorded think time is for the closed model; recorded pacing keeps the gaps already"))
 	}
