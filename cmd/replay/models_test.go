@@ -75,6 +75,7 @@ func TestLoadFlagsRejectedBeforeTraffic(t *testing.T) {
 		{"bad pace", []string{"--pace", "fast"}, "--pace: want recorded"},
 		{"bad think", []string{"--think", "long"}, "--think"},
 		{"think with rate", []string{"--rate", "5/s", "--think", "recorded"}, "--think"},
+		{"precise pacing closed", []string{"--precise-pacing"}, "--precise-pacing"},
 		{"max-vus below vus", []string{"--rate", "5/s", "--vus", "10", "--max-vus", "2"}, "--max-vus"},
 		{"max-vus closed", []string{"--max-vus", "2"}, "--max-vus"},
 		{"zero speed", []string{"--pace", "recorded", "--speed", "0"}, "--speed"},

@@ -39,6 +39,7 @@ func addLoadFlags(fs *pflag.FlagSet, o *run.Load, vus int) {
 	fs.Float64Var(&o.Speed, "speed", o.Speed, "with --pace recorded or --think recorded: divide recorded times by this factor")
 	fs.StringVar(&o.Think, "think", o.Think, "recorded: in the closed model, wait a session's recorded gaps between requests")
 	fs.DurationVar(&o.LateAfter, "late-after", o.LateAfter, "count a request begun more than this after it was due as late")
+	fs.BoolVar(&o.PrecisePacing, "precise-pacing", false, "with --rate or --pace recorded: the scheduler spins (yielding) through the last 2ms before each due time rather than trusting timers that round sub-millisecond waits up; costs up to one CPU core while it waits")
 }
 
 // markGiven records which load flags were given explicitly, so that an

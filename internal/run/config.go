@@ -20,7 +20,7 @@ func vuConfig(o *Options, m *loadModel, log zerolog.Logger) vu.Config {
 		Model: m.model, Walk: m.walk, Rate: m.rate, Stages: m.stages, Think: m.think,
 		VUs: o.Load.VUs, MaxVUs: o.Load.MaxVUs, Duration: o.Load.Duration, Iterations: o.Load.Iterations,
 		Speed: o.Load.Speed, LateAfter: o.Load.LateAfter, Grace: o.Grace, Log: log,
-		FollowRedirects: o.HTTP.FollowRedirects,
+		FollowRedirects: o.HTTP.FollowRedirects, PrecisePacing: o.Load.PrecisePacing,
 	}
 }
 

@@ -104,6 +104,9 @@ type Load struct {
 	// Speed divides recorded times (Pace, Think).
 	Speed     float64
 	LateAfter time.Duration
+	// PrecisePacing has an open model's scheduler spin through the last
+	// stretch before each due time (up to a CPU core) for a smaller lag.
+	PrecisePacing bool
 }
 
 // HTTP is where requests go and how they are sent.

@@ -107,6 +107,11 @@ func prepare(ctx context.Context, o *Options) (*runner, error) {
 		return nil, err
 	}
 	divide(&cfg, p.shard)
+	if o.DryRun == 0 { // a dry run opens no connection
+		if err := checkOpenFiles(&cfg, o.Load.MaxVUs, vu.OpenFileLimit, o.Log); err != nil {
+			return nil, err
+		}
+	}
 	opening := time.Now()
 	f, err := openTraffic(ctx, o, p)
 	if err != nil {

@@ -243,7 +243,7 @@ func TestRenderersReturnWriteErrors(t *testing.T) {
 // script against. go test ./pkg/report -run TestJSONGolden -update rewrites it.
 func TestJSONGolden(t *testing.T) {
 	rate := 400.0
-	s := record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0, VUs: 4, Iterations: 130, Scheduled: 133, Dropped: 3, Late: 2, LagMean: 500 * time.Microsecond, LagMax: 2 * time.Millisecond}, Model: "rate", TargetRate: &rate, LateAfter: 10 * time.Millisecond})
+	s := record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0, VUs: 4, Iterations: 130, Scheduled: 133, Dropped: 3, Late: 2, LagMean: 500 * time.Microsecond, LagP50: 400 * time.Microsecond, LagP99: 1500 * time.Microsecond, LagMax: 2 * time.Millisecond}, Model: "rate", TargetRate: &rate, LateAfter: 10 * time.Millisecond})
 	th, _ := ParseThreshold("p99<5ms")
 	Evaluate(s, []Threshold{th})
 	var buf bytes.Buffer

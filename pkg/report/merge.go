@@ -201,6 +201,7 @@ func (m *merger) addCounts(s *Summary) {
 	out.Dropped += s.Dropped
 	out.Late += s.Late
 	out.Reconnects += s.Reconnects
+	out.Backoffs += s.Backoffs
 	out.VUsMax += s.VUsMax
 	out.BytesIn += s.BytesIn
 	out.BytesOut += s.BytesOut
@@ -228,6 +229,8 @@ func (m *merger) addSchedule(s *Summary) {
 	}
 	m.sched.Scheduled += sc.Scheduled
 	m.sched.LagMaxMS = max(m.sched.LagMaxMS, sc.LagMaxMS)
+	m.sched.LagP50MS = max(m.sched.LagP50MS, sc.LagP50MS)
+	m.sched.LagP99MS = max(m.sched.LagP99MS, sc.LagP99MS)
 	m.lagWeighted += sc.LagMeanMS * float64(sc.Scheduled)
 }
 

@@ -252,3 +252,22 @@ func TestMergeWithStandaloneSink(t *testing.T) {
 		t.Errorf("sinks alone: %v, model %q, duration %v; want sink, 20", err, m.Model, m.DurationS)
 	}
 }
+
+// TestMergeScheduleAndBackoffs: shards' back-offs add up; the lag's
+// percentiles merge to the worst shard's, an upper bound.
+func TestMergeScheduleAndBackoffs(t *testing.T) {
+	shard := func(p50, p99 time.Duration, backoffs int64) *Summary {
+		return record(testEndpoints, fixture()).Summary(Meta{Model: "rate", Run: result.Counters{
+			Started: t0, Scheduled: 10, LagP50: p50, LagP99: p99, LagMax: 2 * p99, Backoffs: backoffs}})
+	}
+	m, err := Merge([]*Summary{shard(100*time.Microsecond, 900*time.Microsecond, 3), shard(300*time.Microsecond, 500*time.Microsecond, 4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := m.Schedule; sc == nil || sc.LagP50MS != 0.3 || sc.LagP99MS != 0.9 || sc.LagMaxMS != 1.8 {
+		t.Errorf("schedule: got %+v, want lag p50 0.3, p99 0.9, max 1.8", sc)
+	}
+	if m.Backoffs != 7 {
+		t.Errorf("backoffs: got %d, want 7", m.Backoffs)
+	}
+}

@@ -70,6 +70,9 @@ type Summary struct {
 	// for a redirect past --follow-redirects (the chain was cut there).
 	Unsolicited   int64 `json:"unsolicited,omitempty"`
 	RedirectLimit int64 `json:"redirect_limit,omitempty"`
+	// Backoffs counts the VUs' waits after a failed connect (1 ms doubling
+	// to 100 ms, per VU) instead of retrying a refused port at once.
+	Backoffs int64 `json:"backoffs,omitempty"`
 
 	Timings *Timings `json:"timings_ms,omitempty"` // --timings: the phases of a request
 	// Intervals are the run second by second.
@@ -123,7 +126,8 @@ type Timings struct {
 
 // Schedule tells how an open model kept its schedule:
 //
-//	{"scheduled": 20000, "lag_mean_ms": 0.05, "lag_max_ms": 1.2, "late_after_ms": 10}
+//	{"scheduled": 20000, "lag_mean_ms": 0.05, "lag_p50_ms": 0.04, "lag_p99_ms": 0.9,
+//	 "lag_max_ms": 1.2, "late_after_ms": 10}
 //
 // Lag is how long after its due time the scheduler handed an iteration to
 // a VU: the granularity this machine's timers allowed. Latency counts it
@@ -133,6 +137,10 @@ type Schedule struct {
 	LagMeanMS   float64 `json:"lag_mean_ms"`
 	LagMaxMS    float64 `json:"lag_max_ms"`
 	LateAfterMS float64 `json:"late_after_ms"` // a request begun later than this after due is late
+	// LagP50MS and LagP99MS are the lag's percentiles; a merge of shards
+	// keeps the worst shard's (an upper bound).
+	LagP50MS float64 `json:"lag_p50_ms"`
+	LagP99MS float64 `json:"lag_p99_ms"`
 }
 
 // Latency is a latency distribution in milliseconds (hist.Latency), as in
@@ -180,6 +188,7 @@ func (r *Recorder) Summary(m Meta) *Summary {
 		Dropped:     m.Run.Dropped,
 		Late:        m.Run.Late,
 		Reconnects:  f.reconnects,
+		Backoffs:    m.Run.Backoffs,
 		VUsMax:      m.Run.VUs,
 		BytesIn:     f.bytesIn,
 		BytesOut:    f.bytesOut,
@@ -235,6 +244,7 @@ func (r *Recorder) Summary(m Meta) *Summary {
 	if m.Model == "rate" || m.Model == "recorded" {
 		s.Schedule = &Schedule{
 			Scheduled: m.Run.Scheduled, LagMeanMS: durMS(m.Run.LagMean), LagMaxMS: durMS(m.Run.LagMax), LateAfterMS: durMS(m.LateAfter),
+			LagP50MS: durMS(m.Run.LagP50), LagP99MS: durMS(m.Run.LagP99),
 		}
 	}
 

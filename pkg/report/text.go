@@ -75,8 +75,9 @@ func WriteText(w io.Writer, s *Summary) error {
 	line("Iterations", "[begun, rate, dropped, late requests]",
 		fmt.Sprintf("%d, %.2f/s, %d, %d", s.Iterations, s.IterationRate, s.Dropped, s.Late))
 	if sc := s.Schedule; sc != nil {
-		line("Schedule", "[due, lag mean, lag max]",
-			fmt.Sprintf("%d, %s, %s", sc.Scheduled, formatMillis(sc.LagMeanMS), formatMillis(sc.LagMaxMS)))
+		line("Schedule", "[due, lag mean, 50, 99, max]",
+			fmt.Sprintf("%d, %s, %s, %s, %s", sc.Scheduled, formatMillis(sc.LagMeanMS),
+				formatMillis(sc.LagP50MS), formatMillis(sc.LagP99MS), formatMillis(sc.LagMaxMS)))
 	}
 	if s.OutOfOrder != 0 {
 		line("Out of order", "[iterations listed before earlier ts]", strconv.Itoa(s.OutOfOrder))
@@ -99,7 +100,11 @@ func WriteText(w io.Writer, s *Summary) error {
 	if s.Clamped != 0 {
 		line("Clamped", "[over one hour]", strconv.FormatInt(s.Clamped, 10))
 	}
+	if s.Backoffs != 0 {
+		line("Back-offs", "[waits after a failed connect]", strconv.FormatInt(s.Backoffs, 10))
+	}
 	tw.Flush() // cannot fail: it writes to buf
+	writeLagWarning(&buf, s)
 
 	if len(s.Endpoints) > 0 {
 		buf.WriteString("\nEndpoints\n")
@@ -346,4 +351,16 @@ func writeTable(buf *bytes.Buffer, rows [][]string, lastLeft bool) {
 		}
 		buf.WriteByte('\n')
 	}
+}
+
+// writeLagWarning says when the scheduler's own lateness is large against
+// the latency it is part of (lag p99 over a tenth of latency p50): then
+// the latency partly measures this machine's timers, not the SUT.
+func writeLagWarning(buf *bytes.Buffer, s *Summary) {
+	sc := s.Schedule
+	if sc == nil || s.Latency.P50 <= 0 || sc.LagP99MS <= s.Latency.P50/10 {
+		return
+	}
+	fmt.Fprintf(buf, "\nThe scheduler itself was late: lag p99 %s against latency p50 %s. Latency runs from the due time, so part of it is this machine's timers, not the SUT; --precise-pacing (at a CPU cost) or a less loaded machine narrows it.\n",
+		formatMillis(sc.LagP99MS), formatMillis(s.Latency.P50))
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/replay-dev/replay/internal/golden"
@@ -20,7 +21,7 @@ func rateSummary() *Summary {
 		BytesIn: 24000, BytesOut: 1_536_000,
 		Connections: 52, Downgraded: 7, Unsent: 1, Clamped: 1,
 		Iterations: 1197, IterationRate: 399, OutOfOrder: 4,
-		Schedule: &Schedule{Scheduled: 1200, LagMeanMS: 0.061, LagMaxMS: 1.25, LateAfterMS: 10},
+		Schedule: &Schedule{Scheduled: 1200, LagMeanMS: 0.061, LagP50MS: 0.052, LagP99MS: 0.9, LagMaxMS: 1.25, LateAfterMS: 10},
 		Latency:  Latency{Min: 0.21, Mean: 1.134, P50: 0.987, P90: 1.81, P95: 2.3, P99: 4.93, P999: 12.05, Max: 3_600_000},
 		Service:  Latency{Min: 0.18, Mean: 0.9, P50: 0.85, P90: 1.5, P95: 2, P99: 4, P999: 11, Max: 61_234},
 		Status:   map[string]int64{"202": 1100, "200": 94, "500": 4},
@@ -96,4 +97,35 @@ func TestFormatMillis(t *testing.T) {
 func withTransforms(s *Summary) *Summary {
 	s.Transforms = []Transform{{Name: "timestamps", Changed: 120}, {Name: "jwt", Changed: 118, Failed: 2}, {Name: "correlate json id", Changed: 40, Failed: 1}}
 	return s
+}
+
+func TestLagWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		lagP99   float64
+		latP50   float64
+		schedule bool
+		want     bool
+	}{
+		{"lag large against latency", 0.5, 1, true, true},
+		{"lag small", 0.05, 1, true, false},
+		{"closed model", 5, 1, false, false},
+		{"no latency", 5, 0, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := rateSummary()
+			s.Latency.P50 = tc.latP50
+			s.Schedule.LagP99MS = tc.lagP99
+			if !tc.schedule {
+				s.Schedule = nil
+			}
+			var buf bytes.Buffer
+			if err := WriteText(&buf, s); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(buf.String(), "The scheduler itself was late"); got != tc.want {
+				t.Errorf("warning shown: got %v, want %v\n%s", got, tc.want, buf.String())
+			}
+		})
+	}
 }

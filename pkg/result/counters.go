@@ -21,9 +21,14 @@ type Counters struct {
 	Dropped    int64         // due while no VU was free (and the pool was full)
 	LagMax     time.Duration // how late the scheduler handed out an iteration, at worst
 	LagMean    time.Duration // and on average
+	LagP50     time.Duration // its median (µs resolution; 1 µs at least)
+	LagP99     time.Duration // and 99th percentile
 	OutOfOrder int           // recorded: iterations the file lists before earlier ones
 	// Late counts requests begun more than LateAfter after due.
 	Late int64
+	// Backoffs counts the waits of VUs after a failed connect (bounded,
+	// exponential, per VU) rather than retrying a refused port at once.
+	Backoffs int64
 }
 
 // TransformCount is what one rewrite of the chain did over a run: the

@@ -23,6 +23,11 @@ const (
 	ErrTLS                 // TLS handshake or record error
 	ErrCancelled           // cut off by the stop (grace expired)
 	ErrOther               // anything else, such as a malformed response
+	// ErrLocal is the generator's own limit, never the SUT's: no file
+	// descriptor (EMFILE, ENFILE), no local port (EADDRNOTAVAIL) or no
+	// buffer (ENOBUFS) left on this machine. Appended last so that the
+	// numbers of the kinds before it stay.
+	ErrLocal
 	numErrorKinds
 )
 
@@ -30,7 +35,7 @@ const (
 // arrays indexed by kind.
 const NumErrorKinds = int(numErrorKinds)
 
-var errorKindNames = [...]string{"", "connect", "timeout", "reset", "eof", "tls", "cancelled", "other"}
+var errorKindNames = [...]string{"", "connect", "timeout", "reset", "eof", "tls", "cancelled", "other", "local"}
 
 // String returns the kind's name as the summary spells it ("" for ErrNone).
 func (k ErrorKind) String() string {

@@ -54,32 +54,43 @@ func BenchmarkRequest(b *testing.B) {
 
 // BenchmarkRateAccuracy runs --rate R --duration 2s against a loopback
 // server and reports the iterations begun as a fraction of R·D (want 1
-// within 1%), the dropped ones and the scheduler's worst lag. Each op is a
-// whole 2s run: use -benchtime 1x.
+// within 1%), the dropped ones and the scheduler's lag (mean, p50, p99,
+// max), with timers and with PrecisePacing. Each op is a whole 2s run:
+// use -benchtime 1x.
 func BenchmarkRateAccuracy(b *testing.B) {
-	for _, rate := range []float64{1000, 5000, 20000} {
-		b.Run(fmt.Sprintf("%.0f/s", rate), func(b *testing.B) {
-			srv, err := loopback.NewCanned(loopback.Accepted202)
-			if err != nil {
-				b.Fatal(err)
+	for _, precise := range []bool{false, true} {
+		for _, rate := range []float64{1000, 5000, 10000, 20000} {
+			name := fmt.Sprintf("%.0f/s", rate)
+			if precise {
+				name += "-precise"
 			}
-			defer srv.Close()
-			f := openLines(b, line("GET", "/", "", nil))
-			const d = 2 * time.Second
-			for b.Loop() {
-				p := &Pool{File: f, Sink: nopSink{}, Config: Config{
-					Model: Rate, Rate: rate, VUs: 50, MaxVUs: 500, Walk: Loop, Duration: d, Log: zerolog.Nop(),
-				}, Transport: newTransport(b, http1.Options{Target: srv.URL(), Timeout: 10 * time.Second})}
-				st, err := p.Run(context.Background())
-				if err != nil {
-					b.Fatal(err)
-				}
-				want := rate * d.Seconds()
-				b.ReportMetric(float64(st.Iterations)/want, "delivered/expected")
-				b.ReportMetric(float64(st.Dropped), "dropped")
-				b.ReportMetric(float64(st.LagMax.Microseconds())/1000, "lag-max-ms")
-				b.ReportMetric(float64(st.LagMean.Microseconds())/1000, "lag-mean-ms")
-			}
-		})
+			b.Run(name, func(b *testing.B) { rateAccuracy(b, rate, precise) })
+		}
+	}
+}
+
+func rateAccuracy(b *testing.B, rate float64, precise bool) {
+	srv, err := loopback.NewCanned(loopback.Accepted202)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	f := openLines(b, line("GET", "/", "", nil))
+	const d = 2 * time.Second
+	for b.Loop() {
+		p := &Pool{File: f, Sink: nopSink{}, Config: Config{
+			Model: Rate, Rate: rate, VUs: 50, MaxVUs: 500, Walk: Loop, Duration: d, Log: zerolog.Nop(), PrecisePacing: precise,
+		}, Transport: newTransport(b, http1.Options{Target: srv.URL(), Timeout: 10 * time.Second})}
+		st, err := p.Run(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		want := rate * d.Seconds()
+		b.ReportMetric(float64(st.Iterations)/want, "delivered/expected")
+		b.ReportMetric(float64(st.Dropped), "dropped")
+		b.ReportMetric(float64(st.LagMean.Microseconds()), "lag-mean-µs")
+		b.ReportMetric(float64(st.LagP50.Microseconds()), "lag-p50-µs")
+		b.ReportMetric(float64(st.LagP99.Microseconds()), "lag-p99-µs")
+		b.ReportMetric(float64(st.LagMax.Microseconds()), "lag-max-µs")
 	}
 }

@@ -1,6 +1,9 @@
 package vu
 
-import "time"
+import (
+	"runtime"
+	"time"
+)
 
 // Clock is the time a run is paced and stamped with: the wall clock in a
 // run, a fake one in tests of the scheduling logic.
@@ -44,4 +47,33 @@ func (s *wallSleeper) Sleep(d time.Duration, stop <-chan struct{}) bool {
 		s.t.Stop()
 		return false
 	}
+}
+
+// PreciseSpin is how long before a due time a precise sleeper stops
+// trusting its timer and spins, yielding the processor, until the time.
+const PreciseSpin = 2 * time.Millisecond
+
+// preciseSleeper sleeps on a timer until PreciseSpin before the end, then
+// spins: --precise-pacing.
+type preciseSleeper struct{ wallSleeper }
+
+// newPreciseSleeper is the scheduler's sleeper with Config.PrecisePacing.
+func newPreciseSleeper() Sleeper {
+	return &preciseSleeper{*WallClock{}.NewSleeper().(*wallSleeper)}
+}
+
+func (s *preciseSleeper) Sleep(d time.Duration, stop <-chan struct{}) bool {
+	end := time.Now().Add(d)
+	if d > PreciseSpin && !s.wallSleeper.Sleep(d-PreciseSpin, stop) {
+		return false
+	}
+	for time.Now().Before(end) {
+		select {
+		case <-stop:
+			return false
+		default:
+		}
+		runtime.Gosched()
+	}
+	return true
 }

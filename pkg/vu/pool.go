@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/transport"
+	"github.com/replay-dev/replay/pkg/hist"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
@@ -93,6 +94,10 @@ type run struct {
 	late     atomic.Int64
 	inFlight atomic.Int64 // requests begun and not yet recorded
 	active   atomic.Int64 // closed model with stages: VUs with id < active run
+	backoffs atomic.Int64 // waits after a failed connect
+	// localSeen is set at the first request failed by the generator's own
+	// limits (result.ErrLocal), which is logged once.
+	localSeen atomic.Bool
 
 	wg     sync.WaitGroup // VUs and the scheduler
 	vusMu  sync.Mutex     // guards vus
@@ -134,35 +139,10 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 	p.running.Store(r)
 	stats := result.Counters{Started: r.base, OutOfOrder: outOfOrder}
 
-	switch {
-	case sched != nil:
-		sched.base = r.base
-		r.idle = make(chan *vu, cfg.MaxVUs)
-		for i := 0; i < cfg.VUs; i++ {
-			r.idle <- r.spawn()
-		}
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			sched.run()
-			r.endWork()
-		}()
-	default:
-		n := cfg.MostVUs()
-		if len(cfg.Stages) > 0 {
-			r.active.Store(int64(VUTarget(cfg.VUs, cfg.Stages, 0)))
-			r.wg.Add(1)
-			go func() { defer r.wg.Done(); r.rampVUs() }()
-		} else {
-			r.active.Store(int64(n))
-		}
-		for i := 0; i < n; i++ {
-			r.spawn()
-		}
-	}
-
 	// The watcher turns ctx, the duration and the end of the VUs into the
-	// stop, then the grace into the hard stop.
+	// stop, then the grace into the hard stop. It starts before the VUs:
+	// starting tens of thousands of them takes seconds, during which the
+	// duration and a signal must hold.
 	done := make(chan struct{})
 	watcherDone := make(chan struct{})
 	go func() {
@@ -195,6 +175,33 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 		}
 	}()
 
+	switch {
+	case sched != nil:
+		sched.base = r.base
+		r.idle = make(chan *vu, cfg.MaxVUs)
+		for i := 0; i < cfg.VUs && !r.stopping.Load(); i++ {
+			r.idle <- r.spawn()
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			sched.run()
+			r.endWork()
+		}()
+	default:
+		n := cfg.MostVUs()
+		if len(cfg.Stages) > 0 {
+			r.active.Store(int64(VUTarget(cfg.VUs, cfg.Stages, 0)))
+			r.wg.Add(1)
+			go func() { defer r.wg.Done(); r.rampVUs() }()
+		} else {
+			r.active.Store(int64(n))
+		}
+		for i := 0; i < n && !r.stopping.Load(); i++ {
+			r.spawn()
+		}
+	}
+
 	r.wg.Wait()
 	close(done)
 	<-watcherDone
@@ -208,12 +215,15 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 	}
 	stats.Interrupted = ctx.Err() != nil
 	stats.Late = r.late.Load()
+	stats.Backoffs = r.backoffs.Load()
 	if sched != nil {
 		stats.Scheduled = sched.scheduled.Load()
 		stats.Dropped = sched.dropped.Load()
 		stats.LagMax = sched.lagMax
 		if n := stats.Scheduled; n > 0 {
 			stats.LagMean = sched.lagSum / time.Duration(n)
+			stats.LagP50 = time.Duration(sched.lags.ValueAtQuantile(50)) * time.Microsecond
+			stats.LagP99 = time.Duration(sched.lags.ValueAtQuantile(99)) * time.Microsecond
 		}
 	}
 	return stats, r.runErr
@@ -300,7 +310,9 @@ func (r *run) endWork() {
 func (r *run) newScheduler() (*scheduler, int, error) {
 	cfg := r.cfg
 	n := int64(r.file.Iterations())
-	s := &scheduler{clock: cfg.Clock, stop: r.stopCh, dispatch: r.dispatch, lateAfter: cfg.LateAfter}
+	s := &scheduler{clock: cfg.Clock, stop: r.stopCh, dispatch: r.dispatch, lateAfter: cfg.LateAfter, lags: hist.New()}
+	_, wall := cfg.Clock.(WallClock)
+	s.precise = cfg.PrecisePacing && wall
 	limit := func(k int64) bool { return cfg.Iterations == 0 || k < cfg.Iterations }
 	if cfg.Model == Rate {
 		s.pacer = NewRatePacer(cfg.Rate, cfg.Stages, cfg.Duration)
@@ -417,4 +429,17 @@ func (r *run) nextIteration(v *vu) (int, bool) {
 		r.started.Add(1)
 	}
 	return k, true
+}
+
+// logLocal says, once, that the generator hit its own limits: the
+// requests that failed so are counted as errors "local", not the SUT's.
+func (r *run) logLocal() {
+	ev := r.cfg.Log.Error()
+	hint := "raise the open-file limit (ulimit -n, or the container's: docker run --ulimit nofile=N:N) or use fewer VUs; out of local ports, spread the load over more source addresses or processes"
+	if soft, hard, ok := OpenFileLimit(); ok {
+		ev = ev.Uint64("nofile_soft", soft).Uint64("nofile_hard", hard)
+		hint = fmt.Sprintf("raise the open-file limit (RLIMIT_NOFILE %d, at most %d without privileges) with ulimit -n, or the container's (docker run --ulimit nofile=N:N), or use fewer VUs; out of local ports, spread the load over more processes", soft, hard)
+	}
+	ev.Str("fix", hint).Msg("the generator ran out of its own resources (file descriptors, local ports or socket buffers): " +
+		"those requests are counted as errors \"local\", not the SUT's")
 }

@@ -3,6 +3,9 @@ package vu
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/replay-dev/replay/pkg/hist"
 )
 
 // slot is an iteration handed to a VU by the scheduler.
@@ -25,6 +28,7 @@ type scheduler struct {
 	dispatch  func(s slot) bool
 	stop      <-chan struct{}
 	lateAfter time.Duration
+	precise   bool // Config.PrecisePacing on the wall clock
 
 	// Counters, read after run returns (or atomically during it).
 	scheduled atomic.Int64 // iterations that came due
@@ -32,11 +36,18 @@ type scheduler struct {
 	late      atomic.Int64 // handed out more than lateAfter after due
 	lagMax    time.Duration
 	lagSum    time.Duration
+	lags      *hdrhistogram.Histogram // every lag, µs (the one geometry)
 }
 
 // run schedules until the pacer or the walk ends, or stop is closed.
 func (s *scheduler) run() {
 	sleep := s.clock.NewSleeper()
+	if s.precise {
+		sleep = newPreciseSleeper()
+	}
+	if s.lags == nil {
+		s.lags = hist.New()
+	}
 	baseUnix := s.base.UnixNano()
 	for k := int64(0); ; k++ {
 		due, ok := s.pacer.Due(k)
@@ -64,6 +75,7 @@ func (s *scheduler) run() {
 		if lag > 0 {
 			s.lagSum += lag
 		}
+		hist.RecordNanos(s.lags, int64(max(lag, 0)))
 		if lag > s.lateAfter {
 			s.late.Add(1)
 		}

@@ -27,6 +27,9 @@ type vu struct {
 
 	work  chan slot // open models: iterations from the scheduler
 	sleep Sleeper   // waits for due times
+	// backoff is how long the VU waits after its last request failed to
+	// connect (0 after one that reached the SUT).
+	backoff time.Duration
 
 	cur    *rrpair.Cursor
 	pair   rrpair.Pair
@@ -145,10 +148,43 @@ func (v *vu) iteration(k int, firstDue int64) error {
 			prevEnd = v.do(prevEnd)
 		}
 		v.hop, v.hops = false, 0
+		if v.backOff() {
+			if !v.sleep.Sleep(v.backoff, r.stopCh) {
+				return nil
+			}
+			prevEnd = r.nanos() // the back-off is the generator's, not the SUT's
+		}
 		prevTS = ts
 		prevDur, _ = v.pair.RecordedDuration()
 	}
 	return nil
+}
+
+// Connect back-off bounds: after a failed connect a VU waits minBackoff,
+// doubled at each further failure up to maxBackoff, before its next
+// request; a request that reaches the SUT resets it.
+const (
+	minBackoff = time.Millisecond
+	maxBackoff = 100 * time.Millisecond
+)
+
+// backOff updates the VU's back-off from the result of its last request
+// and reports whether it must wait (v.backoff) before the next: after a
+// connect failure (or the generator's own limits), so that a refused port
+// is not retried hundreds of thousands of times a second. Under an
+// arrival rate the scheduler keeps its clock meanwhile: iterations due
+// while the VU waits go to other VUs, or are dropped, and are counted.
+func (v *vu) backOff() bool {
+	switch v.res.Err {
+	case result.ErrConnect, result.ErrLocal:
+		v.backoff = min(max(2*v.backoff, minBackoff), maxBackoff)
+		v.r.backoffs.Add(1)
+		return true
+	case result.ErrCancelled:
+		return false
+	}
+	v.backoff = 0
+	return false
 }
 
 // do sends the current pair's request, due at due, records the result and
@@ -211,6 +247,9 @@ func (v *vu) redirect() bool {
 func (v *vu) finish() {
 	v.r.inFlight.Add(-1)
 	v.r.pool.Sink.Record(v.res)
+	if v.res.Err == result.ErrLocal && v.r.localSeen.CompareAndSwap(false, true) {
+		v.r.logLocal()
+	}
 	if v.r.pool.Failures != nil && (v.res.Err != result.ErrNone || v.res.Status >= 400) {
 		v.failed(&v.res)
 	}

@@ -230,6 +230,7 @@ func TestConfigValidate(t *testing.T) {
 		{"rate without a rate", Config{VUs: 1, Model: Rate}, "--rate"},
 		{"think with rate", Config{VUs: 1, Model: Rate, Rate: 5, Think: true}, "--think"},
 		{"max below vus", Config{VUs: 5, MaxVUs: 2, Model: Rate, Rate: 5}, "--max-vus"},
+		{"precise pacing closed", Config{VUs: 1, PrecisePacing: true}, "--precise-pacing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -117,7 +117,7 @@ func (c *client) connect(addr, name string, https bool, res *result.Result, firs
 		if c.cut.Load() {
 			return 0, result.ErrCancelled
 		}
-		return 0, result.ErrConnect
+		return 0, dialKind(err)
 	}
 	if sent > 0 {
 		res.Sent = c.dialer.sentAt

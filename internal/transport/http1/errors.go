@@ -39,6 +39,8 @@ func kindOf(err error) result.ErrorKind {
 	var verify *tls.CertificateVerificationError
 	var unknownCA x509.UnknownAuthorityError
 	switch {
+	case isLocal(err):
+		return result.ErrLocal
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, fasthttp.ErrTimeout),
 		errors.As(err, &netErr) && netErr.Timeout():
 		return result.ErrTimeout
@@ -50,4 +52,22 @@ func kindOf(err error) result.ErrorKind {
 		return result.ErrTLS
 	}
 	return result.ErrOther
+}
+
+// dialKind names why a dial failed: the generator's own limits (no file
+// descriptor, no local port) are ErrLocal, anything else ErrConnect (the
+// SUT was never reached).
+func dialKind(err error) result.ErrorKind {
+	if isLocal(err) {
+		return result.ErrLocal
+	}
+	return result.ErrConnect
+}
+
+// isLocal reports an error of this machine's limits rather than the
+// SUT's: out of file descriptors (per process or system-wide), of local
+// ports, or of socket buffers.
+func isLocal(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.ENOBUFS)
 }
