@@ -90,6 +90,7 @@ type e2eResult struct {
 	apiP90   float64
 	accepted int64
 	stdout   string
+	stderr   string
 }
 
 // runE2E replays file against target with an HTTP sink on sinkAddr.
@@ -107,7 +108,7 @@ func runE2E(t *testing.T, file, target, sinkAddr string, extra ...string) e2eRes
 	if !ok {
 		t.Fatalf("no e2e section:\n%s", r.stdout)
 	}
-	res := e2eResult{summary: s, stages: map[string]map[string]any{}, accepted: int64(e2e["accepted"].(float64)), stdout: r.stdout}
+	res := e2eResult{summary: s, stages: map[string]map[string]any{}, accepted: int64(e2e["accepted"].(float64)), stdout: r.stdout, stderr: r.stderr}
 	for _, x := range e2e["stages"].([]any) {
 		st := x.(map[string]any)
 		res.stages[st["name"].(string)] = st
@@ -201,21 +202,58 @@ func TestEndToEndLossDuplicatesStages(t *testing.T) {
 	if num(q, "unique") != 1000 || num(q, "lost") != 0 || num(q, "duplicates") != 0 {
 		t.Errorf("queued: %v", q)
 	}
-	if num(s, "unique") != 990 || num(s, "lost") != 10 || num(s, "duplicates") != 10 || num(s, "received") != 1000 {
-		t.Errorf("settled: %v; want 990 unique, 10 lost, 10 duplicates", s)
+	// An HTTP sink cannot prove that an event will never come: the 10
+	// events never delivered are pending, not lost; the report and the
+	// log say so and suggest a longer --drain.
+	if num(s, "unique") != 990 || num(s, "duplicates") != 10 || num(s, "received") != 1000 {
+		t.Errorf("settled: %v; want 990 unique, 10 duplicates", s)
 	}
+	checkPending(t, res, s, 10)
 
-	// Thresholds on it: lost is 1% at settled, so lost<0.5% fails (exit
-	// 99, reports written) while the queued stage's latency passes.
+	// Thresholds on it: pending is 1% at settled, so pending<0.5% fails
+	// (exit 99, reports written) while the queued stage's latency passes.
 	out := filepath.Join(t.TempDir(), "s.json")
 	r := runMain(t, context.Background(), "", "run", "-f", eventFile(t, 1000), "--target", srv.URL, "--sink-http", sinkAddr,
-		"--drain-idle", "300ms", "--threshold", "lost<0.5%", "--threshold", "e2e.queued.p99<5s", "--out", out, "-q")
+		"--drain-idle", "300ms", "--threshold", "pending<0.5%", "--threshold", "e2e.queued.p99<5s", "--out", out, "-q")
 	if r.code != 99 {
 		t.Fatalf("exit %d, want 99: %s", r.code, r.stderr)
 	}
 	ths := readSummary(t, out)["thresholds"].([]any)
 	if len(ths) != 2 || ths[0].(map[string]any)["pass"] != false || ths[1].(map[string]any)["pass"] != true {
-		t.Errorf("thresholds %v, want lost failing and e2e.queued.p99 passing", ths)
+		t.Errorf("thresholds %v, want pending failing and e2e.queued.p99 passing", ths)
+	}
+}
+
+// checkPending checks that the stage st of res has n events pending and
+// none lost, and that the summary, the text report and the log say so.
+func checkPending(t *testing.T, res e2eResult, st map[string]any, n int) {
+	t.Helper()
+	if num(st, "pending") != int64(n) || num(st, "lost") != 0 {
+		t.Errorf("stage %v: want %d pending, none lost", st, n)
+	}
+	if known, ok := res.summary["e2e"].(map[string]any)["loss_known"]; !ok || known != false {
+		t.Errorf("loss_known %v (present %v), want false", known, ok)
+	}
+	if !strings.Contains(res.stdout, fmt.Sprintf("%d events pending", n)) || !strings.Contains(res.stdout, "try a longer --drain") {
+		t.Errorf("text report does not say what is pending:\n%s", res.stdout)
+	}
+	if !strings.Contains(res.stderr, "pending") || !strings.Contains(res.stderr, "a longer --drain") {
+		t.Errorf("log does not say what is pending:\n%s", res.stderr)
+	}
+}
+
+// TestLostThresholdRefused: no sink of today proves loss, so a lost
+// threshold could never be measured; it is refused before any traffic.
+func TestLostThresholdRefused(t *testing.T) {
+	srv := newSUT(t, 0, 202)
+	r := runMain(t, context.Background(), "", "run", "-f", eventFile(t, 5), "--target", srv.URL, "--sink-http", freeAddr(t),
+		"--threshold", "lost<0.5%", "-q")
+	if r.code != 1 || !strings.Contains(r.stderr, `--threshold "lost<0.5%"`) || !strings.Contains(r.stderr, "no sink of this run can prove") ||
+		!strings.Contains(r.stderr, "nothing was sent") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 naming --threshold and why", r.code, r.stderr)
+	}
+	if n := srv.count.Load(); n != 0 {
+		t.Errorf("the SUT received %d requests, want 0", n)
 	}
 }
 
@@ -277,6 +315,7 @@ func TestSinkStandalone(t *testing.T) {
 	if sr.code != 0 || !strings.Contains(sr.stdout, "settled") {
 		t.Fatalf("sink: exit %d\n%s%s", sr.code, sr.stdout, sr.stderr)
 	}
+	checkSinkLossUnknown(t, sr.stdout, sinkOut)
 	if r := runMain(t, context.Background(), "", "report", "merge", runOut, sinkOut, "-o", merged, "-q"); r.code != 0 {
 		t.Fatalf("merge: exit %d: %s", r.code, r.stderr)
 	}
@@ -284,7 +323,10 @@ func TestSinkStandalone(t *testing.T) {
 	if num(e2e, "accepted") != 1000 {
 		t.Errorf("accepted %v", e2e["accepted"])
 	}
-	wants := map[string][2]int64{"queued": {1000, 0}, "settled": {990, 10}}
+	if known := e2e["loss_known"]; known != false {
+		t.Errorf("merged loss_known %v, want false", known)
+	}
+	wants := map[string][2]int64{"queued": {1000, 0}, "settled": {990, 10}} // unique, pending
 	stages := e2e["stages"].([]any)
 	if len(stages) != len(wants) {
 		t.Errorf("%d stages %v, want queued and settled", len(stages), stages)
@@ -294,10 +336,22 @@ func TestSinkStandalone(t *testing.T) {
 		want, ok := wants[st["name"].(string)]
 		if !ok {
 			t.Errorf("stage %v: unexpected, or twice", st)
-		} else if num(st, "unique") != want[0] || num(st, "lost") != want[1] {
-			t.Errorf("stage %v: want unique %d, lost %d", st, want[0], want[1])
+		} else if num(st, "unique") != want[0] || num(st, "pending") != want[1] || num(st, "lost") != 0 {
+			t.Errorf("stage %v: want unique %d, pending %d, none lost", st, want[0], want[1])
 		}
 		delete(wants, st["name"].(string))
+	}
+}
+
+// checkSinkLossUnknown checks that a standalone sink says, in its report
+// and its summary, that it cannot know loss.
+func checkSinkLossUnknown(t *testing.T, stdout, summary string) {
+	t.Helper()
+	if !strings.Contains(stdout, "loss not known") {
+		t.Errorf("sink report does not say loss is not known:\n%s", stdout)
+	}
+	if known, ok := readSummary(t, summary)["e2e"].(map[string]any)["loss_known"]; !ok || known != false {
+		t.Errorf("sink summary: loss_known %v (present %v), want false", known, ok)
 	}
 }
 

@@ -24,7 +24,8 @@ func newSinkCmd(io stdio, logger func() (zerolog.Logger, error)) *cobra.Command 
 time its correlation ID carries, until interrupted or --duration, then
 print the end-to-end section and write it (--out) as a summary that
 replay report merge adds to the runs' summaries: with the runs' accepted
-events, the merge works out what was lost. Use it when the runs are
+events, the merge works out what is pending (a sink alone cannot know that
+an event will never come, and says so: "loss_known": false). Use it when the runs are
 sharded over pods and the events come back to one place; clocks must be
 synchronised.`,
 		Example: `  replay sink --sink-http :9090 --out sink.json

@@ -73,6 +73,9 @@ func parse(o *Options) (*parsed, error) {
 	add(err)
 	p.stamp, p.sinks, err = parseEvents(&o.Events)
 	add(err)
+	if err == nil {
+		add(checkLossThresholds(p.thresholds, p.sinks))
+	}
 	add(checkOutputs(o))
 	return p, errors.Join(errs...)
 }

@@ -202,6 +202,10 @@ func TestExecuteBadInputSendsNothing(t *testing.T) {
 		{"match without compare", func(o *Options) { o.Thresholds = []string{"match>99%"} }, []string{"--threshold: match needs --compare"}, false},
 		{"bad set-header", func(o *Options) { o.Transforms.SetHeaders = []string{"NoColon"} }, []string{"--set-header"}, false},
 		{"bad correlate", func(o *Options) { o.Events.Correlate = "sideways" }, []string{"--correlate"}, false},
+		{"lost threshold, HTTP sink", func(o *Options) {
+			o.Events.Correlate, o.Events.HTTP, o.Thresholds = "header", "127.0.0.1:0", []string{"lost<1%"}
+		}, []string{`--threshold "lost<1%"`, "no sink of this run can prove an event lost", "pending<1%"}, false},
+		{"lost threshold, no sink", func(o *Options) { o.Events.Correlate, o.Thresholds = "header", []string{"lost<=0"} }, []string{`--threshold "lost<=0"`, "no sink"}, false},
 		{"dump-max", func(o *Options) { o.DumpFailures, o.DumpMax = filepath.Join(t.TempDir(), "d"), 0 }, []string{"--dump-max"}, false},
 		{"unwritable dump", func(o *Options) { o.DumpFailures = filepath.Join(t.TempDir(), "no", "d") }, []string{"--dump-failures"}, true},
 		{"pace without ts", func(o *Options) { o.Load.Pace = "recorded" }, []string{"no ts to pace by"}, true},

@@ -35,6 +35,10 @@ type Tracker struct {
 	// run is over.
 	accepted []bitset
 	sent     []int64 // per VU: requests stamped
+	// provesLoss: the sinks can prove an event will never come, so what
+	// is unseen at the end of the drain is lost, not pending. Set before
+	// the run (ProveLoss).
+	provesLoss bool
 
 	mu       sync.Mutex // guards what follows
 	stages   []*stageScore
@@ -99,6 +103,20 @@ func NewSinkTracker(start time.Time) *Tracker {
 	t := NewTracker(0, 0, start, nil)
 	t.slots = map[[3]uint64]int{}
 	return t
+}
+
+// ProveLoss says whether the run's sinks can prove that an event will
+// never come (see Prover): then an accepted event unseen at the end of the
+// drain is lost; otherwise it is pending. Call it before the run.
+func (t *Tracker) ProveLoss(proves bool) { t.provesLoss = proves }
+
+// Prover is what a sink says of loss: ProvesLoss reports whether it can
+// prove that an event it has not delivered never will be (a queue that
+// acknowledges every event it drops could). A Redis list or stream, a NATS
+// subject or an HTTP endpoint cannot: an event not there yet may be
+// delayed, not lost.
+type Prover interface {
+	ProvesLoss() bool
 }
 
 // Nonce is the run's nonce, for stamping IDs.
@@ -226,32 +244,52 @@ func (t *Tracker) Drain(ctx context.Context, lastSend time.Time, drain, idle tim
 // Summary is the end-to-end section of a run's summary (report.Summary's
 // "e2e"), as in
 //
-//	{"sent": 101, "accepted": 100, "foreign": 0, "drain_s": 0.4, "stages": [
+//	{"sent": 101, "accepted": 100, "foreign": 0, "drain_s": 0.4,
+//	 "loss_known": false, "stages": [
 //	  {"name": "processed", "received": 99, "unique": 98, "duplicates": 1,
-//	   "lost": 2, "lost_pct": 2, "latency_ms": {...}, "histogram": "HISTFAAA...",
+//	   "pending": 2, "pending_pct": 2, "lost": 0, "lost_pct": 0,
+//	   "latency_ms": {...}, "histogram": "HISTFAAA...",
 //	   "intervals": [{"t": 1795424400, "received": 98}]}]}
+//
+// An accepted event not seen at a stage by the end of the drain is pending
+// (it may still come: a longer --drain may see it), unless the sinks can
+// prove loss (LossKnown): then it is lost. No sink proves loss today, so
+// lost is 0 and present for the summaries written before pending was.
 //
 // Shards' and standalone sinks' sections merge (report.Merge) by stage
 // name, histograms exactly.
 type Summary struct {
-	Sent     int64   `json:"sent"`     // requests stamped with an ID
-	Accepted int64   `json:"accepted"` // of those, answered below 400: events expected downstream
-	Foreign  int64   `json:"foreign"`  // IDs seen that this run did not send
-	DrainS   float64 `json:"drain_s"`  // how long the run waited for the last events
-	Stages   []Stage `json:"stages"`
+	Sent      int64   `json:"sent"`       // requests stamped with an ID
+	Accepted  int64   `json:"accepted"`   // of those, answered below 400: events expected downstream
+	Foreign   int64   `json:"foreign"`    // IDs seen that this run did not send
+	DrainS    float64 `json:"drain_s"`    // how long the run waited for the last events
+	LossKnown bool    `json:"loss_known"` // the sinks prove loss: unseen events are lost, not pending
+	Stages    []Stage `json:"stages"`
+}
+
+// Pending is the most events pending at a stage (the stage that misses
+// most), 0 when every accepted event was seen everywhere.
+func (s *Summary) Pending() int64 {
+	var n int64
+	for _, st := range s.Stages {
+		n = max(n, st.Pending)
+	}
+	return n
 }
 
 // Stage is what was seen at one stage.
 type Stage struct {
 	Name       string       `json:"name"`
-	Received   int64        `json:"received"`   // deliveries, duplicates included
-	Unique     int64        `json:"unique"`     // distinct events
-	Duplicates int64        `json:"duplicates"` // Received − Unique
-	Lost       int64        `json:"lost"`       // accepted but never seen here
-	LostPct    float64      `json:"lost_pct"`   // Lost / Accepted, %
-	Latency    hist.Latency `json:"latency_ms"` // seen − sent
-	Histogram  string       `json:"histogram"`  // HdrHistogram V2 compressed base64, µs
-	Intervals  []Interval   `json:"intervals"`  // received per second since the start
+	Received   int64        `json:"received"`    // deliveries, duplicates included
+	Unique     int64        `json:"unique"`      // distinct events
+	Duplicates int64        `json:"duplicates"`  // Received − Unique
+	Pending    int64        `json:"pending"`     // accepted, not seen here by the end of the drain, may still come
+	PendingPct float64      `json:"pending_pct"` // Pending / Accepted, %
+	Lost       int64        `json:"lost"`        // accepted and proven never to come here (0 unless Summary.LossKnown)
+	LostPct    float64      `json:"lost_pct"`    // Lost / Accepted, %
+	Latency    hist.Latency `json:"latency_ms"`  // seen − sent
+	Histogram  string       `json:"histogram"`   // HdrHistogram V2 compressed base64, µs
+	Intervals  []Interval   `json:"intervals"`   // received per second since the start
 }
 
 // Interval is one second of a stage.
@@ -265,7 +303,7 @@ type Interval struct {
 func (t *Tracker) Summary(drain time.Duration) *Summary {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := &Summary{Foreign: t.foreign, DrainS: drain.Seconds()}
+	s := &Summary{Foreign: t.foreign, DrainS: drain.Seconds(), LossKnown: t.provesLoss}
 	for vu := range t.accepted {
 		s.Sent += t.sent[vu]
 		s.Accepted += t.accepted[vu].n
@@ -276,8 +314,8 @@ func (t *Tracker) Summary(drain time.Duration) *Summary {
 			seenAccepted += both(&t.accepted[vu], &st.seen[vu])
 		}
 		e := Stage{Name: st.name, Received: st.unique + st.dups, Unique: st.unique, Duplicates: st.dups,
-			Lost: s.Accepted - seenAccepted, Latency: hist.LatencyOf(st.hist), Histogram: hist.Encode(st.hist)}
-		e.LostPct = pct(e.Lost, s.Accepted)
+			Latency: hist.LatencyOf(st.hist), Histogram: hist.Encode(st.hist)}
+		e.SetUnseen(s.Accepted-seenAccepted, s.Accepted, s.LossKnown)
 		for sec, n := range st.perSec {
 			if n > 0 {
 				e.Intervals = append(e.Intervals, Interval{T: t.start.Unix() + int64(sec), Received: n})
@@ -286,6 +324,16 @@ func (t *Tracker) Summary(drain time.Duration) *Summary {
 		s.Stages = append(s.Stages, e)
 	}
 	return s
+}
+
+// SetUnseen sets what a stage did not see of the accepted events: lost
+// when loss is known, pending otherwise.
+func (e *Stage) SetUnseen(unseen, accepted int64, lossKnown bool) {
+	e.Pending, e.Lost = unseen, 0
+	if lossKnown {
+		e.Pending, e.Lost = 0, unseen
+	}
+	e.PendingPct, e.LostPct = pct(e.Pending, accepted), pct(e.Lost, accepted)
 }
 
 // pct is n as a percentage of of, 0 when of is.

@@ -42,13 +42,18 @@ func TestTracker(t *testing.T) {
 		t.Fatalf("got %+v", s)
 	}
 	p, st := s.Stages[0], s.Stages[1]
-	if p.Name != "processed" || p.Received != 99 || p.Unique != 98 || p.Duplicates != 1 || p.Lost != 2 || p.LostPct != 2 {
+	// The sinks cannot prove loss: what is unseen at the end is pending.
+	// (TestTrackerProvesLoss checks LossKnown.)
+	if got, want := missed(s, 0), [4]float64{2, 2, 0, 0}; s.Pending() != 50 || got != want {
+		t.Errorf("pending %d, processed pending, %%, lost, %% %v; want 50 (the worst stage), %v", s.Pending(), got, want)
+	}
+	if p.Name != "processed" || p.Received != 99 || p.Unique != 98 || p.Duplicates != 1 {
 		t.Errorf("processed: %+v", p)
 	}
 	if p.Latency.P50 < 4.99 || p.Latency.P50 > 5.01 || p.Latency.Max > 5.01 {
 		t.Errorf("processed latency %+v, want 5 ms", p.Latency)
 	}
-	if st.Name != "settled" || st.Unique != 50 || st.Lost != 50 || st.Latency.P50 < 1199 || st.Latency.P50 > 1201 {
+	if st.Name != "settled" || st.Unique != 50 || missed(s, 1) != [4]float64{50, 50, 0, 0} || st.Latency.P50 < 1199 || st.Latency.P50 > 1201 {
 		t.Errorf("settled: %+v", st)
 	}
 	if len(st.Intervals) != 1 || st.Intervals[0].T != start.Unix()+1 || st.Intervals[0].Received != 50 {
@@ -57,6 +62,36 @@ func TestTracker(t *testing.T) {
 	if h, err := hist.Decode(p.Histogram); err != nil || h.TotalCount() != 98 {
 		t.Errorf("histogram: %v", err)
 	}
+}
+
+// TestTrackerProvesLoss: sinks that prove loss turn the events unseen at
+// the end into lost ones; others leave them pending.
+func TestTrackerProvesLoss(t *testing.T) {
+	start := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		proves bool
+		want   [4]float64 // pending, %, lost, %
+	}{{false, [4]float64{1, 25, 0, 0}}, {true, [4]float64{0, 0, 1, 25}}} {
+		tr := NewTracker(9, 1, start, nil)
+		tr.ProveLoss(tt.proves)
+		for seq := range uint64(4) {
+			tr.Stamped(0)
+			tr.Accepted(0, seq)
+			if seq > 0 {
+				tr.Seen(AppendID(nil, ID{Nonce: 9, Seq: seq, Sent: start.UnixMicro()}), "done", start)
+			}
+		}
+		s := tr.Summary(0)
+		if got := missed(s, 0); s.LossKnown != tt.proves || got != tt.want || s.Pending() != int64(tt.want[0]) {
+			t.Errorf("proves %v: loss known %v, pending, %%, lost, %% %v, want %v", tt.proves, s.LossKnown, got, tt.want)
+		}
+	}
+}
+
+// missed is what stage i did not see: pending, pending %, lost, lost %.
+func missed(s *Summary, i int) [4]float64 {
+	st := s.Stages[i]
+	return [4]float64{float64(st.Pending), st.PendingPct, float64(st.Lost), st.LostPct}
 }
 
 func TestTrackerDrain(t *testing.T) {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,4 +45,65 @@ func TestE2EText(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, "e2e.golden", buf.Bytes())
+}
+
+// TestE2ELossText checks what the text and HTML reports say of loss: a
+// standalone sink cannot know it; sinks that cannot prove it leave unseen
+// events pending and suggest a longer --drain; sinks that prove it report
+// lost.
+func TestE2ELossText(t *testing.T) {
+	start := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	run := func(proves bool) *e2e.Summary {
+		tr := e2e.NewTracker(3, 1, start, nil)
+		tr.ProveLoss(proves)
+		for seq := range uint64(4) {
+			tr.Stamped(0)
+			tr.Accepted(0, seq)
+			if seq < 3 {
+				tr.Seen(e2e.AppendID(nil, e2e.ID{Nonce: 3, Seq: seq, Sent: start.UnixMicro()}), "done", start)
+			}
+		}
+		return tr.Summary(time.Second)
+	}
+	standalone := e2e.NewSinkTracker(start)
+	standalone.Seen(e2e.AppendID(nil, e2e.ID{Nonce: 3, Sent: start.UnixMicro()}), "done", start)
+	for _, tt := range []struct {
+		name      string
+		e         *e2e.Summary
+		want      []string
+		wantHTML  []string
+		notInHTML string
+	}{
+		{"standalone", standalone.Summary(0), []string{"pending%", "loss not known: this sink cannot tell"},
+			[]string{"<th>pending</th>", "Loss not known"}, "<th>lost</th>"},
+		{"pending", run(false), []string{"pending%", "1 events pending", "try a longer --drain"},
+			[]string{"<td>1 (25.00%)</td>", "a longer --drain may see them"}, "<th>lost</th>"},
+		{"proven", run(true), []string{"lost%", "   1  25.00%"},
+			[]string{"<th>lost</th>", "<td>1 (25.00%)</td>"}, "Loss not known"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := WriteE2EText(&buf, tt.e); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(buf.String(), want) {
+					t.Errorf("text lacks %q:\n%s", want, buf.String())
+				}
+			}
+			s := &Summary{Version: SummaryVersion, Started: start, E2E: tt.e}
+			buf.Reset()
+			if err := WriteHTML(&buf, s, nil); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tt.wantHTML {
+				if !strings.Contains(buf.String(), want) {
+					t.Errorf("HTML lacks %q", want)
+				}
+			}
+			if strings.Contains(buf.String(), tt.notInHTML) {
+				t.Errorf("HTML has %q", tt.notInHTML)
+			}
+		})
+	}
 }

@@ -95,7 +95,8 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 {{else}}<p>Not compared (run with --compare).</p>{{end}}
 {{with .S.E2E}}<h2>End-to-end: send → seen by a sink</h2>
 <p>{{.Sent}} events sent, {{.Accepted}} accepted by the API{{if .Foreign}}, {{.Foreign}} foreign IDs{{end}}; waited {{f2 .DrainS}} s for the last.</p>
-<table><tr><th>stage</th><th>unique</th><th>duplicates</th><th>lost</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>{{range .Stages}}<tr><td>{{.Name}}</td><td>{{.Unique}}</td><td>{{.Duplicates}}</td><td>{{.Lost}} ({{f2 .LostPct}}%)</td><td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td></tr>{{end}}</table>
+{{$known := .LossKnown}}<table><tr><th>stage</th><th>unique</th><th>duplicates</th><th>pending</th>{{if $known}}<th>lost</th>{{end}}<th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>{{range .Stages}}<tr><td>{{.Name}}</td><td>{{.Unique}}</td><td>{{.Duplicates}}</td><td>{{.Pending}} ({{f2 .PendingPct}}%)</td>{{if $known}}<td>{{.Lost}} ({{f2 .LostPct}}%)</td>{{end}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td></tr>{{end}}</table>
+{{if not $known}}<p>Loss not known: no sink can prove that an event will never come, so events accepted but not seen by the end of the drain are pending{{if .Pending}}; a longer --drain may see them{{end}}.</p>{{end}}
 {{end}}{{if .S.Transforms}}<h2>Transforms</h2>
 <table><tr><th>transform</th><th>changed</th><th>failed</th></tr>{{range .S.Transforms}}<tr><td>{{.Name}}</td><td>{{.Changed}}</td><td>{{.Failed}}</td></tr>{{end}}</table>
 {{end}}<h2>Configuration</h2>

@@ -449,9 +449,12 @@ type indexedE2E struct {
 
 // mergeE2E adds up the end-to-end sections of shards (or of runs and
 // standalone sinks): counts by stage name, histograms merged exactly,
-// per-second counts added.
+// per-second counts added. Loss is known only if every section knew it
+// (a standalone sink's never does); else what no sink saw is pending, and
+// the lost of a section that did not know loss (a summary written before
+// pending was) counts as pending.
 func mergeE2E(es []indexedE2E) (*e2e.Summary, error) {
-	out := &e2e.Summary{}
+	out := &e2e.Summary{LossKnown: len(es) > 0}
 	type stageMerge struct {
 		st   e2e.Stage
 		hist *hdrhistogram.Histogram
@@ -465,6 +468,7 @@ func mergeE2E(es []indexedE2E) (*e2e.Summary, error) {
 		out.Accepted += e.Accepted
 		out.Foreign += e.Foreign
 		out.DrainS = max(out.DrainS, e.DrainS)
+		out.LossKnown = out.LossKnown && e.LossKnown
 		for _, st := range e.Stages {
 			m := byName[st.Name]
 			if m == nil {
@@ -478,18 +482,28 @@ func mergeE2E(es []indexedE2E) (*e2e.Summary, error) {
 			m.st.Received += st.Received
 			m.st.Unique += st.Unique
 			m.st.Duplicates += st.Duplicates
-			m.st.Lost += st.Lost
+			m.st.Pending += st.Pending
+			if e.LossKnown {
+				m.st.Lost += st.Lost
+			} else {
+				m.st.Pending += st.Lost
+			}
 			for _, iv := range st.Intervals {
 				m.secs[iv.T] += iv.Received
 			}
 		}
 	}
 	for _, m := range order {
-		// Shards that ran their own sinks counted their losses; a
-		// standalone sink's summary knows none, which the runs'
-		// accepted events tell.
-		m.st.Lost = max(m.st.Lost, out.Accepted-m.st.Unique)
-		m.st.LostPct = pct(m.st.Lost, out.Accepted)
+		// Shards that ran their own sinks counted what they missed; a
+		// standalone sink's summary knows nothing of what was
+		// accepted, which the runs' accepted events tell.
+		unseen := out.Accepted - m.st.Unique
+		if out.LossKnown {
+			m.st.Lost = max(m.st.Lost, unseen)
+		} else {
+			m.st.Pending, m.st.Lost = max(m.st.Pending+m.st.Lost, unseen), 0
+		}
+		m.st.PendingPct, m.st.LostPct = pct(m.st.Pending, out.Accepted), pct(m.st.Lost, out.Accepted)
 		m.st.Latency = latencyOf(m.hist)
 		m.st.Histogram = encodeHistogram(m.hist)
 		for t, n := range m.secs {

@@ -311,13 +311,32 @@ func writeE2E(buf *bytes.Buffer, e *e2e.Summary) {
 		buf.WriteString("  no event was seen: does the SUT pass the ID along, and does it reach the sink?\n")
 		return
 	}
-	rows := [][]string{{"stage", "unique", "dup", "lost", "lost%", "p50", "p90", "p99", "max"}}
+	// What a stage did not see is pending, unless the sinks prove loss.
+	missed, missedPct := "pending", func(st e2e.Stage) (int64, float64) { return st.Pending, st.PendingPct }
+	if e.LossKnown {
+		missed, missedPct = "lost", func(st e2e.Stage) (int64, float64) { return st.Lost, st.LostPct }
+	}
+	rows := [][]string{{"stage", "unique", "dup", missed, missed + "%", "p50", "p90", "p99", "max"}}
 	for _, st := range e.Stages {
+		n, p := missedPct(st)
 		rows = append(rows, []string{st.Name, strconv.FormatInt(st.Unique, 10), strconv.FormatInt(st.Duplicates, 10),
-			strconv.FormatInt(st.Lost, 10), fmt.Sprintf("%.2f%%", st.LostPct),
+			strconv.FormatInt(n, 10), fmt.Sprintf("%.2f%%", p),
 			formatMillis(st.Latency.P50), formatMillis(st.Latency.P90), formatMillis(st.Latency.P99), formatMillis(st.Latency.Max)})
 	}
 	writeTable(buf, rows, false)
+	writeLossNote(buf, e)
+}
+
+// writeLossNote says what the end-to-end counts can tell of loss.
+func writeLossNote(buf *bytes.Buffer, e *e2e.Summary) {
+	switch {
+	case e.LossKnown:
+		return
+	case e.Sent == 0 && e.Accepted == 0: // a standalone sink's
+		buf.WriteString("  loss not known: this sink cannot tell that an event will never come; merge with the runs' summaries for pending events\n")
+	case e.Pending() > 0:
+		fmt.Fprintf(buf, "  %d events pending (accepted, not seen by the end of the drain): loss not known, as no sink can prove it; try a longer --drain\n", e.Pending())
+	}
 }
 
 // writeTable writes rows as columns: the first left-aligned, the others

@@ -23,7 +23,8 @@ import (
 //	POST /events: p95<50ms the same for one endpoint (latency and errors)
 //	e2e.p99<2s             end-to-end latency (send → seen by a sink), the worst stage
 //	e2e.settled.p99<2s     the same for one stage
-//	lost<0.1%              events accepted but not seen, worst stage, as a share of accepted (or a count)
+//	pending<1%             events accepted but not seen by the end of the drain, worst stage, as a share of accepted (or a count)
+//	lost<0.1%              events proven lost, worst stage (or a count): only with sinks that prove loss
 //	duplicates<1           events seen more than once, all stages
 //
 // Latencies take ms (default), s or µs/us. A latency threshold (overall,
@@ -33,7 +34,7 @@ import (
 type Threshold struct {
 	Text     string
 	Endpoint string // "" for the whole run
-	Stage    string // e2e latency (e2e.STAGE.p99): "" for the worst stage; lost and duplicates have none
+	Stage    string // e2e latency (e2e.STAGE.p99): "" for the worst stage; pending, lost and duplicates have none
 	Metric   string // "latency p99", "service max", "errors%", "errors", "rps", ...
 	Op       string // <, <=, >, >=
 	Value    float64
@@ -111,13 +112,13 @@ func ParseThreshold(s string) (Threshold, error) {
 		t.Metric = stat
 	case kind == "" && stat == "match":
 		t.Metric, rest = "match%", strings.TrimSuffix(rest, "%")
-	case kind == "" && (stat == "lost" || stat == "duplicates"):
+	case kind == "" && slices.Contains([]string{"pending", "lost", "duplicates"}, stat):
 		t.Metric = stat
-		if stat == "lost" && strings.HasSuffix(rest, "%") {
-			t.Metric, rest = "lost%", strings.TrimSuffix(rest, "%")
+		if stat != "duplicates" && strings.HasSuffix(rest, "%") {
+			t.Metric, rest = stat+"%", strings.TrimSuffix(rest, "%")
 		}
 	default:
-		return t, fmt.Errorf("threshold %q: unknown metric %q, want a latency statistic (p99, service p95, e2e.p99, ...), errors, rps, throughput, iteration_rate, dropped, late, match, lost or duplicates", s, metric)
+		return t, fmt.Errorf("threshold %q: unknown metric %q, want a latency statistic (p99, service p95, e2e.p99, ...), errors, rps, throughput, iteration_rate, dropped, late, match, pending, lost or duplicates", s, metric)
 	}
 	if t.Endpoint != "" && !strings.HasPrefix(t.Metric, "latency") && !strings.HasPrefix(t.Metric, "errors") && t.Metric != "match%" {
 		return t, fmt.Errorf("threshold %q: per endpoint, only latency, errors and match are known", s)
@@ -248,7 +249,7 @@ func measure(s *Summary, t Threshold) (float64, string) {
 		return float64(s.Dropped), "iterations"
 	case "late":
 		return float64(s.Late), "requests"
-	case "e2e", "lost", "lost%", "duplicates":
+	case "e2e", "pending", "pending%", "lost", "lost%", "duplicates":
 		return measureE2E(s.E2E, t, stat)
 	case "match%":
 		if s.Compare == nil {
@@ -327,11 +328,15 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 }
 
 // measureE2E measures an end-to-end threshold: for one stage (latency
-// only: ParseThreshold gives lost and duplicates no stage), or the worst
-// (largest) over all stages, or for duplicates their sum.
+// only: ParseThreshold gives pending, lost and duplicates no stage), or
+// the worst (largest) over all stages, or for duplicates their sum. Loss
+// is not measured (NaN: the threshold fails) unless the sinks proved it.
 func measureE2E(e *e2e.Summary, t Threshold, stat string) (float64, string) {
 	if e == nil || len(e.Stages) == 0 {
 		return math.NaN(), "(no event seen by a sink)"
+	}
+	if (t.Metric == "lost" || t.Metric == "lost%") && !e.LossKnown {
+		return math.NaN(), "(loss not known: no sink proves it)"
 	}
 	worst, found := math.Inf(-1), false
 	var dups int64
@@ -343,6 +348,10 @@ func measureE2E(e *e2e.Summary, t Threshold, stat string) (float64, string) {
 		dups += st.Duplicates
 		var v float64
 		switch t.Metric {
+		case "pending":
+			v = float64(st.Pending)
+		case "pending%":
+			v = st.PendingPct
 		case "lost":
 			v = float64(st.Lost)
 		case "lost%":
@@ -356,9 +365,9 @@ func measureE2E(e *e2e.Summary, t Threshold, stat string) (float64, string) {
 		return math.NaN(), fmt.Sprintf("(no stage %q)", t.Stage)
 	}
 	switch t.Metric {
-	case "lost":
+	case "pending", "lost":
 		return worst, "events"
-	case "lost%":
+	case "pending%", "lost%":
 		return worst, "%"
 	case "duplicates":
 		return float64(dups), "events"

@@ -99,7 +99,7 @@ func TestE2EThresholds(t *testing.T) {
 	if Evaluate(s, []Threshold{none}) || !strings.Contains(s.Thresholds[0].Unit, "no event") {
 		t.Errorf("e2e threshold without a sink: %+v, want a failure saying why", s.Thresholds)
 	}
-	s.E2E = &e2e.Summary{Accepted: 1000, Stages: []e2e.Stage{
+	s.E2E = &e2e.Summary{Accepted: 1000, LossKnown: true, Stages: []e2e.Stage{
 		{Name: "processed", Lost: 0, Duplicates: 2, Latency: Latency{P99: 800}},
 		{Name: "settled", Lost: 3, LostPct: 0.3, Latency: Latency{P99: 2500}},
 	}}
@@ -127,7 +127,35 @@ func TestE2EThresholds(t *testing.T) {
 			t.Errorf("%s: pass %v, want %v (%+v)", tt.expr, got, tt.pass, s.Thresholds)
 		}
 	}
-	for _, perStage := range []string{"e2e.settled.lost<1", "e2e.settled.duplicates<1"} { // not per stage
+	// Unseen events the sinks cannot prove lost are pending: a pending
+	// threshold measures them, a lost one fails saying loss is not known.
+	s.E2E = &e2e.Summary{Accepted: 1000, Stages: []e2e.Stage{
+		{Name: "processed", Pending: 0, Latency: Latency{P99: 800}},
+		{Name: "settled", Pending: 3, PendingPct: 0.3, Latency: Latency{P99: 2500}},
+	}}
+	for _, tt := range []struct {
+		expr string
+		pass bool
+	}{
+		{"pending<0.5%", true},
+		{"pending<0.1%", false},
+		{"pending<=3", true},
+		{"pending<=0", false},
+		{"lost<=3", false},
+		{"lost<1%", false},
+	} {
+		th, err := ParseThreshold(tt.expr)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.expr, err)
+		}
+		if got := Evaluate(s, []Threshold{th}); got != tt.pass {
+			t.Errorf("%s: pass %v, want %v (%+v)", tt.expr, got, tt.pass, s.Thresholds)
+		}
+		if strings.HasPrefix(tt.expr, "lost") && !strings.Contains(s.Thresholds[0].Unit, "loss not known") {
+			t.Errorf("%s: unit %q, want it to say loss is not known", tt.expr, s.Thresholds[0].Unit)
+		}
+	}
+	for _, perStage := range []string{"e2e.settled.lost<1", "e2e.settled.pending<1", "e2e.settled.duplicates<1"} { // not per stage
 		if _, err := ParseThreshold(perStage); err == nil {
 			t.Errorf("%s parsed", perStage)
 		}

@@ -41,6 +41,12 @@ func ListenHTTP(addr string, r e2e.Receiver) (*HTTP, error) {
 	return s, nil
 }
 
+// ProvesLoss reports false: an endpoint that events are delivered to
+// cannot know that one not delivered yet never will be (the SUT may retry
+// it later). It is a property of the kind of sink, so it holds on a nil
+// *HTTP too: a run asks before it listens.
+func (*HTTP) ProvesLoss() bool { return false }
+
 // Addr is the address the sink listens on.
 func (s *HTTP) Addr() string { return s.ln.Addr().String() }
 

@@ -20,6 +20,10 @@ type NATS struct {
 	Stage   string // default: the subject
 }
 
+// ProvesLoss reports false: a subscriber to a subject cannot know that an
+// event not published yet never will be.
+func (*NATS) ProvesLoss() bool { return false }
+
 // ParseNATS reads a sink given on the command line:
 //
 //	nats://127.0.0.1:4222?subject=orders.settled&stage=settled

@@ -37,6 +37,10 @@ type Redis struct {
 	opt *redis.Options // URL's, parsed
 }
 
+// ProvesLoss reports false: a consumer of a list or stream cannot know
+// that an event not pushed yet never will be.
+func (*Redis) ProvesLoss() bool { return false }
+
 // ParseRedis reads a sink given on the command line:
 //
 //	redis://127.0.0.1:6379/0?list=events.done

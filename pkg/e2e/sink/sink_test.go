@@ -234,3 +234,13 @@ func TestNATSSinkCloseDrains(t *testing.T) {
 		t.Errorf("%d of %d messages seen", got, n)
 	}
 }
+
+// TestProvesLoss checks that no sink of today claims to prove loss: an
+// event none has seen may still come.
+func TestProvesLoss(t *testing.T) {
+	for name, p := range map[string]e2e.Prover{"http": (*HTTP)(nil), "redis": &Redis{}, "nats": &NATS{}} {
+		if p.ProvesLoss() {
+			t.Errorf("%s: proves loss, want not", name)
+		}
+	}
+}
