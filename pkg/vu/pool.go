@@ -236,6 +236,11 @@ func (p *Pool) prepare() error {
 	if p.Transport == nil {
 		return errors.New("vu: Pool.Transport is nil")
 	}
+	if p.File.Iterations() == 0 {
+		// Nothing to schedule (a shard that got no iteration): refused
+		// here rather than divided by in the scheduler.
+		return fmt.Errorf("%s: no iteration to replay", p.File.Name())
+	}
 	p.Config.SetDefaults()
 	return p.Transport.Check(p.File)
 }

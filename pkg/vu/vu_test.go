@@ -241,3 +241,32 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// A file with no iteration (a shard that got none) is refused before any
+// VU starts, under every model, rather than divided by.
+func TestNoIterationRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "traffic.jsonl")
+	if err := os.WriteFile(path, []byte(line("GET", "/a", "", nil)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := rrpair.Open(path, rrpair.Options{Shard: rrpair.Shard{Index: 1, Count: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if n := f.Iterations(); n != 0 {
+		t.Fatalf("shard 1/2 of one pair has %d iterations, want 0", n)
+	}
+	for _, cfg := range []Config{
+		{VUs: 1},
+		{VUs: 1, Model: Rate, Rate: 100, Duration: time.Second},
+	} {
+		p := &Pool{File: f, Config: cfg, Sink: &collect{}, Transport: newTransport(t, http1.Options{Target: "http://127.0.0.1:1"})}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := p.Run(ctx)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "no iteration to replay") {
+			t.Errorf("%s model: got %v, want a refusal naming no iteration", cfg.Model, err)
+		}
+	}
+}
