@@ -196,17 +196,18 @@ func ConnectionHeader(name string) bool {
 func IsConnectionHeader(name []byte) bool {
 	switch len(name) {
 	case len("connection"): // and "keep-alive"
-		return equalFoldASCII(name, "connection") || equalFoldASCII(name, "keep-alive")
+		return EqualFold(name, "connection") || EqualFold(name, "keep-alive")
 	case len("proxy-connection"):
-		return equalFoldASCII(name, "proxy-connection")
+		return EqualFold(name, "proxy-connection")
 	case len("transfer-encoding"):
-		return equalFoldASCII(name, "transfer-encoding")
+		return EqualFold(name, "transfer-encoding")
 	}
 	return false
 }
 
-// equalFoldASCII compares an ASCII name with a lower-case one.
-func equalFoldASCII(b []byte, lower string) bool {
+// EqualFold reports whether the ASCII name b equals lower, a lower-case
+// name, in any case, without allocating: for header names on the hot path.
+func EqualFold(b []byte, lower string) bool {
 	if len(b) != len(lower) {
 		return false
 	}

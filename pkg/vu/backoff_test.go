@@ -30,7 +30,7 @@ func refusedURL(t *testing.T) string {
 func TestConnectBackoffClosed(t *testing.T) {
 	f := openLines(t, manyLines(3)...)
 	sink, st := runPool(t, f, Config{VUs: 1, Walk: Loop, Duration: 500 * time.Millisecond}, http1.Options{Target: refusedURL(t)})
-	n := len(sink.results())
+	n := len(sink.Results())
 	// 1+2+4+...+64 ms then 100 ms each: about 10 requests in 500 ms.
 	if n > 30 || n < 5 {
 		t.Errorf("got %d requests against a refused port in 500ms, want 5 to 30 (backed off)", n)
@@ -38,7 +38,7 @@ func TestConnectBackoffClosed(t *testing.T) {
 	if st.Backoffs < int64(n)-1 || st.Backoffs > int64(n) {
 		t.Errorf("got %d back-offs for %d connect failures", st.Backoffs, n)
 	}
-	if c := sink.count(func(r result.Result) bool { return r.Err == result.ErrConnect }); c != n {
+	if c := sink.Count(func(r result.Result) bool { return r.Err == result.ErrConnect }); c != n {
 		t.Errorf("got %d connect errors of %d requests", c, n)
 	}
 }
@@ -50,7 +50,7 @@ func TestConnectBackoffRateCountsEverything(t *testing.T) {
 	f := openLines(t, manyLines(3)...)
 	sink, st := runPool(t, f, Config{Model: Rate, Rate: 200, VUs: 1, MaxVUs: 2, Walk: Loop, Duration: 500 * time.Millisecond},
 		http1.Options{Target: refusedURL(t)})
-	n := int64(len(sink.results()))
+	n := int64(len(sink.Results()))
 	if st.Scheduled < 80 {
 		t.Errorf("got %d iterations due in 500ms at 200/s, want about 100", st.Scheduled)
 	}
@@ -130,7 +130,7 @@ func TestConnectBackoffResets(t *testing.T) {
 	}()
 	f := openLines(t, manyLines(3)...)
 	sink, st := runPool(t, f, Config{VUs: 1, Walk: Loop, Iterations: 2000, Duration: 1500 * time.Millisecond}, http1.Options{Target: url})
-	ok := sink.count(func(r result.Result) bool { return r.Err == result.ErrNone })
+	ok := sink.Count(func(r result.Result) bool { return r.Err == result.ErrNone })
 	// Without the reset, each request would wait 100 ms: about 13 answers.
 	if ok < 100 {
 		t.Errorf("got %d answers after the SUT came back (%d back-offs), want 100 or more", ok, st.Backoffs)

@@ -40,7 +40,7 @@ func TestRateDeliversItsRate(t *testing.T) {
 	if st.Scheduled < 190 || st.Scheduled > 200 {
 		t.Errorf("scheduled %d iterations, want 200 (200/s for 1s, −5%%)", st.Scheduled)
 	}
-	if n := int64(len(sink.results())); n != st.Scheduled-st.Dropped {
+	if n := int64(len(sink.Results())); n != st.Scheduled-st.Dropped {
 		t.Errorf("sent %d requests, want scheduled − dropped = %d", n, st.Scheduled-st.Dropped)
 	}
 	if took > 3*time.Second {
@@ -61,7 +61,7 @@ func TestRateDropsWhenThePoolIsFull(t *testing.T) {
 	if st.VUs != 2 {
 		t.Errorf("used %d VUs, want the pool to grow to --max-vus 2", st.VUs)
 	}
-	sent := int64(len(sink.results()))
+	sent := int64(len(sink.Results()))
 	if st.Dropped < 150 || st.Scheduled != st.Dropped+st.Iterations || sent != st.Iterations {
 		t.Errorf("scheduled %d, dropped %d, begun %d, sent %d: want most dropped and the counts to add up", st.Scheduled, st.Dropped, st.Iterations, sent)
 	}
@@ -88,7 +88,7 @@ func TestCoordinatedOmission(t *testing.T) {
 	f := openLines(t, lines...)
 	sink, st := runPool(t, f, Config{Model: Recorded, VUs: 1}, http1.Options{Target: srv.URL()})
 	var lat, svc []int64
-	for _, r := range sink.results() {
+	for _, r := range sink.Results() {
 		lat = append(lat, r.End-r.Due)
 		svc = append(svc, r.End-r.Sent)
 	}
@@ -107,7 +107,7 @@ func TestCoordinatedOmission(t *testing.T) {
 
 	closed, _ := runPool(t, f, Config{VUs: 1}, http1.Options{Target: srv.URL()})
 	lat = lat[:0]
-	for _, r := range closed.results() {
+	for _, r := range closed.Results() {
 		lat = append(lat, r.End-r.Due)
 	}
 	if p := percentile(lat, 99); p > 300*time.Millisecond {
@@ -180,7 +180,7 @@ func TestVUStages(t *testing.T) {
 	// checked every 100ms), only VU 0 sends.
 	late := map[uint32]bool{}
 	base := st.Started.UnixNano()
-	for _, r := range sink.results() {
+	for _, r := range sink.Results() {
 		if r.Due-base > int64(650*time.Millisecond) {
 			late[r.VU] = true
 		}

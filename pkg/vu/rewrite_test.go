@@ -113,7 +113,7 @@ func TestRedirectLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var marked []bool
-	for _, r := range sink.results() {
+	for _, r := range sink.Results() {
 		marked = append(marked, r.RedirectLimit)
 	}
 	if want := []bool{false, true, false, true, false}; !slices.Equal(marked, want) {

@@ -2,80 +2,28 @@ package vu
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/replaytest"
 	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/rs/zerolog"
 )
 
-// collect is a Sink that keeps every result.
-type collect struct {
-	mu  sync.Mutex // guards res
-	res []result.Result
-}
+// The helpers shared with the other engine tests (internal/replaytest).
+type collect = replaytest.Collect
 
-func (c *collect) Record(r result.Result) {
-	c.mu.Lock()
-	c.res = append(c.res, r)
-	c.mu.Unlock()
-}
-
-func (c *collect) results() []result.Result {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]result.Result(nil), c.res...)
-}
-
-func (c *collect) count(f func(result.Result) bool) int {
-	n := 0
-	for _, r := range c.results() {
-		if f(r) {
-			n++
-		}
-	}
-	return n
-}
-
-func openLines(t testing.TB, lines ...string) *rrpair.File {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "traffic.jsonl")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := rrpair.Open(path, rrpair.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
-
-// line builds an RRPair line; headers is a raw JSON object so that its key
-// order is exactly as written.
-func line(method, uri, headers string, body any) string {
-	req := map[string]any{"method": method, "uri": uri, "host": "recorded.example:8080"}
-	switch b := body.(type) {
-	case string:
-		req["body"] = b
-	case []byte:
-		req["bodyBase64"] = base64.StdEncoding.EncodeToString(b)
-	}
-	raw, _ := json.Marshal(map[string]any{"http": map[string]any{"req": req}})
-	if headers == "" {
-		return string(raw)
-	}
-	return strings.Replace(string(raw), `"host":`, `"headers":`+headers+`,"host":`, 1)
-}
+var (
+	openLines = replaytest.OpenLines
+	line      = replaytest.Line
+)
 
 // runPool runs f with cfg (one VU unless it says) over an HTTP/1.1
 // transport with o (a 5s timeout unless it says), as a caller does:
@@ -129,17 +77,17 @@ func TestOneConnectionPerVU(t *testing.T) {
 	})
 	const vus = 5
 	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{VUs: vus, Walk: Loop, Iterations: 300}, http1.Options{Target: srv.URL()})
-	if st.Iterations != 300 || len(sink.results()) != 300 {
-		t.Fatalf("got %d iterations, %d results; want 300", st.Iterations, len(sink.results()))
+	if st.Iterations != 300 || len(sink.Results()) != 300 {
+		t.Fatalf("got %d iterations, %d results; want 300", st.Iterations, len(sink.Results()))
 	}
 	srv.Close()
 	if got := srv.Conns(); got != vus {
 		t.Errorf("server saw %d connections, want %d", got, vus)
 	}
-	if n := sink.count(func(r result.Result) bool { return r.Connected }); n != vus {
+	if n := sink.Count(func(r result.Result) bool { return r.Connected }); n != vus {
 		t.Errorf("results opened %d connections, want %d", n, vus)
 	}
-	if n := sink.count(func(r result.Result) bool { return r.Reconnect }); n != 0 {
+	if n := sink.Count(func(r result.Result) bool { return r.Reconnect }); n != 0 {
 		t.Errorf("got %d reconnects, want 0", n)
 	}
 }
@@ -157,8 +105,8 @@ func TestOnceRunsEveryIterationOnce(t *testing.T) {
 	for _, req := range srv.Requests() {
 		seen[strings.Fields(string(req))[1]]++
 	}
-	if len(seen) != 40 || len(sink.results()) != 40 {
-		t.Errorf("got %d distinct requests, %d results; want 40", len(seen), len(sink.results()))
+	if len(seen) != 40 || len(sink.Results()) != 40 {
+		t.Errorf("got %d distinct requests, %d results; want 40", len(seen), len(sink.Results()))
 	}
 	for uri, n := range seen {
 		if n != 1 {
@@ -175,7 +123,7 @@ func TestLoopDurationStops(t *testing.T) {
 	if took < 300*time.Millisecond || took > 5*time.Second {
 		t.Errorf("run took %v, want about 300ms", took)
 	}
-	if n := len(sink.results()); n < 3 {
+	if n := len(sink.Results()); n < 3 {
 		t.Errorf("got %d results, want the file walked at least once", n)
 	}
 	if issued := st.Stopped.Sub(st.Started); issued < 300*time.Millisecond {
@@ -207,14 +155,14 @@ func TestStopLetsInFlightFinishThenCancels(t *testing.T) {
 	if !st.Interrupted {
 		t.Error("Interrupted is false")
 	}
-	res := sink.results()
+	res := sink.Results()
 	if len(res) != 2 {
 		t.Fatalf("got %d results, want the 2 in flight: %+v", len(res), res)
 	}
-	if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrCancelled }); n != 1 {
+	if n := sink.Count(func(r result.Result) bool { return r.Err == result.ErrCancelled }); n != 1 {
 		t.Errorf("got %d cancelled, want 1: %+v", n, res)
 	}
-	if n := sink.count(func(r result.Result) bool { return r.Status == 200 }); n != 1 {
+	if n := sink.Count(func(r result.Result) bool { return r.Status == 200 }); n != 1 {
 		t.Errorf("got %d answered, want 1: %+v", n, res)
 	}
 }

@@ -336,11 +336,11 @@ func saysClose(b []byte) bool {
 		}
 		name, value, ok := bytes.Cut(bytes.TrimRight(b[:i], "\r"), []byte(":"))
 		b = b[i+1:]
-		if !ok || !equalFold(bytes.TrimSpace(name), "connection") {
+		if !ok || !rrpair.EqualFold(bytes.TrimSpace(name), "connection") {
 			continue
 		}
 		for tok := range bytes.SplitSeq(value, []byte(",")) {
-			if equalFold(bytes.TrimSpace(tok), "close") {
+			if rrpair.EqualFold(bytes.TrimSpace(tok), "close") {
 				return true
 			}
 		}

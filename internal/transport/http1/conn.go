@@ -72,7 +72,7 @@ func (t *Transport) destination(req *rrpair.Request, last *recorded) (https bool
 // recordedHost is the recorded Host header value, else fallback.
 func recordedHost(req *rrpair.Request, fallback []byte) []byte {
 	for i := range req.Headers {
-		if equalFold(req.Headers[i].Name, "host") {
+		if rrpair.EqualFold(req.Headers[i].Name, "host") {
 			return req.Headers[i].Value
 		}
 	}

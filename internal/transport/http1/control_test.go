@@ -37,7 +37,7 @@ func TestHostMap(t *testing.T) {
 	}
 	f := openLines(t, hostLine("api.prod:443", "/1"), hostLine("auth.prod", "/2"), hostLine("api.prod:443", "/3"), hostLine("other", "/4"))
 	sink, _ := runPool(t, f, vu.Config{}, Options{HostMap: map[string]string{"api.prod:443": a.URL()}, Target: b.URL()})
-	if len(sink.results()) != 4 || len(a.Requests()) != 2 || len(b.Requests()) != 2 {
+	if len(sink.Results()) != 4 || len(a.Requests()) != 2 || len(b.Requests()) != 2 {
 		t.Fatalf("server a got %d, b got %d; want 2 and 2", len(a.Requests()), len(b.Requests()))
 	}
 	if !strings.Contains(string(a.Requests()[0]), "Host: "+a.Addr()) {
@@ -59,7 +59,7 @@ func TestMaxConnDuration(t *testing.T) {
 	srv := loopback.NewRaw(t, func(int64, []byte) loopback.Action { return loopback.Action{Status: 200, Stall: 10 * time.Millisecond} })
 	sink, _ := runPool(t, openLines(t, manyLines(5)...), vu.Config{VUs: 1, Walk: vu.Loop, Duration: 500 * time.Millisecond}, Options{MaxConnDuration: 100 * time.Millisecond, Target: srv.URL()})
 	srv.Close()
-	reconnects := sink.count(func(r result.Result) bool { return r.Reconnect })
+	reconnects := sink.Count(func(r result.Result) bool { return r.Reconnect })
 	if conns := srv.Conns(); conns < 4 || conns > 7 || int64(reconnects) != conns-1 {
 		t.Errorf("got %d connections and %d reconnects in 500ms with --max-conn-duration 100ms; want about 5, and reconnects = connections − 1", conns, reconnects)
 	}
@@ -98,16 +98,16 @@ func TestTLSClientCertificate(t *testing.T) {
 	f := openLines(t, manyLines(2)...)
 
 	sink, _ := runPool(t, f, vu.Config{}, Options{Target: srv.URL, CA: caFile, Cert: certFile, Key: keyFile, ServerName: "server.test"})
-	if n := sink.count(func(r result.Result) bool { return r.Status == 202 }); n != 2 || gotSNI != "server.test" {
-		t.Errorf("with the CA and a client certificate: %+v, SNI %q; want 2 answers and SNI server.test", sink.results(), gotSNI)
+	if n := sink.Count(func(r result.Result) bool { return r.Status == 202 }); n != 2 || gotSNI != "server.test" {
+		t.Errorf("with the CA and a client certificate: %+v, SNI %q; want 2 answers and SNI server.test", sink.Results(), gotSNI)
 	}
 	sink, _ = runPool(t, f, vu.Config{}, Options{Target: srv.URL, CA: caFile, ServerName: "server.test"})
-	if n := sink.count(func(r result.Result) bool { return r.Err != result.ErrNone }); n != 2 {
-		t.Errorf("without a client certificate: %+v, want 2 failures", sink.results())
+	if n := sink.Count(func(r result.Result) bool { return r.Err != result.ErrNone }); n != 2 {
+		t.Errorf("without a client certificate: %+v, want 2 failures", sink.Results())
 	}
 	sink, _ = runPool(t, f, vu.Config{}, Options{Target: srv.URL, Cert: certFile, Key: keyFile, ServerName: "server.test"})
-	if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrTLS }); n != 2 {
-		t.Errorf("without the CA: %+v, want 2 tls errors", sink.results())
+	if n := sink.Count(func(r result.Result) bool { return r.Err == result.ErrTLS }); n != 2 {
+		t.Errorf("without the CA: %+v, want 2 tls errors", sink.Results())
 	}
 	for _, o := range []Options{{CA: filepath.Join(dir, "nope.pem")}, {CA: keyFile}, {Cert: certFile}} {
 		if _, err := New(o); err == nil {
@@ -164,7 +164,7 @@ func TestFollowRedirects(t *testing.T) {
 	if n := len(srv.Requests()); n != 3 {
 		t.Fatalf("without --follow-redirects: %d requests, want 3 (a 3xx is the answer)", n)
 	}
-	if n := sink.count(func(r result.Result) bool { return r.Status >= 300 && r.Status < 400 }); n != 3 {
+	if n := sink.Count(func(r result.Result) bool { return r.Status >= 300 && r.Status < 400 }); n != 3 {
 		t.Errorf("got %d 3xx answers, want 3", n)
 	}
 
@@ -186,7 +186,7 @@ func TestFollowRedirects(t *testing.T) {
 	if strings.Contains(string(got[1]), "Content-") || !strings.HasSuffix(string(got[3]), "\r\n\r\ndata") {
 		t.Errorf("303 hop %q must drop the body; 307 hop %q must keep it", got[1], got[3])
 	}
-	if n := sink.count(func(r result.Result) bool { return r.Redirect }); n != 4 {
+	if n := sink.Count(func(r result.Result) bool { return r.Redirect }); n != 4 {
 		t.Errorf("got %d redirect hops, want 4", n)
 	}
 }
@@ -197,7 +197,7 @@ func TestTimings(t *testing.T) {
 	})
 	f := openLines(t, manyLines(3)...)
 	sink, _ := runPool(t, f, vu.Config{}, Options{Target: srv.URL(), Timings: true})
-	for i, r := range sink.results() {
+	for i, r := range sink.Results() {
 		if (i == 0) != (r.ConnectNs > 0) {
 			t.Errorf("request %d: connect %v, want it only on the first (a new connection)", i, time.Duration(r.ConnectNs))
 		}
@@ -209,7 +209,7 @@ func TestTimings(t *testing.T) {
 		}
 	}
 	sink, _ = runPool(t, f, vu.Config{}, Options{Target: srv.URL()})
-	for _, r := range sink.results() {
+	for _, r := range sink.Results() {
 		if r.ConnectNs != 0 || r.SendNs != 0 || r.WaitNs != 0 {
 			t.Errorf("without --timings: %+v", r)
 		}
@@ -217,7 +217,7 @@ func TestTimings(t *testing.T) {
 	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler())
 	defer tlsSrv.Close()
 	sink, _ = runPool(t, f, vu.Config{}, Options{Target: tlsSrv.URL, Insecure: true, Timings: true})
-	if r := sink.results()[0]; r.TLSNs <= 0 || r.ConnectNs <= 0 {
+	if r := sink.Results()[0]; r.TLSNs <= 0 || r.ConnectNs <= 0 {
 		t.Errorf("TLS: connect %v, handshake %v", time.Duration(r.ConnectNs), time.Duration(r.TLSNs))
 	}
 }
@@ -274,15 +274,15 @@ func TestProxy(t *testing.T) {
 	f := openLines(t, manyLines(3)...)
 	u := strings.Replace(proxyURL, "http://", "http://user:pass@", 1)
 	sink, _ := runPool(t, f, vu.Config{}, Options{Target: srv.URL(), Proxy: u})
-	if n := sink.count(func(r result.Result) bool { return r.Status == 200 }); n != 3 || tunnels.Load() != 1 {
+	if n := sink.Count(func(r result.Result) bool { return r.Status == 200 }); n != 3 || tunnels.Load() != 1 {
 		t.Errorf("through the proxy: %d answers over %d tunnels, want 3 over 1", n, tunnels.Load())
 	}
 	if got := string(srv.Requests()[0]); !strings.HasPrefix(got, "GET /p/0 HTTP/1.1\r\nHost: "+srv.Addr()) {
 		t.Errorf("tunnelled request %q, want it as sent directly", got)
 	}
 	sink, _ = runPool(t, f, vu.Config{}, Options{Target: srv.URL(), Proxy: proxyURL}) // no credentials: 407
-	if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrConnect }); n != 3 {
-		t.Errorf("refused by the proxy: %+v, want 3 connect errors", sink.results())
+	if n := sink.Count(func(r result.Result) bool { return r.Err == result.ErrConnect }); n != 3 {
+		t.Errorf("refused by the proxy: %+v, want 3 connect errors", sink.Results())
 	}
 	if err := (&Options{Proxy: "socks5://x:1"}).Validate(); err == nil {
 		t.Error("a socks5 proxy validated")

@@ -123,7 +123,7 @@ func TestDiscardBodies(t *testing.T) {
 	keptRes, kept, keptConns := run(false)
 	dropRes, dropped, dropConns := run(true)
 
-	kr, dr := keptRes.results(), dropRes.results()
+	kr, dr := keptRes.Results(), dropRes.Results()
 	if len(kr) != len(lines) || len(dr) != len(lines) {
 		t.Fatalf("got %d and %d results, want %d", len(kr), len(dr), len(lines))
 	}
@@ -200,7 +200,7 @@ func TestDiscardBrokenFraming(t *testing.T) {
 				if _, err := p.Run(t.Context()); err != nil {
 					t.Fatal(err)
 				}
-				if r := sink.results(); len(r) != 1 || r[0].Err != tc.want {
+				if r := sink.Results(); len(r) != 1 || r[0].Err != tc.want {
 					t.Errorf("discard %v: %+v, want %v", discard, r, tc.want)
 				}
 			}

@@ -31,10 +31,10 @@ func TestConnectionsEstablished(t *testing.T) {
 		url := "http://" + ln.Addr().String()
 		ln.Close()
 		sink, _ := runPool(t, openLines(t, manyLines(4)...), vu.Config{}, Options{Target: url})
-		if n := sink.count(connected); n != 0 {
+		if n := sink.Count(connected); n != 0 {
 			t.Errorf("got %d connections to a closed port, want 0", n)
 		}
-		if n := sink.count(func(r result.Result) bool { return r.Reconnect }); n != 0 {
+		if n := sink.Count(func(r result.Result) bool { return r.Reconnect }); n != 0 {
 			t.Errorf("got %d reconnects to a closed port, want 0", n)
 		}
 	})
@@ -48,7 +48,7 @@ func TestConnectionsEstablished(t *testing.T) {
 				srv := loopback.NewRaw(t, nil)
 				srv.OnAccept(func(int64) loopback.Action { return loopback.Action{Reset: reset, Hangup: !reset} })
 				sink, _ := runPool(t, openLines(t, manyLines(10)...), vu.Config{}, Options{Target: srv.URL(), Timings: timings})
-				for _, r := range sink.results() {
+				for _, r := range sink.Results() {
 					if r.Err != result.ErrReset && r.Err != result.ErrEOF {
 						t.Errorf("got error kind %q, want reset or eof", r.Err)
 					}
@@ -63,7 +63,7 @@ func TestConnectionsEstablished(t *testing.T) {
 		srv := loopback.NewRaw(t, nil)
 		srv.OnAccept(func(int64) loopback.Action { return loopback.Action{Reset: true} })
 		sink, _ := runPool(t, openLines(t, manyLines(3)...), vu.Config{}, Options{Target: "https://" + srv.Addr(), Insecure: true})
-		for _, r := range sink.results() {
+		for _, r := range sink.Results() {
 			if r.Connected || r.Err == result.ErrConnect || r.Err == result.ErrNone {
 				t.Errorf("TLS handshake cut by an RST: got %+v, want a failure, not connect, no connection", r)
 			}
@@ -73,11 +73,11 @@ func TestConnectionsEstablished(t *testing.T) {
 		srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		defer srv.Close()
 		sink, _ := runPool(t, openLines(t, manyLines(3)...), vu.Config{}, Options{Target: srv.URL})
-		if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrTLS && !r.Connected }); n != 3 {
-			t.Errorf("untrusted certificate: got %+v, want 3 tls errors, no connection", sink.results())
+		if n := sink.Count(func(r result.Result) bool { return r.Err == result.ErrTLS && !r.Connected }); n != 3 {
+			t.Errorf("untrusted certificate: got %+v, want 3 tls errors, no connection", sink.Results())
 		}
 		sink, _ = runPool(t, openLines(t, manyLines(3)...), vu.Config{}, Options{Target: srv.URL, Insecure: true})
-		if n := sink.count(connected); n != 1 {
+		if n := sink.Count(connected); n != 1 {
 			t.Errorf("got %d connections, want 1", n)
 		}
 	})
@@ -93,7 +93,7 @@ func TestStatusOutOfRange(t *testing.T) {
 			})
 			sink, _ := runPool(t, openLines(t, manyLines(3)...), vu.Config{}, Options{Target: srv.URL()})
 			srv.Close()
-			for _, r := range sink.results() {
+			for _, r := range sink.Results() {
 				if r.Err != result.ErrOther || r.Status != 0 {
 					t.Errorf("got kind %q status %d, want other and no status", r.Err, r.Status)
 				}
@@ -126,13 +126,13 @@ func TestBodylessAnswersKeepConnection(t *testing.T) {
 				}
 				sink, _ := runPool(t, openLines(t, lines...), vu.Config{}, Options{Target: srv.URL(), DiscardBodies: discard})
 				srv.Close()
-				if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrNone && r.Status != 0 }); n != 5 {
-					t.Errorf("got %+v, want 5 answers", sink.results())
+				if n := sink.Count(func(r result.Result) bool { return r.Err == result.ErrNone && r.Status != 0 }); n != 5 {
+					t.Errorf("got %+v, want 5 answers", sink.Results())
 				}
 				if got := srv.Conns(); got != 1 {
 					t.Errorf("server saw %d connections, want 1", got)
 				}
-				if n := sink.count(func(r result.Result) bool { return r.Reconnect }); n != 0 {
+				if n := sink.Count(func(r result.Result) bool { return r.Reconnect }); n != 0 {
 					t.Errorf("got %d reconnects, want 0", n)
 				}
 			})
@@ -152,10 +152,10 @@ func TestIdleConnectionClosedBySUT(t *testing.T) {
 			cfg := vu.Config{Model: vu.Rate, Rate: 5, VUs: 1, MaxVUs: 1}
 			sink, _ := runPool(t, openLines(t, manyLines(5)...), cfg, Options{Target: srv.URL()})
 			srv.Close()
-			if n := sink.count(func(r result.Result) bool { return r.Status == 200 }); n != 5 {
-				t.Errorf("got %+v, want 5 answers", sink.results())
+			if n := sink.Count(func(r result.Result) bool { return r.Status == 200 }); n != 5 {
+				t.Errorf("got %+v, want 5 answers", sink.Results())
 			}
-			if n := sink.count(func(r result.Result) bool { return r.Reconnect }); n != 4 {
+			if n := sink.Count(func(r result.Result) bool { return r.Reconnect }); n != 4 {
 				t.Errorf("got %d reconnects, want 4", n)
 			}
 			if got := srv.Conns(); got != 5 {
@@ -171,10 +171,10 @@ func TestIdleConnectionClosedBySUT(t *testing.T) {
 		defer srv.Close()
 		cfg := vu.Config{Model: vu.Rate, Rate: 5, VUs: 1, MaxVUs: 1}
 		sink, _ := runPool(t, openLines(t, manyLines(4)...), cfg, Options{Target: srv.URL, Insecure: true})
-		if n := sink.count(func(r result.Result) bool { return r.Status == 200 }); n != 4 {
-			t.Errorf("got %+v, want 4 answers", sink.results())
+		if n := sink.Count(func(r result.Result) bool { return r.Status == 200 }); n != 4 {
+			t.Errorf("got %+v, want 4 answers", sink.Results())
 		}
-		if n := sink.count(func(r result.Result) bool { return r.Reconnect }); n != 3 {
+		if n := sink.Count(func(r result.Result) bool { return r.Reconnect }); n != 3 {
 			t.Errorf("got %d reconnects, want 3", n)
 		}
 	})
@@ -185,8 +185,8 @@ func TestIdleConnectionClosedBySUT(t *testing.T) {
 		cfg := vu.Config{Model: vu.Rate, Rate: 100, VUs: 1, MaxVUs: 1}
 		sink, _ := runPool(t, openLines(t, manyLines(10)...), cfg, Options{Target: srv.URL()})
 		srv.Close()
-		if got := srv.Conns(); got != 1 || sink.count(func(r result.Result) bool { return r.Status == 200 }) != 10 {
-			t.Errorf("server saw %d connections, want 1; results %+v", got, sink.results())
+		if got := srv.Conns(); got != 1 || sink.Count(func(r result.Result) bool { return r.Status == 200 }) != 10 {
+			t.Errorf("server saw %d connections, want 1; results %+v", got, sink.Results())
 		}
 	})
 }
@@ -211,7 +211,7 @@ func TestBareLF(t *testing.T) {
 			if el := time.Since(start); el > time.Second {
 				t.Errorf("took %v, want far under the 3s timeout", el)
 			}
-			for _, r := range sink.results() {
+			for _, r := range sink.Results() {
 				if tt.status == 0 && (r.Err != result.ErrOther || r.Status != 0) || tt.status != 0 && r.Status != tt.status {
 					t.Errorf("got kind %q status %d, want status %d (0: other)", r.Err, r.Status, tt.status)
 				}
@@ -251,7 +251,7 @@ func TestUnsolicitedAnswers(t *testing.T) {
 
 func checkUnsolicited(t *testing.T, sink *collect, srv *loopback.Raw, want int) {
 	t.Helper()
-	res := sink.results()
+	res := sink.Results()
 	status := make([]uint16, len(res))
 	for i, r := range res {
 		status[i] = r.Status
@@ -259,7 +259,7 @@ func checkUnsolicited(t *testing.T, sink *collect, srv *loopback.Raw, want int) 
 	if want := []uint16{201, 200, 201, 201, 201, 201}; !slices.Equal(status, want) {
 		t.Errorf("statuses %v, want %v: no answer shifted onto a later request", status, want)
 	}
-	if n := sink.count(func(r result.Result) bool { return r.Unsolicited }); n != want {
+	if n := sink.Count(func(r result.Result) bool { return r.Unsolicited }); n != want {
 		t.Errorf("got %d unsolicited, want %d", n, want)
 	}
 	if got := srv.Conns(); got != 2 {
@@ -311,7 +311,7 @@ func TestRedirectLocations(t *testing.T) {
 	if !slices.Equal(lines, want) {
 		t.Errorf("got %q, want %q", lines, want)
 	}
-	res := sink.results()
+	res := sink.Results()
 	var limit []int
 	for i, r := range res {
 		if r.RedirectLimit {
@@ -323,7 +323,7 @@ func TestRedirectLocations(t *testing.T) {
 	}
 	// A chain that ends within the limit is not marked.
 	sink, _ = runPool(t, openLines(t, line("GET", "/proto-relative", "", nil)), vu.Config{FollowRedirects: 1}, Options{Target: srv.URL()})
-	if n := sink.count(func(r result.Result) bool { return r.RedirectLimit }); n != 0 {
+	if n := sink.Count(func(r result.Result) bool { return r.RedirectLimit }); n != 0 {
 		t.Errorf("got %d marked, want 0", n)
 	}
 }

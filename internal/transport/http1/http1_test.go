@@ -2,84 +2,31 @@ package http1
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/replaytest"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 )
 
-// collect is a Sink that keeps every result.
-type collect struct {
-	mu  sync.Mutex // guards res
-	res []result.Result
-}
+// The helpers shared with the other engine tests (internal/replaytest).
+type collect = replaytest.Collect
 
-func (c *collect) Record(r result.Result) {
-	c.mu.Lock()
-	c.res = append(c.res, r)
-	c.mu.Unlock()
-}
-
-func (c *collect) results() []result.Result {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]result.Result(nil), c.res...)
-}
-
-func (c *collect) count(f func(result.Result) bool) int {
-	n := 0
-	for _, r := range c.results() {
-		if f(r) {
-			n++
-		}
-	}
-	return n
-}
-
-func openLines(t testing.TB, lines ...string) *rrpair.File {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "traffic.jsonl")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := rrpair.Open(path, rrpair.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
-
-// line builds an RRPair line; headers is a raw JSON object so that its key
-// order is exactly as written.
-func line(method, uri, headers string, body any) string {
-	req := map[string]any{"method": method, "uri": uri, "host": "recorded.example:8080"}
-	switch b := body.(type) {
-	case string:
-		req["body"] = b
-	case []byte:
-		req["bodyBase64"] = base64.StdEncoding.EncodeToString(b)
-	}
-	raw, _ := json.Marshal(map[string]any{"http": map[string]any{"req": req}})
-	if headers == "" {
-		return string(raw)
-	}
-	return strings.Replace(string(raw), `"host":`, `"headers":`+headers+`,"host":`, 1)
-}
+var (
+	openLines = replaytest.OpenLines
+	line      = replaytest.Line
+)
 
 // runPool runs f with cfg (one VU unless it says) over a transport with o
 // (a 5s timeout unless it says), as a run does: validated first.
@@ -155,7 +102,7 @@ func TestWireFidelity(t *testing.T) {
 		if len(got) != len(tests) {
 			t.Fatalf("no reuse %v: server read %d requests, want %d", noReuse, len(got), len(tests))
 		}
-		results := sink.results()
+		results := sink.Results()
 		for i, tt := range tests {
 			t.Run(fmt.Sprintf("%s/no reuse %v", tt.name, noReuse), func(t *testing.T) {
 				want := strings.ReplaceAll(tt.want, host, srv.Addr())
@@ -211,7 +158,7 @@ func TestKeepHostAndRecordedHost(t *testing.T) {
 	if last := string(got[len(got)-1]); last != "GET /c HTTP/1.1\r\nHost: "+addr+"\r\n\r\n" {
 		t.Errorf("got %q", last)
 	}
-	if r := sink.results()[0]; r.Status != 200 {
+	if r := sink.Results()[0]; r.Status != 200 {
 		t.Errorf("got %+v", r)
 	}
 }
@@ -246,7 +193,7 @@ func TestNoConnectionReuse(t *testing.T) {
 			t.Errorf("request without Connection: close: %q", req)
 		}
 	}
-	if n := sink.count(func(r result.Result) bool { return r.Reconnect }); n != 0 {
+	if n := sink.Count(func(r result.Result) bool { return r.Reconnect }); n != 0 {
 		t.Errorf("got %d reconnects with --no-connection-reuse, want 0", n)
 	}
 }
@@ -260,10 +207,10 @@ func TestServerClosingConnectionsCountsReconnects(t *testing.T) {
 	if got := srv.Conns(); got != 4 {
 		t.Errorf("server saw %d connections, want 4", got)
 	}
-	if n := sink.count(func(r result.Result) bool { return r.Reconnect }); n != 3 {
+	if n := sink.Count(func(r result.Result) bool { return r.Reconnect }); n != 3 {
 		t.Errorf("got %d reconnects, want 3", n)
 	}
-	if n := sink.count(func(r result.Result) bool { return r.Status == 200 }); n != 12 {
+	if n := sink.Count(func(r result.Result) bool { return r.Status == 200 }); n != 12 {
 		t.Errorf("got %d answers, want 12", n)
 	}
 }
@@ -286,7 +233,7 @@ func TestAccounting(t *testing.T) {
 	})
 	sink, _ := runPool(t, openLines(t, manyLines(18)...), vu.Config{}, Options{Target: srv.URL(), Timeout: 150 * time.Millisecond})
 	srv.Close()
-	res := sink.results()
+	res := sink.Results()
 	if len(res) != 18 {
 		t.Fatalf("got %d results, want 18", len(res))
 	}
@@ -323,8 +270,8 @@ func TestServerDown(t *testing.T) {
 	url := "http://" + ln.Addr().String()
 	ln.Close()
 	sink, _ := runPool(t, openLines(t, manyLines(5)...), vu.Config{VUs: 2}, Options{Target: url})
-	if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrConnect && !r.Written }); n != 5 {
-		t.Errorf("got %d connect errors, want 5: %+v", n, sink.results())
+	if n := sink.Count(func(r result.Result) bool { return r.Err == result.ErrConnect && !r.Written }); n != 5 {
+		t.Errorf("got %d connect errors, want 5: %+v", n, sink.Results())
 	}
 }
 
@@ -376,11 +323,11 @@ func TestTLS(t *testing.T) {
 	defer srv.Close()
 	f := openLines(t, manyLines(3)...)
 	sink, _ := runPool(t, f, vu.Config{}, Options{Target: srv.URL, Insecure: true})
-	if n := sink.count(func(r result.Result) bool { return r.Status == 202 }); n != 3 {
-		t.Errorf("with --insecure: got %+v, want 3 answers", sink.results())
+	if n := sink.Count(func(r result.Result) bool { return r.Status == 202 }); n != 3 {
+		t.Errorf("with --insecure: got %+v, want 3 answers", sink.Results())
 	}
 	sink, _ = runPool(t, f, vu.Config{}, Options{Target: srv.URL})
-	if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrTLS }); n != 3 {
-		t.Errorf("self-signed certificate without --insecure: got %+v, want 3 tls errors", sink.results())
+	if n := sink.Count(func(r result.Result) bool { return r.Err == result.ErrTLS }); n != 3 {
+		t.Errorf("self-signed certificate without --insecure: got %+v, want 3 tls errors", sink.Results())
 	}
 }

@@ -103,8 +103,8 @@ func TestOutOfDescriptorsIsLocal(t *testing.T) {
 	if runErr != nil {
 		t.Fatal(runErr)
 	}
-	if n := sink.count(func(r result.Result) bool { return r.Err == result.ErrLocal }); n != 3 {
-		t.Errorf("got %d local errors, want 3: %+v", n, sink.results())
+	if n := sink.Count(func(r result.Result) bool { return r.Err == result.ErrLocal }); n != 3 {
+		t.Errorf("got %d local errors, want 3: %+v", n, sink.Results())
 	}
 	out := logs.String()
 	if n := strings.Count(out, "ran out of its own resources"); n != 1 {

@@ -34,7 +34,7 @@ func (c *client) Redirect(req *rrpair.Request) bool {
 		req.Method, req.Body = []byte("GET"), nil
 		hs := req.Headers[:0]
 		for _, h := range req.Headers {
-			if !equalFold(h.Name, "content-length") && !equalFold(h.Name, "content-type") {
+			if !rrpair.EqualFold(h.Name, "content-length") && !rrpair.EqualFold(h.Name, "content-type") {
 				hs = append(hs, h)
 			}
 		}
@@ -52,7 +52,7 @@ func (c *client) resolve(req *rrpair.Request) bool {
 		return false
 	}
 	scheme := "http"
-	if equalFold(req.Scheme, "https") {
+	if rrpair.EqualFold(req.Scheme, "https") {
 		scheme = "https"
 	}
 	path := "/"

@@ -26,7 +26,7 @@ func appendHead(dst []byte, r *rrpair.Request, host []byte, connClose bool) []by
 
 	hostAt := -1
 	for i := range r.Headers {
-		if equalFold(r.Headers[i].Name, "host") {
+		if rrpair.EqualFold(r.Headers[i].Name, "host") {
 			hostAt = i
 			break
 		}
@@ -90,22 +90,5 @@ func appendLength(dst, name []byte, n int) []byte {
 
 // isHeader is equalFold with a cheap first-byte test, for the hot loop.
 func isHeader(name []byte, lower string, first byte) bool {
-	return len(name) == len(lower) && name[0]|0x20 == first && equalFold(name, lower)
-}
-
-// equalFold compares an ASCII header name with a lower-case one.
-func equalFold(b []byte, lower string) bool {
-	if len(b) != len(lower) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
+	return len(name) == len(lower) && name[0]|0x20 == first && rrpair.EqualFold(name, lower)
 }

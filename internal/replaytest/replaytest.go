@@ -1,0 +1,82 @@
+// Package replaytest holds what the tests of the VUs and of the transports
+// share: a Sink that keeps every result, and traffic files written from
+// lines.
+package replaytest
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
+)
+
+// Collect is a result.Sink that keeps every result.
+type Collect struct {
+	mu  sync.Mutex // guards res
+	res []result.Result
+}
+
+// Record implements result.Sink.
+func (c *Collect) Record(r result.Result) {
+	c.mu.Lock()
+	c.res = append(c.res, r)
+	c.mu.Unlock()
+}
+
+// Results is a copy of the results so far.
+func (c *Collect) Results() []result.Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]result.Result(nil), c.res...)
+}
+
+// Count is the number of results for which f holds.
+func (c *Collect) Count(f func(result.Result) bool) int {
+	n := 0
+	for _, r := range c.Results() {
+		if f(r) {
+			n++
+		}
+	}
+	return n
+}
+
+// OpenLines writes lines to a traffic file in t's temporary directory and
+// opens it; the file is closed when t ends.
+func OpenLines(t testing.TB, lines ...string) *rrpair.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "traffic.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := rrpair.Open(path, rrpair.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// Line builds an RRPair line to recorded.example:8080; headers is a raw
+// JSON object, so that its key order is exactly as written; body is a
+// string (sent as text) or []byte (as base64).
+func Line(method, uri, headers string, body any) string {
+	req := map[string]any{"method": method, "uri": uri, "host": "recorded.example:8080"}
+	switch b := body.(type) {
+	case string:
+		req["body"] = b
+	case []byte:
+		req["bodyBase64"] = base64.StdEncoding.EncodeToString(b)
+	}
+	raw, _ := json.Marshal(map[string]any{"http": map[string]any{"req": req}})
+	if headers == "" {
+		return string(raw)
+	}
+	return strings.Replace(string(raw), `"host":`, `"headers":`+headers+`,"host":`, 1)
+}
