@@ -175,9 +175,10 @@ func TestManyVUsStayStoppable(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v\n%s", err, tail(out))
 		}
-		// Before, starting the VUs came first: about 7 s on 2 cores.
-		if d := time.Since(start); d > 3*time.Second {
-			t.Errorf("--duration 1s with %d VUs took %v, want under 3s", vus, d)
+		// Before, starting the VUs came first: 4.6–6.7 s on 2 cores; now
+		// 1.2–1.6 s. The bound leaves a busy machine room.
+		if d := time.Since(start); d > 4*time.Second {
+			t.Errorf("--duration 1s with %d VUs took %v, want under 4s", vus, d)
 		}
 	})
 	t.Run("SIGTERM", func(t *testing.T) {
