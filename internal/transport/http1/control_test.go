@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -225,47 +224,28 @@ func TestTimings(t *testing.T) {
 // connectProxy is a minimal HTTP CONNECT proxy on loopback that counts its
 // tunnels and checks the credentials it was given.
 func connectProxy(t *testing.T, wantAuth string) (url string, tunnels *atomic.Int64) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	tunnels = &atomic.Int64{}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil || req.Method != "CONNECT" {
-					return
-				}
-				if req.Header.Get("Proxy-Authorization") != wantAuth {
-					io.WriteString(c, "HTTP/1.1 407 Proxy Authentication Required\r\n\r\n")
-					return
-				}
-				up, err := net.Dial("tcp", req.Host)
-				if err != nil {
-					io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\n\r\n")
-					return
-				}
-				defer up.Close()
-				tunnels.Add(1)
-				io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
-				go func() { io.Copy(up, c); up.Close() }()
-				io.Copy(c, up)
-			}()
+	addr, _ := loopback.Serve(t, func(c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil || req.Method != "CONNECT" {
+			return
 		}
-	}()
-	return "http://" + ln.Addr().String(), tunnels
+		if req.Header.Get("Proxy-Authorization") != wantAuth {
+			io.WriteString(c, "HTTP/1.1 407 Proxy Authentication Required\r\n\r\n")
+			return
+		}
+		up, err := net.Dial("tcp", req.Host)
+		if err != nil {
+			io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\n\r\n")
+			return
+		}
+		defer up.Close()
+		tunnels.Add(1)
+		io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
+		go func() { io.Copy(up, c); up.Close() }()
+		io.Copy(c, up)
+	})
+	return "http://" + addr, tunnels
 }
 
 func TestProxy(t *testing.T) {

@@ -5,11 +5,11 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/vu"
@@ -19,52 +19,31 @@ import (
 // every framing HTTP/1.1 has, and closes the connection after "/close".
 func framingServer(t *testing.T, answers map[string]string) (url string, conns *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conns = &atomic.Int64{}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	addr, conns := loopback.Serve(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			line, err := br.ReadString('\n')
 			if err != nil {
 				return
 			}
-			conns.Add(1)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					line, err := br.ReadString('\n')
-					if err != nil {
-						return
-					}
-					for h := ""; h != "\r\n"; { // GETs and HEADs: no body
-						if h, err = br.ReadString('\n'); err != nil {
-							return
-						}
-					}
-					method, rest, _ := strings.Cut(line, " ")
-					path, _, _ := strings.Cut(rest, " ")
-					answer := answers[path]
-					if method == "HEAD" {
-						answer, _, _ = strings.Cut(answer, "\r\n\r\n")
-						answer += "\r\n\r\n"
-					}
-					if _, err := c.Write([]byte(answer)); err != nil || path == "/close" {
-						return
-					}
+			for h := ""; h != "\r\n"; { // GETs and HEADs: no body
+				if h, err = br.ReadString('\n'); err != nil {
+					return
 				}
-			}()
+			}
+			method, rest, _ := strings.Cut(line, " ")
+			path, _, _ := strings.Cut(rest, " ")
+			answer := answers[path]
+			if method == "HEAD" {
+				answer, _, _ = strings.Cut(answer, "\r\n\r\n")
+				answer += "\r\n\r\n"
+			}
+			if _, err := c.Write([]byte(answer)); err != nil || path == "/close" {
+				return
+			}
 		}
-	}()
-	return "http://" + ln.Addr().String(), conns
+	})
+	return "http://" + addr, conns
 }
 
 // seen is an Observer that keeps what each answer showed.
