@@ -36,19 +36,20 @@ func transportOptions(o *Options, hostMap map[string]string) http1.Options {
 	}
 }
 
-// configure builds the configuration of the VUs and of the transport, in
-// three named steps: check both (no side effects; every error at once,
-// each naming its flag), fill the VUs' defaults, then build the transport,
-// which reads the TLS files. It is the one place either is checked.
-func configure(o *Options, p *parsed) (vu.Config, *http1.Transport, error) {
+// configure builds the configuration of the VUs and of the transport and
+// checks both (no side effects; every error at once, each naming its
+// flag), then fills the VUs' defaults. It is the one place either is
+// checked. The transport is built once the run knows whether anything
+// reads the answers' bodies (prepare), by http1.New, which reads the TLS
+// files.
+func configure(o *Options, p *parsed) (vu.Config, http1.Options, error) {
 	cfg := vuConfig(o, &p.load, o.Log)
 	topt := transportOptions(o, p.hostMap)
 	if err := errors.Join(cfg.Validate(), topt.Validate()); err != nil {
-		return cfg, nil, err
+		return cfg, topt, err
 	}
 	cfg.SetDefaults()
-	tr, err := http1.New(topt)
-	return cfg, tr, err
+	return cfg, topt, nil
 }
 
 // Shape is a load as the load options describe it, checked, with its

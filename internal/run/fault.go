@@ -29,12 +29,18 @@ func (g *faultGuard) NewClient(vu int, now func() int64) transport.Client {
 // into a failed request.
 type guardedClient struct {
 	transport.Client
-	g *faultGuard
+	g     *faultGuard
+	armed bool // panic-on-fault is set on the VU's goroutine
 }
 
-// Do implements transport.Client.
+// Do implements transport.Client. It is called on the VU's goroutine
+// only, so panic-on-fault is set once there (it belongs to the goroutine),
+// not on every request; the recover stays per request.
 func (c *guardedClient) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) (a result.Answer) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	if !c.armed {
+		debug.SetPanicOnFault(true)
+		c.armed = true
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			if !c.g.file.Faulted(r) {

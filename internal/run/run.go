@@ -102,7 +102,7 @@ func prepare(ctx context.Context, o *Options) (*runner, error) {
 	if err := p.loadFiles(o); err != nil {
 		return nil, err
 	}
-	cfg, tr, err := configure(o, p)
+	cfg, topt, err := configure(o, p)
 	if err != nil {
 		return nil, err
 	}
@@ -117,21 +117,19 @@ func prepare(ctx context.Context, o *Options) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{o: o, p: p, file: f, opened: time.Since(opening), pool: &vu.Pool{File: f, Config: cfg, Transport: tr}}
+	r := &runner{o: o, p: p, file: f, opened: time.Since(opening), pool: &vu.Pool{File: f, Config: cfg}}
 	r.onClose(func() { f.Close() })
 	if err := r.build(); err != nil {
 		r.close()
 		return nil, err
 	}
-	if !r.readsBodies() {
-		// Nothing reads answers' bodies: drop them as they arrive, so
-		// that memory is bounded by the VUs, not by the answers.
-		topt := tr.Options()
-		topt.DiscardBodies = true
-		if tr, err = http1.New(topt); err != nil {
-			r.close()
-			return nil, err
-		}
+	// When nothing reads the answers' bodies they are dropped as they
+	// arrive, so that memory is bounded by the VUs, not by the answers.
+	topt.DiscardBodies = !r.readsBodies()
+	tr, err := http1.New(topt)
+	if err != nil {
+		r.close()
+		return nil, err
 	}
 	r.guard = &faultGuard{Transport: tr, file: f}
 	r.pool.Transport = r.guard
@@ -354,6 +352,9 @@ func (r *runner) runPool(runCtx context.Context) (result.Counters, error) {
 // caller's, for the drain of events.
 func (r *runner) run(ctx, runCtx context.Context) (*report.Summary, error) {
 	st, runErr := r.runPool(runCtx)
+	// The readers of the live counters and the recorder stop here, before
+	// the summary is read. close stops them too (both are idempotent), for
+	// a run that fails between start and here.
 	if r.stopWatch != nil {
 		r.stopWatch()
 	}

@@ -98,8 +98,10 @@ func TestPreciseSleeper(t *testing.T) {
 		}
 		over = append(over, int64(d-300*time.Microsecond))
 	}
-	if med := percentile(over, 50); med > 250*time.Microsecond {
-		t.Errorf("median overshoot %v, want under 250µs", med)
+	// A timer rounds a 300µs wait up to about 1ms; the bound leaves a busy
+	// machine room and still tells the two apart.
+	if med := percentile(over, 50); med > 500*time.Microsecond {
+		t.Errorf("median overshoot %v, want under 500µs", med)
 	}
 	stop := make(chan struct{})
 	close(stop)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/transport"
-	"github.com/replay-dev/replay/pkg/hist"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
@@ -315,7 +314,7 @@ func (r *run) endWork() {
 func (r *run) newScheduler() (*scheduler, int, error) {
 	cfg := r.cfg
 	n := int64(r.file.Iterations())
-	s := &scheduler{clock: cfg.Clock, stop: r.stopCh, dispatch: r.dispatch, lateAfter: cfg.LateAfter, lags: hist.New()}
+	s := &scheduler{clock: cfg.Clock, stop: r.stopCh, dispatch: r.dispatch, lateAfter: cfg.LateAfter}
 	_, wall := cfg.Clock.(WallClock)
 	s.precise = cfg.PrecisePacing && wall
 	limit := func(k int64) bool { return cfg.Iterations == 0 || k < cfg.Iterations }

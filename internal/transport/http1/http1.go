@@ -170,9 +170,6 @@ func New(o Options) (*Transport, error) {
 	return t, nil
 }
 
-// Options are the options the transport runs with, defaults filled.
-func (t *Transport) Options() Options { return t.o }
-
 // Check implements transport.Transport: every recorded host of f has
 // somewhere to go, a --host-map entry or the --target.
 func (t *Transport) Check(f *rrpair.File) error {

@@ -311,8 +311,8 @@ func TestOptionsValidate(t *testing.T) {
 		t.Errorf("New with a missing --ca: got %v", err)
 	}
 	tr, err := New(Options{})
-	if err != nil || tr.Options().Timeout != DefaultTimeout || tr.Options().MaxBody != DefaultMaxBody {
-		t.Errorf("New(Options{}): %+v, %v; want the defaults filled", tr.Options(), err)
+	if err != nil || tr.o.Timeout != DefaultTimeout || tr.o.MaxBody != DefaultMaxBody {
+		t.Errorf("New(Options{}): %+v, %v; want the defaults filled", tr.o, err)
 	}
 }
 
