@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/export"
 	"github.com/replay-dev/replay/pkg/gor"
@@ -72,16 +73,16 @@ func writeOut(std stdio, in, out string, sk *skipped, strict bool, write func(io
 	if err := checkDistinct([]namedPath{{"-o", out, true}, {"-f", in, false}}); err != nil {
 		return err
 	}
-	f, err := createOut(out)
+	f, err := outfile.Create(out)
 	if err != nil {
 		return fmt.Errorf("-o: %w", err)
 	}
 	summary, err := write(f)
 	if err != nil {
-		f.abort()
+		f.Abort()
 		return err
 	}
-	if err := f.commit(); err != nil {
+	if err := f.Commit(); err != nil {
 		return fmt.Errorf("-o: %w", err)
 	}
 	fmt.Fprintf(std.err, "replay: %s\n", summary)
@@ -96,20 +97,20 @@ func writeK6Files(out, in string, write func(script, data io.Writer, dataRef str
 	if err := checkDistinct([]namedPath{{"-o", out, true}, {"-o (its data)", dataPath, true}, {"-f", in, false}}); err != nil {
 		return "", err
 	}
-	script, err := createOut(out)
+	script, err := outfile.Create(out)
 	if err != nil {
 		return "", fmt.Errorf("-o: %w", err)
 	}
-	defer script.abort()
-	data, err := createOut(dataPath)
+	defer script.Abort()
+	data, err := outfile.Create(dataPath)
 	if err != nil {
 		return "", fmt.Errorf("-o: %w", err)
 	}
-	defer data.abort()
+	defer data.Abort()
 	if err := write(script, data, "./"+filepath.Base(dataPath)); err != nil {
 		return "", err
 	}
-	if err := errors.Join(data.commit(), script.commit()); err != nil {
+	if err := errors.Join(data.Commit(), script.Commit()); err != nil {
 		return "", fmt.Errorf("-o: %w", err)
 	}
 	return dataPath, nil

@@ -1,100 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 )
-
-// outFile is an output file written whole or not at all: a regular file
-// (or one not there yet) is written to a temporary file beside it and
-// renamed over it by commit, so that a refused start, a failure or a
-// crash leaves the previous file as it was and never a truncated one.
-// Anything else (/dev/stdout, a pipe) is written directly.
-type outFile struct {
-	*os.File
-	path   string // the file asked for
-	direct bool   // written in place: commit only closes
-	done   bool   // committed or aborted
-}
-
-// createOut opens the output at path, as outFile says.
-func createOut(path string) (*outFile, error) {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real // replace what a symbolic link points to, not the link
-	}
-	st, err := os.Stat(path)
-	switch {
-	case err == nil && st.IsDir():
-		return nil, fmt.Errorf("%s: is a directory", path)
-	case err == nil && !st.Mode().IsRegular():
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
-		if err != nil {
-			return nil, err
-		}
-		return &outFile{File: f, path: path, direct: true}, nil
-	}
-	mode := os.FileMode(0o644)
-	if err == nil {
-		mode = st.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, unwrapPath(err))
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return nil, err
-	}
-	return &outFile{File: tmp, path: path}, nil
-}
-
-// unwrapPath drops the temporary file's name from err: the user named
-// the file beside it.
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// commit closes the file and puts it in place.
-func (f *outFile) commit() error {
-	if f.done {
-		return nil
-	}
-	f.done = true
-	if err := f.File.Close(); err != nil {
-		if !f.direct {
-			os.Remove(f.File.Name())
-		}
-		return fmt.Errorf("write %s: %w", f.path, err)
-	}
-	if f.direct {
-		return nil
-	}
-	if err := os.Rename(f.File.Name(), f.path); err != nil {
-		os.Remove(f.File.Name())
-		return fmt.Errorf("write %s: %w", f.path, unwrapPath(err))
-	}
-	return nil
-}
-
-// abort closes the file and, unless written in place, removes it: the
-// file asked for stays as it was.
-func (f *outFile) abort() {
-	if f.done {
-		return
-	}
-	f.done = true
-	f.File.Close()
-	if !f.direct {
-		os.Remove(f.File.Name())
-	}
-}
 
 // namedPath is a file a flag names; out says that the command writes it.
 type namedPath struct {

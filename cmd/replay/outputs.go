@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/spf13/pflag"
 )
@@ -42,10 +43,10 @@ func (o *reportOptions) addFlags(fs *pflag.FlagSet, outFlag string) {
 type outputs struct {
 	opts       *reportOptions
 	thresholds []report.Threshold
-	out, hgrm  *outFile
-	hlog       *outFile
-	html       *outFile
-	junit      *outFile
+	out, hgrm  *outfile.File
+	hlog       *outfile.File
+	html       *outfile.File
+	junit      *outfile.File
 	// config is the run's configuration, shown in the HTML report.
 	config []report.Setting
 }
@@ -76,12 +77,12 @@ func (o *reportOptions) open(endpoints []string, outName string) (*outputs, erro
 	w := &outputs{opts: o, thresholds: ts}
 	for _, f := range []struct {
 		flag, path string
-		file       **outFile
+		file       **outfile.File
 	}{{outName, o.out, &w.out}, {"--hgrm", o.hgrm, &w.hgrm}, {"--hlog", o.hlog, &w.hlog}, {"--html", o.html, &w.html}, {"--junit", o.junit, &w.junit}} {
 		if f.path == "" {
 			continue
 		}
-		if *f.file, err = createOut(f.path); err != nil {
+		if *f.file, err = outfile.Create(f.path); err != nil {
 			w.close()
 			return nil, fmt.Errorf("%s: %w", f.flag, err)
 		}
@@ -105,7 +106,7 @@ func (w *outputs) write(text, json io.Writer, s *report.Summary) error {
 		}
 	}
 	for _, f := range []struct {
-		file   *outFile
+		file   *outfile.File
 		render func(io.Writer, *report.Summary) error
 	}{{w.hgrm, report.WriteHgrm}, {w.hlog, report.WriteHlog}, {w.junit, report.WriteJUnit}, {w.out, report.WriteJSON},
 		{w.html, func(out io.Writer, s *report.Summary) error { return report.WriteHTML(out, s, w.config) }}} {
@@ -113,7 +114,7 @@ func (w *outputs) write(text, json io.Writer, s *report.Summary) error {
 			continue
 		}
 		if err := f.render(f.file, s); err != nil {
-			return fmt.Errorf("write %s: %w", f.file.path, err)
+			return fmt.Errorf("write %s: %w", f.file.Path(), err)
 		}
 	}
 	if err := w.commit(); err != nil {
@@ -132,8 +133,8 @@ func (w *outputs) write(text, json io.Writer, s *report.Summary) error {
 }
 
 // files are the output files open.
-func (w *outputs) files() []**outFile {
-	return []**outFile{&w.out, &w.hgrm, &w.hlog, &w.html, &w.junit}
+func (w *outputs) files() []**outfile.File {
+	return []**outfile.File{&w.out, &w.hgrm, &w.hlog, &w.html, &w.junit}
 }
 
 // commit puts every file in place, returning the first error (a write
@@ -142,7 +143,7 @@ func (w *outputs) commit() error {
 	var first error
 	for _, f := range w.files() {
 		if *f != nil {
-			if err := (*f).commit(); err != nil && first == nil {
+			if err := (*f).Commit(); err != nil && first == nil {
 				first = err
 			}
 			*f = nil
@@ -156,7 +157,7 @@ func (w *outputs) commit() error {
 func (w *outputs) close() {
 	for _, f := range w.files() {
 		if *f != nil {
-			(*f).abort()
+			(*f).Abort()
 			*f = nil
 		}
 	}

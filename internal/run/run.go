@@ -15,11 +15,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"time"
 
+	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
@@ -83,7 +82,7 @@ type runner struct {
 	comparer *report.Comparer // nil without Compare
 	rec      *report.Recorder
 	dump     *report.FailureDump // nil without DumpFailures
-	dumpTmp  string              // the dump's temporary file, until put in place
+	dumpFile *outfile.File       // the dump's file, until put in place
 	guard    *faultGuard         // the transport, guarded against a truncated file
 
 	stopWatch func() // the threshold watcher's, or nil
@@ -230,38 +229,20 @@ func (r *runner) start(ctx context.Context) (context.Context, error) {
 	return r.startLive(ctx)
 }
 
-// openDump creates the failure dump's file: a regular file is written
+// openDump creates the failure dump's file through outfile: written
 // beside it and put in place once the VUs have stopped (commitDump), so
 // that a run refused or crashed before leaves the previous dump as it
 // was; anything else (/dev/stderr) is written directly.
 func (r *runner) openDump() error {
-	path := r.o.DumpFailures
-	if path == "" {
+	if r.o.DumpFailures == "" {
 		return nil
 	}
-	var f *os.File
-	var err error
-	if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
-	} else {
-		f, err = os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-		if err == nil {
-			r.dumpTmp = f.Name()
-			_ = f.Chmod(0o644)
-		}
-	}
-	if pe := (*os.PathError)(nil); errors.As(err, &pe) {
-		err = pe.Err // the temporary file's name is not the user's
-	}
+	f, err := outfile.Create(r.o.DumpFailures)
 	if err != nil {
-		return fmt.Errorf("--dump-failures: open %s: %w", path, err)
+		return fmt.Errorf("--dump-failures: %w", err)
 	}
-	r.onClose(func() {
-		f.Close()
-		if r.dumpTmp != "" {
-			os.Remove(r.dumpTmp)
-		}
-	})
+	r.dumpFile = f
+	r.onClose(f.Abort) // after commitDump, it does nothing
 	r.dump = report.NewFailureDump(f, r.file.Endpoints(), r.o.DumpMax)
 	r.pool.Failures = r.dump
 	return nil
@@ -269,16 +250,7 @@ func (r *runner) openDump() error {
 
 // commitDump puts the failure dump in place, once the VUs have stopped.
 func (r *runner) commitDump() error {
-	if r.dumpTmp == "" {
-		return nil
-	}
-	tmp := r.dumpTmp
-	r.dumpTmp = ""
-	if err := os.Rename(tmp, r.o.DumpFailures); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return r.dumpFile.Commit()
 }
 
 // logStart says what is about to run.
@@ -298,15 +270,20 @@ func (r *runner) startProfile() error {
 	if r.o.CPUProfile == "" {
 		return nil
 	}
-	f, err := os.Create(r.o.CPUProfile)
+	f, err := outfile.Create(r.o.CPUProfile)
 	if err != nil {
 		return fmt.Errorf("--cpuprofile: %w", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
+		f.Abort()
 		return fmt.Errorf("--cpuprofile: %w", err)
 	}
-	r.onClose(func() { pprof.StopCPUProfile(); f.Close() })
+	r.onClose(func() {
+		pprof.StopCPUProfile()
+		if err := f.Commit(); err != nil {
+			r.o.Log.Error().Err(err).Msg("--cpuprofile")
+		}
+	})
 	return nil
 }
 
