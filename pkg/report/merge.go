@@ -497,13 +497,8 @@ func mergeE2E(es []indexedE2E) (*e2e.Summary, error) {
 		// Shards that ran their own sinks counted what they missed; a
 		// standalone sink's summary knows nothing of what was
 		// accepted, which the runs' accepted events tell.
-		unseen := out.Accepted - m.st.Unique
-		if out.LossKnown {
-			m.st.Lost = max(m.st.Lost, unseen)
-		} else {
-			m.st.Pending, m.st.Lost = max(m.st.Pending+m.st.Lost, unseen), 0
-		}
-		m.st.PendingPct, m.st.LostPct = pct(m.st.Pending, out.Accepted), pct(m.st.Lost, out.Accepted)
+		unseen := max(m.st.Pending+m.st.Lost, out.Accepted-m.st.Unique)
+		m.st.SetUnseen(unseen, out.Accepted, out.LossKnown)
 		m.st.Latency = latencyOf(m.hist)
 		m.st.Histogram = encodeHistogram(m.hist)
 		for t, n := range m.secs {
