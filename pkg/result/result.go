@@ -28,6 +28,11 @@ const (
 	// buffer (ENOBUFS) left on this machine. Appended last so that the
 	// numbers of the kinds before it stay.
 	ErrLocal
+	// The HTTP/2 kinds (appended, so that the numbers before them stay).
+	ErrStreamReset  // the SUT reset the request's stream (RST_STREAM, with a code other than REFUSED_STREAM after the retry)
+	ErrGoAway       // the SUT sent GOAWAY and the request was in flight on a stream it may have processed
+	ErrFlowControl  // the request body could not be sent within --timeout: the SUT's flow-control window stayed closed
+	ErrNoHTTP2      // HTTP/2 was needed (a gRPC pair, --h2c, --http2 on) and the SUT did not speak it
 	numErrorKinds
 )
 
@@ -35,7 +40,8 @@ const (
 // arrays indexed by kind.
 const NumErrorKinds = int(numErrorKinds)
 
-var errorKindNames = [...]string{"", "connect", "timeout", "reset", "eof", "tls", "cancelled", "other", "local"}
+var errorKindNames = [...]string{"", "connect", "timeout", "reset", "eof", "tls", "cancelled", "other", "local",
+	"stream_reset", "goaway", "flow_control", "no_http2"}
 
 // String returns the kind's name as the summary spells it ("" for ErrNone).
 func (k ErrorKind) String() string {
@@ -71,6 +77,23 @@ type Result struct {
 	Connected bool
 	// Downgraded reports a pair recorded as HTTP/2 sent as HTTP/1.1.
 	Downgraded bool
+	// Upgraded reports a pair recorded as HTTP/1.x (or without a version)
+	// sent as HTTP/2.
+	Upgraded bool
+	// Proto is the protocol of the connection the request went out on:
+	// ProtoHTTP1 or ProtoHTTP2 (0 when no connection was had).
+	Proto uint8
+	// Retried reports the one retry replay makes: the SUT declared the
+	// request unprocessed (an HTTP/2 GOAWAY above its stream, or
+	// REFUSED_STREAM) and it was sent again, once, on a new connection.
+	// The request is counted once; this result is the second attempt's.
+	Retried bool
+	// GRPC reports an answer to a gRPC pair (rrpair.Pair.IsGRPC) whose
+	// status GRPCStatus holds: from grpc-status in the trailers (or the
+	// headers of a Trailers-Only answer), or mapped from the HTTP status
+	// when the answer had none. 0 (OK) is success, anything else failure.
+	GRPC       bool
+	GRPCStatus uint8
 	// Redirect reports a request that followed a redirect
 	// (--follow-redirects), not one of the file.
 	Redirect bool
@@ -91,6 +114,12 @@ type Result struct {
 	// _receiving).
 	ConnectNs, TLSNs, SendNs, WaitNs, ReceiveNs int64
 }
+
+// The protocols of Result.Proto.
+const (
+	ProtoHTTP1 uint8 = 1
+	ProtoHTTP2 uint8 = 2
+)
 
 // Sink receives results. Record is called from every VU concurrently and
 // must not block for long: it sits on the hot path.

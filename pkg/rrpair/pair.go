@@ -101,6 +101,25 @@ func (p *Pair) RecordedDuration() (time.Duration, error) {
 // replay sends as HTTP/1.1 and counts as downgraded.
 func (p *Pair) IsHTTP2() bool { return isHTTP2(p.Version) }
 
+// IsGRPC reports whether the pair is a gRPC call: its request
+// Content-Type (any case) starts with "application/grpc" (DESIGN's one
+// rule, used everywhere).
+func (p *Pair) IsGRPC() bool { return IsGRPC(p.Req.Headers) }
+
+var grpcType = []byte("application/grpc")
+
+// IsGRPC reports whether request headers h make a gRPC call: a
+// Content-Type (any case) that starts with "application/grpc".
+func IsGRPC(h []Header) bool {
+	for i := range h {
+		if EqualFold(h[i].Name, "content-type") {
+			v := h[i].Value
+			return len(v) >= len(grpcType) && bytes.EqualFold(v[:len(grpcType)], grpcType)
+		}
+	}
+	return false
+}
+
 func isHTTP2(v []byte) bool {
 	v = bytes.TrimPrefix(bytes.TrimPrefix(v, []byte("HTTP/")), []byte("http/"))
 	return len(v) > 0 && (v[0] == '2' || v[0] == '3')

@@ -47,3 +47,23 @@ func TestConnectionHeader(t *testing.T) {
 		t.Errorf("IsConnectionHeader: %.0f allocs, want 0", n)
 	}
 }
+
+func TestIsGRPC(t *testing.T) {
+	for _, tc := range []struct {
+		headers []Header
+		want    bool
+	}{
+		{[]Header{{Name: []byte("Content-Type"), Value: []byte("application/grpc")}}, true},
+		{[]Header{{Name: []byte("content-type"), Value: []byte("application/grpc+proto")}}, true},
+		{[]Header{{Name: []byte("CONTENT-TYPE"), Value: []byte("Application/GRPC-web")}}, true},
+		{[]Header{{Name: []byte("Content-Type"), Value: []byte("application/json")}}, false},
+		{[]Header{{Name: []byte("Content-Type"), Value: []byte("application/grp")}}, false},
+		{[]Header{{Name: []byte("X-Type"), Value: []byte("application/grpc")}}, false},
+		{nil, false},
+	} {
+		p := Pair{Req: Request{Headers: tc.headers}}
+		if got := p.IsGRPC(); got != tc.want {
+			t.Errorf("IsGRPC(%q) = %v, want %v", tc.headers, got, tc.want)
+		}
+	}
+}
