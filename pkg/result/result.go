@@ -29,10 +29,10 @@ const (
 	// numbers of the kinds before it stay.
 	ErrLocal
 	// The HTTP/2 kinds (appended, so that the numbers before them stay).
-	ErrStreamReset  // the SUT reset the request's stream (RST_STREAM, with a code other than REFUSED_STREAM after the retry)
-	ErrGoAway       // the SUT sent GOAWAY and the request was in flight on a stream it may have processed
-	ErrFlowControl  // the request body could not be sent within --timeout: the SUT's flow-control window stayed closed
-	ErrNoHTTP2      // HTTP/2 was needed (a gRPC pair, --h2c, --http2 on) and the SUT did not speak it
+	ErrStreamReset // the SUT reset the request's stream (RST_STREAM, with a code other than REFUSED_STREAM after the retry)
+	ErrGoAway      // the SUT sent GOAWAY and the request was in flight on a stream it may have processed
+	ErrFlowControl // the request body could not be sent within --timeout: the SUT's flow-control window stayed closed
+	ErrNoHTTP2     // HTTP/2 was needed (a gRPC pair, --h2c, --http2 on) and the SUT did not speak it
 	numErrorKinds
 )
 
