@@ -15,7 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"runtime/pprof"
+	"slices"
 	"time"
 
 	"github.com/replay-dev/replay/internal/outfile"
@@ -279,8 +281,8 @@ func logSkipped(log zerolog.Logger, f *rrpair.File) {
 	e := log.Info().Int("skipped", n)
 	if len(sk.Protocol) > 0 {
 		protos := zerolog.Dict()
-		for name, c := range sk.Protocol {
-			protos.Int(name, c)
+		for _, name := range slices.Sorted(maps.Keys(sk.Protocol)) {
+			protos.Int(name, sk.Protocol[name])
 		}
 		e.Dict("protocol", protos)
 	}
