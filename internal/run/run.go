@@ -148,6 +148,8 @@ func (r *runner) readsBodies() bool {
 // openTraffic opens the traffic of o; ctx stops the spooling of
 // standard input.
 func openTraffic(ctx context.Context, o *Options, p *parsed) (*rrpair.File, error) {
+	// GRPC stays off while the transport speaks HTTP/1.1 only: gRPC pairs
+	// are skipped and counted, not sent to fail.
 	opt := rrpair.Options{RequireHost: o.Load.Target == "", Filter: p.filter, Shard: p.shard}
 	if o.Open != nil {
 		return o.Open(opt)

@@ -20,7 +20,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(goodLine))
 	f.Add([]byte(`{"http":{"req":{"method":"GET","uri":"/a\u00e9\ud83d\ude00","host":"h","headers":{"A":["\u0000"]}}}}`))
 	f.Add([]byte(`{"http":{"req":{"method":"PUT","url":"/x","bodyBase64":"AAEC/w=="}},"tags":null}`))
-	if seeds, err := filepath.Glob("../../testdata/*.jsonl"); err == nil {
+	seeds, _ := filepath.Glob("../../testdata/*.jsonl")
+	local, _ := filepath.Glob("testdata/*.jsonl") // a Speedscale export, lines of every skip kind
+	if seeds = append(seeds, local...); len(seeds) > 0 {
 		for _, path := range seeds {
 			data, err := os.ReadFile(path)
 			if err != nil {

@@ -1,11 +1,14 @@
 package rrpair
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // speedscaleFile is a Speedscale-shaped export: IN HTTP pairs mixed with
@@ -273,4 +276,24 @@ func BenchmarkDecodeSpeedscale(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzTagValue checks tagValue against encoding/json: on any object, a
+// tag with a string value is found with that value, and nothing panics.
+// (encoding/json keeps the last of repeated keys, tagValue the first: such
+// objects are left out.)
+func FuzzTagValue(f *testing.F) {
+	f.Add([]byte(`{"session":"s-1","tenant":"acme"}`), "tenant")
+	f.Add([]byte(`{"t\u0065nant":"a\"b","n":1}`), "tenant")
+	f.Add([]byte(`{"a":{"b":"c"},"b":"d"}`), "b")
+	f.Fuzz(func(t *testing.T, tags []byte, name string) {
+		v, ok := tagValue(tags, name)
+		var m map[string]any
+		if json.Unmarshal(tags, &m) != nil || bytes.Count(tags, []byte(`"`+name+`"`)) > 1 || bytes.IndexByte(tags, '\\') >= 0 {
+			return // not an object, or a name that may repeat (escapes: TestTagValue)
+		}
+		if want, isString := m[name].(string); isString && utf8.Valid(tags) && (!ok || string(v) != want) {
+			t.Fatalf("tagValue(%q, %q) = %q, %v; encoding/json read %q", tags, name, v, ok, want)
+		}
+	})
 }
