@@ -19,9 +19,11 @@ func newInspectCmd(io stdio) *cobra.Command {
 		Short: "Validate a traffic file and summarize it",
 		Long: `Check every line of FILE ("-" for standard input) as run would, and summarize
 it: pairs, sessions, iterations, time span, methods, hosts, endpoints (the
-table reports use), recorded status codes, HTTP versions and body bytes.
-Exits 1, naming file and line, if any line is bad. The filters of run
-(--keep, --drop, --from, --to, --sample, --seed) show what a run would replay.`,
+table reports use), recorded status codes, HTTP versions and body bytes,
+and the valid lines a run skips, by kind (another l7protocol, response-only
+records, gRPC calls, OUT pairs). Exits 1, naming file and line, if any line
+is bad. The filters of run (--keep, --drop, --from, --to, --sample, --seed)
+show what a run would replay.`,
 		Example: `  replay inspect traffic.jsonl
   replay inspect --json traffic.jsonl | jq .endpoints`,
 		Args: cobra.MaximumNArgs(1),

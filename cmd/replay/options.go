@@ -136,7 +136,7 @@ func addSinkFlags(fs *pflag.FlagSet, o *run.Events) {
 // addFilterFlags adds the flags that choose which pairs to replay, shared
 // by run and inspect.
 func addFilterFlags(fs *pflag.FlagSet, o *run.Filter) {
-	fs.StringArrayVar(&o.Keep, "keep", nil, "keep only pairs matching `KEY=VALUE` (repeatable, all must match): method=GET,POST  path=REGEX  uri=REGEX  status=2xx,404  endpoint=NAME;NAME")
+	fs.StringArrayVar(&o.Keep, "keep", nil, "keep only pairs matching `KEY=VALUE` (repeatable, all must match): method=GET,POST  path=REGEX  uri=REGEX  status=2xx,404  endpoint=NAME;NAME  host=HOST[:PORT],...  direction=IN,OUT (default IN: OUT pairs skipped)  tag.NAME=VALUE,...")
 	fs.StringArrayVar(&o.Drop, "drop", nil, "drop pairs matching `KEY=VALUE` (repeatable, any may match), keys as --keep")
 	fs.StringVar(&o.From, "from", o.From, "drop pairs recorded before this RFC 3339 `TIME` (and pairs without ts)")
 	fs.StringVar(&o.To, "to", o.To, "drop pairs recorded at or after this RFC 3339 `TIME` (and pairs without ts)")

@@ -135,8 +135,9 @@ func targetRate(cfg *vu.Config, st result.Counters) *float64 {
 
 // settings is the run's configuration for the HTML report.
 func settings(f *rrpair.File, cfg *vu.Config, o *Options) []report.Setting {
+	skipped := f.Skipped()
 	set := []report.Setting{
-		{Name: "file", Value: fmt.Sprintf("%s (%d pairs, %d iterations, %d filtered out)", f.Name(), f.Len(), f.Iterations(), f.Filtered())},
+		{Name: "file", Value: fmt.Sprintf("%s (%d pairs, %d iterations, %d filtered out, %d skipped)", f.Name(), f.Len(), f.Iterations(), f.Filtered(), skipped.Total())},
 		{Name: "target", Value: o.Load.Target},
 		{Name: "model", Value: cfg.Model.String()},
 		{Name: "walk", Value: cfg.Walk.String()},

@@ -181,7 +181,8 @@ type Events struct {
 // Filter chooses the pairs to replay (run and inspect).
 type Filter struct {
 	// Keep (all must match) and Drop (any may match) are KEY=VALUE rules:
-	// method=GET,POST path=REGEX uri=REGEX status=2xx endpoint=NAME.
+	// method=GET,POST path=REGEX uri=REGEX status=2xx endpoint=NAME
+	// host=HOST[:PORT] direction=IN,OUT tag.NAME=VALUE (rrpair.Rule).
 	Keep, Drop []string
 	// From and To bound the recorded time (RFC 3339).
 	From, To string

@@ -15,7 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"runtime/pprof"
+	"slices"
 	"time"
 
 	"github.com/replay-dev/replay/internal/outfile"
@@ -25,6 +27,7 @@ import (
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transform"
 	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/rs/zerolog"
 )
 
 // ErrAborted is the cause of a run stopped by Options.AbortOnFail: a
@@ -145,6 +148,8 @@ func (r *runner) readsBodies() bool {
 // openTraffic opens the traffic of o; ctx stops the spooling of
 // standard input.
 func openTraffic(ctx context.Context, o *Options, p *parsed) (*rrpair.File, error) {
+	// GRPC stays off while the transport speaks HTTP/1.1 only: gRPC pairs
+	// are skipped and counted, not sent to fail.
 	opt := rrpair.Options{RequireHost: o.Load.Target == "", Filter: p.filter, Shard: p.shard}
 	if o.Open != nil {
 		return o.Open(opt)
@@ -263,6 +268,39 @@ func (r *runner) logStart() {
 	if sh := r.p.shard; sh.Count > 1 {
 		log.Info().Int("shard", sh.Index).Int("shards", sh.Count).Int("vus", cfg.VUs).Float64("rate", cfg.Rate).Msg("sharded")
 	}
+	logSkipped(log, f)
+}
+
+// logSkipped says, in one line, which valid lines of the file are not
+// replayed and how many of each kind: {"skipped":29,"protocol":{"postgres":12},
+// "response_only":3,"grpc":4,"direction_out":7}.
+func logSkipped(log zerolog.Logger, f *rrpair.File) {
+	sk := f.Skipped()
+	n := sk.Total()
+	if n == 0 {
+		return
+	}
+	e := log.Info().Int("skipped", n)
+	if len(sk.Protocol) > 0 {
+		protos := zerolog.Dict()
+		for _, name := range slices.Sorted(maps.Keys(sk.Protocol)) {
+			protos.Int(name, sk.Protocol[name])
+		}
+		e.Dict("protocol", protos)
+	}
+	for _, k := range []struct {
+		name string
+		n    int
+	}{{"response_only", sk.ResponseOnly}, {"grpc", sk.GRPC}, {"direction_out", sk.DirectionOut}} {
+		if k.n > 0 {
+			e.Int(k.name, k.n)
+		}
+	}
+	msg := "lines of the file skipped: not HTTP requests to replay"
+	if sk.DirectionOut > 0 {
+		msg += " (OUT pairs: --keep direction=IN,OUT replays them too)"
+	}
+	e.Msg(msg)
 }
 
 // startProfile starts the CPU profile, when asked for.
@@ -377,6 +415,9 @@ func (r *runner) summary(ctx context.Context, st result.Counters) *report.Summar
 		sum.Compare = r.comparer.Result()
 	}
 	sum.Transforms = transformCounts(r.chain)
+	if sk := r.file.Skipped(); sk.Total() > 0 {
+		sum.Skipped = &sk
+	}
 	if r.track != nil {
 		sum.E2E = r.track.drain(ctx, r.o.Log)
 	}

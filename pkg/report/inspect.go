@@ -17,6 +17,9 @@ func WriteInspect(w io.Writer, st *rrpair.Stats) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "File\t%s\n", st.File)
 	fmt.Fprintf(tw, "Pairs\t%d\n", st.Pairs)
+	if n := st.Skipped.Total(); n > 0 {
+		fmt.Fprintf(tw, "Skipped\t%d lines, not HTTP requests to replay: %s\n", n, strings.Join(st.Skipped.Kinds(), ", "))
+	}
 	if st.Filtered > 0 {
 		fmt.Fprintf(tw, "Filtered out\t%d pairs (--keep, --drop, --from, --to, --sample)\n", st.Filtered)
 	}

@@ -217,6 +217,32 @@ func (m *merger) addCounts(s *Summary) {
 	addCounts(out.Status, s.Status)
 	addCounts(out.Errors, s.Errors)
 	out.Transforms = mergeTransforms(out.Transforms, s.Transforms)
+	out.Skipped = mergeSkipped(out.Skipped, s.Skipped)
+}
+
+// mergeSkipped takes the skipped counts once: they describe the traffic
+// file, and every shard read the same one, so they agree and the merge
+// keeps them as they are. It takes the largest count of each kind, so a
+// merge of runs over different files never adds a file's lines twice
+// (and never fails for it); a summary without the section (a sink's, an
+// older one) changes nothing.
+func mergeSkipped(a, b *Skipped) *Skipped {
+	if b == nil {
+		return a
+	}
+	if a == nil {
+		a = &Skipped{}
+	}
+	for k, v := range b.Protocol {
+		if a.Protocol == nil {
+			a.Protocol = map[string]int{}
+		}
+		a.Protocol[k] = max(a.Protocol[k], v)
+	}
+	a.ResponseOnly = max(a.ResponseOnly, b.ResponseOnly)
+	a.GRPC = max(a.GRPC, b.GRPC)
+	a.DirectionOut = max(a.DirectionOut, b.DirectionOut)
+	return a
 }
 
 func (m *merger) addSchedule(s *Summary) {

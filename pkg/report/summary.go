@@ -8,6 +8,7 @@ import (
 	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/hist"
 	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
 // SummaryVersion is the version of the summary JSON contract. It changes
@@ -87,6 +88,10 @@ type Summary struct {
 	Transforms []Transform `json:"transforms,omitempty"`
 	// Thresholds are the --threshold results, in the order given.
 	Thresholds []ThresholdResult `json:"thresholds,omitempty"`
+	// Skipped counts the lines of the traffic file that were valid but not
+	// replayed, by kind (another protocol, response-only, gRPC, OUT);
+	// absent when none was. It describes the file: a merge takes it once.
+	Skipped *Skipped `json:"skipped,omitempty"`
 
 	Iterations    int64     `json:"iterations"`                // iterations begun
 	IterationRate float64   `json:"iteration_rate"`            // Iterations / DurationS: the achieved rate
@@ -112,6 +117,11 @@ type Summary struct {
 // Transform is what one rewrite did over the run (result.TransformCount):
 // the summary's "transforms" entries.
 type Transform = result.TransformCount
+
+// Skipped is the summary's "skipped" section (rrpair.Skipped):
+//
+//	{"protocol": {"postgres": 12}, "response_only": 3, "grpc": 4, "direction_out": 7}
+type Skipped = rrpair.Skipped
 
 // Timings are the phases of requests (--timings), k6's http_req_connecting,
 // _tls_handshaking, _sending, _waiting and _receiving. Connecting and

@@ -103,6 +103,9 @@ func WriteText(w io.Writer, s *Summary) error {
 	if s.Backoffs != 0 {
 		line("Back-offs", "[waits after a failed connect]", strconv.FormatInt(s.Backoffs, 10))
 	}
+	if n := s.Skipped.Total(); n != 0 {
+		line("Skipped", "[lines of the file not replayed]", strconv.Itoa(n)+": "+strings.Join(s.Skipped.Kinds(), ", "))
+	}
 	tw.Flush() // cannot fail: it writes to buf
 	writeLagWarning(&buf, s)
 

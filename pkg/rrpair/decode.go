@@ -43,12 +43,20 @@ type decoder struct {
 	arena   []byte // unescaped strings; append-only between resets
 	body    []byte // decoded request body
 	resBody []byte // decoded response body
+
+	// hasReq and hasRes say whether the line has an http.req, an
+	// http.res object.
+	hasReq, hasRes bool
 }
 
-// decode fills p from line. On error p is partly filled.
-func (d *decoder) decode(line []byte, p *Pair) error {
+// decode fills p from line. A valid line that is not an HTTP request
+// (another l7protocol, a response-only record) returns its kind, with p
+// partly filled and no error; the caller skips it. On error p is partly
+// filled.
+func (d *decoder) decode(line []byte, p *Pair) (skipKind, error) {
 	p.reset()
 	d.arena = d.arena[:0]
+	d.hasReq, d.hasRes = false, false
 	s := scanner{b: line, trusted: !d.validate}
 	err := d.top(&s, p)
 	if err == nil {
@@ -56,11 +64,17 @@ func (d *decoder) decode(line []byte, p *Pair) error {
 	}
 	if err != nil {
 		if se, ok := err.(*syntaxError); ok {
-			return &FieldError{Msg: "invalid JSON: " + se.msg, Off: se.off}
+			return replayable, &FieldError{Msg: "invalid JSON: " + se.msg, Off: se.off}
 		}
-		return err
+		if d.validate && d.otherProtocol(line, p) {
+			return skipProtocol, nil
+		}
+		return replayable, err
 	}
-	return d.check(p)
+	if kind := d.classify(p); kind != replayable {
+		return kind, nil
+	}
+	return replayable, d.check(p)
 }
 
 func (d *decoder) top(s *scanner, p *Pair) error {
@@ -85,10 +99,11 @@ func (d *decoder) top(s *scanner, p *Pair) error {
 		case "duration":
 			p.Duration, err = d.optNumber(s, "duration")
 		case "l7protocol":
-			var proto []byte
-			if proto, err = d.optString(s, "l7protocol"); err == nil {
-				p.Req.Scheme = schemeOf(proto)
+			if p.Protocol, err = d.optString(s, "l7protocol"); err == nil {
+				p.Req.Scheme = schemeOf(p.Protocol)
 			}
+		case "direction":
+			p.Direction, err = d.optString(s, "direction")
 		case "tags":
 			err = d.tags(s, p)
 		default:
@@ -127,10 +142,16 @@ func (d *decoder) http(s *scanner, p *Pair) error {
 		if err != nil || !ok {
 			return err
 		}
-		switch string(key) {
-		case "req":
+		switch {
+		case string(key) == "req" && s.peek() == 'n': // null: no request
+			err = s.literal()
+		case string(key) == "req":
+			d.hasReq = true
 			err = d.req(s, p)
-		case "res":
+		case string(key) == "res" && s.peek() == 'n':
+			err = s.literal()
+		case string(key) == "res":
+			d.hasRes = true
 			err = d.res(s, p)
 		default:
 			err = s.skip(0)
@@ -297,11 +318,16 @@ func (d *decoder) tags(s *scanner, p *Pair) error {
 	if c != '{' {
 		return wantErr("tags", "an object", c)
 	}
+	start := s.i
 	s.i++
 	for first := true; ; first = false {
 		key, ok, err := s.nextKey(first)
-		if err != nil || !ok {
+		if err != nil {
 			return err
+		}
+		if !ok {
+			p.Tags = s.b[start:s.i]
+			return nil
 		}
 		switch string(key) {
 		case "session":
@@ -476,6 +502,9 @@ func (d *decoder) check(p *Pair) error {
 		if _, ok := ParseRFC3339(p.TS); !ok {
 			return fieldErr("ts", "want RFC 3339 time such as 2026-11-01T10:00:00.123456789Z, got %q", p.TS)
 		}
+	}
+	if len(p.Direction) > 0 && !EqualFold(p.Direction, "in") && !EqualFold(p.Direction, "out") {
+		return fieldErr("direction", "want IN or OUT, got %q", p.Direction)
 	}
 	return nil
 }

@@ -175,11 +175,13 @@ func AppendJSONString(dst []byte, s string) []byte {
 }
 
 // CheckLine validates one line as Open does (a missing host aside), for
-// converters that skip, and report, what Open would refuse.
+// converters that skip, and report, what Open would refuse. A line Open
+// would skip (another protocol, a response-only record) passes.
 func CheckLine(line []byte) error {
 	d := decoder{validate: true}
 	var p Pair
-	return d.decode(bytes.TrimSuffix(line, []byte("\n")), &p)
+	_, err := d.decode(bytes.TrimSuffix(line, []byte("\n")), &p)
+	return err
 }
 
 // ConnectionHeader reports whether a header (name in any case) belongs to

@@ -33,6 +33,10 @@ type Options struct {
 	// sessions stay whole. The endpoint table still comes from every kept
 	// pair, so all shards derive the same one. Zero Count: no sharding.
 	Shard Shard
+	// GRPC says that the transport can replay gRPC pairs (request
+	// Content-Type application/grpc*); false: they are skipped and
+	// counted (Skipped.GRPC).
+	GRPC bool
 }
 
 // Shard is one share of a file's iterations: Index of Count.
@@ -43,6 +47,10 @@ var ErrAllFiltered = errors.New("no pairs left after the filters")
 
 // ErrEmpty is returned for a file with no pairs.
 var ErrEmpty = errors.New("no pairs: the file is empty")
+
+// ErrAllSkipped is returned for a file whose every line was skipped: none
+// is an HTTP request to replay (see Skipped).
+var ErrAllSkipped = errors.New("no HTTP pairs to replay")
 
 // LineError is a bad line: where, and what is wrong.
 type LineError struct {
@@ -112,6 +120,7 @@ type File struct {
 	endpoints []string
 	hosts     []string // distinct recorded hosts, in order of first appearance
 	filtered  int      // pairs the filter dropped
+	skipped   Skipped  // valid lines not replayed, by kind
 	shard     Shard
 	firstTS   int64 // earliest ts of the kept pairs, Unix ns; 0 when none has one
 	// setsCookies: a recorded response has a Set-Cookie header.
@@ -314,6 +323,7 @@ func (f *File) index(opt Options) error {
 			return
 		}
 		f.filtered += r.filtered
+		f.skipped.add(&r.skipped)
 		f.setsCookies = f.setsCookies || r.cookies
 		global = global[:0]
 		for i, name := range r.names {
@@ -366,7 +376,17 @@ func (f *File) index(opt Options) error {
 		return verr
 	}
 	if len(f.pairs) == 0 && f.filtered > 0 {
+		if f.skipped.Total() > 0 {
+			return fmt.Errorf("%s: %w (%d pairs filtered out; skipped %v)", f.name, ErrAllFiltered, f.filtered, &f.skipped)
+		}
 		return fmt.Errorf("%s: %w (%d pairs filtered out)", f.name, ErrAllFiltered, f.filtered)
+	}
+	if len(f.pairs) == 0 && f.skipped.Total() > 0 {
+		hint := ""
+		if f.skipped.DirectionOut > 0 {
+			hint = "; --keep direction=OUT replays the OUT pairs"
+		}
+		return fmt.Errorf("%s: %w: skipped %v%s", f.name, ErrAllSkipped, &f.skipped, hint)
 	}
 	if len(f.pairs) == 0 {
 		return fmt.Errorf("%s: %w", f.name, ErrEmpty)
@@ -521,6 +541,11 @@ func (f *File) PairOf(k, j int) int {
 // Filtered is the number of pairs the Options.Filter dropped.
 func (f *File) Filtered() int { return f.filtered }
 
+// Skipped counts the valid lines that are not replayed, by kind: other
+// protocols, response-only records, gRPC pairs, OUT pairs. The copy is
+// the caller's.
+func (f *File) Skipped() Skipped { return f.skipped.clone() }
+
 // Hosts are the distinct recorded hosts (http.req.host, or the host of an
 // absolute URI), in order of first appearance; "" stands for pairs without
 // one.
@@ -609,8 +634,15 @@ func (c *Cursor) Decode(i int, p *Pair) (err error) {
 		}
 	}()
 	ref := &c.f.pairs[i]
-	if err := c.d.decode(c.f.line(i), p); err != nil {
-		return &LineError{File: c.f.name, Line: int(ref.line), Err: asFieldError(err)}
+	kind, err := c.d.decode(c.f.line(i), p)
+	if err == nil && kind != replayable { // it was an HTTP request at Open
+		err = fmt.Errorf("%s:%d: %w", c.f.name, ref.line, ErrFileChanged)
+	}
+	if err != nil {
+		if fe, ok := err.(*FieldError); ok {
+			return &LineError{File: c.f.name, Line: int(ref.line), Err: fe}
+		}
+		return err
 	}
 	p.Index, p.Line, p.Endpoint = i, int(ref.line), ref.endpoint
 	return nil

@@ -14,7 +14,9 @@ import (
 
 // Filter selects the pairs of a file a run replays. A pair is kept when it
 // matches every Keep rule and no Drop rule, its ts lies in [From, To), and
-// its iteration is in the Sample.
+// its iteration is in the Sample. Without a Keep rule on direction, a
+// file's OUT pairs are skipped (and counted, Skipped.DirectionOut) as if
+// direction=IN were kept, whether or not there is a Filter.
 type Filter struct {
 	Keep, Drop []Rule
 	From, To   time.Time // zero: unbounded; a pair without ts is dropped when either is set
@@ -32,9 +34,15 @@ type Filter struct {
 //	uri=token=             the path and query match
 //	status=2xx,404         the recorded status is one of these (a class, or a code)
 //	endpoint=GET /health   the endpoint name is one of these (as reports name them; ; separates several)
+//	host=api,auth:8443     the recorded host is one of these (any case; a name without a port matches any port)
+//	direction=IN,OUT       the direction is one of these (no direction is IN)
+//	tag.tenant=acme,beta   the tag (any tags.* key) is one of these values (also tags.NAME=)
+//
+// Rules are matched when the file is indexed, never per request.
 type Rule struct {
 	Key   string
 	text  string
+	tag   string // the tag name of tag.NAME
 	re    *regexp.Regexp
 	set   map[string]bool
 	codes []statusMatch
@@ -46,9 +54,17 @@ type statusMatch struct{ lo, hi int }
 func ParseRule(s string) (Rule, error) {
 	key, val, ok := strings.Cut(s, "=")
 	if !ok || val == "" {
-		return Rule{}, fmt.Errorf("want KEY=VALUE (method, path, uri, status or endpoint), got %q", s)
+		return Rule{}, fmt.Errorf("want KEY=VALUE (%s), got %q", ruleKeys, s)
 	}
 	r := Rule{Key: key, text: s}
+	if name, ok := tagName(key); ok {
+		if name == "" {
+			return Rule{}, fmt.Errorf("%s: want tag.NAME=VALUE[,VALUE], such as tag.tenant=acme, got %q", key, s)
+		}
+		r.tag = name
+		r.set = listSet(val, ",", strings.TrimSpace)
+		return r, nil
+	}
 	switch key {
 	case "method":
 		r.set = map[string]bool{}
@@ -59,6 +75,15 @@ func ParseRule(s string) (Rule, error) {
 		r.set = map[string]bool{}
 		for _, e := range strings.Split(val, ";") {
 			r.set[strings.TrimSpace(e)] = true
+		}
+	case "host":
+		r.set = listSet(val, ",", func(h string) string { return strings.ToLower(strings.TrimSpace(h)) })
+	case "direction":
+		r.set = listSet(val, ",", func(d string) string { return strings.ToUpper(strings.TrimSpace(d)) })
+		for d := range r.set {
+			if d != "IN" && d != "OUT" {
+				return Rule{}, fmt.Errorf("direction: want IN, OUT or IN,OUT, got %q", val)
+			}
 		}
 	case "path", "uri":
 		re, err := regexp.Compile(val)
@@ -81,16 +106,49 @@ func ParseRule(s string) (Rule, error) {
 			r.codes = append(r.codes, statusMatch{n, n})
 		}
 	default:
-		return Rule{}, fmt.Errorf("unknown key %q: want method, path, uri, status or endpoint", key)
+		return Rule{}, fmt.Errorf("unknown key %q: want %s", key, ruleKeys)
 	}
 	return r, nil
+}
+
+const ruleKeys = "method, path, uri, status, endpoint, host, direction or tag.NAME"
+
+// tagName returns NAME of a key tag.NAME (or tags.NAME, the field's name).
+func tagName(key string) (string, bool) {
+	if name, ok := strings.CutPrefix(key, "tag."); ok {
+		return name, true
+	}
+	return strings.CutPrefix(key, "tags.")
+}
+
+// listSet is the set of the items of list, separated by sep, each through
+// norm; empty items are left out.
+func listSet(list, sep string, norm func(string) string) map[string]bool {
+	set := map[string]bool{}
+	for _, item := range strings.Split(list, sep) {
+		if item = norm(item); item != "" {
+			set[item] = true
+		}
+	}
+	return set
 }
 
 func (r *Rule) String() string { return r.text }
 
 // match reports whether p (whose endpoint name is endpoint) matches r.
 func (r *Rule) match(p *Pair, endpoint []byte) bool {
+	if r.tag != "" {
+		v, ok := tagValue(p.Tags, r.tag)
+		return ok && r.set[string(v)]
+	}
 	switch r.Key {
+	case "host":
+		return r.matchHost(p.Req.Host)
+	case "direction":
+		if p.IsOut() {
+			return r.set["OUT"]
+		}
+		return r.set["IN"]
 	case "method":
 		return r.set[string(p.Req.Method)]
 	case "endpoint":
@@ -108,6 +166,93 @@ func (r *Rule) match(p *Pair, endpoint []byte) bool {
 			if p.Res.Status >= c.lo && p.Res.Status <= c.hi {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// matchHost reports whether host (host[:port] as recorded) is in the set:
+// as written, or by its name alone, any case.
+func (r *Rule) matchHost(host []byte) bool {
+	if len(host) == 0 {
+		return false
+	}
+	h := strings.ToLower(string(host))
+	return r.set[h] || r.set[hostName(h)]
+}
+
+// hostName is host[:port] without its port ("[::1]:80" is "[::1]").
+func hostName(h string) string {
+	if strings.HasPrefix(h, "[") {
+		if i := strings.IndexByte(h, ']'); i >= 0 {
+			return h[:i+1]
+		}
+		return h
+	}
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && strings.IndexByte(h, ':') == i {
+		return h[:i]
+	}
+	return h
+}
+
+// tagValue finds tag name in tags, a tags object as written: a string
+// value unescaped, a number or boolean as its JSON text. ok is false when
+// the tag is absent or null. It allocates, and runs when a file is
+// indexed only.
+func tagValue(tags []byte, name string) (v []byte, ok bool) {
+	if len(tags) == 0 {
+		return nil, false
+	}
+	s := scanner{b: tags}
+	if s.peek() != '{' {
+		return nil, false
+	}
+	s.i++
+	for first := true; ; first = false {
+		key, more, err := s.nextKey(first)
+		if err != nil || !more {
+			return nil, false
+		}
+		if bytes.IndexByte(key, '\\') >= 0 {
+			key, _ = unescape(nil, key)
+		}
+		if string(key) != name {
+			if s.skip(0) != nil {
+				return nil, false
+			}
+			continue
+		}
+		switch c := s.peek(); c {
+		case '"':
+			raw, escaped, err := s.str()
+			if err != nil {
+				return nil, false
+			}
+			if escaped {
+				raw, err = unescape(nil, raw)
+			}
+			return raw, err == nil
+		case 'n', '{', '[':
+			return nil, false
+		default:
+			start := s.i
+			if s.skip(0) != nil {
+				return nil, false
+			}
+			return tags[start:s.i], true
+		}
+	}
+}
+
+// choosesDirection reports whether a Keep rule names the direction: then
+// it decides, and OUT pairs are not skipped by default.
+func (f *Filter) choosesDirection() bool {
+	if f == nil {
+		return false
+	}
+	for i := range f.Keep {
+		if f.Keep[i].Key == "direction" {
+			return true
 		}
 	}
 	return false

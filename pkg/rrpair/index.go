@@ -36,6 +36,7 @@ type chunkResult struct {
 	counts   []int     // pairs per name
 	hosts    []string  // distinct hosts, in order of first appearance
 	filtered int
+	skipped  Skipped
 	firstTS  int64 // earliest ts of the kept pairs; 0 when none
 	cookies  bool  // a recorded response sets a cookie
 	tooLong  bool  // a line number past 2^32-1
@@ -151,8 +152,11 @@ func (v *validator) run(c *chunk) {
 		if isBlank(text) {
 			continue
 		}
-		err := v.d.decode(text, p)
-		if err == nil && v.opt.RequireHost && len(p.Req.Host) == 0 {
+		kind, err := v.d.decode(text, p)
+		if err == nil && kind == replayable {
+			kind = v.skipOf(p)
+		}
+		if err == nil && kind == replayable && v.opt.RequireHost && len(p.Req.Host) == 0 {
 			err = fieldErr("http.req.host", "missing, and no target was given to send it to")
 		}
 		if err != nil {
@@ -164,6 +168,10 @@ func (v *validator) run(c *chunk) {
 		}
 		if r.errTotal > 0 {
 			continue // only look for more errors
+		}
+		if kind != replayable {
+			r.skipped.count(kind, p.Protocol)
+			continue
 		}
 		if line > 1<<32-1 {
 			r.tooLong = true
@@ -210,6 +218,19 @@ func (v *validator) run(c *chunk) {
 		}
 		r.recs = append(r.recs, pairRec{off: int64(start), line: uint32(line), endpoint: id, session: session})
 	}
+}
+
+// skipOf says whether a valid HTTP pair is skipped all the same: a gRPC
+// call the transport cannot replay, or an OUT pair when no rule chose the
+// direction.
+func (v *validator) skipOf(p *Pair) skipKind {
+	if !v.opt.GRPC && p.IsGRPC() {
+		return skipGRPC
+	}
+	if p.IsOut() && !v.opt.Filter.choosesDirection() {
+		return skipDirectionOut
+	}
+	return replayable
 }
 
 // lineError is err as reported for a line.

@@ -9,6 +9,7 @@ type Stats struct {
 	File       string         `json:"file"`
 	Pairs      int            `json:"pairs"`
 	Filtered   int            `json:"filtered_out"` // pairs the filter dropped
+	Skipped    Skipped        `json:"skipped"`      // valid lines not replayed, by kind
 	Sessions   int            `json:"sessions"`
 	Iterations int            `json:"iterations"`
 	First      *time.Time     `json:"first_ts,omitempty"` // earliest ts
@@ -35,7 +36,7 @@ type Count struct {
 // Inspect reads every pair and summarizes the file.
 func (f *File) Inspect() (*Stats, error) {
 	st := &Stats{
-		File: f.name, Pairs: f.Len(), Filtered: f.filtered, Sessions: f.Sessions(), Iterations: f.Iterations(),
+		File: f.name, Pairs: f.Len(), Filtered: f.filtered, Skipped: f.Skipped(), Sessions: f.Sessions(), Iterations: f.Iterations(),
 		Methods: map[string]int{}, Hosts: map[string]int{}, Status: map[int]int{}, Versions: map[string]int{},
 	}
 	st.Endpoints = make([]Count, len(f.endpoints))

@@ -75,7 +75,21 @@ type Pair struct {
 	Session []byte
 	// EndpointTag is tags.endpoint, which overrides the derived endpoint name.
 	EndpointTag []byte
+	// Tags is the tags object as written (raw JSON, "{...}"), for rules on
+	// any tag (tag.NAME=); nil when the line has none. Decoding only points
+	// at it: a rule parses it when the file is indexed.
+	Tags []byte
+	// Protocol is l7protocol as written ("http", "postgres"...); empty
+	// when absent.
+	Protocol []byte
+	// Direction is direction as written: "IN" (or empty), a request to the
+	// system under test; "OUT", the system's own call to a dependency.
+	Direction []byte
 }
+
+// IsOut reports whether the pair is an OUT pair: a call the recorded
+// service made to one of its dependencies, not a request to it.
+func (p *Pair) IsOut() bool { return EqualFold(p.Direction, "out") }
 
 // Time parses TS. It returns the zero time when TS is empty.
 func (p *Pair) Time() (time.Time, error) {
