@@ -141,7 +141,7 @@ func addFilterFlags(fs *pflag.FlagSet, o *run.Filter) {
 	fs.StringVar(&o.From, "from", o.From, "drop pairs recorded before this RFC 3339 `TIME` (and pairs without ts)")
 	fs.StringVar(&o.To, "to", o.To, "drop pairs recorded at or after this RFC 3339 `TIME` (and pairs without ts)")
 	fs.Float64Var(&o.Sample, "sample", o.Sample, "keep this `FRACTION` of iterations (whole sessions), chosen by --seed")
-	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of --sample: the same seed keeps the same iterations")
+	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of --sample (the same seed keeps the same iterations) and of fresh values (transform fresh; random without --seed)")
 }
 
 // addShardFlags adds the flags that split a run across processes (pods):
