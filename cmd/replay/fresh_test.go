@@ -95,7 +95,7 @@ func paymentsTraffic(t *testing.T) string {
 // deduplicates, twice, with two VUs in loop mode: with the fresh transform
 // no key, payment id or request number repeats within or across the runs,
 // and each session's GET carries the fresh key of its own POST. The same
-// --seed gives the same values again. Without the transform the SUT
+// --seed gives the same values again; two shards sharing it, never. Without the transform the SUT
 // answers the replays from its cache.
 func TestFreshEndToEnd(t *testing.T) {
 	file := paymentsTraffic(t)
@@ -137,17 +137,31 @@ func TestFreshEndToEnd(t *testing.T) {
 	srv.keys, srv.errs = nil, nil
 	srv.mu.Unlock()
 
-	// The same --seed, the same values: the second run is all duplicates.
+	// The same --seed, the same values (each VU makes the same sequence;
+	// one VU, so that scheduling cannot hand iterations to another): the
+	// second run is all duplicates.
 	for range 2 {
-		run("--transforms", tf, "--seed", "77")
+		run("--transforms", tf, "--seed", "77", "--vus", "1")
 	}
 	srv.mu.Lock()
 	if len(srv.keys) != 40 || len(srv.errs) != 20*3 {
 		t.Errorf("--seed 77 twice: %d POSTs, %d repeats, want 40 and 60 (each key, id and req once again)", len(srv.keys), len(srv.errs))
-	} else if a, b := slices.Sorted(slices.Values(srv.keys[:20])), slices.Sorted(slices.Values(srv.keys[20:])); !slices.Equal(a, b) {
-		t.Errorf("--seed 77 twice gave different keys:\n%q\n%q", a, b)
+	} else if !slices.Equal(srv.keys[:20], srv.keys[20:]) {
+		t.Errorf("--seed 77 twice gave different keys:\n%q\n%q", srv.keys[:20], srv.keys[20:])
 	}
 	srv.keys, srv.errs = nil, nil
+	srv.mu.Unlock()
+
+	// Two shards of one run (one VU and 10 iterations each, sharing
+	// --seed): none repeats the other's values.
+	for _, sh := range []string{"0/2", "1/2"} {
+		run("--transforms", tf, "--seed", "78", "--shard", sh)
+	}
+	srv.mu.Lock()
+	if len(srv.keys) != 20 || len(srv.errs) != 0 {
+		t.Errorf("two shards: %d POSTs, want 20; the SUT saw %d problems: %q", len(srv.keys), len(srv.errs), srv.errs)
+	}
+	srv.keys = nil
 	srv.mu.Unlock()
 
 	// Without the transform the recorded keys repeat at once.
