@@ -234,3 +234,34 @@ func TestFreshConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFreshShape: whatever the recorded value, a fresh one has its length,
+// keeps every byte that is not a letter or digit, and a JSON number stays
+// a JSON number.
+func FuzzFreshShape(f *testing.F) {
+	for _, s := range []string{"123456789012", "fcb94022-1e89-4ac5-a653-e360828c4282", "cus_Ab3xZ9", "a@b", "-0.5e10", "é9", ""} {
+		f.Add([]byte(s), uint64(3), false)
+	}
+	f.Add([]byte("-12.05e3"), uint64(1<<40), true)
+	keys := [2]uint64{splitmix64(5), splitmix64(6)}
+	alnum := func(c byte) bool { return isDigit(c) || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+	f.Fuzz(func(t *testing.T, rec []byte, u uint64, number bool) {
+		if number && !jsonNumber(rec) {
+			return
+		}
+		dst := append([]byte(nil), rec...)
+		sh := newFreshShape(rec, number)
+		sh.fill(dst, u, &keys)
+		if len(dst) != len(rec) {
+			t.Fatalf("%q → %q: length changed", rec, dst)
+		}
+		for i := range rec {
+			if !alnum(rec[i]) && dst[i] != rec[i] || alnum(rec[i]) != alnum(dst[i]) {
+				t.Fatalf("%q → %q: byte %d", rec, dst, i)
+			}
+		}
+		if number && !jsonNumber(dst) {
+			t.Fatalf("%q → %q: not a JSON number", rec, dst)
+		}
+	})
+}
