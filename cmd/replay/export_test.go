@@ -115,13 +115,20 @@ func TestExportK6RunsInK6(t *testing.T) {
 	}
 }
 
+// oneGET writes a traffic file of one GET, and names a script beside it.
+func oneGET(t *testing.T) (traffic, script string) {
+	dir := t.TempDir()
+	traffic = filepath.Join(dir, "traffic.jsonl")
+	if err := os.WriteFile(traffic, []byte(`{"http":{"req":{"method":"GET","uri":"/a","host":"api"}}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return traffic, filepath.Join(dir, "load.js")
+}
+
 // TestExportK6Refuses: the load flags k6 cannot carry are refused, each
 // named, and nothing is written.
 func TestExportK6Refuses(t *testing.T) {
-	dir := t.TempDir()
-	traffic := filepath.Join(dir, "traffic.jsonl")
-	os.WriteFile(traffic, []byte(`{"http":{"req":{"method":"GET","uri":"/a","host":"api"}}}`+"\n"), 0o644)
-	script := filepath.Join(dir, "load.js")
+	traffic, script := oneGET(t)
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -151,10 +158,7 @@ func TestExportK6Refuses(t *testing.T) {
 // TestExportK6PreallocatesMostVUs: an arrival rate preallocates the most
 // VUs replay run could grow to (--max-vus, else max(--vus, 1000)).
 func TestExportK6PreallocatesMostVUs(t *testing.T) {
-	dir := t.TempDir()
-	traffic := filepath.Join(dir, "traffic.jsonl")
-	os.WriteFile(traffic, []byte(`{"http":{"req":{"method":"GET","uri":"/a","host":"api"}}}`+"\n"), 0o644)
-	script := filepath.Join(dir, "load.js")
+	traffic, script := oneGET(t)
 	for _, tt := range []struct {
 		args []string
 		want string

@@ -64,12 +64,9 @@ func newFresh(s *FreshSpec, opt Options) (*fresh, error) {
 			return nil, fmt.Errorf("headers: %q is not a header name", h)
 		}
 	}
-	for _, p := range s.JSON {
-		jp, ok := parseJSONPath(p)
-		if !ok {
-			return nil, fmt.Errorf("json: %q is not a path such as id or items.*.ref", p)
-		}
-		f.paths = append(f.paths, jp)
+	var err error
+	if f.paths, err = parseJSONPaths(s.JSON, "id or items.*.ref"); err != nil {
+		return nil, err
 	}
 	return f, nil
 }

@@ -1,6 +1,9 @@
 package transform
 
-import "bytes"
+import (
+	"bytes"
+	"fmt"
+)
 
 // maxDepth bounds the nesting a JSON walk follows; deeper values are not
 // visited (the walk still checks the document's shape).
@@ -227,6 +230,20 @@ type pathSegment struct {
 	key []byte // matches an object key
 	idx int    // the array index it matches; -1: none (not a number)
 	any bool   // "*"
+}
+
+// parseJSONPaths parses a transform's json: list; its error shows a path
+// such as example.
+func parseJSONPaths(paths []string, example string) ([]jsonPath, error) {
+	var out []jsonPath
+	for _, p := range paths {
+		jp, ok := parseJSONPath(p)
+		if !ok {
+			return nil, fmt.Errorf("json: %q is not a path such as %s", p, example)
+		}
+		out = append(out, jp)
+	}
+	return out, nil
 }
 
 func parseJSONPath(s string) (jsonPath, bool) {
