@@ -171,14 +171,7 @@ func reescape(dst, v, orig []byte) []byte {
 // visit replaces a named JSON value: a string without escapes, or a
 // number (whose digits alone change).
 func (s *vuFresh) visit(w *jsonWalker, start, end int) bool {
-	named := false
-	for _, p := range s.f.paths {
-		if p.at(w) {
-			named = true
-			break
-		}
-	}
-	if !named {
+	if !atAny(s.f.paths, w) {
 		return true
 	}
 	v := w.data[start:end]

@@ -285,6 +285,16 @@ func (p jsonPath) at(w *jsonWalker) bool {
 	return true
 }
 
+// atAny reports whether the walker stands at one of paths.
+func atAny(paths []jsonPath, w *jsonWalker) bool {
+	for _, p := range paths {
+		if p.at(w) {
+			return true
+		}
+	}
+	return false
+}
+
 func atoi(b []byte) (int, bool) {
 	if len(b) == 0 || len(b) > 9 {
 		return 0, false

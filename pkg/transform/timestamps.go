@@ -184,13 +184,7 @@ type tsState struct {
 }
 
 func (s *tsState) visit(w *jsonWalker, start, end int) bool {
-	named := false
-	for _, p := range s.t.paths {
-		if p.at(w) {
-			named = true
-			break
-		}
-	}
+	named := atAny(s.t.paths, w)
 	if !named && !s.t.auto {
 		return true
 	}
