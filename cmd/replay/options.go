@@ -104,7 +104,7 @@ func addHTTPFlags(fs *pflag.FlagSet, o *run.HTTP) {
 
 // addTransformFlags adds the transform flags: a file, and the common cases.
 func addTransformFlags(fs *pflag.FlagSet, o *run.Transforms) {
-	fs.StringVar(&o.File, "transforms", o.File, "rewrite requests as the YAML `FILE` says (timestamps, jwt, headers, query, path, host, correlate)")
+	fs.StringVar(&o.File, "transforms", o.File, "rewrite requests as the YAML `FILE` says (timestamps, jwt, headers, query, path, host, correlate, fresh)")
 	fs.BoolVar(&o.ShiftTime, "shift-time", o.ShiftTime, "move timestamps found in requests by (now − recorded ts)")
 	fs.StringVar(&o.JWTSecret, "jwt-secret", o.JWTSecret, "re-sign JWTs (Authorization, cookies) with this HMAC `SECRET`")
 	fs.StringVar(&o.JWTKey, "jwt-key", o.JWTKey, "re-sign JWTs (Authorization, cookies) with this PEM private key `FILE` (RSA, EC, Ed25519)")

@@ -341,11 +341,8 @@ type pathFinder struct {
 }
 
 func (f *pathFinder) visit(w *jsonWalker, start, end int) bool {
-	for _, p := range f.paths {
-		if p.at(w) {
-			f.found = append(f.found, [2]int{start, end})
-			break
-		}
+	if atAny(f.paths, w) {
+		f.found = append(f.found, [2]int{start, end})
 	}
 	return true
 }
