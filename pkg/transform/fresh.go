@@ -420,17 +420,26 @@ func (s *freshShape) fill(dst []byte, u uint64, keys *[2]uint64) (ok, room bool)
 		}
 		var d uint64
 		if encoding {
-			d, x = x%r, x/r
+			x, d = divmod(x, r)
 			var of uint64
 			of, capacity = bits.Mul64(capacity, r)
 			encoding = !big || of == 0
 		} else {
-			d = filler % r
+			_, d = divmod(filler, r)
 			filler = splitmix64(filler)
 		}
 		dst[i] = s.digit(i, d)
 	}
 	return true, room
+}
+
+// divmod is x / r and x % r, by shift and mask for a power of two (hex
+// positions): a division costs several times more.
+func divmod(x, r uint64) (q, m uint64) {
+	if r&(r-1) == 0 {
+		return x >> bits.TrailingZeros64(r), x & (r - 1)
+	}
+	return x / r, x % r
 }
 
 // permute is a bijection of [0, 2^width) keyed by keys: two rounds of
