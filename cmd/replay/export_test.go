@@ -79,6 +79,9 @@ func TestExportK6RunsInK6(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stderr, "2 iterations, 3 requests; 1 gRPC pair skipped") || !strings.Contains(r.stderr, "line 2: a gRPC pair") {
 		t.Fatalf("export: exit %d: %s", r.code, r.stderr)
 	}
+	if r := runMain(t, context.Background(), "", "export", "vegeta", "-f", traffic); r.code != 0 || !strings.Contains(r.stderr, "wrote 3 targets; 1 gRPC pair skipped") || strings.Contains(r.stdout, "grpc") {
+		t.Errorf("export vegeta: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, k6, "run", "--no-usage-report", "--quiet", "--no-color", script)
