@@ -158,11 +158,11 @@ func TestFreshUniqueAcrossVUsAndShards(t *testing.T) {
 // gets a different one. The same seed gives the same values.
 func TestFreshWithinIteration(t *testing.T) {
 	const key = "9b2e61c4-3f0a-4d7e-8c15-a0b1c2d3e4f5"
-	yml := `{transforms: [fresh: {headers: [Idempotency-Key], query: [key, user], json: [key, order.id, items.*.ref, esc]}]}`
+	yml := `{transforms: [fresh: {headers: [Idempotency-Key], query: [key, user, oid], json: [key, order.id, items.*.ref, esc]}]}`
 	lines := []string{
 		line("POST", "/orders?key="+key+"&user=alice%40shop.example&page=2", `{"Idempotency-Key":["`+key+`"],"Content-Type":["application/json"]}`,
 			`{"key":"`+key+`","order":{"id":1200457,"note":"keep"},"items":[{"ref":"r-77"},{"ref":"r-78"}],"esc":"a\\u0041"}`),
-		line("GET", "/orders/x?key="+key, `{"Idempotency-Key":["`+key+`"]}`, ""),
+		line("GET", "/orders/x?oid=1200457&key="+key, `{"Idempotency-Key":["`+key+`"]}`, ""),
 	}
 	run := func(seed uint64) [][]string {
 		c := freshChain(t, yml, 1, 0, 1, 1, seed)
@@ -192,7 +192,7 @@ func TestFreshWithinIteration(t *testing.T) {
 			t.Errorf("the first request lacks %q:\n%s", want, first)
 		}
 	}
-	if !strings.Contains(iters[0][1], "?key="+fresh) || !strings.Contains(iters[0][1], "Idempotency-Key: "+fresh) {
+	if !strings.Contains(iters[0][1], "&key="+fresh) || !strings.Contains(iters[0][1], "Idempotency-Key: "+fresh) {
 		t.Errorf("the second request of the iteration has another key than %s:\n%s", fresh, iters[0][1])
 	}
 	if strings.Contains(iters[1][0], fresh) {
@@ -209,6 +209,8 @@ func TestFreshWithinIteration(t *testing.T) {
 	}
 	if id := regexp.MustCompile(`"id":(\d+)`).FindStringSubmatch(first); id == nil || len(id[1]) != 7 || id[1] == "1200457" {
 		t.Errorf("order.id %v: want a fresh 7-digit number", id)
+	} else if !strings.Contains(iters[0][1], "?oid="+id[1]+"&") {
+		t.Errorf("the JSON number %s is not the query's oid in the same session:\n%s", id[1], iters[0][1])
 	}
 	if again := run(7); fmt.Sprint(again) != fmt.Sprint(iters) {
 		t.Errorf("seed 7 twice gave different values:\n%v\n%v", iters, again)
