@@ -15,6 +15,7 @@ import (
 	"github.com/replay-dev/replay/pkg/har"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // skipped counts what a converter could not convert, keeps the first few,
@@ -143,8 +144,13 @@ request) in order, with the recorded method, URL, headers and body, a check
 on the recorded status, and the endpoint as the request's name tag. The
 scenario reflects the load flags, as replay run reads them: --vus with
 --duration (constant-vus), none (shared-iterations: every iteration once),
---rate (constant-arrival-rate), --stages (ramping-vus, or
-ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
+--rate (constant-arrival-rate, with the most VUs the run could use
+preallocated), --stages (ramping-vus, or ramping-arrival-rate with a rate);
+--think recorded sleeps the recorded gaps. k6 canonicalizes header names
+and takes one value a name: repeated values are joined with ", ", Cookie's
+with "; ". What k6 cannot do is refused, not dropped: --pace recorded,
+--late-after, --precise-pacing, --iterations with a rate or stages, --speed
+without --think recorded. gRPC pairs are skipped and counted.`,
 		Example: `  replay export k6 -f traffic.jsonl --target http://127.0.0.1:8080 --vus 50 --duration 1m -o load.js
   k6 run --no-usage-report load.js`,
 		Args: cobra.MaximumNArgs(1),
@@ -157,26 +163,29 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 			if err != nil {
 				return err
 			}
+			if err := k6Refuses(cmd.Flags(), &load, shape); err != nil {
+				return err
+			}
 			f, err := openFile(args, load.Target)
 			if err != nil {
 				return err
 			}
 			defer f.Close()
-			k6Load := export.K6Load{VUs: shape.VUs, MaxVUs: shape.MostVUs, Duration: shape.Duration, Iterations: shape.Iterations,
-				RateStages: shape.ArrivalRate, Rate: shape.Rate}
+			k6Load := export.K6Load{VUs: shape.VUs, MostVUs: shape.MostVUs, Duration: shape.Duration, Iterations: shape.Iterations,
+				RateStages: shape.ArrivalRate, Rate: shape.Rate, Think: load.Think == "recorded", Speed: load.Speed}
 			for _, s := range shape.Stages {
 				k6Load.Stages = append(k6Load.Stages, export.K6Stage{Duration: s.Duration, Target: s.Target})
 			}
 			sk := &skipped{what: "line"}
-			var iters, reqs int
+			var st export.Stats
 			dataPath, err := writeK6Files(out, file, func(script, data io.Writer, dataRef string) (err error) {
-				iters, reqs, err = export.K6(script, data, dataRef, f, load.Target, filepath.Base(file), k6Load, sk.add)
+				st, err = export.K6(script, data, dataRef, f, load.Target, filepath.Base(file), k6Load, sk.add)
 				return err
 			})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(std.err, "replay: wrote %s and %s: %d iterations, %d requests\n", out, dataPath, iters, reqs)
+			fmt.Fprintf(std.err, "replay: wrote %s and %s: %d iterations, %d requests%s\n", out, dataPath, st.Iterations, st.Requests, grpcSkipped(st))
 			return sk.report(std.err, strict)
 		},
 	}
@@ -205,8 +214,8 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 			defer f.Close()
 			sk := &skipped{what: "line"}
 			return writeOut(std, file, out, sk, strict, func(w io.Writer) (string, error) {
-				n, err := export.Vegeta(w, f, target, sk.add)
-				return fmt.Sprintf("wrote %d targets", n), err
+				st, err := export.Vegeta(w, f, target, sk.add)
+				return fmt.Sprintf("wrote %d targets%s", st.Requests, grpcSkipped(st)), err
 			})
 		},
 	}
@@ -216,6 +225,40 @@ ramping-arrival-rate with a rate). k6 canonicalizes header names.`,
 	vegeta.Flags().BoolVar(&strict, "strict", false, "fail when any pair cannot be exported")
 	cmd.AddCommand(k6, vegeta)
 	return cmd
+}
+
+// grpcSkipped is the summary line's word on the gRPC pairs an export
+// skipped: none, or "; N gRPC pairs skipped".
+func grpcSkipped(st export.Stats) string {
+	switch st.GRPC {
+	case 0:
+		return ""
+	case 1:
+		return "; 1 gRPC pair skipped"
+	}
+	return fmt.Sprintf("; %d gRPC pairs skipped", st.GRPC)
+}
+
+// k6Refuses names the load flags given that a k6 script cannot carry, so
+// that none is dropped without a word. --think recorded is carried (sleep
+// between requests), and --speed with it.
+func k6Refuses(fs *pflag.FlagSet, l *run.Load, shape run.Shape) error {
+	var errs []error
+	if l.Pace == "recorded" {
+		errs = append(errs, errors.New("--pace recorded: k6 has no executor that sends each request at its recorded time; export a --vus or --rate load, or replay it with replay run"))
+	} else if fs.Changed("speed") && l.Think != "recorded" {
+		errs = append(errs, errors.New("--speed: export k6 carries it with --think recorded only (it divides the recorded gaps); leave it out"))
+	}
+	if fs.Changed("late-after") {
+		errs = append(errs, errors.New("--late-after: k6 counts no late requests (its arrival-rate executors count dropped_iterations); leave it out"))
+	}
+	if fs.Changed("precise-pacing") {
+		errs = append(errs, errors.New("--precise-pacing: k6 paces its executors itself; leave it out"))
+	}
+	if shape.Iterations > 0 && (shape.ArrivalRate || len(shape.Stages) > 0) {
+		errs = append(errs, errors.New("--iterations: k6's arrival-rate and ramping executors take no iteration limit; give --duration instead"))
+	}
+	return errors.Join(errs...)
 }
 
 func newImportCmd(std stdio) *cobra.Command {

@@ -52,6 +52,7 @@ interrupted, to aim replay run or another tool at it.`,
 				return serveDemo(cmd.Context(), serve, log)
 			}
 			markGiven(cmd.Flags(), &f.run.Load)
+			f.run.Filter.SeedGiven = cmd.Flags().Changed("seed")
 			srv, err := d.start(f, log)
 			if err != nil {
 				return err

@@ -44,11 +44,14 @@ type seenRequest struct {
 	method, uri string
 	header      http.Header
 	body        []byte
+	at          time.Time
 }
 
 // TestExportK6RunsInK6 exports traffic as a k6 script, runs it with real k6
 // against a loopback server, and checks the server received the recorded
-// requests: method, raw URI, headers (names canonicalized by k6), body.
+// requests: method, raw URI, headers (names canonicalized by k6), body;
+// repeated Cookie fields as one "a=1; b=2"; the recorded gap slept
+// (--think recorded); the gRPC pair skipped and counted.
 func TestExportK6RunsInK6(t *testing.T) {
 	k6 := findK6(t)
 	var mu sync.Mutex
@@ -56,24 +59,28 @@ func TestExportK6RunsInK6(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
-		seen = append(seen, seenRequest{r.Method, r.RequestURI, r.Header.Clone(), body})
+		seen = append(seen, seenRequest{r.Method, r.RequestURI, r.Header.Clone(), body, time.Now()})
 		mu.Unlock()
 		w.WriteHeader(http.StatusAccepted)
 	}))
 	defer srv.Close()
 	binary := []byte{0, 1, 2, 0xff, 0xfe}
 	lines := []string{
-		`{"tags":{"session":"s1"},"http":{"req":{"method":"POST","uri":"/events?src=web&t=%2F","host":"api","headers":{"content-type":["application/json"],"X-Multi":["a","b"]},"body":"{\"type\":\"click\"}"},"res":{"statusCode":202}}}`,
-		`{"tags":{"session":"s1"},"http":{"req":{"method":"GET","uri":"/users/7/feed?limit=2","host":"api","headers":{"Accept":["application/json"]}},"res":{"statusCode":200}}}`,
+		`{"ts":"2026-11-01T10:00:00Z","duration":100,"tags":{"session":"s1"},"http":{"req":{"method":"POST","uri":"/events?src=web&t=%2F","host":"api","headers":{"content-type":["application/json"],"X-Multi":["a","b"],"cookie":["a=1","b=2"]},"body":"{\"type\":\"click\"}"},"res":{"statusCode":202}}}`,
+		`{"ts":"2026-11-01T10:00:00.5Z","tags":{"session":"s1"},"http":{"req":{"method":"POST","uri":"/grpc.health.v1.Health/Check","host":"api","headers":{"content-type":["application/grpc"]},"bodyBase64":"AAAAAAA="}}}`,
+		`{"ts":"2026-11-01T10:00:01.1Z","tags":{"session":"s1"},"http":{"req":{"method":"GET","uri":"/users/7/feed?limit=2","host":"api","headers":{"Accept":["application/json"]}},"res":{"statusCode":200}}}`,
 		`{"http":{"req":{"method":"PUT","uri":"/blobs/1","host":"api","headers":{"Content-Type":["application/octet-stream"]},"bodyBase64":"` + base64.StdEncoding.EncodeToString(binary) + `"},"res":{"statusCode":201}}}`,
 	}
 	dir := t.TempDir()
 	traffic := filepath.Join(dir, "traffic.jsonl")
 	os.WriteFile(traffic, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 	script := filepath.Join(dir, "load.js")
-	r := runMain(t, context.Background(), "", "export", "k6", "-f", traffic, "--target", srv.URL, "-o", script)
-	if r.code != 0 {
+	r := runMain(t, context.Background(), "", "export", "k6", "-f", traffic, "--target", srv.URL, "--think", "recorded", "--speed", "2", "-o", script)
+	if r.code != 0 || !strings.Contains(r.stderr, "2 iterations, 3 requests; 1 gRPC pair skipped") || !strings.Contains(r.stderr, "line 2: a gRPC pair") {
 		t.Fatalf("export: exit %d: %s", r.code, r.stderr)
+	}
+	if r := runMain(t, context.Background(), "", "export", "vegeta", "-f", traffic); r.code != 0 || !strings.Contains(r.stderr, "wrote 3 targets; 1 gRPC pair skipped") || strings.Contains(r.stdout, "grpc") {
+		t.Errorf("export vegeta: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -84,9 +91,9 @@ func TestExportK6RunsInK6(t *testing.T) {
 		t.Fatalf("k6 run: %v\n%s", err, out)
 	}
 	want := []seenRequest{
-		{"POST", "/events?src=web&t=%2F", http.Header{"Content-Type": {"application/json"}, "X-Multi": {"a, b"}}, []byte(`{"type":"click"}`)},
-		{"GET", "/users/7/feed?limit=2", http.Header{"Accept": {"application/json"}}, nil},
-		{"PUT", "/blobs/1", http.Header{"Content-Type": {"application/octet-stream"}}, binary},
+		{"POST", "/events?src=web&t=%2F", http.Header{"Content-Type": {"application/json"}, "X-Multi": {"a, b"}, "Cookie": {"a=1; b=2"}}, []byte(`{"type":"click"}`), time.Time{}},
+		{"GET", "/users/7/feed?limit=2", http.Header{"Accept": {"application/json"}}, nil, time.Time{}},
+		{"PUT", "/blobs/1", http.Header{"Content-Type": {"application/octet-stream"}}, binary, time.Time{}},
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -99,9 +106,74 @@ func TestExportK6RunsInK6(t *testing.T) {
 			t.Errorf("request %d: got %s %s %q, want %s %s %q", i, g.method, g.uri, g.body, w.method, w.uri, w.body)
 		}
 		for name, vals := range w.header {
-			if got := strings.Join(g.header.Values(name), ", "); got != vals[0] {
-				t.Errorf("request %d: header %s = %q, want %q", i, name, got, vals[0])
+			if got := g.header.Values(name); len(got) != 1 || strings.Join(got, ", ") != vals[0] {
+				t.Errorf("request %d: header %s = %q, want one line %q", i, name, got, vals[0])
 			}
+		}
+	}
+	// The recorded gap: 10:00:00 + 100ms answered, next at 10:00:01.1
+	// (the gRPC pair between skipped): 1s, at --speed 2.
+	if gap := seen[1].at.Sub(seen[0].at); gap < 450*time.Millisecond {
+		t.Errorf("the second request came %v after the first, want the recorded gap, 500ms", gap)
+	}
+}
+
+// oneGET writes a traffic file of one GET, and names a script beside it.
+func oneGET(t *testing.T) (traffic, script string) {
+	dir := t.TempDir()
+	traffic = filepath.Join(dir, "traffic.jsonl")
+	if err := os.WriteFile(traffic, []byte(`{"http":{"req":{"method":"GET","uri":"/a","host":"api"}}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return traffic, filepath.Join(dir, "load.js")
+}
+
+// TestExportK6Refuses: the load flags k6 cannot carry are refused, each
+// named, and nothing is written.
+func TestExportK6Refuses(t *testing.T) {
+	traffic, script := oneGET(t)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pace", "recorded"}, "--pace recorded: k6 has no executor"},
+		{[]string{"--pace", "recorded", "--speed", "2"}, "--pace recorded"},
+		{[]string{"--speed", "2"}, "--speed: export k6 carries it with --think recorded only"},
+		{[]string{"--late-after", "5ms"}, "--late-after: k6 counts no late requests"},
+		{[]string{"--rate", "10/s", "--precise-pacing"}, "--precise-pacing: k6 paces"},
+		{[]string{"--rate", "10/s", "--iterations", "5"}, "--iterations: k6's arrival-rate"},
+		{[]string{"--stages", "10s:5", "--iterations", "5"}, "--iterations: k6's arrival-rate"},
+	} {
+		args := append([]string{"export", "k6", "-f", traffic, "-o", script}, tt.args...)
+		r := runMain(t, context.Background(), "", args...)
+		if r.code == 0 || !strings.Contains(r.stderr, tt.want) || fileExists(script) {
+			t.Errorf("%v: exit %d, stderr:\n%s", tt.args, r.code, r.stderr)
+		}
+	}
+	// Carried: --think recorded with --speed; --iterations with --duration.
+	r := runMain(t, context.Background(), "", "export", "k6", "-f", traffic, "-o", script, "--think", "recorded", "--speed", "2", "--duration", "1m", "--iterations", "9")
+	b, _ := os.ReadFile(script)
+	if r.code != 0 || !strings.Contains(string(b), "iterations: 9,\n      maxDuration: '60s'") || !strings.Contains(string(b), "divided by 2.") {
+		t.Errorf("exit %d, stderr:\n%s\nscript:\n%s", r.code, r.stderr, b)
+	}
+}
+
+// TestExportK6PreallocatesMostVUs: an arrival rate preallocates the most
+// VUs replay run could grow to (--max-vus, else max(--vus, 1000)).
+func TestExportK6PreallocatesMostVUs(t *testing.T) {
+	traffic, script := oneGET(t)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rate", "100/s", "--duration", "10s"}, "preAllocatedVUs: 1000,\n      maxVUs: 1000,"},
+		{[]string{"--rate", "100/s", "--vus", "5", "--max-vus", "40"}, "preAllocatedVUs: 40,\n      maxVUs: 40,"},
+		{[]string{"--stages", "10s:100/s", "--vus", "2000"}, "preAllocatedVUs: 2000,\n      maxVUs: 2000,"},
+	} {
+		r := runMain(t, context.Background(), "", append([]string{"export", "k6", "-f", traffic, "-o", script}, tt.args...)...)
+		b, _ := os.ReadFile(script)
+		if r.code != 0 || !strings.Contains(string(b), tt.want) {
+			t.Errorf("%v: exit %d, want %q; stderr:\n%s\nscript:\n%s", tt.args, r.code, tt.want, r.stderr, b)
 		}
 	}
 }

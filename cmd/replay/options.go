@@ -104,7 +104,7 @@ func addHTTPFlags(fs *pflag.FlagSet, o *run.HTTP) {
 
 // addTransformFlags adds the transform flags: a file, and the common cases.
 func addTransformFlags(fs *pflag.FlagSet, o *run.Transforms) {
-	fs.StringVar(&o.File, "transforms", o.File, "rewrite requests as the YAML `FILE` says (timestamps, jwt, headers, query, path, host, correlate)")
+	fs.StringVar(&o.File, "transforms", o.File, "rewrite requests as the YAML `FILE` says (timestamps, jwt, headers, query, path, host, correlate, fresh)")
 	fs.BoolVar(&o.ShiftTime, "shift-time", o.ShiftTime, "move timestamps found in requests by (now − recorded ts)")
 	fs.StringVar(&o.JWTSecret, "jwt-secret", o.JWTSecret, "re-sign JWTs (Authorization, cookies) with this HMAC `SECRET`")
 	fs.StringVar(&o.JWTKey, "jwt-key", o.JWTKey, "re-sign JWTs (Authorization, cookies) with this PEM private key `FILE` (RSA, EC, Ed25519)")
@@ -141,7 +141,7 @@ func addFilterFlags(fs *pflag.FlagSet, o *run.Filter) {
 	fs.StringVar(&o.From, "from", o.From, "drop pairs recorded before this RFC 3339 `TIME` (and pairs without ts)")
 	fs.StringVar(&o.To, "to", o.To, "drop pairs recorded at or after this RFC 3339 `TIME` (and pairs without ts)")
 	fs.Float64Var(&o.Sample, "sample", o.Sample, "keep this `FRACTION` of iterations (whole sessions), chosen by --seed")
-	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of --sample: the same seed keeps the same iterations")
+	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of --sample (the same seed keeps the same iterations) and of fresh values (transform fresh; random without --seed)")
 }
 
 // addShardFlags adds the flags that split a run across processes (pods):

@@ -65,6 +65,7 @@ requests finish within --grace, writes the reports and exits 130 or 143.`,
 				return err
 			}
 			markGiven(cmd.Flags(), &f.run.Load)
+			f.run.Filter.SeedGiven = cmd.Flags().Changed("seed")
 			if f.run.File == "" {
 				return fmt.Errorf("--file: required (a traffic file, or - for standard input)")
 			}

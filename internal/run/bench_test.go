@@ -61,7 +61,7 @@ func hotPath(b *testing.B, transforms string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if chain, err = installTransforms(spec, f, pool, nil); err != nil {
+		if chain, err = installTransforms(spec, f, pool, transform.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

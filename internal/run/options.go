@@ -186,9 +186,12 @@ type Filter struct {
 	Keep, Drop []string
 	// From and To bound the recorded time (RFC 3339).
 	From, To string
-	// Sample keeps this fraction of iterations, chosen by Seed.
-	Sample float64
-	Seed   uint64
+	// Sample keeps this fraction of iterations, chosen by Seed. Seed
+	// also derives fresh values (transform fresh) when SeedGiven says
+	// the user gave it; otherwise each run draws its own.
+	Sample    float64
+	Seed      uint64
+	SeedGiven bool
 }
 
 // Shard splits a run over processes: Shard is "i/n"; or Shards is n and

@@ -87,6 +87,7 @@ type runner struct {
 	dump     *report.FailureDump // nil without DumpFailures
 	dumpFile *outfile.File       // the dump's file, until put in place
 	guard    *faultGuard         // the transport, guarded against a truncated file
+	runVUs   int                 // the most VUs of the whole run, before the shard's share
 
 	stopWatch func() // the threshold watcher's, or nil
 	stopLive  func() // Options.Live's, or nil
@@ -108,6 +109,7 @@ func prepare(ctx context.Context, o *Options) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	runVUs := cfg.MostVUs() // before the shard's share: fresh values number every VU of the run
 	divide(&cfg, p.shard)
 	if o.DryRun == 0 { // a dry run opens no connection
 		if err := checkOpenFiles(&cfg, o.Load.MaxVUs, vu.OpenFileLimit, o.Log); err != nil {
@@ -119,7 +121,7 @@ func prepare(ctx context.Context, o *Options) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{o: o, p: p, file: f, opened: time.Since(opening), pool: &vu.Pool{File: f, Config: cfg}}
+	r := &runner{o: o, p: p, file: f, opened: time.Since(opening), pool: &vu.Pool{File: f, Config: cfg}, runVUs: runVUs}
 	r.onClose(func() { f.Close() })
 	if err := r.build(); err != nil {
 		r.close()
@@ -185,7 +187,15 @@ func (r *runner) build() error {
 		return fmt.Errorf("--threshold: %w", err)
 	}
 	r.track = newTracking(r.p.stamp, r.p.sinks, r.p.shard.Index, r.pool.Config.MostVUs())
-	chain, err := installTransforms(r.p.spec, r.file, r.pool, r.p.stamp)
+	sh := r.p.shard
+	topt := transform.Options{Stamp: r.p.stamp, Shard: sh.Index, Shards: max(sh.Count, 1), RunVUs: r.runVUs}
+	if r.p.spec.NeedsSeed() {
+		var err error
+		if topt.Seed, err = freshSeed(&r.o.Filter, sh, r.p.startAt); err != nil {
+			return err
+		}
+	}
+	chain, err := installTransforms(r.p.spec, r.file, r.pool, topt)
 	if err != nil {
 		return err
 	}

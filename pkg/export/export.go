@@ -1,6 +1,8 @@
 // Package export writes recorded traffic in other tools' formats: a k6
 // script (with its data beside it) and vegeta's JSON targets. Both stream
-// the file: one pair decoded at a time.
+// the file: one pair decoded at a time. Neither tool replays gRPC (a
+// request content-type of application/grpc...): those pairs are skipped
+// and counted.
 package export
 
 import (
@@ -9,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -24,14 +27,31 @@ type Request struct {
 	Body    []byte
 	Name    string // the endpoint, as reports name it
 	Status  int    // recorded; 0 when not recorded
+	// TS is the recorded time (Unix ns; HasTS false without ts), and
+	// Duration the recorded response time (0 when not recorded): what
+	// recorded think time is made of.
+	TS       int64
+	HasTS    bool
+	Duration time.Duration
 }
+
+// Stats are what an export wrote and skipped.
+type Stats struct {
+	Iterations int // k6 only: recorded iterations written
+	Requests   int // requests (vegeta targets) written
+	GRPC       int // gRPC pairs skipped (also reported to skip)
+}
+
+// skipGRPC is why a gRPC pair is not exported.
+const skipGRPC = "a gRPC pair: neither k6's http module nor vegeta replays gRPC"
 
 // Walk calls fn for each pair of f, iteration by iteration, in file order;
 // r.Body is valid only during the call.
 // target replaces the recorded scheme and host when not empty. Pairs that
-// cannot be exported (no host and no target) are skipped, and reported to
-// skip with their line.
-func Walk(f *rrpair.File, target string, fn func(iter int, r *Request) error, skip func(line int, why string)) error {
+// cannot be exported (no host and no target, gRPC) are skipped, and
+// reported to skip with their line; gRPC pairs are also counted in
+// st.GRPC.
+func Walk(f *rrpair.File, target string, st *Stats, fn func(iter int, r *Request) error, skip func(line int, why string)) error {
 	cur := f.NewCursor().WithResponses()
 	endpoints := f.Endpoints()
 	target = strings.TrimRight(target, "/")
@@ -45,6 +65,11 @@ func Walk(f *rrpair.File, target string, fn func(iter int, r *Request) error, sk
 			}
 			if !more {
 				break
+			}
+			if p.IsGRPC() {
+				st.GRPC++
+				skip(p.Line, skipGRPC)
+				continue
 			}
 			base := target
 			if base == "" {
@@ -60,6 +85,8 @@ func Walk(f *rrpair.File, target string, fn func(iter int, r *Request) error, sk
 			}
 			r := Request{Method: string(p.Req.Method), URL: base + string(p.Req.URI), Body: p.Req.Body,
 				Name: endpoints[p.Endpoint], Status: p.Res.Status}
+			r.TS, r.HasTS = p.UnixNano()
+			r.Duration, _ = p.RecordedDuration() // a bad duration: none, as a replay reads it
 			for _, h := range p.Req.Headers {
 				name := string(h.Name)
 				if strings.EqualFold(name, "Host") || strings.EqualFold(name, "Content-Length") ||
@@ -85,13 +112,13 @@ type vegetaTarget struct {
 	Header map[string][]string `json:"header,omitempty"`
 }
 
-// Vegeta writes one vegeta JSON target per pair. It returns the number of
-// targets written.
-func Vegeta(w io.Writer, f *rrpair.File, target string, skip func(line int, why string)) (int, error) {
+// Vegeta writes one vegeta JSON target per pair. A repeated header goes
+// out as vegeta sends it: one line per value, as recorded.
+func Vegeta(w io.Writer, f *rrpair.File, target string, skip func(line int, why string)) (Stats, error) {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
-	n := 0
-	err := Walk(f, target, func(_ int, r *Request) error {
+	var st Stats
+	err := Walk(f, target, &st, func(_ int, r *Request) error {
 		t := vegetaTarget{Method: r.Method, URL: r.URL, Body: r.Body}
 		if len(r.Headers) > 0 {
 			t.Header = map[string][]string{}
@@ -99,24 +126,33 @@ func Vegeta(w io.Writer, f *rrpair.File, target string, skip func(line int, why 
 				t.Header[h.Name] = append(t.Header[h.Name], h.Value)
 			}
 		}
-		n++
+		st.Requests++
 		return enc.Encode(t)
 	}, skip)
 	if err != nil {
-		return n, err
+		return st, err
 	}
-	return n, bw.Flush()
+	return st, bw.Flush()
 }
 
 // K6Load is the load a k6 script's scenario reflects: replay's load flags.
 type K6Load struct {
-	VUs        int
-	MaxVUs     int
+	VUs int
+	// MostVUs is the most VUs the run could use (run.Shape.MostVUs): an
+	// arrival rate's preAllocatedVUs and maxVUs, so that k6 has every VU
+	// replay would have before the first iteration is due, instead of
+	// dropping iterations while it creates them.
+	MostVUs    int
 	Duration   time.Duration // closed model: run this long (constant-vus); 0: every iteration once (shared-iterations)
-	Iterations int64         // closed model without duration: this many in total (0: the file's)
+	Iterations int64         // closed model: this many in total (0: the file's, or as many as Duration allows)
 	Rate       float64       // iterations per second: constant-arrival-rate
 	Stages     []K6Stage     // ramping-arrival-rate (RateStages) or ramping-vus
 	RateStages bool          // the stages' targets are iterations per second
+	// Think waits the recorded gap before each request of an iteration
+	// but the first, as --think recorded does: (its ts − the previous
+	// request's ts − that one's recorded duration) / Speed, at least 0.
+	Think bool
+	Speed float64 // divides the recorded gaps (0: 1)
 }
 
 // K6Stage is one stage: reach Target (VUs or iterations/s) over Duration.
@@ -134,38 +170,34 @@ type k6Request struct {
 	Base64  bool              `json:"b64,omitempty"`
 	Name    string            `json:"name"`
 	Status  int               `json:"status,omitempty"`
+	Think   float64           `json:"think,omitempty"` // seconds to sleep before it
 }
 
 // K6 writes a k6 script to script and its data (one JSON array of
 // iterations, each an array of requests) to data; dataName is how the
-// script opens it ("./script.data.json"). It returns the iterations and
-// requests written.
-func K6(script, data io.Writer, dataName string, f *rrpair.File, target, source string, load K6Load, skip func(line int, why string)) (iters, reqs int, err error) {
+// script opens it ("./script.data.json").
+func K6(script, data io.Writer, dataName string, f *rrpair.File, target, source string, load K6Load, skip func(line int, why string)) (Stats, error) {
 	bw := bufio.NewWriter(data)
 	bw.WriteString("[")
 	last := -1
-	err = Walk(f, target, func(k int, r *Request) error {
+	var st Stats
+	var prev Request // the previous request of the iteration (its times), for think time
+	err := Walk(f, target, &st, func(k int, r *Request) error {
 		if k != last {
 			if last >= 0 {
 				bw.WriteString("],\n")
 			}
 			bw.WriteString("[")
-			last = k
-			iters++
+			last, prev = k, Request{}
+			st.Iterations++
 		} else {
 			bw.WriteString(",")
 		}
-		kr := k6Request{Method: r.Method, URL: r.URL, Name: r.Name, Status: r.Status}
-		if len(r.Headers) > 0 {
-			kr.Headers = map[string]string{}
-			for _, h := range r.Headers { // k6 takes one value a name: join as HTTP allows
-				if v, ok := kr.Headers[h.Name]; ok {
-					kr.Headers[h.Name] = v + ", " + h.Value
-				} else {
-					kr.Headers[h.Name] = h.Value
-				}
-			}
+		kr := k6Request{Method: r.Method, URL: r.URL, Name: r.Name, Status: r.Status, Headers: k6Headers(r.Headers)}
+		if load.Think {
+			kr.Think = thinkTime(&prev, r, load.Speed)
 		}
+		prev = Request{TS: r.TS, HasTS: r.HasTS, Duration: r.Duration}
 		if utf8.Valid(r.Body) {
 			kr.Body = string(r.Body)
 		} else {
@@ -175,27 +207,75 @@ func K6(script, data io.Writer, dataName string, f *rrpair.File, target, source 
 		if err != nil {
 			return err
 		}
-		reqs++
+		st.Requests++
 		_, err = bw.Write(b)
 		return err
 	}, skip)
 	if err != nil {
-		return iters, reqs, err
+		return st, err
 	}
 	if last >= 0 {
 		bw.WriteString("]")
 	}
 	bw.WriteString("]\n")
 	if err := bw.Flush(); err != nil {
-		return iters, reqs, err
+		return st, err
 	}
-	_, err = fmt.Fprintf(script, k6Script, source, iters, reqs, dataName, scenario(load, iters))
-	return iters, reqs, err
+	think := ""
+	if load.Think {
+		think = fmt.Sprintf(k6ThinkNote, trimFloat(max(load.Speed, 0)))
+	}
+	_, err = fmt.Fprintf(script, k6Script, source, st.Iterations, st.Requests, think, dataName, scenario(load, st.Iterations))
+	return st, err
+}
+
+// k6Headers are a request's headers as k6 takes them, one value a name.
+// Names that differ only in case are one header to k6 (it canonicalizes
+// them), so they are merged under the first spelling. Repeated values are
+// joined as HTTP allows, with ", ", except Cookie's, which are joined with
+// "; " (RFC 6265 §5.4, RFC 9113 §8.2.3): a server reads "a=1, b=2" as one
+// cookie a with the value "1, b=2".
+func k6Headers(hs []rrpair.Field) map[string]string {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(hs))
+	spelled := make(map[string]string, len(hs)) // lower-case name → the key in out
+	for _, h := range hs {
+		lower := strings.ToLower(h.Name)
+		key, ok := spelled[lower]
+		if !ok {
+			spelled[lower] = h.Name
+			out[h.Name] = h.Value
+			continue
+		}
+		sep := ", "
+		if lower == "cookie" {
+			sep = "; "
+		}
+		out[key] += sep + h.Value
+	}
+	return out
+}
+
+// thinkTime is the recorded gap before r, after prev, in seconds (to the
+// millisecond), as --think recorded waits it: 0 unless both have ts (the
+// first request of an iteration has no prev).
+func thinkTime(prev, r *Request, speed float64) float64 {
+	if !prev.HasTS || !r.HasTS {
+		return 0
+	}
+	if speed <= 0 {
+		speed = 1
+	}
+	gap := max(time.Duration(r.TS-prev.TS)-prev.Duration, 0)
+	return math.Round(gap.Seconds()/speed*1000) / 1000
 }
 
 // scenario is the options.scenarios entry for load.
 func scenario(l K6Load, iters int) string {
 	vus := max(l.VUs, 1)
+	most := max(l.MostVUs, vus)
 	stages := func() string {
 		var b strings.Builder
 		for _, s := range l.Stages {
@@ -212,7 +292,7 @@ func scenario(l K6Load, iters int) string {
       preAllocatedVUs: %d,
       maxVUs: %d,
       stages: [%s],
-    }`, trimFloat(l.Rate), vus, max(l.MaxVUs, vus), stages())
+    }`, trimFloat(l.Rate), most, most, stages())
 	case l.Rate > 0:
 		return fmt.Sprintf(`{
       executor: 'constant-arrival-rate',
@@ -221,30 +301,36 @@ func scenario(l K6Load, iters int) string {
       duration: '%s',
       preAllocatedVUs: %d,
       maxVUs: %d,
-    }`, trimFloat(l.Rate), k6Duration(rateDuration(l, iters)), vus, max(l.MaxVUs, vus))
+    }`, trimFloat(l.Rate), k6Duration(rateDuration(l, iters)), most, most)
 	case len(l.Stages) > 0:
 		return fmt.Sprintf(`{
       executor: 'ramping-vus',
       startVUs: 0,
       stages: [%s],
     }`, stages())
-	case l.Duration > 0:
+	case l.Duration > 0 && l.Iterations == 0:
 		return fmt.Sprintf(`{
       executor: 'constant-vus',
       vus: %d,
       duration: '%s',
     }`, vus, k6Duration(l.Duration))
 	}
+	// Every iteration once, or --iterations in total, stopping at
+	// --duration if that comes first, as replay stops.
 	n := int64(iters)
 	if l.Iterations > 0 {
 		n = l.Iterations
+	}
+	maxDuration := "1h"
+	if l.Duration > 0 {
+		maxDuration = k6Duration(l.Duration)
 	}
 	return fmt.Sprintf(`{
       executor: 'shared-iterations',
       vus: %d,
       iterations: %d,
-      maxDuration: '1h',
-    }`, min(int64(vus), max(n, 1)), max(n, 1))
+      maxDuration: '%s',
+    }`, min(int64(vus), max(n, 1)), max(n, 1), maxDuration)
 }
 
 // rateDuration is how long an arrival rate runs: --duration, else long
@@ -255,6 +341,13 @@ func rateDuration(l K6Load, iters int) time.Duration {
 	}
 	return max(time.Duration(float64(iters)/l.Rate*float64(time.Second)).Round(time.Second), time.Second)
 }
+
+// k6ThinkNote is the script's word on think time (--think recorded).
+const k6ThinkNote = `
+//
+// Before each request but the first of an iteration, a VU sleeps the
+// recorded gap (--think recorded): the time between the previous request's
+// recorded answer and this request's recorded start, divided by %s.`
 
 func k6Duration(d time.Duration) string {
 	if d%time.Second == 0 {
@@ -270,13 +363,16 @@ func trimFloat(f float64) string {
 const k6Script = `// Generated by replay export k6 from %s: %d iterations, %d requests.
 // Each k6 iteration replays one recorded iteration (a session, or a single
 // request) in order, as replay does. The requests are in the data file
-// beside this script, loaded once and shared by every VU.
+// beside this script, loaded once and shared by every VU.%s
 //
 // k6 sends header names canonicalized (Go's net/http: "x-api-key" goes out
 // as "X-Api-Key"), and sets Host, Content-Length and User-Agent itself
-// (User-Agent only when the recording has none).
+// (User-Agent only when the recording has none). A repeated header is one
+// value joined with ", " (Cookie: "; "). An arrival rate preallocates the
+// most VUs the run could use (--max-vus, default max(--vus, 1000)), as
+// replay may grow its pool to that many; each k6 VU costs memory.
 import http from 'k6/http';
-import { check } from 'k6';
+import { check, sleep } from 'k6';
 import { SharedArray } from 'k6/data';
 import encoding from 'k6/encoding';
 import exec from 'k6/execution';
@@ -292,6 +388,9 @@ export const options = {
 export default function () {
   const requests = iterations[exec.scenario.iterationInTest %% iterations.length];
   for (const r of requests) {
+    if (r.think) {
+      sleep(r.think);
+    }
     const body = r.b64 ? encoding.b64decode(r.body, 'std') : (r.body || null);
     const res = http.request(r.method, r.url, body, {
       headers: r.headers,

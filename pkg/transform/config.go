@@ -22,6 +22,7 @@ import (
 //	  - jwt: {secret: s3cret}
 //	  - headers: {set: {X-Env: staging}}
 //	  - correlate: {endpoint: POST /orders, json: id}
+//	  - fresh: {headers: [Idempotency-Key], json: [order.id]}
 //	cookies: auto        # auto (on when recorded answers set cookies), on, off
 type Spec struct {
 	Transforms []Entry `yaml:"transforms"`
@@ -41,6 +42,7 @@ type Entry struct {
 	Path       *PathSpec      `yaml:"path"`
 	Host       *string        `yaml:"host"`
 	Correlate  *CorrelateSpec `yaml:"correlate"`
+	Fresh      *FreshSpec     `yaml:"fresh"`
 }
 
 // Cookie jar settings.
@@ -136,6 +138,7 @@ var specTypes = map[string]reflect.Type{
 	"TimestampSpec": reflect.TypeFor[TimestampSpec](), "JWTSpec": reflect.TypeFor[JWTSpec](),
 	"HeaderSpec": reflect.TypeFor[HeaderSpec](), "QuerySpec": reflect.TypeFor[QuerySpec](),
 	"PathSpec": reflect.TypeFor[PathSpec](), "CorrelateSpec": reflect.TypeFor[CorrelateSpec](),
+	"FreshSpec": reflect.TypeFor[FreshSpec](),
 }
 
 func section(typ string) string {
@@ -160,6 +163,20 @@ func keysOf(typ string) []string {
 		}
 	}
 	return keys
+}
+
+// NeedsSeed reports whether a transform of s draws on Options.Seed
+// (fresh).
+func (s *Spec) NeedsSeed() bool {
+	if s == nil {
+		return false
+	}
+	for _, e := range s.Transforms {
+		if e.Fresh != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Add appends a transform configured by a flag (origin names it in errors).
@@ -238,6 +255,8 @@ func (e *Entry) build(dir string, opt Options) (step, error) {
 		st, err = newPath(e.Path)
 	case e.Host != nil:
 		st, err = newHost(*e.Host)
+	case e.Fresh != nil:
+		st, err = newFresh(e.Fresh, opt)
 	default:
 		st, err = newCorrelate(e.Correlate, opt.Endpoints)
 	}

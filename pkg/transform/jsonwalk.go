@@ -1,6 +1,9 @@
 package transform
 
-import "bytes"
+import (
+	"bytes"
+	"fmt"
+)
 
 // maxDepth bounds the nesting a JSON walk follows; deeper values are not
 // visited (the walk still checks the document's shape).
@@ -229,6 +232,20 @@ type pathSegment struct {
 	any bool   // "*"
 }
 
+// parseJSONPaths parses a transform's json: list; its error shows a path
+// such as example.
+func parseJSONPaths(paths []string, example string) ([]jsonPath, error) {
+	var out []jsonPath
+	for _, p := range paths {
+		jp, ok := parseJSONPath(p)
+		if !ok {
+			return nil, fmt.Errorf("json: %q is not a path such as %s", p, example)
+		}
+		out = append(out, jp)
+	}
+	return out, nil
+}
+
 func parseJSONPath(s string) (jsonPath, bool) {
 	if s == "" {
 		return nil, false
@@ -266,6 +283,16 @@ func (p jsonPath) at(w *jsonWalker) bool {
 		}
 	}
 	return true
+}
+
+// atAny reports whether the walker stands at one of paths.
+func atAny(paths []jsonPath, w *jsonWalker) bool {
+	for _, p := range paths {
+		if p.at(w) {
+			return true
+		}
+	}
+	return false
 }
 
 func atoi(b []byte) (int, bool) {
@@ -314,11 +341,8 @@ type pathFinder struct {
 }
 
 func (f *pathFinder) visit(w *jsonWalker, start, end int) bool {
-	for _, p := range f.paths {
-		if p.at(w) {
-			f.found = append(f.found, [2]int{start, end})
-			break
-		}
+	if atAny(f.paths, w) {
+		f.found = append(f.found, [2]int{start, end})
 	}
 	return true
 }

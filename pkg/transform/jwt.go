@@ -102,14 +102,10 @@ func newJWT(s *JWTSpec, dir string) (*jwtSigner, error) {
 	if s.Headers == nil {
 		j.headers = [][]byte{[]byte("Authorization")}
 	}
-	for _, p := range s.JSON {
-		jp, ok := parseJSONPath(p)
-		if !ok {
-			return nil, fmt.Errorf("json: %q is not a path such as auth.token", p)
-		}
-		j.paths = append(j.paths, jp)
-	}
 	var err error
+	if j.paths, err = parseJSONPaths(s.JSON, "auth.token"); err != nil {
+		return nil, err
+	}
 	if j.method, j.key, err = loadKey(s, dir); err != nil {
 		return nil, err
 	}

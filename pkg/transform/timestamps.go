@@ -55,12 +55,9 @@ func newTimestamps(s *TimestampSpec) (*timestamps, error) {
 	if t.window == 0 {
 		t.window = int64(DefaultWindow)
 	}
-	for _, p := range s.JSON {
-		jp, ok := parseJSONPath(p)
-		if !ok {
-			return nil, fmt.Errorf("json: %q is not a path such as sent_at or items.*.ts", p)
-		}
-		t.paths = append(t.paths, jp)
+	var err error
+	if t.paths, err = parseJSONPaths(s.JSON, "sent_at or items.*.ts"); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -187,13 +184,7 @@ type tsState struct {
 }
 
 func (s *tsState) visit(w *jsonWalker, start, end int) bool {
-	named := false
-	for _, p := range s.t.paths {
-		if p.at(w) {
-			named = true
-			break
-		}
-	}
+	named := atAny(s.t.paths, w)
 	if !named && !s.t.auto {
 		return true
 	}

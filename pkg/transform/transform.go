@@ -14,6 +14,7 @@
 //	path        rewrite the path by prefix or regular expression
 //	host        send another Host header, whatever --target says
 //	correlate   replace a recorded value by the one the SUT returned live
+//	fresh       new IDs, keys and names of the recorded shape, unique in the run
 //	cookies     a per-session cookie jar (Set-Cookie → Cookie)
 //
 // Each VU owns its scratch buffers and what it learned, so the hot path
@@ -71,6 +72,7 @@ type vuState struct {
 	vu        int // the VU's number
 	stamp     vuStamp
 	topKey    topKey
+	fresh     vuFresh
 	call      call     // the request going through the chain
 	_         [64]byte // keep VUs off each other's cache lines
 }
@@ -100,6 +102,13 @@ type Options struct {
 	// Stamp, when set, stamps each request with a correlation ID, last
 	// in the chain.
 	Stamp *StampOptions
+	// Seed derives fresh values: the same seed, the same values.
+	Seed uint64
+	// Shard and Shards place this process among the run's shards (0 and 1
+	// unsharded), and RunVUs is the most VUs of the whole run, before
+	// sharding divided them (0: VUs): no shard has more than
+	// ceil(RunVUs/Shards). Fresh values are unique across shards by them.
+	Shard, Shards, RunVUs int
 }
 
 func newChain(steps []step, opt Options) *Chain {
@@ -164,6 +173,7 @@ func (c *Chain) state(vu int) (*vuState, error) {
 func (c *Chain) Begin(vu int) {
 	if st, err := c.state(vu); err == nil {
 		st.learn.reset()
+		st.fresh.reset()
 	}
 }
 

@@ -5,9 +5,12 @@
 //
 // k6 sends header names canonicalized (Go's net/http: "x-api-key" goes out
 // as "X-Api-Key"), and sets Host, Content-Length and User-Agent itself
-// (User-Agent only when the recording has none).
+// (User-Agent only when the recording has none). A repeated header is one
+// value joined with ", " (Cookie: "; "). An arrival rate preallocates the
+// most VUs the run could use (--max-vus, default max(--vus, 1000)), as
+// replay may grow its pool to that many; each k6 VU costs memory.
 import http from 'k6/http';
-import { check } from 'k6';
+import { check, sleep } from 'k6';
 import { SharedArray } from 'k6/data';
 import encoding from 'k6/encoding';
 import exec from 'k6/execution';
@@ -21,7 +24,7 @@ export const options = {
       rate: 50,
       timeUnit: '1s',
       duration: '1s',
-      preAllocatedVUs: 5,
+      preAllocatedVUs: 100,
       maxVUs: 100,
     },
   },
@@ -30,6 +33,9 @@ export const options = {
 export default function () {
   const requests = iterations[exec.scenario.iterationInTest % iterations.length];
   for (const r of requests) {
+    if (r.think) {
+      sleep(r.think);
+    }
     const body = r.b64 ? encoding.b64decode(r.body, 'std') : (r.body || null);
     const res = http.request(r.method, r.url, body, {
       headers: r.headers,
