@@ -131,7 +131,9 @@ func newExportCmd(std stdio) *cobra.Command {
 		if file == "" {
 			return nil, fmt.Errorf("-f, --file: name the traffic file")
 		}
-		return run.OpenFile(file, std.in, rrpair.Options{RequireHost: target == ""})
+		// GRPC: the exporters see gRPC pairs, to skip and count them as
+		// what their tools cannot send.
+		return run.OpenFile(file, std.in, rrpair.Options{RequireHost: target == "", GRPC: true})
 	}
 
 	load := run.DefaultOptions().Load
