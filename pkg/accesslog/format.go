@@ -27,7 +27,7 @@ type Format struct {
 
 // part is a literal or a variable of a text format.
 type part struct {
-	lit string // literal text, when name is empty
+	lit  string // literal text, when name is empty
 	name string
 }
 
