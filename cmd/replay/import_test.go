@@ -80,7 +80,7 @@ func TestImportWholeOrNothing(t *testing.T) {
 		want string
 	}{
 		{"fails late", []string{cut}, "cut.gor.gz: unexpected EOF"},
-		{"nothing written", []string{orphans}, "no pair written: every record was skipped (2, listed above)"},
+		{"nothing written", []string{orphans}, "no pair written: 2 records skipped, and nothing else to write (see above)"},
 		{"empty input", []string{os.DevNull}, "no pair written: the input holds none"},
 		{"--strict", []string{mixed, "--strict"}, "--strict: 1 record could not be converted"},
 	} {

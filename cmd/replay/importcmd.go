@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/replay-dev/replay/internal/outfile"
+	"github.com/replay-dev/replay/pkg/accesslog"
 	"github.com/replay-dev/replay/pkg/gor"
 	"github.com/replay-dev/replay/pkg/har"
 	"github.com/spf13/cobra"
@@ -72,8 +73,103 @@ converted are skipped, reported on stderr with their file and number.`,
 				return converted{summary, st.Written, ""}, err
 			},
 		}),
+		accessLogImporter(std),
 	)
 	return cmd
+}
+
+// accessLogImporter is import access-log.
+func accessLogImporter(std stdio) *cobra.Command {
+	var format, host string
+	var fields []string
+	var opt accesslog.Options
+	return importer(std, importSpec{
+		use: "access-log FILE", what: "line",
+		short: "Convert a web server's access log (nginx, Apache, JSON) to RRPairs",
+		long: `Convert an access log to RRPairs: nginx's and Apache's combined and common
+formats, an nginx log_format string (--format '$remote_addr [$time_local]
+"$request" $status'), or JSON lines (--format json; nginx's escape=json
+logs read as they are, other key names with --json-field). Each request
+line becomes a pair with its method, its raw target (nginx's \xHH escapes
+undone), its time, its status and, when the log has it ($http_host, $host)
+or --host gives it, its host. A log keeps no headers and no bodies: the
+pairs have none. Times that count whole seconds ($time_local) are spread
+evenly within their second, so that --pace recorded keeps the order and
+the rate; a log out of time order is sorted. Lines that hold no request
+("-", the bytes of a TLS handshake) are counted; lines that cannot be read
+are skipped, reported on stderr with their number. Gzip-compressed logs
+are read as they are.`,
+		example: `  replay import access-log /var/log/nginx/access.log --host shop.example -o traffic.jsonl
+  replay import access-log access.json --format json --json-field time=ts -o traffic.jsonl`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&format, "format", "", "`FORMAT`: combined (reads common too), common, json, or an nginx log_format string (default: json when the first line is an object, else combined)")
+			fs.StringArrayVar(&fields, "json-field", nil, "`ROLE=KEY`: the key of a JSON log's field (roles: request, method, uri, time, status, host, duration, scheme, protocol); repeatable")
+			fs.StringVar(&host, "host", "", "the `HOST[:PORT]` of the lines whose log names none (else they replay with --target)")
+		},
+		check: func() error {
+			opt = accesslog.Options{Host: host}
+			if err := accesslog.CheckHost(host); err != nil {
+				return fmt.Errorf("--host: %w", err)
+			}
+			if format == "" && len(fields) == 0 {
+				return nil // sniffed from the first line
+			}
+			if format == "" {
+				format = "json"
+			}
+			f, err := accesslog.ParseFormat(format)
+			if err != nil {
+				return fmt.Errorf("--format: %w", err)
+			}
+			for _, spec := range fields {
+				if err := f.SetJSONField(spec); err != nil {
+					return fmt.Errorf("--json-field %w", err)
+				}
+			}
+			opt.Format = f
+			return nil
+		},
+		convert: func(ins []importInput, w io.Writer, sk *skipped) (converted, error) {
+			st, err := accesslog.Convert(ins[0].r, w, opt, sk.add)
+			return converted{accessLogSummary(st), st.Written, accessLogEmpty(st)}, err
+		},
+	})
+}
+
+// accessLogSummary says what an access log import kept, and what a log
+// does not have.
+func accessLogSummary(st accesslog.Stats) string {
+	s := fmt.Sprintf("%s (%s), %s written: method, target, time and status only (an access log keeps no headers or bodies)",
+		count(st.Lines, "line"), st.Format, count(st.Written, "pair"))
+	if st.NotHTTP > 0 {
+		s += fmt.Sprintf("; %s held no HTTP request (\"-\", or bytes that are no request line), not kept", count(st.NotHTTP, "line"))
+	}
+	if st.Spread > 0 {
+		s += fmt.Sprintf("; %d times of whole seconds spread within their second", st.Spread)
+	}
+	if st.Sorted {
+		s += "; the log was out of time order: pairs sorted by time"
+	}
+	if st.NoHost > 0 {
+		s += fmt.Sprintf("; %d without a host (replay them with --target, or import with --host)", st.NoHost)
+	}
+	return s
+}
+
+// count is n things, in the singular or the plural.
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// accessLogEmpty says why nothing was written when no line was skipped.
+func accessLogEmpty(st accesslog.Stats) string {
+	if st.NotHTTP > 0 && st.NotHTTP == st.Lines {
+		return fmt.Sprintf("none of the %d lines holds an HTTP request", st.Lines)
+	}
+	return ""
 }
 
 // importSpec is one import subcommand.
@@ -82,6 +178,7 @@ type importSpec struct {
 	what                      string // what the converter's skip numbers: "entry", "record", "line"
 	several                   bool   // takes several files (and glob patterns) to merge
 	flags                     func(*pflag.FlagSet)
+	check                     func() error // the flags, before any file is opened
 	convert                   func(ins []importInput, w io.Writer, sk *skipped) (converted, error)
 }
 
@@ -186,6 +283,11 @@ func runImport(std stdio, spec importSpec, names []string, out, skippedOut strin
 	if err := checkDistinct(paths); err != nil {
 		return err
 	}
+	if spec.check != nil {
+		if err := spec.check(); err != nil {
+			return err
+		}
+	}
 	ins := make([]importInput, len(names))
 	for i, name := range names {
 		if name == "-" {
@@ -235,7 +337,7 @@ func runImport(std stdio, spec importSpec, names []string, out, skippedOut strin
 		}
 	}
 	if res.written == 0 {
-		return noPairs(spec.what, sk.n, res.empty)
+		return noPairs(sk, res.empty)
 	}
 	if strictErr != nil {
 		return strictErr
@@ -247,11 +349,11 @@ func runImport(std stdio, spec importSpec, names []string, out, skippedOut strin
 }
 
 // noPairs says why an import wrote nothing.
-func noPairs(what string, skips int, why string) error {
+func noPairs(sk *skipped, why string) error {
 	switch {
 	case why != "":
-	case skips > 0:
-		why = fmt.Sprintf("every %s was skipped (%d, listed above)", what, skips)
+	case sk.n > 0:
+		why = fmt.Sprintf("%d %s skipped, and nothing else to write (see above)", sk.n, sk.plural())
 	default:
 		why = "the input holds none"
 	}

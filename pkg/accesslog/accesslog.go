@@ -69,6 +69,9 @@ const timeLocal = "02/Jan/2006:15:04:05 -0700"
 // for each request line to w, in time order.
 func Convert(r io.Reader, w io.Writer, opt Options, skip Skip) (Stats, error) {
 	var st Stats
+	if err := CheckHost(opt.Host); err != nil {
+		return st, err
+	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -108,6 +111,17 @@ func Convert(r io.Reader, w io.Writer, opt Options, skip Skip) (Stats, error) {
 		return st, err
 	}
 	return st, c.second(sorted, w, &st)
+}
+
+// CheckHost checks Options.Host as a traffic file's host is checked.
+func CheckHost(host string) error {
+	if host == "" {
+		return nil
+	}
+	if _, err := rrpair.AppendChecked(nil, &rrpair.Record{Method: "GET", URI: "/", Host: host}); err != nil {
+		return fmt.Errorf("%q: want HOST or HOST:PORT", host)
+	}
+	return nil
 }
 
 // converter turns lines into pairs.
