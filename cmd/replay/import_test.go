@@ -157,3 +157,34 @@ func TestImportSkippedFile(t *testing.T) {
 		t.Errorf("--skipped - without -o: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
+
+// TestInspectImportHint: inspect on a file that an import converts says
+// which import, instead of a JSON error on line 1; a traffic file with a
+// bad line still gets its error.
+func TestInspectImportHint(t *testing.T) {
+	for file, want := range map[string]string{
+		"../../pkg/har/testdata/browser.har":              "is a HAR file, not a traffic file (RRPair JSON Lines): convert it first: replay import har ../../pkg/har/testdata/browser.har -o traffic.jsonl",
+		"../../pkg/gor/testdata/capture.gor":              "is a GoReplay capture, not a traffic file",
+		"../../pkg/gor/testdata/capture.gor.gz":           "replay import gor ",
+		"../../pkg/accesslog/testdata/nginx-combined.log": "is an access log (combined), not a traffic file",
+		"../../pkg/accesslog/testdata/nginx-json.log":     "replay import access-log --format json ",
+		"../../pkg/accesslog/testdata/nginx-custom.log":   "replay import access-log --format 'its log_format string' ",
+	} {
+		r := runMain(t, context.Background(), "", "inspect", file)
+		if r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Errorf("%s: exit %d, stderr:\n%s\nwant %q", file, r.code, r.stderr, want)
+		}
+	}
+	har, err := os.ReadFile("../../pkg/har/testdata/browser.har")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := runMain(t, context.Background(), string(har), "inspect", "-"); r.code != 1 || !strings.Contains(r.stderr, "- is a HAR file") {
+		t.Errorf("a HAR on standard input: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	bad := filepath.Join(t.TempDir(), "t.jsonl")
+	os.WriteFile(bad, []byte(`{"http":{"req":{"method":"GET","uri":"/","host":"h"}}}`+"\n{\n"), 0o644)
+	if r := runMain(t, context.Background(), "", "inspect", bad); r.code != 1 || !strings.Contains(r.stderr, "t.jsonl:2") || strings.Contains(r.stderr, "import") {
+		t.Errorf("a bad traffic file: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}

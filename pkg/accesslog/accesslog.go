@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -410,8 +411,9 @@ func parseTime(s string) (t time.Time, coarse bool, err error) {
 }
 
 // Looks says whether line is a line of an access log (combined, common,
-// or a JSON object with a request and a status and no "http" of an
-// RRPair), and which: for inspect's hint.
+// a JSON object with a request and a status and no "http" of an RRPair,
+// or "custom": another text line with a quoted request line), and which:
+// for inspect's hint.
 func Looks(line []byte) (format string, ok bool) {
 	line = bytes.TrimRight(line, "\r\n")
 	if len(line) > 0 && line[0] == '{' {
@@ -432,8 +434,14 @@ func Looks(line []byte) (format string, ok bool) {
 			return name, true
 		}
 	}
+	if quotedRequest.Match(line) {
+		return "custom", true
+	}
 	return "", false
 }
+
+// quotedRequest is a request line in quotes, as text logs write it.
+var quotedRequest = regexp.MustCompile(`"[!#$%&'*+.^_|~0-9A-Za-z-]+ [^ "]+ HTTP/[0-9.]+"`)
 
 func hasPrefixKey(obj map[string][]byte, prefix string) bool {
 	for k := range obj {

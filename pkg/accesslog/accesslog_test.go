@@ -315,12 +315,13 @@ func TestGzipAndCut(t *testing.T) {
 // TestLooks: inspect's hint tells access log lines from RRPair lines.
 func TestLooks(t *testing.T) {
 	for line, want := range map[string]string{
-		`127.0.0.1 - - [23/Nov/2026:22:39:18 +0000] "GET /plain HTTP/1.1" 200 3 "-" "-"`: "combined",
-		`127.0.0.1 - - [23/Nov/2026:22:39:18 +0000] "GET /plain HTTP/1.1" 200 3`:         "common",
-		`{"time_local":"x","request":"GET / HTTP/1.1","status":200}`:                     "json",
-		`{"http":{"req":{"method":"GET","uri":"/"}},"status":200,"request":"x"}`:         "",
-		`{"ts":"2026-11-01T10:00:00Z"}`:                                                  "",
-		`1 8a2b0001 1793527200000000000 0`:                                               "",
+		`127.0.0.1 - - [23/Nov/2026:22:39:18 +0000] "GET /plain HTTP/1.1" 200 3 "-" "-"`:  "combined",
+		`127.0.0.1 - - [23/Nov/2026:22:39:18 +0000] "GET /plain HTTP/1.1" 200 3`:          "common",
+		`{"time_local":"x","request":"GET / HTTP/1.1","status":200}`:                      "json",
+		`{"http":{"req":{"method":"GET","uri":"/"}},"status":200,"request":"x"}`:          "",
+		`{"ts":"2026-11-01T10:00:00Z"}`:                                                   "",
+		`1 8a2b0001 1793527200000000000 0`:                                                "",
+		`127.0.0.1 [23/Nov/2026:22:39:18 +0000] "GET /plain HTTP/1.1" 200 0.000 "a.test"`: "custom",
 	} {
 		if got, _ := Looks([]byte(line)); got != want {
 			t.Errorf("%s: got %q, want %q", line, got, want)

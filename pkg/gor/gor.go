@@ -380,3 +380,29 @@ func response(r *rrpair.Record, b []byte) error {
 func kept(name string) bool {
 	return !strings.EqualFold(name, "Content-Length") && !rrpair.ConnectionHeader(name)
 }
+
+// Looks says whether prefix, the first bytes of a file, is the start of a
+// GoReplay capture: a record's header line ("1 <id> <timestamp>...") or
+// a gzip-compressed one. For inspect's hint.
+func Looks(prefix []byte) bool {
+	if len(prefix) >= 2 && prefix[0] == 0x1f && prefix[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(prefix))
+		if err != nil {
+			return false
+		}
+		inner := make([]byte, 4<<10)
+		n, _ := io.ReadFull(zr, inner)
+		return Looks(inner[:n])
+	}
+	line, _, _ := bytes.Cut(prefix, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 3 || len(f) > 4 || len(f[0]) != 1 || f[0][0] < '1' || f[0][0] > '3' {
+		return false
+	}
+	for _, n := range f[2:] {
+		if _, err := strconv.ParseInt(n, 10, 64); err != nil {
+			return false
+		}
+	}
+	return true
+}

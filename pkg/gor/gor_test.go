@@ -259,3 +259,19 @@ func uris(t *testing.T, jsonl []byte) []string {
 	}
 	return got
 }
+
+// TestLooks: a capture, plain or gzip-compressed, is told from other files.
+func TestLooks(t *testing.T) {
+	for name, want := range map[string]bool{"capture.gor": true, "capture.gor.gz": true, "capture.golden.jsonl": false} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Looks(data[:min(len(data), 300)]); got != want {
+			t.Errorf("%s: got %v, want %v", name, got, want)
+		}
+	}
+	if Looks([]byte("1 a b\n")) || Looks([]byte("4 a 1\n")) || Looks([]byte("127.0.0.1 - - [x]")) {
+		t.Error("a line that is no record header looks like one")
+	}
+}
