@@ -90,14 +90,12 @@ func Convert(r io.Reader, w io.Writer, opt Options, skip Skip) (Stats, error) {
 		opt.Format, _ = ParseFormat(name)
 	}
 	st.Format = opt.Format.name
-	c := &converter{opt: opt, fields: map[string][]byte{}}
-	sorted := spool.New()
-	defer sorted.Close()
-	last := int64(-1 << 63)
+	c := &converter{opt: opt, st: &st, skip: skip, sorted: spool.New(), fields: map[string][]byte{}, last: -1 << 63}
+	defer c.sorted.Close()
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
-			if e := c.first(n, line, &st, sorted, skip, &last); e != nil {
+			if e := c.first(n, line); e != nil {
 				return st, e
 			}
 		}
@@ -108,10 +106,10 @@ func Convert(r io.Reader, w io.Writer, opt Options, skip Skip) (Stats, error) {
 			return st, err
 		}
 	}
-	if err := sorted.Sort(); err != nil {
+	if err := c.sorted.Sort(); err != nil {
 		return st, err
 	}
-	return st, c.second(sorted, w, &st)
+	return st, c.second(w)
 }
 
 // CheckHost checks Options.Host as a traffic file's host is checked.
@@ -128,6 +126,10 @@ func CheckHost(host string) error {
 // converter turns lines into pairs.
 type converter struct {
 	opt    Options
+	st     *Stats
+	skip   Skip
+	sorted *spool.Sorter // the lines kept, by time
+	last   int64         // the latest time read: an earlier one means the log is out of order
 	fields map[string][]byte
 	out    []byte
 }
@@ -140,7 +142,8 @@ type entry struct {
 
 // first reads a line, checks what it would write, and spools the line
 // under its time.
-func (c *converter) first(n int, line []byte, st *Stats, sorted *spool.Sorter, skip Skip, last *int64) error {
+func (c *converter) first(n int, line []byte) error {
+	st := c.st
 	line = bytes.TrimRight(line, "\r\n")
 	if len(bytes.TrimSpace(line)) == 0 {
 		return nil
@@ -152,24 +155,25 @@ func (c *converter) first(n int, line []byte, st *Stats, sorted *spool.Sorter, s
 		return nil
 	}
 	if err != nil {
-		skip(n, err.Error())
+		c.skip(n, err.Error())
 		return nil
 	}
 	if c.out, err = rrpair.AppendChecked(c.out[:0], &e.rec); err != nil {
-		skip(n, err.Error())
+		c.skip(n, err.Error())
 		return nil
 	}
 	key := e.rec.TS.UnixNano()
-	if key < *last {
+	if key < c.last {
 		st.Sorted = true
 	}
-	*last = max(*last, key)
-	return sorted.Add(key, line)
+	c.last = max(c.last, key)
+	return c.sorted.Add(key, line)
 }
 
 // second writes the spooled lines in time order, the ones of a coarse
 // time spread within their second.
-func (c *converter) second(sorted *spool.Sorter, w io.Writer, st *Stats) error {
+func (c *converter) second(w io.Writer) error {
+	st, sorted := c.st, c.sorted
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var buf []byte
 	run, of := 0, 0 // the line's place in its second's run, and the run's length
@@ -201,7 +205,7 @@ func (c *converter) second(sorted *spool.Sorter, w io.Writer, st *Stats) error {
 			return err
 		}
 		st.Written++
-		if e.rec.Host == "" && !bytes.HasPrefix([]byte(e.rec.URI), []byte("http")) {
+		if e.rec.Host == "" && !strings.HasPrefix(e.rec.URI, "http") {
 			st.NoHost++
 		}
 	}
