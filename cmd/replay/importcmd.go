@@ -102,8 +102,8 @@ are read as they are.`,
 		example: `  replay import access-log /var/log/nginx/access.log --host shop.example -o traffic.jsonl
   replay import access-log access.json --format json --json-field time=ts -o traffic.jsonl`,
 		flags: func(fs *pflag.FlagSet) {
-			fs.StringVar(&format, "format", "", "`FORMAT`: combined (reads common too), common, json, or an nginx log_format string (default: json when the first line is an object, else combined)")
-			fs.StringArrayVar(&fields, "json-field", nil, "`ROLE=KEY`: the key of a JSON log's field (roles: request, method, uri, time, status, host, duration, scheme, protocol); repeatable")
+			fs.StringVar(&format, "format", "", "the log's `FORMAT`: combined (reads common too), common, json, or an nginx log_format string (default: json when the first line is an object, else combined)")
+			fs.StringArrayVar(&fields, "json-field", nil, "a JSON log's field ROLE is at KEY, as in `ROLE=KEY` (roles: request, method, uri, time, status, host, duration, scheme, protocol); repeatable")
 			fs.StringVar(&host, "host", "", "the `HOST[:PORT]` of the lines whose log names none (else they replay with --target)")
 		},
 		check: func() error {
