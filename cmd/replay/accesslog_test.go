@@ -196,3 +196,45 @@ func TestImportNginxLog(t *testing.T) {
 		})
 	}
 }
+
+// TestAccessLogRecordedPace: the requests logged within one second are
+// spread across it, so --pace recorded sends them in order and at the
+// logged rate, not all at once at the top of the second.
+func TestAccessLogRecordedPace(t *testing.T) {
+	var log strings.Builder
+	for i := range 15 {
+		sec := 0
+		if i >= 10 {
+			sec = 1 // ten requests in the first second, five in the next
+		}
+		fmt.Fprintf(&log, "10.0.0.1 - - [01/Nov/2026:10:00:0%d +0000] \"GET /r/%d HTTP/1.1\" 200 3 \"-\" \"-\"\n", sec, i)
+	}
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "access.log"), filepath.Join(dir, "traffic.jsonl")
+	os.WriteFile(in, []byte(log.String()), 0o644)
+	if r := runMain(t, context.Background(), "", "import", "access-log", in, "-o", out); r.code != 0 {
+		t.Fatalf("import: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	srv := loopback.NewRaw(t, nil)
+	r := runMain(t, context.Background(), "", "run", "-f", out, "--target", srv.URL(), "--pace", "recorded", "--speed", "2")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	reqs, at := srv.Requests(), srv.Arrivals()
+	if len(reqs) != 15 {
+		t.Fatalf("the server read %d requests, want 15", len(reqs))
+	}
+	for i, req := range reqs {
+		if want := fmt.Sprintf("GET /r/%d HTTP/1.1\r\n", i); !bytes.HasPrefix(req, []byte(want)) {
+			t.Errorf("request %d: %q, want %q", i, req[:min(len(req), 30)], want)
+		}
+	}
+	// Due at 0, 50, ..., 450 ms, then 500, 600, ..., 900 ms (speed 2): a
+	// busy machine may be late (the first one too, hence the margin), never early.
+	if first := at[9].Sub(at[0]); first < 350*time.Millisecond {
+		t.Errorf("the first second's ten requests came within %v, want them spread over 450ms", first)
+	}
+	if all := at[14].Sub(at[0]); all < 800*time.Millisecond {
+		t.Errorf("the fifteen requests came within %v, want 900ms", all)
+	}
+}
