@@ -275,3 +275,22 @@ func TestLooks(t *testing.T) {
 		t.Error("a line that is no record header looks like one")
 	}
 }
+
+// TestBareLineEnds: older GoReplay versions write a three-field header
+// (no latency) and keep the request's bare LF line ends as captured; such
+// a capture converts, one pair a request.
+func TestBareLineEnds(t *testing.T) {
+	in := "1 b33c9c1a2bae6636d5389a1a47035170c58d367e 1568139746437296000\nGET / HTTP/1.1\nHost: localhost:3000\nConnection: keep-alive\nAccept: */*\n\n\n" + Separator + "\n" +
+		"1 56c731dc4647ecc5f44b00c8f9553fff209da918 1568139754038038000\nGET /products?utf8=%E2%9C%93&keywords=t+shirt HTTP/1.1\nHost: localhost:3000\n\n\n" + Separator + "\n"
+	var out bytes.Buffer
+	st, err := Convert(strings.NewReader(in), &out, func(n int, why string) { t.Errorf("record %d skipped: %s", n, why) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := uris(t, out.Bytes()); st.Written != 2 || !slices.Equal(got, []string{"/", "/products?utf8=%E2%9C%93&keywords=t+shirt"}) {
+		t.Errorf("stats %+v, uris %q", st, got)
+	}
+	if strings.Contains(out.String(), "Connection") {
+		t.Errorf("a connection header was kept:\n%s", out.String())
+	}
+}
