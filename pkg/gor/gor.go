@@ -81,7 +81,7 @@ func Merge(srcs []Source, w io.Writer, skip func(src string, record int, why str
 	}
 	sorted := spool.New()
 	defer sorted.Close()
-	c := converter{st: &st, out: sorted, pending: map[string]*waiting{}}
+	c := converter{st: &st, out: sorted, pending: map[string]*waiting{}, skip: skip}
 	for {
 		h, err := nextHead(heads, &st, skip)
 		if err != nil {
@@ -90,7 +90,6 @@ func Merge(srcs []Source, w io.Writer, skip func(src string, record int, why str
 		if h == nil {
 			break
 		}
-		c.skip = func(n int, why string) { skip(h.src, n, why) }
 		if err := c.record(h); err != nil {
 			return st, err
 		}
@@ -99,7 +98,6 @@ func Merge(srcs []Source, w io.Writer, skip func(src string, record int, why str
 	// Requests whose response was not captured.
 	left := slices.SortedFunc(maps.Values(c.pending), func(a, b *waiting) int { return a.seq - b.seq })
 	for _, wt := range left {
-		c.skip = func(n int, why string) { skip(wt.src, n, why) }
 		if err := c.write(wt); err != nil {
 			return st, err
 		}
@@ -188,7 +186,7 @@ type converter struct {
 	out     *spool.Sorter
 	pending map[string]*waiting
 	seq     int
-	skip    Skip // for the record at hand
+	skip    func(src string, record int, why string)
 	line    []byte
 }
 
@@ -198,12 +196,12 @@ func (c *converter) record(h *head) error {
 	case '1':
 		r, err := request(h.body)
 		if err != nil {
-			c.skip(h.n, err.Error())
+			c.skip(h.src, h.n, err.Error())
 			return nil
 		}
 		r.TS = time.Unix(0, h.ts).UTC()
 		if _, dup := c.pending[h.id]; dup {
-			c.skip(h.n, "a second request with id "+h.id)
+			c.skip(h.src, h.n, "a second request with id "+h.id)
 			return nil
 		}
 		c.seq++
@@ -211,11 +209,11 @@ func (c *converter) record(h *head) error {
 	case '2':
 		wt := c.pending[h.id]
 		if wt == nil {
-			c.skip(h.n, "a response to no captured request (id "+h.id+")")
+			c.skip(h.src, h.n, "a response to no captured request (id "+h.id+")")
 			return nil
 		}
 		if err := response(wt.rec, h.body); err != nil {
-			c.skip(h.n, err.Error())
+			c.skip(h.src, h.n, err.Error())
 			return nil
 		}
 		wt.rec.Duration = time.Duration(h.lat)
@@ -224,7 +222,7 @@ func (c *converter) record(h *head) error {
 	case '3':
 		c.st.Replayed++
 	default:
-		c.skip(h.n, fmt.Sprintf("unknown record type %q", h.kind))
+		c.skip(h.src, h.n, fmt.Sprintf("unknown record type %q", h.kind))
 	}
 	return nil
 }
@@ -234,7 +232,7 @@ func (c *converter) write(wt *waiting) error {
 	var err error
 	c.line, err = rrpair.AppendChecked(c.line[:0], wt.rec)
 	if err != nil {
-		c.skip(wt.record, err.Error())
+		c.skip(wt.src, wt.record, err.Error())
 		return nil
 	}
 	c.st.Written++
