@@ -2,7 +2,7 @@
 // the records in memory: the importers write pairs in request order while
 // the recorder wrote them in another (GoReplay as answers completed, a log
 // as lines were written). Records stay in memory up to a limit, then go to
-// an unlinked temporary file; memory keeps 24 bytes a record.
+// an unlinked temporary file; memory keeps 32 bytes a record.
 package spool
 
 import (
@@ -17,9 +17,9 @@ import (
 // moves them to a temporary file.
 const memLimit = 8 << 20
 
-// Sorter holds records with their keys; Sort orders them by key, keeping
-// the order they were added in among equal keys. Use it from one
-// goroutine.
+// Sorter holds records with their keys; Sort orders them by key, then by
+// sequence number (the order the records had at their source). Use it
+// from one goroutine.
 type Sorter struct {
 	index []entry
 	mem   []byte        // the records, until they outgrow limit
@@ -30,17 +30,17 @@ type Sorter struct {
 }
 
 type entry struct {
-	key int64
-	off int64
-	n   int
+	key, seq int64
+	off      int64
+	n        int
 }
 
 // New returns an empty Sorter.
 func New() *Sorter { return &Sorter{limit: memLimit} }
 
-// Add appends a record (copied) with its key.
-func (s *Sorter) Add(key int64, rec []byte) error {
-	s.index = append(s.index, entry{key, s.size, len(rec)})
+// Add appends a record (copied) with its key and sequence number.
+func (s *Sorter) Add(key, seq int64, rec []byte) error {
+	s.index = append(s.index, entry{key, seq, s.size, len(rec)})
 	s.size += int64(len(rec))
 	if s.file == nil && len(s.mem)+len(rec) <= s.limit {
 		s.mem = append(s.mem, rec...)
@@ -69,9 +69,10 @@ func (s *Sorter) spill() error {
 	return err
 }
 
-// Sort orders the records by key, stably, and makes them readable.
+// Sort orders the records by key and sequence number, and makes them
+// readable.
 func (s *Sorter) Sort() error {
-	slices.SortStableFunc(s.index, func(a, b entry) int { return cmp.Compare(a.key, b.key) })
+	slices.SortFunc(s.index, func(a, b entry) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.seq, b.seq)) })
 	if s.w != nil {
 		return s.w.Flush()
 	}

@@ -13,7 +13,7 @@
 // logged within one second are spread evenly across it (the k-th of n at
 // second + k/n) so that a recorded pace keeps their order and rate. A log
 // out of time order is sorted, stably. Lines are spooled (internal/spool),
-// so memory holds 24 bytes a line.
+// so memory holds 32 bytes a line.
 package accesslog
 
 import (
@@ -167,7 +167,7 @@ func (c *converter) first(n int, line []byte) error {
 		st.Sorted = true
 	}
 	c.last = max(c.last, key)
-	return c.sorted.Add(key, line)
+	return c.sorted.Add(key, int64(n), line)
 }
 
 // second writes the spooled lines in time order, the ones of a coarse

@@ -66,7 +66,7 @@ func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 // without an answer is written without one. skip gets the source's name
 // and the record's number in it (from 1).
 //
-// Memory holds the requests waiting for their answer and 24 bytes a pair;
+// Memory holds the requests waiting for their answer and 32 bytes a pair;
 // the pairs themselves wait in memory up to 8 MiB, then in a temporary
 // file.
 func Merge(srcs []Source, w io.Writer, skip func(src string, record int, why string)) (Stats, error) {
@@ -239,7 +239,7 @@ func (c *converter) write(wt *waiting) error {
 	if wt.rec.Host == "" && !absolute(wt.rec.URI) {
 		c.st.NoHost++
 	}
-	return c.out.Add(wt.rec.TS.UnixNano(), c.line)
+	return c.out.Add(wt.rec.TS.UnixNano(), int64(wt.seq), c.line)
 }
 
 // sep ends each record, with the line ends around it.
