@@ -170,14 +170,18 @@ func TestRequestOrder(t *testing.T) {
 		rec("1 early 3000", get("/early")) +
 		rec("2 early 3100 100", ok) +
 		rec("2 slow 9000 8000", ok) +
-		rec("2 late 9500 5500", ok)
+		rec("2 late 9500 5500", ok) +
+		rec("1 tie-a 10000", get("/tie-a")) + // the same time: capture order
+		rec("1 tie-b 10000", get("/tie-b")) +
+		rec("2 tie-b 10100 100", ok) +
+		rec("2 tie-a 10200 200", ok)
 	var out bytes.Buffer
 	st, err := Convert(strings.NewReader(in), &out, func(n int, why string) { t.Errorf("record %d skipped: %s", n, why) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/slow", "/fast", "/early", "/late"}
-	if got := uris(t, out.Bytes()); st.Written != 4 || !slices.Equal(got, want) {
+	want := []string{"/slow", "/fast", "/early", "/late", "/tie-a", "/tie-b"}
+	if got := uris(t, out.Bytes()); st.Written != 6 || !slices.Equal(got, want) {
 		t.Errorf("stats %+v, order %q, want %q", st, got, want)
 	}
 }
