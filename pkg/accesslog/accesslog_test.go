@@ -355,3 +355,18 @@ func FuzzLine(f *testing.F) {
 		}
 	})
 }
+
+// TestJSONLine: the small JSON reader keeps bytes, reaches into nested
+// objects, skips arrays, and refuses what is not one object.
+func TestJSONLine(t *testing.T) {
+	obj := map[string][]byte{}
+	err := parseJSONLine([]byte(`{"a":"x\u0016\"y\u00e9\ud83d\ude00`+"\xff"+`","n":{"m":1.5,"e":{},"l":[1,[2,{"z":3}],[]]},"nil":null,"t":true}`), obj)
+	if err != nil || string(obj["a"]) != "x\x16\"yé😀\xff" || string(obj["n.m"]) != "1.5" || string(obj["t"]) != "true" || len(obj) != 3 {
+		t.Errorf("%v: %q", err, obj)
+	}
+	for _, bad := range []string{`[]`, `{"a":1,}`, `{"a" 1}`, `{"a":1} x`, `{"a":"\q"}`, `{"a":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, `{"a":"\u12"}`} {
+		if err := parseJSONLine([]byte(bad), map[string][]byte{}); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}

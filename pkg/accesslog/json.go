@@ -106,19 +106,10 @@ func (p *jsonParser) ws() {
 }
 
 func (p *jsonParser) object(prefix string, obj map[string][]byte, depth int) error {
-	if depth > 32 {
-		return p.fail("nested too deep")
-	}
 	if p.i >= len(p.b) || p.b[p.i] != '{' {
 		return p.fail("want an object")
 	}
-	p.i++
-	for first := true; ; first = false {
-		p.ws()
-		if p.i < len(p.b) && p.b[p.i] == '}' && first {
-			p.i++
-			return nil
-		}
+	return p.list('}', depth, func() error {
 		key, err := p.str()
 		if err != nil {
 			return err
@@ -129,7 +120,30 @@ func (p *jsonParser) object(prefix string, obj map[string][]byte, depth int) err
 		}
 		p.i++
 		p.ws()
-		if err := p.value(prefix+string(key), obj, depth); err != nil {
+		return p.value(prefix+string(key), obj, depth)
+	})
+}
+
+// array skips an array: no field of a log is one.
+func (p *jsonParser) array(depth int) error {
+	scratch := map[string][]byte{}
+	return p.list(']', depth, func() error { return p.value("", scratch, depth) })
+}
+
+// list reads the elements of an object or an array, from its opening
+// byte to end.
+func (p *jsonParser) list(end byte, depth int, elem func() error) error {
+	if depth > 32 {
+		return p.fail("nested too deep")
+	}
+	p.i++
+	for first := true; ; first = false {
+		p.ws()
+		if first && p.i < len(p.b) && p.b[p.i] == end {
+			p.i++
+			return nil
+		}
+		if err := elem(); err != nil {
 			return err
 		}
 		p.ws()
@@ -137,11 +151,11 @@ func (p *jsonParser) object(prefix string, obj map[string][]byte, depth int) err
 			p.i++
 			continue
 		}
-		if p.i < len(p.b) && p.b[p.i] == '}' {
+		if p.i < len(p.b) && p.b[p.i] == end {
 			p.i++
 			return nil
 		}
-		return p.fail("want , or }")
+		return p.fail("want , or " + string(end))
 	}
 }
 
@@ -170,32 +184,6 @@ func (p *jsonParser) value(key string, obj map[string][]byte, depth int) error {
 			obj[key] = p.b[start:p.i]
 		}
 		return nil
-	}
-}
-
-// array skips an array: no field of a log is one.
-func (p *jsonParser) array(depth int) error {
-	p.i++
-	scratch := map[string][]byte{}
-	for first := true; ; first = false {
-		p.ws()
-		if p.i < len(p.b) && p.b[p.i] == ']' && first {
-			p.i++
-			return nil
-		}
-		if err := p.value("", scratch, depth); err != nil {
-			return err
-		}
-		p.ws()
-		if p.i < len(p.b) && p.b[p.i] == ',' {
-			p.i++
-			continue
-		}
-		if p.i < len(p.b) && p.b[p.i] == ']' {
-			p.i++
-			return nil
-		}
-		return p.fail("want , or ]")
 	}
 }
 
