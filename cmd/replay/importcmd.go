@@ -307,16 +307,16 @@ func runImport(std stdio, spec importSpec, names []string, out, skippedOut strin
 		return err
 	}
 	defer abort()
-	var skw *bufio.Writer
-	commitSkipped, abortSkipped := func() error { return nil }, func() {}
+	commitSkipped := func() error { return nil }
 	if skippedOut != "" {
-		var f io.Writer
-		if f, commitSkipped, abortSkipped, err = openOut("--skipped", skippedOut, std.out); err != nil {
+		f, commit, abort, err := openOut("--skipped", skippedOut, std.out)
+		if err != nil {
 			return err
 		}
-		defer abortSkipped()
-		skw = bufio.NewWriterSize(f, 64<<10)
+		defer abort()
+		skw := bufio.NewWriterSize(f, 64<<10)
 		sk.jsonl = skw
+		commitSkipped = func() error { return errors.Join(skw.Flush(), commit()) }
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	res, err := spec.convert(ins, bw, sk)
@@ -331,10 +331,8 @@ func runImport(std stdio, spec importSpec, names []string, out, skippedOut strin
 	}
 	fmt.Fprintf(std.err, "replay: %s\n", res.summary)
 	strictErr := sk.report(std.err, strict)
-	if skw != nil { // complete: the skips explain a failure below
-		if err := errors.Join(skw.Flush(), commitSkipped()); err != nil {
-			return fmt.Errorf("--skipped: %w", err)
-		}
+	if err := commitSkipped(); err != nil { // complete: the skips explain a failure below
+		return fmt.Errorf("--skipped: %w", err)
 	}
 	if res.written == 0 {
 		return noPairs(sk, res.empty)

@@ -212,59 +212,28 @@ func (c *converter) second(w io.Writer) error {
 	return bw.Flush()
 }
 
+// getter returns the value of the first field named that the line has.
+type getter func(names ...string) ([]byte, bool)
+
 // parse reads a line into a pair.
 func (c *converter) parse(line []byte) (entry, error) {
-	clear(c.fields)
-	f := c.opt.Format
-	var get func(names ...string) ([]byte, bool)
-	if f.json != nil {
-		if err := parseJSONLine(line, c.fields); err != nil {
-			return entry{}, err
-		}
-		get = func(keys ...string) ([]byte, bool) { return lookup(c.fields, keys) }
-	} else {
-		if err := f.matchText(line, c.fields); err != nil {
-			return entry{}, fmt.Errorf("not %s: %w", f.describe(), err)
-		}
-		get = func(names ...string) ([]byte, bool) {
-			v, ok := lookup(c.fields, names)
-			return unescape(v), ok
-		}
+	get, err := c.read(line)
+	if err != nil {
+		return entry{}, err
 	}
-	keys := f.keys()
+	keys := c.opt.Format.keys()
 	if req, ok := get(keys.Request...); ok && string(req) == "-" {
 		return entry{}, errNotHTTP // a connection closed before its request line
 	}
 	get = dashless(get)
 	var e entry
-	if req, ok := get(keys.Request...); ok {
-		m, target, version, err := requestLine(req)
-		if err != nil {
-			return e, err
-		}
-		e.rec.Method, e.rec.URI, e.rec.Version = m, target, version
-	} else {
-		m, okM := get(keys.Method...)
-		uri, okU := get(keys.URI...)
-		if !okM || !okU {
-			return e, errors.New("no request: neither the request line nor method and target")
-		}
-		proto, _ := get(keys.Protocol...)
-		line := string(m) + " " + string(uri)
-		if len(proto) > 0 {
-			line += " " + string(proto)
-		}
-		mm, target, version, err := requestLine([]byte(line))
-		if err != nil {
-			return e, err
-		}
-		e.rec.Method, e.rec.URI, e.rec.Version = mm, target, version
+	if e.rec.Method, e.rec.URI, e.rec.Version, err = request(get, keys); err != nil {
+		return e, err
 	}
 	ts, ok := get(keys.Time...)
 	if !ok {
 		return e, errors.New("no time")
 	}
-	var err error
 	if e.rec.TS, e.coarse, err = parseTime(string(ts)); err != nil {
 		return e, err
 	}
@@ -273,10 +242,9 @@ func (c *converter) parse(line []byte) (entry, error) {
 			e.rec.Status = n
 		}
 	}
+	e.rec.Host = c.opt.Host
 	if host, ok := get(keys.Host...); ok && len(host) > 0 {
 		e.rec.Host = string(host)
-	} else {
-		e.rec.Host = c.opt.Host
 	}
 	if s, ok := get(keys.Scheme...); ok && (string(s) == "http" || string(s) == "https") {
 		e.rec.Protocol = string(s)
@@ -289,9 +257,45 @@ func (c *converter) parse(line []byte) (entry, error) {
 	return e, nil
 }
 
+// read reads a line's fields, as its format says, into c.fields.
+func (c *converter) read(line []byte) (getter, error) {
+	clear(c.fields)
+	f := c.opt.Format
+	if f.json != nil {
+		if err := parseJSONLine(line, c.fields); err != nil {
+			return nil, err
+		}
+		return func(keys ...string) ([]byte, bool) { return lookup(c.fields, keys) }, nil
+	}
+	if err := f.matchText(line, c.fields); err != nil {
+		return nil, fmt.Errorf("not %s: %w", f.describe(), err)
+	}
+	return func(names ...string) ([]byte, bool) {
+		v, ok := lookup(c.fields, names)
+		return unescape(v), ok
+	}, nil
+}
+
+// request reads the request line, or the method, target and protocol.
+func request(get getter, keys *JSONFields) (method, target, version string, err error) {
+	if req, ok := get(keys.Request...); ok {
+		return requestLine(req)
+	}
+	m, okM := get(keys.Method...)
+	uri, okU := get(keys.URI...)
+	if !okM || !okU {
+		return "", "", "", errors.New("no request: neither the request line nor method and target")
+	}
+	line := string(m) + " " + string(uri)
+	if proto, _ := get(keys.Protocol...); len(proto) > 0 {
+		line += " " + string(proto)
+	}
+	return requestLine([]byte(line))
+}
+
 // dashless treats a field logged as "-" (nginx's and Apache's empty
 // value) as absent.
-func dashless(get func(...string) ([]byte, bool)) func(...string) ([]byte, bool) {
+func dashless(get getter) getter {
 	return func(names ...string) ([]byte, bool) {
 		v, ok := get(names...)
 		return v, ok && string(v) != "-"
