@@ -288,19 +288,11 @@ func runImport(std stdio, spec importSpec, names []string, out, skippedOut strin
 			return err
 		}
 	}
-	ins := make([]importInput, len(names))
-	for i, name := range names {
-		if name == "-" {
-			ins[i] = importInput{"standard input", std.in}
-			continue
-		}
-		f, err := os.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		ins[i] = importInput{name, f}
+	ins, closeIns, err := openInputs(names, std.in)
+	if err != nil {
+		return err
 	}
+	defer closeIns()
 	sk := &skipped{what: spec.what}
 	w, commit, abort, err := openOut("-o", out, std.out)
 	if err != nil {
@@ -344,6 +336,30 @@ func runImport(std stdio, spec importSpec, names []string, out, skippedOut strin
 		return fmt.Errorf("-o: %w", err)
 	}
 	return nil
+}
+
+// openInputs opens the files named ("-": stdin); close closes them.
+func openInputs(names []string, stdin io.Reader) (ins []importInput, close func(), err error) {
+	var files []*os.File
+	close = func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	for _, name := range names {
+		if name == "-" {
+			ins = append(ins, importInput{"standard input", stdin})
+			continue
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			close()
+			return nil, nil, err
+		}
+		files = append(files, f)
+		ins = append(ins, importInput{name, f})
+	}
+	return ins, close, nil
 }
 
 // noPairs says why an import wrote nothing.
