@@ -88,8 +88,9 @@ func accessLogImporter(std stdio) *cobra.Command {
 		short: "Convert a web server's access log (nginx, Apache, JSON) to RRPairs",
 		long: `Convert an access log to RRPairs: nginx's and Apache's combined and common
 formats, an nginx log_format string (--format '$remote_addr [$time_local]
-"$request" $status'), or JSON lines (--format json; nginx's escape=json
-logs read as they are, other key names with --json-field). Each request
+"$request" $status'), an Apache LogFormat (--format '%h %t "%r" %>s %D'),
+or JSON lines (--format json; nginx's escape=json logs read as they are,
+other key names with --json-field). Each request
 line becomes a pair with its method, its raw target (nginx's \xHH escapes
 undone), its time, its status and, when the log has it ($http_host, $host)
 or --host gives it, its host. A log keeps no headers and no bodies: the
@@ -102,7 +103,7 @@ are read as they are.`,
 		example: `  replay import access-log /var/log/nginx/access.log --host shop.example -o traffic.jsonl
   replay import access-log access.json --format json --json-field time=ts -o traffic.jsonl`,
 		flags: func(fs *pflag.FlagSet) {
-			fs.StringVar(&format, "format", "", "the log's `FORMAT`: combined (reads common too), common, json, or an nginx log_format string (default: json when the first line is an object, else combined)")
+			fs.StringVar(&format, "format", "", "the log's `FORMAT`: combined (reads common too), common, json, an nginx log_format or an Apache LogFormat string (default: json when the first line is an object, else combined)")
 			fs.StringArrayVar(&fields, "json-field", nil, "a JSON log's field ROLE is at KEY, as in `ROLE=KEY` (roles: request, method, uri, time, status, host, duration, scheme, protocol); repeatable")
 			fs.StringVar(&host, "host", "", "the `HOST[:PORT]` of the lines whose log names none (else they replay with --target)")
 		},

@@ -253,6 +253,10 @@ func (c *converter) parse(line []byte) (entry, error) {
 		if secs, err := strconv.ParseFloat(string(d), 64); err == nil && secs > 0 {
 			e.rec.Duration = time.Duration(secs * float64(time.Second))
 		}
+	} else if d, ok := get("request_time_us"); ok { // Apache's %D
+		if us, err := strconv.ParseInt(string(d), 10, 64); err == nil && us > 0 {
+			e.rec.Duration = time.Duration(us) * time.Microsecond
+		}
 	}
 	return e, nil
 }

@@ -370,3 +370,24 @@ func TestJSONLine(t *testing.T) {
 		}
 	}
 }
+
+// TestApacheFormat: an Apache LogFormat string reads as the nginx
+// log_format it means; %D is the duration in microseconds.
+func TestApacheFormat(t *testing.T) {
+	f, err := ParseFormat(`%h %l %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i" %{Host}i %D`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := `10.0.0.7 - frank [10/Oct/2026:13:55:36 -0700] "GET /a\"b?c=%20 HTTP/1.1" 304 - "-" "Mozilla/5.0 (X11)" shop.test:8443 2500` + "\n"
+	var out bytes.Buffer
+	st, err := Convert(strings.NewReader(line), &out, Options{Format: f}, func(n int, why string) { t.Errorf("line %d: %s", n, why) })
+	want := `{"ts":"2026-10-10T20:55:36Z","duration":2.5,"http":{"req":{"method":"GET","uri":"/a\"b?c=%20","host":"shop.test:8443","version":"1.1"},"res":{"statusCode":304}}}` + "\n"
+	if err != nil || st.Written != 1 || out.String() != want {
+		t.Errorf("%v, %+v:\n got %s\nwant %s", err, st, out.String(), want)
+	}
+	for _, bad := range []string{`%h %{%d/%b}t "%r"`, `%h %U%q`, `%h "%r" %Z`, `%h "%r" %{Host`, `%h "%r" %`, `%h %s`} {
+		if _, err := ParseFormat(bad); err == nil {
+			t.Errorf("%q: accepted", bad)
+		}
+	}
+}

@@ -32,11 +32,11 @@ type part struct {
 }
 
 // ParseFormat reads a format: "combined" (which also reads common lines),
-// "common", "json", or an nginx log_format string, whose $variables name
+// "common", "json", an nginx log_format string, whose $variables name
 // the fields ($request or $request_method with $request_uri; $time_local,
 // $time_iso8601 or $msec; $status; $http_host or $host; $request_time;
-// $scheme); any other variable is read and ignored. Apache users give
-// the preset that matches their LogFormat.
+// $scheme), or an Apache LogFormat string (%h %l %u %t \"%r\" %>s %b
+// %{Host}i %D ...); any other field is read and ignored.
 func ParseFormat(s string) (*Format, error) {
 	switch s {
 	case "combined", "":
@@ -46,10 +46,18 @@ func ParseFormat(s string) (*Format, error) {
 	case "json":
 		return &Format{name: "json", json: DefaultJSONFields()}, nil
 	}
-	if !strings.Contains(s, "$") {
-		return nil, fmt.Errorf("format %q: want combined, common, json or an nginx log_format string with $variables", s)
+	nginx := s
+	switch {
+	case strings.Contains(s, "$"):
+	case strings.Contains(s, "%"):
+		var err error
+		if nginx, err = fromApache(s); err != nil {
+			return nil, fmt.Errorf("format %q: %w", s, err)
+		}
+	default:
+		return nil, fmt.Errorf("format %q: want combined, common, json, an nginx log_format string with $variables or an Apache LogFormat with %%directives", s)
 	}
-	parts, err := parseParts(s)
+	parts, err := parseParts(nginx)
 	if err != nil {
 		return nil, err
 	}
@@ -57,6 +65,73 @@ func ParseFormat(s string) (*Format, error) {
 		return nil, fmt.Errorf("format %q: names no request: want $request, or $request_method and $request_uri", s)
 	}
 	return &Format{name: s, texts: [][]part{parts}}, nil
+}
+
+// apacheVars are the nginx variables of Apache's LogFormat directives;
+// those that name nothing a pair keeps are read and ignored.
+var apacheVars = map[byte]string{
+	'h': "remote_addr", 'a': "remote_addr", 'l': "remote_ident", 'u': "remote_user",
+	't': "[$time_local]", 'r': "request", 's': "status", 'b': "body_bytes_sent", 'B': "body_bytes_sent",
+	'D': "request_time_us", 'T': "request_time_s", 'v': "server_name", 'V': "host", 'm': "request_method",
+	'H': "server_protocol", 'p': "server_port", 'I': "bytes_in", 'O': "bytes_out", 'S': "bytes", 'k': "keepalives",
+	'L': "log_id", 'P': "pid", 'X': "connection_status", 'R': "handler", 'f': "filename", 'e': "env",
+}
+
+// fromApache writes an Apache LogFormat as an nginx log_format: %r is
+// $request, %t is [$time_local] (Apache writes the brackets), %{Name}i is
+// $http_name, and so on.
+func fromApache(s string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		for i < len(s) && (s[i] == '>' || s[i] == '<' || s[i] == '!' || s[i] == ',' || '0' <= s[i] && s[i] <= '9') {
+			i++ // modifiers: final or original request, status conditions
+		}
+		arg := ""
+		if i < len(s) && s[i] == '{' {
+			end := strings.IndexByte(s[i:], '}')
+			if end < 0 {
+				return "", fmt.Errorf("%%{ without }")
+			}
+			arg, i = s[i+1:i+end], i+end+1
+		}
+		if i >= len(s) {
+			return "", fmt.Errorf("%% at the end")
+		}
+		c := s[i]
+		switch {
+		case c == '%':
+			b.WriteByte('%')
+		case c == 'i' && arg != "":
+			b.WriteString("$http_" + strings.ToLower(strings.ReplaceAll(arg, "-", "_")))
+		case c == 't' && arg != "":
+			return "", fmt.Errorf("%%{%s}t: a custom time format is not read; use %%t", arg)
+		case c == 'U' || c == 'q':
+			return "", fmt.Errorf("%%%c: Apache logs the path decoded; use %%r, the request line as sent", c)
+		case arg != "":
+			b.WriteString("${apache_" + string(c) + "_" + strings.Map(varByte, arg) + "}")
+		case apacheVars[c] == "":
+			return "", fmt.Errorf("%%%c: not an Apache LogFormat directive", c)
+		case c == 't':
+			b.WriteString(apacheVars[c])
+		default:
+			b.WriteString("$" + apacheVars[c])
+		}
+	}
+	return b.String(), nil
+}
+
+// varByte keeps the bytes a variable name may hold, and makes the others
+// '_'.
+func varByte(r rune) rune {
+	if r < 0x80 && isVarByte(byte(r)) {
+		return r
+	}
+	return '_'
 }
 
 // Name is the format as given ("combined", "json", a log_format string).
