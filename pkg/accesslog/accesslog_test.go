@@ -374,7 +374,7 @@ func TestJSONLine(t *testing.T) {
 // TestApacheFormat: an Apache LogFormat string reads as the nginx
 // log_format it means; %D is the duration in microseconds.
 func TestApacheFormat(t *testing.T) {
-	f, err := ParseFormat(`%h %l %u %t "%r" %>s %b "%{Referer}i" "%{User-Agent}i" %{Host}i %D`)
+	f, err := ParseFormat(`%h %l %u %t \"%r\" %>s %b "%{Referer}i" "%{User-Agent}i" %{Host}i %D`) // as in httpd.conf, or not
 	if err != nil {
 		t.Fatal(err)
 	}

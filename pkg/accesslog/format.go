@@ -79,8 +79,9 @@ var apacheVars = map[byte]string{
 
 // fromApache writes an Apache LogFormat as an nginx log_format: %r is
 // $request, %t is [$time_local] (Apache writes the brackets), %{Name}i is
-// $http_name, and so on.
+// $http_name, and so on. A \" copied from the configuration is a ".
 func fromApache(s string) (string, error) {
+	s = strings.ReplaceAll(s, `\"`, `"`)
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] != '%' {
