@@ -338,7 +338,7 @@ func FuzzLine(f *testing.F) {
 			f.Add(line)
 		}
 	}
-	formats := []string{"combined", "json", customFormat}
+	formats := []string{"combined", "json", customFormat, `%h %t "%r" %>s %{Host}i %D`}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		for _, name := range formats {
 			fm, _ := ParseFormat(name)
