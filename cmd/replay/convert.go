@@ -4,33 +4,54 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/export"
-	"github.com/replay-dev/replay/pkg/gor"
-	"github.com/replay-dev/replay/pkg/har"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
 // skipped counts what a converter could not convert, keeps the first few,
-// and says so on stderr; with --strict any of it fails the command.
+// and says so on stderr; with --strict any of it fails the command. With
+// jsonl set (import --skipped), every one is written there as a JSON line,
+// {"index": N, "reason": "..."} ("file" first when several were read).
 type skipped struct {
 	what  string // "line", "entry", "record"
 	n     int
 	first []string
+	jsonl io.Writer
+	line  []byte
 }
 
-func (s *skipped) add(where int, why string) {
+func (s *skipped) add(where int, why string) { s.addIn("", where, why) }
+
+// addIn is add for a converter that reads several files: file names the
+// one where is in.
+func (s *skipped) addIn(file string, where int, why string) {
 	s.n++
 	if len(s.first) < 5 {
-		s.first = append(s.first, fmt.Sprintf("%s %d: %s", s.what, where, why))
+		place := fmt.Sprintf("%s %d", s.what, where)
+		if file != "" {
+			place = file + " " + place
+		}
+		s.first = append(s.first, place+": "+why)
 	}
+	if s.jsonl == nil {
+		return
+	}
+	b := append(s.line[:0], '{')
+	if file != "" {
+		b = append(rrpair.AppendJSONString(append(b, `"file":`...), file), ',')
+	}
+	b = strconv.AppendInt(append(b, `"index":`...), int64(where), 10)
+	b = rrpair.AppendJSONString(append(b, `,"reason":`...), why)
+	s.line = append(b, "}\n"...)
+	s.jsonl.Write(s.line) // a buffered file's error comes back at its flush
 }
 
 func (s *skipped) plural() string {
@@ -261,79 +282,4 @@ func k6Refuses(fs *pflag.FlagSet, l *run.Load, shape run.Shape) error {
 		errs = append(errs, errors.New("--iterations: k6's arrival-rate and ramping executors take no iteration limit; give --duration instead"))
 	}
 	return errors.Join(errs...)
-}
-
-func newImportCmd(std stdio) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "import",
-		Short: "Convert a HAR or a GoReplay capture to RRPairs",
-	}
-	cmd.AddCommand(
-		importer(std, "har FILE.har", "Convert a HAR 1.2 file (a browser's or a proxy's export) to RRPairs",
-			`Convert a HAR 1.2 file to RRPairs: entries ordered by startedDateTime, pages
-as sessions, HTTP/2 pseudo-headers and hop-by-hop headers dropped,
-Content-Length left to the replay, postData.text (or its params, form-encoded)
-as the body, the response's content.text (base64 when so encoded) kept for
---compare. HTTP/2 and 3 entries become HTTP/1.1 pairs, counted as
-downgraded. Entries that cannot be converted are skipped, reported on
-stderr with their number.`,
-			"  replay import har session.har -o traffic.jsonl", "entry",
-			func(r io.Reader, w io.Writer, skip func(int, string)) (string, error) {
-				st, err := har.Convert(r, w, skip)
-				return fmt.Sprintf("%d entries, %d pairs written, %d downgraded from HTTP/2 or 3", st.Entries, st.Written, st.Downgraded), err
-			}),
-		importer(std, "gor FILE.gor", "Convert a GoReplay capture (.gor, .gor.gz) to RRPairs",
-			`Convert a GoReplay capture file to RRPairs: each request with its original
-response (replayed responses are counted, not kept), names, case and order
-of headers as captured, chunked bodies de-chunked. Gzip-compressed captures
-are read as they are. Records that cannot be converted are skipped,
-reported on stderr with their number.`,
-			"  replay import gor requests_0.gor.gz -o traffic.jsonl", "record",
-			func(r io.Reader, w io.Writer, skip func(int, string)) (string, error) {
-				st, err := gor.Convert(r, w, skip)
-				return fmt.Sprintf("%d records, %d pairs written, %d replayed responses not kept", st.Records, st.Written, st.Replayed), err
-			}),
-	)
-	return cmd
-}
-
-// importer is an import subcommand: FILE (or -f; - for stdin) through
-// convert to -o (or stdout), what it skipped on stderr.
-func importer(std stdio, use, short, long, example, what string, convert func(io.Reader, io.Writer, func(int, string)) (string, error)) *cobra.Command {
-	var file, out string
-	var strict bool
-	cmd := &cobra.Command{
-		Use: use, Short: short, Long: long, Example: example,
-		Args: cobra.MaximumNArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				file = args[0]
-			}
-			if file == "" {
-				return fmt.Errorf("name the file to import (an argument, or -f; - for standard input)")
-			}
-			in, name := std.in, "standard input"
-			if file != "-" {
-				name = file
-				f, err := os.Open(file)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				in = f
-			}
-			sk := &skipped{what: what}
-			return writeOut(std, file, out, sk, strict, func(w io.Writer) (string, error) {
-				summary, err := convert(in, w, sk.add)
-				if err != nil {
-					err = fmt.Errorf("%s: %w", name, err)
-				}
-				return summary, err
-			})
-		},
-	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "the `FILE` to import (- for standard input)")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write the RRPairs to `FILE` (default: standard output)")
-	cmd.Flags().BoolVar(&strict, "strict", false, "fail when any "+what+" cannot be converted")
-	return cmd
 }

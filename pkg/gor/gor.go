@@ -5,10 +5,10 @@
 //	<type> <id> <timestamp ns> [<latency ns>]
 //
 // (type 1: a request, 2: its original response, 3: a replayed response)
-// followed by the raw HTTP/1.x message. A request is written with its
-// original response once both are seen; requests still waiting at the end
-// are written without one. Memory holds only the requests waiting for
-// their response.
+// followed by the raw HTTP/1.x message. Each request is paired with its
+// original response by id; requests still waiting at the end are written
+// without one. Pairs come out in request order, from one capture or from
+// several merged by timestamp (Merge).
 package gor
 
 import (
@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/internal/spool"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -33,141 +34,277 @@ const Separator = "🐵🙈🙉"
 
 // Stats say what a conversion did.
 type Stats struct {
-	Records  int // records read
+	Records  int // records read, in all files
 	Written  int // pairs written
 	Replayed int // replayed responses (type 3), which a pair does not keep
+	NoHost   int // pairs written whose request had no Host (they replay with --target)
 }
 
 // Skip receives a record that could not be converted: its number (from 1)
 // and why.
 type Skip func(record int, why string)
 
-// Convert reads a capture from r (gzip-compressed or not) and writes pairs
-// to w as their responses complete (ts keeps each request's capture time;
-// replay orders by file position, so a response captured out of order
-// moves its pair).
+// Source is one capture file: its name (for Merge's skip reports) and
+// its bytes, gzip-compressed or not.
+type Source struct {
+	Name string
+	R    io.Reader
+}
+
+// Convert reads one capture from r (gzip-compressed or not) and writes
+// its pairs to w in request order, as Merge does.
 func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
+	return Merge([]Source{{R: r}}, w, func(_ string, n int, why string) { skip(n, why) })
+}
+
+// Merge reads the captures in srcs as one: GoReplay writes a long capture
+// in chunks (requests_0.gor, requests_1.gor, ...), and several instances
+// write one file each. Records are taken from the files by timestamp, so
+// a response finds its request whichever file holds it, and the pairs are
+// written to w in request order (by the request record's timestamp, ties
+// in capture order), not in the order the answers completed. A request
+// without an answer is written without one. skip gets the source's name
+// and the record's number in it (from 1).
+//
+// Memory holds the requests waiting for their answer and 32 bytes a pair;
+// the pairs themselves wait in memory up to 8 MiB, then in a temporary
+// file.
+func Merge(srcs []Source, w io.Writer, skip func(src string, record int, why string)) (Stats, error) {
 	var st Stats
-	br := bufio.NewReaderSize(r, 64<<10)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
+	heads := make([]*head, len(srcs))
+	for i, src := range srcs {
+		rr, err := newRecordReader(src.R)
 		if err != nil {
-			return st, fmt.Errorf("gzip: %w", err)
+			return st, errName(src.Name, err)
 		}
-		defer zr.Close()
-		br = bufio.NewReaderSize(zr, 64<<10)
+		heads[i] = &head{src: src.Name, r: rr}
 	}
-	type waiting struct {
-		rec    *rrpair.Record
-		record int
-	}
-	pending := map[string]*waiting{}
-	bw := bufio.NewWriter(w)
-	write := func(r *rrpair.Record, record int) error {
-		line, err := rrpair.AppendChecked(nil, r)
+	sorted := spool.New()
+	defer sorted.Close()
+	c := converter{st: &st, out: sorted, pending: map[string]*waiting{}, skip: skip}
+	for {
+		h, err := nextHead(heads, &st, skip)
 		if err != nil {
-			skip(record, err.Error())
-			return nil
+			return st, err
 		}
-		st.Written++
-		_, err = bw.Write(line)
-		return err
+		if h == nil {
+			break
+		}
+		if err := c.record(h); err != nil {
+			return st, err
+		}
+		h.ok = false
 	}
-	err := records(br, func(n int, rec []byte) error {
-		st.Records = n
-		kind, id, ts, latency, payload, err := parseRecord(rec)
-		if err != nil {
-			skip(n, err.Error())
-			return nil
+	// Requests whose response was not captured.
+	left := slices.SortedFunc(maps.Values(c.pending), func(a, b *waiting) int { return a.seq - b.seq })
+	for _, wt := range left {
+		if err := c.write(wt); err != nil {
+			return st, err
 		}
-		switch kind {
-		case '1':
-			r, err := request(payload)
-			if err != nil {
-				skip(n, err.Error())
-				return nil
-			}
-			r.TS = time.Unix(0, ts).UTC()
-			if _, dup := pending[id]; dup {
-				skip(n, "a second request with id "+id)
-				return nil
-			}
-			pending[id] = &waiting{r, n}
-		case '2':
-			wt := pending[id]
-			if wt == nil {
-				skip(n, "a response to no captured request (id "+id+")")
-				return nil
-			}
-			if err := response(wt.rec, payload); err != nil {
-				skip(n, err.Error())
-				return nil
-			}
-			wt.rec.Duration = time.Duration(latency)
-			delete(pending, id)
-			return write(wt.rec, wt.record)
-		case '3':
-			st.Replayed++
-		default:
-			skip(n, fmt.Sprintf("unknown record type %q", kind))
-		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := sorted.Sort(); err != nil {
 		return st, err
 	}
-	// Requests whose response was not captured, in capture order.
-	left := slices.SortedFunc(maps.Values(pending), func(a, b *waiting) int { return a.record - b.record })
-	for _, wt := range left {
-		if err := write(wt.rec, wt.record); err != nil {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var buf []byte
+	for i := range sorted.Len() {
+		line, err := sorted.Record(i, buf)
+		if err != nil {
+			return st, err
+		}
+		buf = line
+		if _, err := bw.Write(line); err != nil {
 			return st, err
 		}
 	}
 	return st, bw.Flush()
 }
 
-// records calls fn with each record (without its separator line).
-func records(br *bufio.Reader, fn func(n int, rec []byte) error) error {
-	sep := []byte("\n" + Separator + "\n")
-	var buf []byte
-	n := 0
-	flush := func(rec []byte) error {
-		if len(bytes.TrimSpace(rec)) == 0 {
-			return nil
-		}
-		n++
-		return fn(n, rec)
+func errName(name string, err error) error {
+	if name == "" {
+		return err
 	}
-	chunk := make([]byte, 64<<10)
-	scanned := 0 // buf[:scanned] was searched: no separator starts before scanned-len(sep)+1
-	for {
-		k, err := br.Read(chunk)
-		buf = append(buf, chunk[:k]...)
-		start := 0 // of the record under way
-		for {
-			from := max(start, scanned-len(sep)+1)
-			i := bytes.Index(buf[from:], sep)
-			if i < 0 {
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// head is a source's next record, parsed.
+type head struct {
+	src  string
+	r    *recordReader
+	done bool
+	ok   bool // the fields below hold the next record
+	n    int  // its number in src
+	kind byte
+	id   string
+	ts   int64
+	lat  int64
+	body []byte
+}
+
+// nextHead returns the source whose next record is the earliest (ties:
+// the source given first), or nil when every source is done. A record
+// whose header does not parse is skipped on the way.
+func nextHead(heads []*head, st *Stats, skip func(string, int, string)) (*head, error) {
+	var best *head
+	for _, h := range heads {
+		for !h.ok && !h.done {
+			rec, err := h.r.next()
+			if errors.Is(err, io.EOF) {
+				h.done = true
 				break
 			}
-			i += from
-			if ferr := flush(buf[start:i]); ferr != nil {
-				return ferr
+			if err != nil {
+				return nil, errName(h.src, err)
 			}
-			start = i + len(sep)
+			st.Records++
+			h.n = h.r.n
+			h.kind, h.id, h.ts, h.lat, h.body, err = parseRecord(rec)
+			if err != nil {
+				skip(h.src, h.n, err.Error())
+				continue
+			}
+			h.ok = true
 		}
-		// Keep the record under way; the next read searches only past
-		// what was searched (a big record is not scanned again each read).
-		scanned = len(buf) - start
-		if start > 0 {
-			buf = append(buf[:0], buf[start:]...)
+		if h.ok && (best == nil || h.ts < best.ts) {
+			best = h
 		}
-		if errors.Is(err, io.EOF) {
-			return flush(bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte("\n")), []byte(Separator)))
-		}
+	}
+	return best, nil
+}
+
+// waiting is a request waiting for its answer.
+type waiting struct {
+	rec    *rrpair.Record
+	src    string
+	record int // its number in src
+	seq    int // its place among all requests
+}
+
+// converter pairs requests with their answers and spools the pairs.
+type converter struct {
+	st      *Stats
+	out     *spool.Sorter
+	pending map[string]*waiting
+	seq     int
+	skip    func(src string, record int, why string)
+	line    []byte
+}
+
+// record takes one parsed record.
+func (c *converter) record(h *head) error {
+	switch h.kind {
+	case '1':
+		r, err := request(h.body)
 		if err != nil {
-			return err
+			c.skip(h.src, h.n, err.Error())
+			return nil
 		}
+		r.TS = time.Unix(0, h.ts).UTC()
+		if _, dup := c.pending[h.id]; dup {
+			c.skip(h.src, h.n, "a second request with id "+h.id)
+			return nil
+		}
+		c.seq++
+		c.pending[h.id] = &waiting{r, h.src, h.n, c.seq}
+	case '2':
+		wt := c.pending[h.id]
+		if wt == nil {
+			c.skip(h.src, h.n, "a response to no captured request (id "+h.id+")")
+			return nil
+		}
+		if err := response(wt.rec, h.body); err != nil {
+			c.skip(h.src, h.n, err.Error())
+			return nil
+		}
+		wt.rec.Duration = time.Duration(h.lat)
+		delete(c.pending, h.id)
+		return c.write(wt)
+	case '3':
+		c.st.Replayed++
+	default:
+		c.skip(h.src, h.n, fmt.Sprintf("unknown record type %q", h.kind))
+	}
+	return nil
+}
+
+// write checks a pair and spools it under its request's time.
+func (c *converter) write(wt *waiting) error {
+	var err error
+	c.line, err = rrpair.AppendChecked(c.line[:0], wt.rec)
+	if err != nil {
+		c.skip(wt.src, wt.record, err.Error())
+		return nil
+	}
+	c.st.Written++
+	if wt.rec.Host == "" && !absolute(wt.rec.URI) {
+		c.st.NoHost++
+	}
+	return c.out.Add(wt.rec.TS.UnixNano(), int64(wt.seq), c.line)
+}
+
+// sep ends each record, with the line ends around it.
+var sep = []byte("\n" + Separator + "\n")
+
+// recordReader reads records (without their separator line) from a
+// capture, gzip-compressed or not.
+type recordReader struct {
+	src     io.Reader
+	buf     []byte
+	start   int   // of the record under way in buf
+	scanned int   // buf[:scanned] was searched: no separator starts before scanned-len(sep)+1
+	err     error // of the last read
+	n       int   // records returned
+}
+
+func newRecordReader(r io.Reader) (*recordReader, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		return &recordReader{src: zr}, nil
+	}
+	return &recordReader{src: br}, nil
+}
+
+// next returns the next record, valid until the next call, or io.EOF.
+// A big record is not searched again at each read: the search goes on
+// past what was searched.
+func (r *recordReader) next() ([]byte, error) {
+	for {
+		from := max(r.start, r.scanned-len(sep)+1)
+		if i := bytes.Index(r.buf[from:], sep); i >= 0 {
+			i += from
+			rec := r.buf[r.start:i]
+			r.start = i + len(sep)
+			r.scanned = r.start
+			if len(bytes.TrimSpace(rec)) == 0 {
+				continue
+			}
+			r.n++
+			return rec, nil
+		}
+		r.scanned = len(r.buf)
+		if r.err != nil {
+			if !errors.Is(r.err, io.EOF) {
+				return nil, r.err
+			}
+			rec := bytes.TrimSuffix(bytes.TrimSuffix(r.buf[r.start:], []byte("\n")), []byte(Separator))
+			r.start = len(r.buf)
+			if len(bytes.TrimSpace(rec)) == 0 {
+				return nil, io.EOF
+			}
+			r.n++
+			return rec, nil
+		}
+		if r.start > 0 { // keep the record under way only
+			k := copy(r.buf, r.buf[r.start:])
+			r.buf, r.scanned, r.start = r.buf[:k], r.scanned-r.start, 0
+		}
+		r.buf = slices.Grow(r.buf, 64<<10)
+		k, err := r.src.Read(r.buf[len(r.buf):cap(r.buf)])
+		r.buf, r.err = r.buf[:len(r.buf)+k], err
 	}
 }
 
@@ -197,7 +334,7 @@ func request(b []byte) (*rrpair.Record, error) {
 		return nil, fmt.Errorf("request: %w", err)
 	}
 	r := &rrpair.Record{Method: m.Method, URI: m.Target, Version: m.Version, Body: m.Body}
-	if !strings.HasPrefix(r.URI, "/") && r.URI != "*" && !strings.HasPrefix(r.URI, "http://") && !strings.HasPrefix(r.URI, "https://") {
+	if !strings.HasPrefix(r.URI, "/") && r.URI != "*" && !absolute(r.URI) {
 		return nil, fmt.Errorf("request target %q: want a path or an absolute http(s) URL", r.URI)
 	}
 	for _, h := range m.Headers {
@@ -208,13 +345,15 @@ func request(b []byte) (*rrpair.Record, error) {
 			r.Headers = append(r.Headers, h)
 		}
 	}
-	if strings.HasPrefix(r.URI, "http://") || strings.HasPrefix(r.URI, "https://") {
+	if absolute(r.URI) {
 		return r, nil // absolute form: the decoder takes host and scheme from it
 	}
-	if r.Host == "" {
-		return nil, errors.New("request: no Host header")
-	}
-	return r, nil
+	return r, nil // no Host: the pair replays with --target
+}
+
+// absolute reports a request target in absolute form (a proxy's).
+func absolute(uri string) bool {
+	return strings.HasPrefix(uri, "http://") || strings.HasPrefix(uri, "https://")
 }
 
 // response parses a raw HTTP/1.x response into r, past any interim
@@ -238,4 +377,30 @@ func response(r *rrpair.Record, b []byte) error {
 // (the VU's business).
 func kept(name string) bool {
 	return !strings.EqualFold(name, "Content-Length") && !rrpair.ConnectionHeader(name)
+}
+
+// Looks says whether prefix, the first bytes of a file, is the start of a
+// GoReplay capture: a record's header line ("1 <id> <timestamp>...") or
+// a gzip-compressed one. For inspect's hint.
+func Looks(prefix []byte) bool {
+	if len(prefix) >= 2 && prefix[0] == 0x1f && prefix[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(prefix))
+		if err != nil {
+			return false
+		}
+		inner := make([]byte, 4<<10)
+		n, _ := io.ReadFull(zr, inner)
+		return Looks(inner[:n])
+	}
+	line, _, _ := bytes.Cut(prefix, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 3 || len(f) > 4 || len(f[0]) != 1 || f[0][0] < '1' || f[0][0] > '3' {
+		return false
+	}
+	for _, n := range f[2:] {
+		if _, err := strconv.ParseInt(n, 10, 64); err != nil {
+			return false
+		}
+	}
+	return true
 }
