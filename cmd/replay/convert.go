@@ -79,10 +79,10 @@ func (s *skipped) report(w io.Writer, strict bool) error {
 	return nil
 }
 
-// writeOut runs write into -o (or stdout), puts it in place (an -o file
-// is replaced only once complete), and then says on stderr what write
-// returned and what was skipped (an error with strict). in is the file
-// read, which -o must not be.
+// writeOut runs write into -o (or stdout), says on stderr what write
+// returned and what was skipped (an error with strict), and puts -o in
+// place only when all of that succeeded (a refused export leaves the
+// previous -o as it was). in is the file read, which -o must not be.
 func writeOut(std stdio, in, out string, sk *skipped, strict bool, write func(io.Writer) (summary string, err error)) error {
 	if out == "" || out == "-" {
 		summary, err := write(std.out)
@@ -104,11 +104,15 @@ func writeOut(std stdio, in, out string, sk *skipped, strict bool, write func(io
 		f.Abort()
 		return err
 	}
+	fmt.Fprintf(std.err, "replay: %s\n", summary)
+	if err := sk.report(std.err, strict); err != nil {
+		f.Abort() // --strict refused a skip: the previous -o stays
+		return err
+	}
 	if err := f.Commit(); err != nil {
 		return fmt.Errorf("-o: %w", err)
 	}
-	fmt.Fprintf(std.err, "replay: %s\n", summary)
-	return sk.report(std.err, strict)
+	return nil
 }
 
 // writeK6Files has write fill a k6 script at out and its data beside it,

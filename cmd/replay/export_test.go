@@ -244,3 +244,28 @@ func TestExportVegetaChecksTarget(t *testing.T) {
 		t.Errorf("a good --target: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestExportVegetaStrictKeepsPreviousOutput: --strict refusing a skipped
+// pair leaves the previous -o as it was, not replaced by a file that
+// lacks the pair.
+func TestExportVegetaStrictKeepsPreviousOutput(t *testing.T) {
+	dir := t.TempDir()
+	traffic := filepath.Join(dir, "traffic.jsonl")
+	os.WriteFile(traffic, []byte(`{"http":{"req":{"method":"GET","uri":"/a","host":"api"}}}`+"\n"+
+		`{"http":{"req":{"method":"POST","uri":"/svc/M","host":"api","headers":{"content-type":["application/grpc"]},"bodyBase64":"AAAAAAA="}}}`+"\n"), 0o644)
+	out := filepath.Join(dir, "targets.json")
+	os.WriteFile(out, []byte("previous\n"), 0o644)
+	r := runMain(t, context.Background(), "", "export", "vegeta", "-f", traffic, "--strict", "-o", out)
+	if r.code != 1 || !strings.Contains(r.stderr, "--strict: 1 line could not be converted") {
+		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "previous\n" {
+		t.Errorf("-o after a refused export = %q, want the previous file kept", b)
+	}
+	if r := runMain(t, context.Background(), "", "export", "vegeta", "-f", traffic, "-o", out); r.code != 0 {
+		t.Fatalf("without --strict: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(out); !strings.Contains(string(b), `"url":"http://api/a"`) {
+		t.Errorf("-o = %q, want the GET target", b)
+	}
+}
