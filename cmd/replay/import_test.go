@@ -174,6 +174,10 @@ func TestInspectImportHint(t *testing.T) {
 		if r.code != 1 || !strings.Contains(r.stderr, want) {
 			t.Errorf("%s: exit %d, stderr:\n%s\nwant %q", file, r.code, r.stderr, want)
 		}
+		r = runMain(t, context.Background(), "", "run", "-f", file, "--target", "http://127.0.0.1:1")
+		if r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Errorf("run -f %s: exit %d, stderr:\n%s\nwant %q", file, r.code, r.stderr, want)
+		}
 	}
 	har, err := os.ReadFile("../../pkg/har/testdata/browser.har")
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
@@ -119,6 +120,13 @@ func execute(ctx context.Context, f *runFlags, std stdio, log zerolog.Logger) er
 		defer outs.close()
 	}
 	if sum == nil {
+		var le *rrpair.LineError
+		var ve *rrpair.ValidationError
+		if (errors.As(err, &le) || errors.As(err, &ve)) && o.File != "-" { // a HAR, a capture or a log given to run
+			if hint := importHint(o.File, nil); hint != "" {
+				return errors.New(hint)
+			}
+		}
 		return err
 	}
 	return writeReports(outs, std.out, sum, err)
