@@ -289,7 +289,9 @@ func (c *client) exchange(req *rrpair.Request, pair *rrpair.Pair, res *result.Re
 		c.fr.WriteRSTStream(st.id, http2.ErrCodeCancel)
 		err = c.flush(res)
 	}
-	st.stalled = false
+	if err == nil {
+		st.stalled = false
+	}
 	for err == nil && !st.ended && !st.reset && !c.unprocessedNow() {
 		err = c.step()
 	}
@@ -335,6 +337,7 @@ func (c *client) exchange(req *rrpair.Request, pair *rrpair.Pair, res *result.Re
 			res.GRPCStatus = grpcStatus(status)
 		}
 	}
+	c.drainBuffered()
 	if cs.goaway {
 		c.h1.Drop(nil) // answered; the next request needs a new connection
 	} else {
@@ -342,6 +345,23 @@ func (c *client) exchange(req *rrpair.Request, pair *rrpair.Pair, res *result.Re
 	}
 	c.answered = true
 	return &c.ans
+}
+
+// drainBuffered acts on the frames that arrived with the answer and wait,
+// whole, in the read buffer (a GOAWAY, SETTINGS, a PING): so that a
+// GOAWAY sent with the last answer closes the connection now rather than
+// failing the next request. It never waits for the network.
+func (c *client) drainBuffered() {
+	for c.br.Buffered() >= 9 {
+		h, err := c.br.Peek(9)
+		if err != nil || c.br.Buffered() < 9+int(h[0])<<16|int(h[1])<<8|int(h[2]) {
+			return
+		}
+		if c.step() != nil {
+			c.cs.goaway = true // a broken connection is not used again
+			return
+		}
+	}
 }
 
 // unprocessedNow says that the SUT declared the stream unprocessed by a
