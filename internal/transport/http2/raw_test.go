@@ -17,6 +17,7 @@ import (
 	"github.com/replay-dev/replay/internal/replaytest"
 	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -31,6 +32,7 @@ const (
 	actGoAwayBelow                  // GOAWAY below the stream, then close
 	actGoAwayAt                     // GOAWAY at the stream (maybe processed), then close
 	actAnswerGoAway                 // 200, then GOAWAY at the stream: no new stream
+	actSilent                       // nothing
 )
 
 // rawH2 is a cleartext HTTP/2 server written with the framer, which does
@@ -226,4 +228,55 @@ func TestH2CRefusedByHTTP1Server(t *testing.T) {
 	}
 }
 
-var _ = replaytest.OpenLines
+func TestTimeoutAndInterrupt(t *testing.T) {
+	srv := &rawH2{script: func(int64) h2Action { return actSilent }}
+	addr, _ := loopback.Serve(t, srv.serve)
+	tr, err := New(Options{HTTP1: http1.Options{Target: "http://" + addr, Timeout: 200 * time.Millisecond}, H2C: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := replaytest.OpenLines(t, pairLine("GET", "/slow", "", "", nil))
+	var p rrpair.Pair
+	if err := f.NewCursor().Decode(0, &p); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Check(f); err != nil {
+		t.Fatal(err)
+	}
+	c := tr.NewClient(0, func() int64 { return time.Now().UnixNano() })
+	defer c.Close()
+	var res result.Result
+	if a := c.Do(&p.Req, &p, &res); a != nil || res.Err != result.ErrTimeout || res.Proto != result.ProtoHTTP2 {
+		t.Errorf("silent SUT: %+v, want a timeout over HTTP/2", res)
+	}
+	if _, head, _, err := c.Failure(); !strings.HasPrefix(string(head), ":method: GET\n") || err == nil {
+		t.Errorf("Failure: head %q, err %v; want the header list and the error", head, err)
+	}
+
+	tr2, err := New(Options{HTTP1: http1.Options{Target: "http://" + addr, Timeout: 10 * time.Second}, H2C: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := tr2.NewClient(1, func() int64 { return time.Now().UnixNano() })
+	defer c2.Close()
+	done := make(chan result.Result)
+	go func() {
+		var res result.Result
+		c2.Do(&p.Req, &p, &res)
+		done <- res
+	}()
+	time.Sleep(100 * time.Millisecond)
+	c2.Interrupt()
+	select {
+	case res := <-done:
+		if res.Err != result.ErrCancelled {
+			t.Errorf("interrupted: %+v, want cancelled", res)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Interrupt did not cut the request off")
+	}
+	res = result.Result{}
+	if c2.Do(&p.Req, &p, &res); res.Err != result.ErrCancelled {
+		t.Errorf("after Interrupt: %+v, want cancelled", res)
+	}
+}
