@@ -21,15 +21,15 @@ type conn struct {
 	nc     net.Conn // raw, or TLS over it
 	addr   string
 	https  bool
-	// proto is the protocol the connection speaks: the ALPN protocol
-	// negotiated ("h2", "http/1.1"), "h2" for cleartext HTTP/2 by prior
-	// knowledge (Connect), "" for HTTP/1.1 without ALPN.
-	proto string
 	opened int64 // Unix ns on the run's clock
 	last   int64 // when its last answer ended (run's clock)
 	// rc is the TCP connection's raw descriptor, for probeIdle where the
 	// platform has a probe; nil otherwise.
 	rc syscall.RawConn
+	// proto is the protocol the connection speaks: the ALPN protocol
+	// negotiated ("h2", "http/1.1"), "h2" for cleartext HTTP/2 by prior
+	// knowledge (Connect), "" for HTTP/1.1 without ALPN.
+	proto string
 }
 
 // recorded is the last recorded host a client resolved to a dial address

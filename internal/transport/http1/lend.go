@@ -112,3 +112,21 @@ func (t *Transport) Destination(req *rrpair.Request) (https bool, addr string, h
 
 // Timeout is the --timeout of the transport, its default filled.
 func (t *Transport) Timeout() time.Duration { return t.o.Timeout }
+
+// Waiting reports whether the lent connection has something to read (what
+// the SUT sent while it sat idle, or its close), by a non-blocking peek
+// that consumes nothing; true where the platform cannot tell.
+func (c *Client) Waiting() bool {
+	cn := c.c
+	if cn == nil {
+		return false
+	}
+	if cn.rc == nil {
+		return true
+	}
+	c.peekState = idleUnknown
+	if cn.rc.Control(c.peekFn) != nil {
+		return true
+	}
+	return c.peekState != idleAlive
+}

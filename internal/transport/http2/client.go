@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/replay-dev/replay/internal/transport"
 	"github.com/replay-dev/replay/internal/transport/http1"
@@ -32,6 +33,9 @@ const (
 	flushAt = 64 << 10
 	// maxInterned bounds the strings a client keeps for its HPACK encoder.
 	maxInterned = 4096
+	// idleProbe: a connection that sat this long since its last answer
+	// is settled (settle) before a stream opens on it, as HTTP/1.1 does.
+	idleProbe = time.Millisecond
 )
 
 // alpnH2 is what a TLS handshake offers when HTTP/2 may be spoken.
@@ -99,6 +103,7 @@ type connState struct {
 	goaway     bool
 	lastID     uint32
 	goCode     http2.ErrCode
+	last       int64 // when its last answer ended (the run's clock)
 }
 
 // stream is the state of the one stream open.
@@ -188,6 +193,9 @@ func (c *client) try(req *rrpair.Request, pair *rrpair.Pair, res *result.Result,
 			res.End = c.now()
 			res.Sent = res.End
 			return nil
+		}
+		if lent.Proto == "h2" && lent.NC == c.cs.nc && c.now()-c.cs.last >= int64(idleProbe) {
+			c.settle(lent)
 		}
 		if lent.Proto == "h2" && lent.NC == c.cs.nc && (c.cs.goaway || c.cs.nextID > maxStreamID) {
 			c.h1.Drop(nil) // no new stream may open on it: another connection
@@ -338,13 +346,36 @@ func (c *client) exchange(req *rrpair.Request, pair *rrpair.Pair, res *result.Re
 		}
 	}
 	c.drainBuffered()
-	if cs.goaway {
+	cs.last = res.End
+	if cs.goaway || c.t.noReuse {
 		c.h1.Drop(nil) // answered; the next request needs a new connection
 	} else {
 		c.h1.Idle(res.End)
 	}
 	c.answered = true
 	return &c.ans
+}
+
+// settle reads what the SUT sent on a kept connection while it sat idle
+// (a GOAWAY, a PING, SETTINGS, its close) before a stream opens on it, as
+// HTTP/1.1 probes an idle connection: whole frames are acted on, and a
+// connection the SUT closed is not used again. It waits at most idleProbe,
+// and only when the socket has something to read.
+func (c *client) settle(lent http1.Lent) {
+	if c.br.Buffered() == 0 {
+		if !c.h1.Waiting() {
+			return
+		}
+		lent.Raw.SetReadDeadline(time.Now().Add(idleProbe))
+		_, err := c.br.Peek(1)
+		lent.Raw.SetReadDeadline(time.Time{})
+		var ne net.Error
+		if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+			c.cs.goaway = true // closed: a new connection
+			return
+		}
+	}
+	c.drainBuffered()
 }
 
 // drainBuffered acts on the frames that arrived with the answer and wait,

@@ -67,6 +67,7 @@ type Transport struct {
 	// Copied from the HTTP/1.1 options, defaults filled.
 	maxBody, maxHeader int
 	discard, timings   bool
+	noReuse            bool // --no-connection-reuse: a connection per request
 }
 
 var _ transport.Transport = (*Transport)(nil)
@@ -80,7 +81,7 @@ func New(o Options) (*Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Transport{h1: h1, mode: o.HTTP2, h2c: o.H2C, discard: o.HTTP1.DiscardBodies, timings: o.HTTP1.Timings}
+	t := &Transport{h1: h1, mode: o.HTTP2, h2c: o.H2C, discard: o.HTTP1.DiscardBodies, timings: o.HTTP1.Timings, noReuse: o.HTTP1.NoConnectionReuse}
 	if t.mode == "" {
 		t.mode = Auto
 	}

@@ -285,3 +285,59 @@ func TestAppendWire(t *testing.T) {
 		t.Errorf("AppendWire = %s, %q; want 127.0.0.1:9, %q", addr, wire, want)
 	}
 }
+
+func TestIdleGoAwayReconnectsWithoutRetry(t *testing.T) {
+	s := newSeen()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	// The server closes a connection idle for 50ms with a GOAWAY.
+	srv := &http.Server{Handler: http.HandlerFunc(s.handler), Protocols: &p, ConnState: s.connState, IdleTimeout: 50 * time.Millisecond}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	tr, err := New(Options{HTTP1: http1.Options{Target: "http://" + ln.Addr().String(), Timeout: 5 * time.Second}, H2C: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := replaytest.OpenLines(t, pairLine("GET", "/a", "", "", nil), pairLine("GET", "/b", "", "", nil))
+	if err := tr.Check(f); err != nil {
+		t.Fatal(err)
+	}
+	c := tr.NewClient(0, func() int64 { return time.Now().UnixNano() })
+	defer c.Close()
+	cur := f.NewCursor()
+	for i := range 2 {
+		var pair rrpair.Pair
+		if err := cur.Decode(i, &pair); err != nil {
+			t.Fatal(err)
+		}
+		var res result.Result
+		c.Do(&pair.Req, &pair, &res)
+		if res.Err != result.ErrNone || res.Status != 200 || res.Retried || res.Reconnect != (i == 1) {
+			t.Errorf("request %d: %+v; want 200, not retried, a reconnect for the second", i, res)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if got := s.conns.Load(); got != 2 {
+		t.Errorf("server saw %d connections, want 2", got)
+	}
+}
+
+func TestNoConnectionReuse(t *testing.T) {
+	s := newSeen()
+	target := h2cServer(t, s)
+	lines := []string{pairLine("GET", "/1", "", "", nil), pairLine("GET", "/2", "", "", nil), pairLine("GET", "/3", "", "", nil)}
+	sink, err := runPool(t, 1, Options{HTTP1: http1.Options{Target: target, NoConnectionReuse: true}, H2C: true}, lines...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sink.Count(func(r result.Result) bool { return r.Status == 200 && r.Connected && r.Proto == result.ProtoHTTP2 }); n != 3 {
+		t.Errorf("%d answers on a new HTTP/2 connection, want 3: %+v", n, sink.Results())
+	}
+	if got := s.conns.Load(); got != 3 {
+		t.Errorf("server saw %d connections, want 3", got)
+	}
+}
