@@ -31,8 +31,10 @@ const (
 	maxStreamID = 1<<31 - 1
 	// flushAt bounds what is buffered before a write, for large bodies.
 	flushAt = 64 << 10
-	// maxInterned bounds the strings a client keeps for its HPACK encoder.
-	maxInterned = 4096
+	// internBudget bounds the bytes of the header strings a client keeps
+	// for its HPACK encoder's table, internMax each one.
+	internBudget = 256 << 10
+	internMax    = 1024
 	// idleProbe: a connection that sat this long since its last answer
 	// is settled (settle) before a stream opens on it, as HTTP/1.1 does.
 	idleProbe = time.Millisecond
@@ -75,6 +77,7 @@ type client struct {
 	enc  *hpack.Encoder
 	dec  *hpack.Decoder
 	strs map[string]string // interned header strings for enc
+	kept int                // their bytes
 
 	// The header block being decoded: capture says it belongs to the
 	// stream; trailers that it follows the final headers; oversize that
@@ -442,16 +445,18 @@ func (c *client) encode() {
 }
 
 // intern returns b as a string the encoder may keep in its table: one the
-// client keeps (made once per distinct value), or, once it keeps
-// maxInterned, b itself unsafely, sensitive so that the encoder never
-// indexes it (it must not keep a string over a buffer that changes).
+// client keeps (made once per distinct value, up to internMax bytes, while
+// they fit in internBudget), or else b itself unsafely, sensitive so that
+// the encoder never indexes it (it must not keep a string over a buffer
+// that changes): such a value goes as a literal never indexed.
 func (c *client) intern(b []byte) (string, bool) {
 	if s, ok := c.strs[string(b)]; ok {
 		return s, false
 	}
-	if len(c.strs) < maxInterned {
+	if len(b) <= internMax && c.kept+len(b) <= internBudget {
 		s := string(b)
 		c.strs[s] = s
+		c.kept += len(s)
 		return s, false
 	}
 	return unsafeString(b), true

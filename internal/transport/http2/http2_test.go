@@ -125,6 +125,9 @@ func tlsServer(t *testing.T, s *seen, h2 bool) string {
 	return srv.URL
 }
 
+// bigHeader is a header value longer than two HTTP/2 frames.
+var bigHeader = strings.Repeat("abcdefgh", 5000)
+
 func TestH2CAgainstNetHTTP(t *testing.T) {
 	s := newSeen()
 	target := h2cServer(t, s)
@@ -135,8 +138,11 @@ func TestH2CAgainstNetHTTP(t *testing.T) {
 		if i == 5 {
 			body = big
 		}
-		lines = append(lines, pairLine("POST", fmt.Sprintf("/items/%d?q=a%%20b", i), "2",
-			`{"Host":["orig.example"],"Content-Type":["application/json"],"X-Trace":["t1","t2"],"Connection":["keep-alive"],"Transfer-Encoding":["chunked"],"TE":["gzip"],"Content-Length":["999"]}`, body))
+		headers := `{"Host":["orig.example"],"Content-Type":["application/json"],"X-Trace":["t1","t2"],"Connection":["keep-alive"],"Transfer-Encoding":["chunked"],"TE":["gzip"],"Content-Length":["999"]}`
+		if i == 7 { // a header block past one frame: CONTINUATION
+			headers = `{"X-Big":["` + bigHeader + `"]}`
+		}
+		lines = append(lines, pairLine("POST", fmt.Sprintf("/items/%d?q=a%%20b", i), "2", headers, body))
 	}
 	sink, err := runPool(t, 3, Options{HTTP1: http1.Options{Target: target}, H2C: true}, lines...)
 	if err != nil {
@@ -165,6 +171,9 @@ func TestH2CAgainstNetHTTP(t *testing.T) {
 	}
 	if got := s.bodies["/items/5?q=a%20b"]; got != string(big) {
 		t.Errorf("large body: got %d bytes, want %d as recorded", len(got), len(big))
+	}
+	if got := s.hdrs["/items/7?q=a%20b"].Get("X-Big"); got != bigHeader {
+		t.Errorf("a 40 kB header arrived as %d bytes, want it whole", len(got))
 	}
 	h := s.hdrs["/items/1?q=a%20b"]
 	host := strings.TrimPrefix(target, "http://")
