@@ -108,15 +108,21 @@ func grpcStatus(http int) uint8 {
 
 // parseGRPCStatus reads a grpc-status value: a decimal code, 0 to 255.
 func parseGRPCStatus(v []byte) (uint8, bool) {
-	if len(v) == 0 || len(v) > 3 {
+	n, ok := digits(unsafeString(v), 3)
+	return uint8(n), ok && n <= 255
+}
+
+// digits reads s, 1 to most decimal digits.
+func digits(s string, most int) (int, bool) {
+	if len(s) == 0 || len(s) > most {
 		return 0, false
 	}
 	n := 0
-	for _, b := range v {
-		if b < '0' || b > '9' {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
 			return 0, false
 		}
-		n = n*10 + int(b-'0')
+		n = n*10 + int(s[i]-'0')
 	}
-	return uint8(n), n <= 255
+	return n, true
 }

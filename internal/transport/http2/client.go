@@ -77,7 +77,7 @@ type client struct {
 	enc  *hpack.Encoder
 	dec  *hpack.Decoder
 	strs map[string]string // interned header strings for enc
-	kept int                // their bytes
+	kept int               // their bytes
 
 	// The header block being decoded: capture says it belongs to the
 	// stream; trailers that it follows the final headers; oversize that
@@ -670,7 +670,9 @@ func (c *client) onField(f hpack.HeaderField) {
 	}
 	if len(f.Name) > 0 && f.Name[0] == ':' {
 		if f.Name == ":status" && !c.trailers {
-			c.ans.status = atoi(f.Value)
+			if n, ok := digits(f.Value, 3); ok && len(f.Value) == 3 {
+				c.ans.status = n
+			}
 		}
 		return
 	}
@@ -680,21 +682,6 @@ func (c *client) onField(f hpack.HeaderField) {
 	} else {
 		c.ans.headers = append(c.ans.headers, h)
 	}
-}
-
-// atoi reads a status code: three digits, else 0.
-func atoi(s string) int {
-	if len(s) != 3 {
-		return 0
-	}
-	n := 0
-	for i := range len(s) {
-		if s[i] < '0' || s[i] > '9' {
-			return 0
-		}
-		n = n*10 + int(s[i]-'0')
-	}
-	return n
 }
 
 // Redirect implements transport.Client.

@@ -95,6 +95,16 @@ func (s *rawH2) serve(c net.Conn) {
 		}
 		return true
 	}
+	// block decodes a fragment of a header block; at its end the request
+	// is kept, and answered when it has no body. false: close.
+	block := func(id uint32, frag []byte, end bool) bool {
+		dec.Write(frag)
+		if !end {
+			return true
+		}
+		s.keep(list)
+		return !endOnBlock || respond(id)
+	}
 	for {
 		bw.Flush()
 		f, err := fr.ReadFrame()
@@ -108,20 +118,12 @@ func (s *rawH2) serve(c net.Conn) {
 			}
 		case *http2.HeadersFrame:
 			list, endOnBlock = nil, f.StreamEnded()
-			dec.Write(f.HeaderBlockFragment())
-			if f.HeadersEnded() {
-				s.keep(list)
-				if endOnBlock && !respond(f.StreamID) {
-					return
-				}
+			if !block(f.StreamID, f.HeaderBlockFragment(), f.HeadersEnded()) {
+				return
 			}
 		case *http2.ContinuationFrame:
-			dec.Write(f.HeaderBlockFragment())
-			if f.HeadersEnded() {
-				s.keep(list)
-				if endOnBlock && !respond(f.StreamID) {
-					return
-				}
+			if !block(f.StreamID, f.HeaderBlockFragment(), f.HeadersEnded()) {
+				return
 			}
 		case *http2.DataFrame:
 			if s.window == 0 && f.Length > 0 {
