@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -187,6 +188,32 @@ func TestGRPCStatusFromHTTP(t *testing.T) {
 	for http, want := range map[int]uint8{400: 13, 401: 16, 403: 7, 404: 12, 429: 14, 502: 14, 503: 14, 504: 14, 500: 2, 200: 2} {
 		if got := grpcStatus(http); got != want {
 			t.Errorf("grpcStatus(%d) = %d, want %d", http, got, want)
+		}
+	}
+}
+
+// TestGRPCOverTLS: with --http2 auto, a file of gRPC calls has the TLS
+// handshake offer h2 (grpc-go's handler behind Go's TLS HTTP/2 server).
+func TestGRPCOverTLS(t *testing.T) {
+	gs := grpc.NewServer()
+	hs := health.NewServer()
+	hs.SetServingStatus("svc", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+	srv := httptest.NewUnstartedServer(gs)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	tr, err := New(Options{HTTP1: http1.Options{Target: srv.URL, Insecure: true, Timeout: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := replaytest.OpenLines(t,
+		grpcLine("/grpc.health.v1.Health/Check", healthRequest("svc")),
+		grpcLine("/grpc.health.v1.Health/Check", healthRequest("nope")))
+	ex := doAll(t, tr, f)
+	for i, want := range []uint8{0, 5} {
+		if r := ex[i].res; r.Err != result.ErrNone || r.Proto != result.ProtoHTTP2 || !r.GRPC || r.GRPCStatus != want || !r.Connected != (i == 1) {
+			t.Errorf("call %d: %+v; want gRPC status %d over HTTP/2, on one connection", i, r, want)
 		}
 	}
 }
