@@ -2,6 +2,7 @@ package http2
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -40,9 +41,10 @@ func (a *answer) Header(name string) []byte {
 	return find(a.trailers, name)
 }
 
+// find is the first value of name (any case) in hs.
 func find(hs []rrpair.Header, name string) []byte {
 	for i := range hs {
-		if rrpair.EqualFold(hs[i].Name, name) {
+		if strings.EqualFold(unsafeString(hs[i].Name), name) {
 			if hs[i].Value == nil {
 				return []byte{}
 			}
