@@ -271,7 +271,7 @@ func (c *client) exchange(req *rrpair.Request, pair *rrpair.Pair, res *result.Re
 	cs.nextID += 2
 	c.cr.n = 0
 	res.Proto = result.ProtoHTTP2
-	res.Upgraded = !pair.IsHTTP2()
+	res.Upgraded = !pair.IsHTTP2() && !grpc // gRPC is HTTP/2, whatever the file says
 
 	c.fl.build(req, lent.HTTPS, lent.Host)
 	c.encode()
