@@ -1,6 +1,7 @@
 package http2
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/internal/replaytest"
 	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/result"
@@ -348,5 +350,40 @@ func TestNoConnectionReuse(t *testing.T) {
 	}
 	if got := s.conns.Load(); got != 3 {
 		t.Errorf("server saw %d connections, want 3", got)
+	}
+}
+
+// TestThroughProxy: HTTP/2 over TLS through a CONNECT proxy: the dial, the
+// tunnel and the handshake are HTTP/1.1's, ALPN chooses h2 inside.
+func TestThroughProxy(t *testing.T) {
+	s := newSeen()
+	target := tlsServer(t, s, true)
+	var tunnels atomic.Int64
+	proxyAddr, _ := loopback.Serve(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil || req.Method != "CONNECT" {
+			return
+		}
+		up, err := net.Dial("tcp", req.Host)
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		tunnels.Add(1)
+		io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
+		go func() { io.Copy(up, br); up.Close() }()
+		io.Copy(c, up)
+	})
+	line := pairLine("GET", "/via", "2", "", nil)
+	sink, err := runPool(t, 1, Options{HTTP1: http1.Options{Target: target, Insecure: true, Proxy: "http://" + proxyAddr}}, line, line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sink.Count(func(r result.Result) bool { return r.Status == 200 && r.Proto == result.ProtoHTTP2 }); n != 2 {
+		t.Errorf("%d answers over HTTP/2, want 2: %+v", n, sink.Results())
+	}
+	if tunnels.Load() != 1 || s.protos[2] != 2 {
+		t.Errorf("%d tunnels, the server saw %v; want 1 tunnel and 2 requests over HTTP/2", tunnels.Load(), s.protos)
 	}
 }
