@@ -86,13 +86,19 @@ func (c *Client) Idle(end int64) {
 // Cut reports that Interrupt was called: every failure is a cancellation.
 func (c *Client) Cut() bool { return c.cut.Load() }
 
-// Deadline is when a request begun now must be over (--timeout), or a
-// moment long past after Interrupt, which then cuts any wait at once.
-func (c *Client) Deadline() time.Time {
-	if c.cut.Load() {
-		return time.Unix(1, 0)
+// Arm sets the deadline of the lent connection for a request begun now
+// (--timeout), or after Interrupt one long past, which cuts any wait at
+// once. Interrupt is checked after the deadline is set, so that one in
+// between is never overwritten.
+func (c *Client) Arm() {
+	cn := c.c
+	if cn == nil {
+		return
 	}
-	return time.Now().Add(c.t.o.Timeout)
+	cn.raw.SetDeadline(time.Now().Add(c.t.o.Timeout))
+	if c.cut.Load() {
+		cn.raw.SetDeadline(time.Unix(1, 0))
+	}
 }
 
 // Kind names why err, a read or a write on a lent connection, failed, as
@@ -109,9 +115,6 @@ func (t *Transport) Destination(req *rrpair.Request) (https bool, addr string, h
 	https, addr, _, host = t.destination(req, &recorded{})
 	return https, addr, host
 }
-
-// Timeout is the --timeout of the transport, its default filled.
-func (t *Transport) Timeout() time.Duration { return t.o.Timeout }
 
 // Waiting reports whether the lent connection has something to read (what
 // the SUT sent while it sat idle, or its close), by a non-blocking peek

@@ -264,7 +264,7 @@ var (
 // answer.
 func (c *client) exchange(req *rrpair.Request, pair *rrpair.Pair, res *result.Result, lent http1.Lent, grpc bool) result.Answer {
 	cs := &c.cs
-	lent.Raw.SetDeadline(c.h1.Deadline())
+	c.h1.Arm()
 	c.ans.reset(c.t.maxBody, c.t.discard)
 	c.st = stream{id: cs.nextID, sendWin: cs.peerWindow}
 	st := &c.st
