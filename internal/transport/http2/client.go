@@ -60,6 +60,9 @@ type client struct {
 	headOut  bool // its header list was written
 	wire     []byte
 
+	// wfailed: the last write failed (the SUT closed the connection).
+	wfailed bool
+
 	// unprocessed: the SUT declared the last attempt's stream unprocessed
 	// (GOAWAY below it, REFUSED_STREAM): it may be sent again, once.
 	unprocessed bool
@@ -294,7 +297,7 @@ func (c *client) exchange(req *rrpair.Request, pair *rrpair.Pair, res *result.Re
 	if c.t.timings {
 		res.SendNs = c.now() - res.Sent
 	}
-	if err == nil && len(body) > 0 && (st.ended || st.reset) && !st.reset {
+	if err == nil && len(body) > 0 && st.ended && !st.reset {
 		// Answered before the whole body went (RFC 9113 §8.1): the
 		// stream is closed from our side, without the rest.
 		c.fr.WriteRSTStream(st.id, http2.ErrCodeCancel)
@@ -306,6 +309,9 @@ func (c *client) exchange(req *rrpair.Request, pair *rrpair.Pair, res *result.Re
 	for err == nil && !st.ended && !st.reset && !c.unprocessedNow() {
 		err = c.step()
 	}
+	if err != nil && c.wfailed && !c.h1.Cut() {
+		c.salvage()
+	}
 	res.End = c.now()
 	res.BytesIn = c.cr.n
 	if c.t.timings && st.first != 0 {
@@ -313,16 +319,16 @@ func (c *client) exchange(req *rrpair.Request, pair *rrpair.Pair, res *result.Re
 		res.ReceiveNs = res.End - st.first
 	}
 	switch {
-	case err != nil:
-		c.lastErr = err
-		res.Err = c.failKind(err) // may name the error better
-		c.h1.Drop(c.lastErr)
-		return nil
-	case c.unprocessedNow():
+	case c.unprocessedNow(): // whatever else went wrong, it may go again
 		c.unprocessed = true
 		res.Err = result.ErrGoAway
 		c.lastErr = fmt.Errorf("GOAWAY (%v, last stream %d) before stream %d was processed", cs.goCode, cs.lastID, st.id)
 		c.h1.Drop(nil)
+		return nil
+	case err != nil:
+		c.lastErr = err
+		res.Err = c.failKind(err) // may name the error better
+		c.h1.Drop(c.lastErr)
 		return nil
 	case st.reset:
 		res.Err = result.ErrStreamReset
@@ -378,6 +384,15 @@ func (c *client) settle(lent http1.Lent) {
 			return
 		}
 	}
+	c.drainBuffered()
+}
+
+// salvage reads, after a write failed, the frames the SUT sent before it
+// closed the connection (waiting at most idleProbe): a GOAWAY among them
+// says whether the request may go again.
+func (c *client) salvage() {
+	c.cr.nc.SetReadDeadline(time.Now().Add(idleProbe))
+	c.br.Peek(1)
 	c.drainBuffered()
 }
 
@@ -497,13 +512,14 @@ func (c *client) writeData(body []byte) []byte {
 	return body
 }
 
-// flush writes what is buffered.
+// flush writes what is buffered; wfailed records that a write failed.
 func (c *client) flush(res *result.Result) error {
 	if len(c.out.b) == 0 {
 		return nil
 	}
 	n, err := c.cs.nc.Write(c.out.b)
 	c.out.b = c.out.b[:0]
+	c.wfailed = err != nil
 	if res != nil {
 		res.BytesOut += int64(n)
 		res.Written = res.Written || n > 0
