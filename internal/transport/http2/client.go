@@ -163,6 +163,7 @@ func (c *client) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) 
 		return c.h1.Do(req, pair, res)
 	}
 	grpc := pair.IsGRPC()
+	res.BytesOut, res.BytesIn, res.Written = 0, 0, false // the attempts add theirs
 	ans := c.try(req, pair, res, grpc)
 	if c.unprocessed && !c.h1.Cut() {
 		c.h1.Drop(nil)
@@ -313,7 +314,7 @@ func (c *client) exchange(req *rrpair.Request, pair *rrpair.Pair, res *result.Re
 		c.salvage()
 	}
 	res.End = c.now()
-	res.BytesIn = c.cr.n
+	res.BytesIn += c.cr.n
 	if c.t.timings && st.first != 0 {
 		res.WaitNs = st.first - (res.Sent + res.SendNs)
 		res.ReceiveNs = res.End - st.first
