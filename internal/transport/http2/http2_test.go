@@ -103,6 +103,12 @@ func (s *seen) connState(_ net.Conn, st http.ConnState) {
 
 // h2cServer is a Go net/http server that speaks cleartext HTTP/2 only.
 func h2cServer(t *testing.T, s *seen) string {
+	return serveH2C(t, &http.Server{Handler: http.HandlerFunc(s.handler), ConnState: s.connState})
+}
+
+// serveH2C serves srv, set to speak cleartext HTTP/2 only, on loopback
+// until the test ends, and returns its URL.
+func serveH2C(t *testing.T, srv *http.Server) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -110,7 +116,7 @@ func h2cServer(t *testing.T, s *seen) string {
 	}
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
-	srv := &http.Server{Handler: http.HandlerFunc(s.handler), Protocols: &p, ConnState: s.connState}
+	srv.Protocols = &p
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String()
@@ -299,17 +305,9 @@ func TestAppendWire(t *testing.T) {
 
 func TestIdleGoAwayReconnectsWithoutRetry(t *testing.T) {
 	s := newSeen()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
 	// The server closes a connection idle for 50ms with a GOAWAY.
-	srv := &http.Server{Handler: http.HandlerFunc(s.handler), Protocols: &p, ConnState: s.connState, IdleTimeout: 50 * time.Millisecond}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	tr, err := New(Options{HTTP1: http1.Options{Target: "http://" + ln.Addr().String(), Timeout: 5 * time.Second}, H2C: true})
+	target := serveH2C(t, &http.Server{Handler: http.HandlerFunc(s.handler), ConnState: s.connState, IdleTimeout: 50 * time.Millisecond})
+	tr, err := New(Options{HTTP1: http1.Options{Target: target, Timeout: 5 * time.Second}, H2C: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package http2
 import (
 	"bytes"
 	"compress/gzip"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -75,13 +74,7 @@ func itoa(n int) string {
 // pseudo-headers), the cookies, the trailers by Header, and the body
 // decoded by its Content-Encoding.
 func TestAnswerView(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	srv := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	target := serveH2C(t, &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Trailer", "X-Sum")
 		w.Header().Add("Set-Cookie", "a=1; Path=/")
 		w.Header().Add("Set-Cookie", "b=2")
@@ -90,10 +83,8 @@ func TestAnswerView(t *testing.T) {
 		zw.Write([]byte("hello"))
 		zw.Close()
 		w.Header().Set("X-Sum", "42")
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	tr, err := New(Options{HTTP1: http1.Options{Target: "http://" + ln.Addr().String(), Timeout: 5 * time.Second}, H2C: true})
+	})})
+	tr, err := New(Options{HTTP1: http1.Options{Target: target, Timeout: 5 * time.Second}, H2C: true})
 	if err != nil {
 		t.Fatal(err)
 	}
