@@ -189,3 +189,17 @@ func TestDumpFailures(t *testing.T) {
 		t.Errorf("connect failure dumped as %s", data)
 	}
 }
+
+// TestHTTP2Flags: --h2c shows a dry run's requests as HTTP/2 header
+// lists; a bad --http2 is refused, naming the flag.
+func TestHTTP2Flags(t *testing.T) {
+	file := trafficFile(t, 2)
+	r := runMain(t, context.Background(), "", "run", "-f", file, "--target", "http://127.0.0.1:1", "--h2c", "--dry-run", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, ":method: POST\n:scheme: http\n:authority: 127.0.0.1:1\n:path: /events/0\n") {
+		t.Errorf("exit %d, dry run output:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runMain(t, context.Background(), "", "run", "-f", file, "--target", "http://127.0.0.1:1", "--http2", "sometimes")
+	if r.code != 1 || !strings.Contains(r.stderr, "--http2: want auto, on or off") {
+		t.Errorf("exit %d, stderr %q; want 1 and the flag named", r.code, r.stderr)
+	}
+}

@@ -99,6 +99,8 @@ func addHTTPFlags(fs *pflag.FlagSet, o *run.HTTP) {
 	fs.IntVar(&o.FollowRedirects, "follow-redirects", o.FollowRedirects, "follow up to `N` redirects of each request (each hop counted as a request); 0: a 3xx is the answer, as recorded")
 	fs.IntVar(&o.MaxAnswerBody, "max-answer-body", o.MaxAnswerBody, "keep at most this many `BYTES` of an answer's body when something reads it (--compare body, correlate, cookies, --dump-failures); a longer answer fails as other. Otherwise bodies are read and dropped as they arrive")
 	fs.IntVar(&o.MaxHeaderBytes, "max-header-bytes", o.MaxHeaderBytes, "an answer's status line and headers must fit in this many `BYTES`; a longer head fails the request")
+	fs.StringVar(&o.HTTP2, "http2", o.HTTP2, "HTTP/2 over TLS, chosen per connection by ALPN: auto (offer h2 when the file holds HTTP/2 or gRPC pairs), on (always offer it) or off (HTTP/1.1 only)")
+	fs.BoolVar(&o.H2C, "h2c", o.H2C, "speak cleartext HTTP/2 (prior knowledge) to http:// targets")
 	fs.DurationVar(&o.MaxConnDuration, "max-conn-duration", o.MaxConnDuration, "close and reopen a VU's connection once it is this old, to spread load over the pods behind a Service")
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/internal/transport/http1"
+	"github.com/replay-dev/replay/internal/transport/http2"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transform"
@@ -48,7 +49,8 @@ func hotPath(b *testing.B, transforms string) {
 	}
 	defer f.Close()
 	rec := report.NewRecorder(f.Endpoints())
-	tr, err := http1.New(http1.Options{Target: srv.URL(), Timeout: 10 * time.Second})
+	// The transport a run builds: HTTP/2 where it may, here HTTP/1.1.
+	tr, err := http2.New(http2.Options{HTTP1: http1.Options{Target: srv.URL(), Timeout: 10 * time.Second}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/transport/http1"
+	"github.com/replay-dev/replay/internal/transport/http2"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transform"
@@ -128,6 +129,11 @@ type HTTP struct {
 	Timings         bool
 	FollowRedirects int
 	MaxConnDuration time.Duration
+	// HTTP2 is "auto", "on" or "off": whether TLS handshakes offer h2
+	// (auto: when the file holds HTTP/2 or gRPC pairs). H2C speaks
+	// cleartext HTTP/2 by prior knowledge to http:// targets.
+	HTTP2 string
+	H2C   bool
 	// MaxAnswerBody bounds the answer body kept for those who read it
 	// (--compare body, correlate, --dump-failures): a longer answer fails
 	// as "other". When nothing reads bodies they are dropped as they
@@ -217,7 +223,7 @@ type Compare struct {
 func DefaultOptions() Options {
 	return Options{
 		Load:       Load{VUs: 1, Speed: 1, LateAfter: DefaultLateAfter},
-		HTTP:       HTTP{Timeout: DefaultTimeout, MaxAnswerBody: DefaultMaxAnswerBody, MaxHeaderBytes: DefaultMaxHeaderBytes},
+		HTTP:       HTTP{Timeout: DefaultTimeout, HTTP2: http2.Auto, MaxAnswerBody: DefaultMaxAnswerBody, MaxHeaderBytes: DefaultMaxHeaderBytes},
 		Transforms: Transforms{Cookies: DefaultCookies},
 		Events:     Events{Header: "ce-id", JSON: "id", Drain: 30 * time.Second, DrainIdle: time.Second},
 		Filter:     Filter{Sample: 1, Seed: 1},

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/outfile"
-	"github.com/replay-dev/replay/internal/transport/http1"
+	"github.com/replay-dev/replay/internal/transport/http2"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -129,8 +129,8 @@ func prepare(ctx context.Context, o *Options) (*runner, error) {
 	}
 	// When nothing reads the answers' bodies they are dropped as they
 	// arrive, so that memory is bounded by the VUs, not by the answers.
-	topt.DiscardBodies = !r.readsBodies()
-	tr, err := http1.New(topt)
+	topt.HTTP1.DiscardBodies = !r.readsBodies()
+	tr, err := http2.New(topt)
 	if err != nil {
 		r.close()
 		return nil, err

@@ -209,6 +209,11 @@ func TestExecuteBadInputSendsNothing(t *testing.T) {
 		{"dump-max", func(o *Options) { o.DumpFailures, o.DumpMax = filepath.Join(t.TempDir(), "d"), 0 }, []string{"--dump-max"}, false},
 		{"unwritable dump", func(o *Options) { o.DumpFailures = filepath.Join(t.TempDir(), "no", "d") }, []string{"--dump-failures"}, true},
 		{"pace without ts", func(o *Options) { o.Load.Pace = "recorded" }, []string{"no ts to pace by"}, true},
+		{"bad http2", func(o *Options) { o.HTTP.HTTP2 = "maybe" }, []string{"--http2: want auto, on or off"}, false},
+		{"h2c and http2 off", func(o *Options) { o.HTTP.HTTP2, o.HTTP.H2C = "off", true }, []string{"--h2c and --http2 off"}, false},
+		{"gRPC without h2c", func(o *Options) {
+			o.File = trafficFile(t, 2, `{"http":{"req":{"method":"POST","uri":"/s.S/M","host":"recorded:80","headers":{"content-type":["application/grpc"]},"bodyBase64":"AAAAAAA="}}}`)
+		}, []string{":3: a gRPC call", "add --h2c"}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o := options(good, srv.URL)
@@ -276,6 +281,55 @@ func TestExecuteDryRun(t *testing.T) {
 	}
 	if n := srv.conns.Load(); n != 0 {
 		t.Errorf("the SUT saw %d connections during a dry run", n)
+	}
+}
+
+// TestExecuteDryRunHTTP2: with --h2c a dry run shows the header list.
+func TestExecuteDryRunHTTP2(t *testing.T) {
+	var out bytes.Buffer
+	o := options(trafficFile(t, 1), "http://127.0.0.1:9")
+	o.DryRun, o.DryRunTo, o.HTTP.H2C = 1, &out, true
+	if s, err := execute(t, context.Background(), o, 10*time.Second); s != nil || err != nil {
+		t.Fatalf("got %v, %v; want neither summary nor error", s, err)
+	}
+	want := ":method: POST\n:scheme: http\n:authority: 127.0.0.1:9\n:path: /events/0\ncontent-length: 7\n\n{\"n\":0}"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("dry run wrote:\n%s\nwant the header list:\n%s", out.String(), want)
+	}
+}
+
+// TestExecuteH2C runs over cleartext HTTP/2: every request answered, on
+// one connection per VU.
+func TestExecuteH2C(t *testing.T) {
+	var count, conns, h2 atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		count.Add(1)
+		if r.ProtoMajor == 2 {
+			h2.Add(1)
+		}
+		w.WriteHeader(202)
+	}), ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	o := options(trafficFile(t, 20), "http://"+ln.Addr().String())
+	o.HTTP.H2C = true
+	s, err := execute(t, context.Background(), o, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Requests != 20 || s.Succeeded != 20 || count.Load() != 20 || h2.Load() != 20 || conns.Load() != 2 {
+		t.Errorf("requests %d, succeeded %d; the SUT saw %d (%d over HTTP/2) on %d connections; want 20 of each on 2",
+			s.Requests, s.Succeeded, count.Load(), h2.Load(), conns.Load())
 	}
 }
 

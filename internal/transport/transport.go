@@ -2,9 +2,9 @@
 // protocol: the interfaces through which a VU sends one request and reads
 // its answer, without knowing how (dialing, TLS, proxies, framing, error
 // classification and redirects belong to the protocol's own package, one
-// per protocol, such as transport/http1). The scheduler in pkg/vu calls
-// only these interfaces, so that a protocol is added beside the others
-// without touching it.
+// per protocol: transport/http1, and transport/http2 on the connections
+// http1 dials). The scheduler in pkg/vu calls only these interfaces, so
+// that a protocol is added beside the others without touching it.
 package transport
 
 import (
@@ -34,7 +34,8 @@ type Transport interface {
 type Client interface {
 	// Do sends req (the request of pair, rewritten) and reads its answer,
 	// filling res: Sent, End, BytesOut, BytesIn, Written, Status, Err,
-	// Connected, Reconnect, Downgraded and the phase timings. The caller
+	// Connected, Reconnect, Proto, Downgraded, Upgraded, Retried, GRPC and
+	// GRPCStatus, and the phase timings. The caller
 	// set the rest (VU, Endpoint, Due, Redirect). It returns the answer,
 	// valid until the next Do, or nil when there is none (res.Err is not
 	// result.ErrNone). In steady state it allocates nothing.

@@ -20,10 +20,10 @@ import (
 // file, usually).
 const inlineBody = 16 << 10
 
-// client is one VU's transport.Client. Everything in it is owned by the
+// Client is one VU's transport.Client. Everything in it is owned by the
 // VU's goroutine, except cut, ctx's cancel and active, which Interrupt
 // uses from another goroutine.
-type client struct {
+type Client struct {
 	t   *Transport
 	now func() int64 // the run's clock, Unix ns
 
@@ -53,6 +53,9 @@ type client struct {
 	wbuf    []byte
 	dialer  *tcpDialer
 	last    recorded
+	// alpn is what the next TLS handshake offers (Connect's); nil offers
+	// nothing, as Do does.
+	alpn []string
 
 	// The idle probe (probeIdle): its callback, bound once, and what it saw.
 	peekFn    func(fd uintptr)
@@ -60,10 +63,10 @@ type client struct {
 	peekBuf   [1]byte
 }
 
-var _ transport.Client = (*client)(nil)
+var _ transport.Client = (*Client)(nil)
 
-func newClient(t *Transport, now func() int64) *client {
-	c := &client{t: t, now: now}
+func newClient(t *Transport, now func() int64) *Client {
+	c := &Client{t: t, now: now}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.br = bufio.NewReaderSize(&c.cr, t.o.MaxHeaderBytes)
 	if t.o.Timings {
@@ -175,7 +178,7 @@ func (c *countingReader) scanHead(p []byte) (bareLF bool) {
 }
 
 // Do implements transport.Client.
-func (c *client) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) result.Answer {
+func (c *Client) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) result.Answer {
 	o := &c.t.o
 	res.Downgraded = pair.IsHTTP2()
 	c.headLen, c.lastErr, c.status, c.body = 0, nil, 0, req.Body
@@ -196,6 +199,7 @@ func (c *client) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) 
 		res.Sent = res.End
 		return nil
 	}
+	res.Proto = result.ProtoHTTP1
 	if !c.send(res, early, body) {
 		return nil
 	}
@@ -204,7 +208,7 @@ func (c *client) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) 
 
 // send writes the request on the connection, the first early bytes of it
 // gone already, and reports whether all of it went.
-func (c *client) send(res *result.Result, early int, body []byte) bool {
+func (c *Client) send(res *result.Result, early int, body []byte) bool {
 	cn := c.c
 	cn.raw.SetDeadline(time.Now().Add(c.t.o.Timeout))
 	if c.cut.Load() {
@@ -240,7 +244,7 @@ func (c *client) send(res *result.Result, early int, body []byte) bool {
 }
 
 // read reads the answer to req and returns its view, or nil.
-func (c *client) read(req *rrpair.Request, res *result.Result) result.Answer {
+func (c *Client) read(req *rrpair.Request, res *result.Result) result.Answer {
 	o := &c.t.o
 	c.resp.Reset()
 	c.ans.reset(&c.resp, o.MaxBody, o.DiscardBodies)
@@ -303,7 +307,7 @@ func (c *countingReader) zeroStatus() bool {
 // which would be read as the next request's answer). An answer that has no
 // body by definition (to a HEAD, 204, 304, an interim status) needs no
 // Content-Length to keep it; 101 switches protocols, so it closes too.
-func (c *client) keepOrClose(res *result.Result, head bool) {
+func (c *Client) keepOrClose(res *result.Result, head bool) {
 	h := &c.resp.Header
 	status := int(res.Status)
 	bodyless := head || noBody(status) && status != 101
@@ -352,7 +356,7 @@ func saysClose(b []byte) bool {
 var errUnsolicited = errors.New("unsolicited bytes after a complete answer")
 
 // Failure implements transport.Client.
-func (c *client) Failure() (addr string, head, body []byte, err error) {
+func (c *Client) Failure() (addr string, head, body []byte, err error) {
 	if c.headLen > 0 {
 		head = c.wbuf[:c.headLen]
 	}
@@ -361,7 +365,7 @@ func (c *client) Failure() (addr string, head, body []byte, err error) {
 
 // Interrupt implements transport.Client: called from the stopper when the
 // grace expires, from another goroutine.
-func (c *client) Interrupt() {
+func (c *Client) Interrupt() {
 	c.cut.Store(true)
 	c.cancel()
 	c.dialer.interrupt()
@@ -371,7 +375,7 @@ func (c *client) Interrupt() {
 }
 
 // Close implements transport.Client.
-func (c *client) Close() {
+func (c *Client) Close() {
 	c.closeConn()
 	c.cancel()
 }

@@ -26,6 +26,10 @@ type conn struct {
 	// rc is the TCP connection's raw descriptor, for probeIdle where the
 	// platform has a probe; nil otherwise.
 	rc syscall.RawConn
+	// proto is the protocol the connection speaks: the ALPN protocol
+	// negotiated ("h2", "http/1.1"), "h2" for cleartext HTTP/2 by prior
+	// knowledge (Connect), "" for HTTP/1.1 without ALPN.
+	proto string
 }
 
 // recorded is the last recorded host a client resolved to a dial address
@@ -87,13 +91,13 @@ func recordedHost(req *rrpair.Request, fallback []byte) []byte {
 // bytes, from the moment it is made (tcpDialer.dial): sent says how many,
 // and res.Sent is set when some were. It returns the error kind of a
 // failed dial.
-func (c *client) connect(addr, name string, https bool, res *result.Result, first []byte) (sent int, kind result.ErrorKind) {
+func (c *Client) connect(addr, name string, https bool, res *result.Result, first []byte) (sent int, kind result.ErrorKind) {
 	o := &c.t.o
 	if c.c != nil && (c.c.addr != addr || c.c.https != https ||
 		o.MaxConnDuration > 0 && c.now()-c.c.opened >= int64(o.MaxConnDuration)) {
 		c.closeConn()
 	}
-	if c.c != nil && c.now()-c.c.last >= int64(idleProbe) {
+	if c.c != nil && c.c.proto != "h2" && c.now()-c.c.last >= int64(idleProbe) {
 		c.probeIdle(res)
 	}
 	if c.c != nil {
@@ -148,11 +152,12 @@ func (c *client) connect(addr, name string, https bool, res *result.Result, firs
 // handshake runs the TLS handshake over cn's TCP connection, by the
 // deadline or until Interrupt, and returns the error kind of a failure
 // (cn closed then).
-func (c *client) handshake(cn *conn, name string, deadline time.Time) result.ErrorKind {
+func (c *Client) handshake(cn *conn, name string, deadline time.Time) result.ErrorKind {
 	tc := c.t.tls.Clone()
 	if tc.ServerName == "" { // --server-name overrides the host dialed
 		tc.ServerName = name
 	}
+	tc.NextProtos = c.alpn
 	tlsConn := tls.Client(cn.raw, tc)
 	ctx, cancel := context.WithDeadline(c.ctx, deadline)
 	err := tlsConn.HandshakeContext(ctx)
@@ -175,13 +180,14 @@ func (c *client) handshake(cn *conn, name string, deadline time.Time) result.Err
 		return result.ErrTLS
 	}
 	cn.nc = tlsConn
+	cn.proto = tlsConn.ConnectionState().NegotiatedProtocol
 	return result.ErrNone
 }
 
 // dial opens a TCP connection to addr, through the --proxy's CONNECT
 // tunnel when there is one (the request then goes through it unchanged,
 // origin-form, as it would directly).
-func (c *client) dial(addr string, deadline time.Time, first []byte) (net.Conn, int, error) {
+func (c *Client) dial(addr string, deadline time.Time, first []byte) (net.Conn, int, error) {
 	p := c.t.proxy
 	if p == nil {
 		return c.dialer.dial(c.ctx, addr, deadline, first)
@@ -223,7 +229,7 @@ func tunnel(nc net.Conn, p *proxy, addr string, deadline time.Time) error {
 	return nil
 }
 
-func (c *client) closeConn() {
+func (c *Client) closeConn() {
 	if c.c == nil {
 		return
 	}

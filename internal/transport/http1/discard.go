@@ -12,7 +12,7 @@ import (
 // nothing is allocated. head says the request was a HEAD. fasthttp reads
 // the head (c.resp.SkipBody is set); the body's framing is read here,
 // since fasthttp keeps every body it reads.
-func (c *client) readDiscarding(head bool) error {
+func (c *Client) readDiscarding(head bool) error {
 	if err := c.resp.ReadLimitBody(c.br, 0); err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 // when known (fasthttp reports any failure before the first byte as EOF);
 // err is what the write or the response parser returned. After Interrupt
 // every failure is a cancellation.
-func (c *client) classify(sockErr, err error) result.ErrorKind {
+func (c *Client) classify(sockErr, err error) result.ErrorKind {
 	if c.cut.Load() {
 		return result.ErrCancelled
 	}

@@ -3,8 +3,9 @@
 // recorded request as DESIGN.md's "Headers on the wire" says, reads the
 // answer (with fasthttp's parser), classifies what went wrong, follows
 // redirects, and lends the answer as a result.Answer. It also owns where a
-// request goes (--target, --host-map, --keep-host). It is the only room of
-// the project that uses fasthttp as a client.
+// request goes (--target, --host-map, --keep-host), and lends a client's
+// connection to transport/http2 when it negotiated HTTP/2 (lend.go). It is
+// the only room of the project that uses fasthttp as a client.
 package http1
 
 import (

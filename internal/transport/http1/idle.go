@@ -35,7 +35,7 @@ const (
 // res.Unsolicited for bytes. On Linux the probe is a non-blocking peek at
 // the socket (peek); a TLS record seen there may be the protocol's own (a
 // session ticket, close_notify), so readIdle reads through TLS to tell.
-func (c *client) probeIdle(res *result.Result) {
+func (c *Client) probeIdle(res *result.Result) {
 	cn := c.c
 	st := idleUnknown
 	if cn.rc != nil {
@@ -58,7 +58,7 @@ func (c *client) probeIdle(res *result.Result) {
 
 // readIdle reads what waits on the idle connection, through TLS if any,
 // for at most idleRead: data, the end of the connection, or nothing.
-func (c *client) readIdle() idleState {
+func (c *Client) readIdle() idleState {
 	raw := c.c.raw
 	raw.SetReadDeadline(time.Now().Add(idleRead))
 	_, err := c.br.Peek(1)

@@ -22,7 +22,7 @@ func rawConn(nc net.Conn) syscall.RawConn {
 
 // peek is probeIdle's RawConn callback (bound once: c.peekFn): one
 // non-blocking MSG_PEEK of a byte, which consumes nothing.
-func (c *client) peek(fd uintptr) {
+func (c *Client) peek(fd uintptr) {
 	n, _, errno := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&c.peekBuf[0])), 1,
 		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
 	switch {

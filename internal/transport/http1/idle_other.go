@@ -10,4 +10,4 @@ import (
 // rawConn: no probe here; probeIdle falls back on readIdle.
 func rawConn(net.Conn) syscall.RawConn { return nil }
 
-func (c *client) peek(uintptr) {}
+func (c *Client) peek(uintptr) {}

@@ -14,13 +14,21 @@ import (
 // ftp:, mailto:, javascript:...); a protocol-relative one ("//host/p")
 // keeps the current scheme. A Location with a host goes where that
 // recorded host would (--host-map, --target).
-func (c *client) Redirect(req *rrpair.Request) bool {
-	switch c.status { // 0 without an answer
+func (c *Client) Redirect(req *rrpair.Request) bool {
+	if c.status == 0 { // no answer
+		return false
+	}
+	return c.RedirectTo(req, c.status, c.resp.Header.Peek("Location"))
+}
+
+// RedirectTo is Redirect for an answer another protocol read (over a
+// connection Connect lent): its status and Location header.
+func (c *Client) RedirectTo(req *rrpair.Request, status int, loc []byte) bool {
+	switch status {
 	case 301, 302, 303, 307, 308:
 	default:
 		return false
 	}
-	loc := c.resp.Header.Peek("Location")
 	if len(loc) == 0 {
 		return false
 	}
@@ -30,7 +38,7 @@ func (c *client) Redirect(req *rrpair.Request) bool {
 	} else if !c.resolve(req) {
 		return false
 	}
-	if s := c.status; (s == 303 || s == 301 || s == 302) && string(req.Method) != "HEAD" {
+	if s := status; (s == 303 || s == 301 || s == 302) && string(req.Method) != "HEAD" {
 		req.Method, req.Body = []byte("GET"), nil
 		hs := req.Headers[:0]
 		for _, h := range req.Headers {
@@ -46,7 +54,7 @@ func (c *client) Redirect(req *rrpair.Request) bool {
 // resolve points req at c.loc, a URL or a reference relative to the
 // current one, and reports whether it is one to follow: http or https,
 // with a host.
-func (c *client) resolve(req *rrpair.Request) bool {
+func (c *Client) resolve(req *rrpair.Request) bool {
 	ref, err := url.Parse(string(c.loc))
 	if err != nil {
 		return false
