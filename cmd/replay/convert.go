@@ -156,9 +156,7 @@ func newExportCmd(std stdio) *cobra.Command {
 		if file == "" {
 			return nil, fmt.Errorf("-f, --file: name the traffic file")
 		}
-		// GRPC: the exporters see gRPC pairs, to skip and count them as
-		// what their tools cannot send.
-		return run.OpenFile(file, std.in, rrpair.Options{RequireHost: target == "", GRPC: true})
+		return run.OpenFile(file, std.in, rrpair.Options{RequireHost: target == ""})
 	}
 
 	load := run.DefaultOptions().Load

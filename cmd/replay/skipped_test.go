@@ -18,18 +18,18 @@ var speedscaleFile = filepath.Join("..", "..", "pkg", "rrpair", "testdata", "spe
 func TestSpeedscaleShardsMergeSkippedOnce(t *testing.T) {
 	srv := newSUT(t, 0, 200)
 	dir := t.TempDir()
-	want := map[string]any{"protocol": map[string]any{"postgres": 2.0, "mysql": 1.0}, "response_only": 1.0, "grpc": 2.0, "direction_out": 1.0}
+	want := map[string]any{"protocol": map[string]any{"postgres": 2.0, "mysql": 1.0}, "response_only": 1.0, "direction_out": 2.0}
 	var outs []string
 	for _, shard := range []string{"0/2", "1/2"} {
 		out := filepath.Join(dir, strings.Replace(shard, "/", "-", 1)+".json")
-		r := runMain(t, context.Background(), "", "run", "-f", speedscaleFile, "--target", srv.URL, "--shard", shard, "--out", out, "-q", "--log-format", "json")
+		r := runMain(t, context.Background(), "", "run", "-f", speedscaleFile, "--target", srv.URL, "--drop", "host=orders.svc:9090", "--shard", shard, "--out", out, "-q", "--log-format", "json")
 		if r.code != 0 {
 			t.Fatalf("shard %s: exit %d: %s", shard, r.code, r.stderr)
 		}
 		if got := readSummary(t, out)["skipped"]; !reflect.DeepEqual(got, want) {
 			t.Errorf("shard %s skipped: got %v, want %v", shard, got, want)
 		}
-		if !strings.Contains(r.stderr, `"skipped":7`) {
+		if !strings.Contains(r.stderr, `"skipped":6`) {
 			t.Errorf("shard %s: no log line counts the skipped lines:\n%s", shard, r.stderr)
 		}
 		outs = append(outs, out)
@@ -47,14 +47,14 @@ func TestSpeedscaleShardsMergeSkippedOnce(t *testing.T) {
 		t.Errorf("merged: skipped %v, requests %v; want %v, 3", sum["skipped"], sum["requests"], want)
 	}
 	r = runMain(t, context.Background(), "", "report", merged)
-	if r.code != 0 || !strings.Contains(r.stdout, "7: postgres 2, mysql 1, response_only 1, grpc 2, direction_out 1") {
+	if r.code != 0 || !strings.Contains(r.stdout, "6: postgres 2, mysql 1, response_only 1, direction_out 2") {
 		t.Errorf("report: exit %d, the text lacks the skipped counts:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 
 func TestInspectSpeedscale(t *testing.T) {
 	r := runMain(t, context.Background(), "", "inspect", speedscaleFile)
-	if r.code != 0 || !strings.Contains(r.stdout, "7 lines, not HTTP requests to replay: postgres 2, mysql 1, response_only 1, grpc 2, direction_out 1") {
+	if r.code != 0 || !strings.Contains(r.stdout, "6 lines, not HTTP requests to replay: postgres 2, mysql 1, response_only 1, direction_out 2") {
 		t.Errorf("inspect: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runMain(t, context.Background(), "", "inspect", "--json", "--keep", "direction=OUT", "--keep", "host=payments.example.com", speedscaleFile)
@@ -63,7 +63,7 @@ func TestInspectSpeedscale(t *testing.T) {
 		Filtered int                        `json:"filtered_out"`
 		Skipped  map[string]json.RawMessage `json:"skipped"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.Pairs != 1 || st.Filtered != 3 || st.Skipped["direction_out"] != nil {
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.Pairs != 1 || st.Filtered != 5 || st.Skipped["direction_out"] != nil {
 		t.Errorf("inspect --json --keep direction=OUT: %v %+v\n%s", err, st, r.stderr)
 	}
 	r = runMain(t, context.Background(), "", "inspect", "--keep", "direction=SIDEWAYS", speedscaleFile)

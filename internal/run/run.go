@@ -150,8 +150,6 @@ func (r *runner) readsBodies() bool {
 // openTraffic opens the traffic of o; ctx stops the spooling of
 // standard input.
 func openTraffic(ctx context.Context, o *Options, p *parsed) (*rrpair.File, error) {
-	// GRPC stays off while the transport speaks HTTP/1.1 only: gRPC pairs
-	// are skipped and counted, not sent to fail.
 	opt := rrpair.Options{RequireHost: o.Load.Target == "", Filter: p.filter, Shard: p.shard}
 	if o.Open != nil {
 		return o.Open(opt)
@@ -283,7 +281,7 @@ func (r *runner) logStart() {
 
 // logSkipped says, in one line, which valid lines of the file are not
 // replayed and how many of each kind: {"skipped":29,"protocol":{"postgres":12},
-// "response_only":3,"grpc":4,"direction_out":7}.
+// "response_only":3,"direction_out":7}.
 func logSkipped(log zerolog.Logger, f *rrpair.File) {
 	sk := f.Skipped()
 	n := sk.Total()
@@ -301,7 +299,7 @@ func logSkipped(log zerolog.Logger, f *rrpair.File) {
 	for _, k := range []struct {
 		name string
 		n    int
-	}{{"response_only", sk.ResponseOnly}, {"grpc", sk.GRPC}, {"direction_out", sk.DirectionOut}} {
+	}{{"response_only", sk.ResponseOnly}, {"direction_out", sk.DirectionOut}} {
 		if k.n > 0 {
 			e.Int(k.name, k.n)
 		}

@@ -240,7 +240,6 @@ func mergeSkipped(a, b *Skipped) *Skipped {
 		a.Protocol[k] = max(a.Protocol[k], v)
 	}
 	a.ResponseOnly = max(a.ResponseOnly, b.ResponseOnly)
-	a.GRPC = max(a.GRPC, b.GRPC)
 	a.DirectionOut = max(a.DirectionOut, b.DirectionOut)
 	return a
 }

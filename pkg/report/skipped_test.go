@@ -19,7 +19,7 @@ func skippedSummary(sk *Skipped) *Summary {
 }
 
 func TestSkippedInJSONAndText(t *testing.T) {
-	sk := &Skipped{Protocol: map[string]int{"postgres": 12, "mysql": 2}, ResponseOnly: 3, GRPC: 4, DirectionOut: 7}
+	sk := &Skipped{Protocol: map[string]int{"postgres": 12, "mysql": 2}, ResponseOnly: 3, DirectionOut: 7}
 	var buf bytes.Buffer
 	if err := WriteJSON(&buf, skippedSummary(sk)); err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func TestSkippedInJSONAndText(t *testing.T) {
 	}
 	var compact bytes.Buffer
 	json.Compact(&compact, raw.Skipped)
-	if want := `{"protocol":{"mysql":2,"postgres":12},"response_only":3,"grpc":4,"direction_out":7}`; compact.String() != want {
+	if want := `{"protocol":{"mysql":2,"postgres":12},"response_only":3,"direction_out":7}`; compact.String() != want {
 		t.Errorf("skipped JSON: got %s, want %s", compact.String(), want)
 	}
 	back, err := ReadSummary(&buf)
@@ -47,7 +47,7 @@ func TestSkippedInJSONAndText(t *testing.T) {
 	if err := WriteText(&buf, skippedSummary(sk)); err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`(?m)^Skipped +\[lines of the file not replayed\] +28: postgres 12, mysql 2, response_only 3, grpc 4, direction_out 7$`).Match(buf.Bytes()) {
+	if !regexp.MustCompile(`(?m)^Skipped +\[lines of the file not replayed\] +24: postgres 12, mysql 2, response_only 3, direction_out 7$`).Match(buf.Bytes()) {
 		t.Errorf("text report lacks the Skipped line:\n%s", buf.String())
 	}
 
@@ -70,7 +70,7 @@ func TestSkippedInJSONAndText(t *testing.T) {
 // section, changes nothing.
 func TestMergeTakesSkippedOnce(t *testing.T) {
 	shard := func() *Summary {
-		return skippedSummary(&Skipped{Protocol: map[string]int{"postgres": 12}, ResponseOnly: 3, GRPC: 4, DirectionOut: 7})
+		return skippedSummary(&Skipped{Protocol: map[string]int{"postgres": 12}, ResponseOnly: 3, DirectionOut: 7})
 	}
 	var parts []*Summary
 	for _, s := range []*Summary{shard(), shard(), shard(), skippedSummary(nil)} {
@@ -101,7 +101,7 @@ func TestMergeTakesSkippedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = &Skipped{Protocol: map[string]int{"postgres": 12, "redis": 1}, ResponseOnly: 3, GRPC: 4, DirectionOut: 9}
+	want = &Skipped{Protocol: map[string]int{"postgres": 12, "redis": 1}, ResponseOnly: 3, DirectionOut: 9}
 	if !reflect.DeepEqual(m.Skipped, want) {
 		t.Errorf("merged skipped: got %+v, want %+v", m.Skipped, want)
 	}
@@ -112,12 +112,12 @@ func TestMergeTakesSkippedOnce(t *testing.T) {
 
 func TestWriteInspectShowsSkipped(t *testing.T) {
 	st := &rrpair.Stats{File: "speedscale.jsonl", Pairs: 3, Methods: map[string]int{"GET": 3},
-		Skipped: rrpair.Skipped{Protocol: map[string]int{"postgres": 2, "mysql": 1}, ResponseOnly: 1, GRPC: 2, DirectionOut: 1}}
+		Skipped: rrpair.Skipped{Protocol: map[string]int{"postgres": 2, "mysql": 1}, ResponseOnly: 1, DirectionOut: 1}}
 	var buf bytes.Buffer
 	if err := WriteInspect(&buf, st); err != nil {
 		t.Fatal(err)
 	}
-	want := "Skipped          7 lines, not HTTP requests to replay: postgres 2, mysql 1, response_only 1, grpc 2, direction_out 1\n"
+	want := "Skipped          5 lines, not HTTP requests to replay: postgres 2, mysql 1, response_only 1, direction_out 1\n"
 	if !strings.Contains(buf.String(), want) {
 		t.Errorf("inspect lacks %q:\n%s", want, buf.String())
 	}

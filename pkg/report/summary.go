@@ -120,7 +120,7 @@ type Transform = result.TransformCount
 
 // Skipped is the summary's "skipped" section (rrpair.Skipped):
 //
-//	{"protocol": {"postgres": 12}, "response_only": 3, "grpc": 4, "direction_out": 7}
+//	{"protocol": {"postgres": 12}, "response_only": 3, "direction_out": 7}
 type Skipped = rrpair.Skipped
 
 // Timings are the phases of requests (--timings), k6's http_req_connecting,

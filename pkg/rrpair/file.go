@@ -33,10 +33,6 @@ type Options struct {
 	// sessions stay whole. The endpoint table still comes from every kept
 	// pair, so all shards derive the same one. Zero Count: no sharding.
 	Shard Shard
-	// GRPC says that the transport can replay gRPC pairs (request
-	// Content-Type application/grpc*); false: they are skipped and
-	// counted (Skipped.GRPC).
-	GRPC bool
 }
 
 // Shard is one share of a file's iterations: Index of Count.

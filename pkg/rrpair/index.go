@@ -220,13 +220,10 @@ func (v *validator) run(c *chunk) {
 	}
 }
 
-// skipOf says whether a valid HTTP pair is skipped all the same: a gRPC
-// call the transport cannot replay, or an OUT pair when no rule chose the
-// direction.
+// skipOf says whether a valid HTTP pair is skipped all the same: an OUT
+// pair when no rule chose the direction. (gRPC pairs are replayed, over
+// HTTP/2; the transport refuses them before any traffic when it cannot.)
 func (v *validator) skipOf(p *Pair) skipKind {
-	if !v.opt.GRPC && p.IsGRPC() {
-		return skipGRPC
-	}
 	if p.IsOut() && !v.opt.Filter.choosesDirection() {
 		return skipDirectionOut
 	}

@@ -21,26 +21,22 @@ const (
 	replayable       skipKind = iota
 	skipProtocol              // l7protocol names another protocol (postgres, mysql, redis...)
 	skipResponseOnly          // http.res without an http.req object
-	skipGRPC                  // a gRPC call (DESIGN's one rule), and Options.GRPC is off
 	skipDirectionOut          // an OUT pair, and no --keep direction= chose OUT
 )
 
 // Skipped counts the lines of a file that are valid but not replayed, by
 // kind, as `replay inspect`, the run log and the summary JSON show them:
 //
-//	{"protocol": {"postgres": 12, "mysql": 2}, "response_only": 3, "grpc": 4, "direction_out": 7}
+//	{"protocol": {"postgres": 12, "mysql": 2}, "response_only": 3, "direction_out": 7}
 //
 // A line counts once, under the first kind that applies in this order:
 // protocol (l7protocol other than http, https or grpc, lower-cased),
-// response_only (an http.res but no http.req object), grpc (request
-// Content-Type application/grpc*, until the transport replays gRPC),
-// direction_out (direction OUT, unless a --keep direction= rule chose
+// response_only (an http.res but no http.req object), direction_out (direction OUT, unless a --keep direction= rule chose
 // OUT). The counts describe the file (and the run's flags), not a shard:
 // every shard of a run counts the same.
 type Skipped struct {
 	Protocol     map[string]int `json:"protocol,omitempty"`
 	ResponseOnly int            `json:"response_only,omitempty"`
-	GRPC         int            `json:"grpc,omitempty"`
 	DirectionOut int            `json:"direction_out,omitempty"`
 }
 
@@ -49,7 +45,7 @@ func (s *Skipped) Total() int {
 	if s == nil {
 		return 0
 	}
-	n := s.ResponseOnly + s.GRPC + s.DirectionOut
+	n := s.ResponseOnly + s.DirectionOut
 	for _, c := range s.Protocol {
 		n += c
 	}
@@ -81,7 +77,7 @@ func (s *Skipped) Kinds() []string {
 	for _, k := range []struct {
 		name string
 		n    int
-	}{{"response_only", s.ResponseOnly}, {"grpc", s.GRPC}, {"direction_out", s.DirectionOut}} {
+	}{{"response_only", s.ResponseOnly}, {"direction_out", s.DirectionOut}} {
 		if k.n > 0 {
 			out = append(out, fmt.Sprintf("%s %d", k.name, k.n))
 		}
@@ -116,8 +112,6 @@ func (s *Skipped) count(kind skipKind, proto []byte) {
 		s.Protocol[strings.ToLower(string(proto))]++
 	case skipResponseOnly:
 		s.ResponseOnly++
-	case skipGRPC:
-		s.GRPC++
 	case skipDirectionOut:
 		s.DirectionOut++
 	}
@@ -132,7 +126,6 @@ func (s *Skipped) add(o *Skipped) {
 		s.Protocol[k] += v
 	}
 	s.ResponseOnly += o.ResponseOnly
-	s.GRPC += o.GRPC
 	s.DirectionOut += o.DirectionOut
 }
 

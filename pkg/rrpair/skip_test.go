@@ -59,36 +59,29 @@ func TestSpeedscaleFileSkipsWhatIsNotHTTP(t *testing.T) {
 		filtered int
 	}{
 		{
-			name:  "default: IN HTTP pairs only",
-			lines: []int{1, 3, 8},
-			skipped: Skipped{Protocol: map[string]int{"postgres": 2, "mysql": 1}, ResponseOnly: 1, GRPC: 2,
-				DirectionOut: 1},
-		},
-		{
-			name:    "a transport that replays gRPC keeps the IN gRPC pair; the OUT one is skipped as OUT",
-			opt:     Options{GRPC: true},
+			name:    "default: IN pairs only, the gRPC one too; the OUT ones are skipped as OUT",
 			lines:   []int{1, 3, 7, 8},
 			skipped: Skipped{Protocol: map[string]int{"postgres": 2, "mysql": 1}, ResponseOnly: 1, DirectionOut: 2},
 		},
 		{
-			name:     "--keep direction=OUT: the OUT HTTP pair only; the IN ones are filtered",
+			name:     "--keep direction=OUT: the OUT pairs only (HTTP and gRPC); the IN ones are filtered",
 			opt:      Options{Filter: &Filter{Keep: rules(t, "direction=OUT")}},
-			lines:    []int{4},
-			skipped:  Skipped{Protocol: map[string]int{"postgres": 2, "mysql": 1}, ResponseOnly: 1, GRPC: 2},
-			filtered: 3,
+			lines:    []int{4, 9},
+			skipped:  Skipped{Protocol: map[string]int{"postgres": 2, "mysql": 1}, ResponseOnly: 1},
+			filtered: 4,
 		},
 		{
 			name:    "--keep direction=in,out: both",
 			opt:     Options{Filter: &Filter{Keep: rules(t, "direction=in,out")}},
-			lines:   []int{1, 3, 4, 8},
-			skipped: Skipped{Protocol: map[string]int{"postgres": 2, "mysql": 1}, ResponseOnly: 1, GRPC: 2},
+			lines:   []int{1, 3, 4, 7, 8, 9},
+			skipped: Skipped{Protocol: map[string]int{"postgres": 2, "mysql": 1}, ResponseOnly: 1},
 		},
 		{
 			name:     "--keep direction=IN: OUT pairs are filtered, not skipped",
 			opt:      Options{Filter: &Filter{Keep: rules(t, "direction=IN")}},
-			lines:    []int{1, 3, 8},
-			skipped:  Skipped{Protocol: map[string]int{"postgres": 2, "mysql": 1}, ResponseOnly: 1, GRPC: 2},
-			filtered: 1,
+			lines:    []int{1, 3, 7, 8},
+			skipped:  Skipped{Protocol: map[string]int{"postgres": 2, "mysql": 1}, ResponseOnly: 1},
+			filtered: 2,
 		},
 	}
 	for _, tt := range tests {
@@ -121,7 +114,6 @@ func TestSkippedLinesAndBrokenLines(t *testing.T) {
 		{"response only", `{"l7protocol":"http","http":{"res":{"statusCode":200}}}`, "1 lines (response_only 1)", ""},
 		{"response only, null request", `{"http":{"req":null,"res":{"statusCode":200,"body":"x"}}}`, "1 lines (response_only 1)", ""},
 		{"grpc record with no HTTP fields", `{"l7protocol":"grpc","grpc":{"method":"/a.B/C"}}`, "1 lines (grpc 1)", ""},
-		{"gRPC pair", `{"http":{"req":{"method":"POST","uri":"/a.B/C","host":"h","headers":{"Content-Type":["application/grpc+proto"]}}}}`, "1 lines (grpc 1)", ""},
 		{"OUT pair", `{"direction":"out","http":{"req":{"method":"GET","uri":"/a","host":"h"}}}`, "1 lines (direction_out 1)", ""},
 		{"OUT pair without a host needs none", `{"direction":"OUT","http":{"req":{"method":"GET","uri":"/a"}}}`, "1 lines (direction_out 1)", ""},
 
@@ -176,13 +168,13 @@ func TestHostAndTagRules(t *testing.T) {
 		keep, drop []string
 		lines      []int
 	}{
-		{"host name matches any port", []string{"host=ORDERS.svc"}, nil, []int{1, 3, 8}},
+		{"host name matches any port", []string{"host=ORDERS.svc"}, nil, []int{1, 3, 7, 8}},
 		{"host with port is exact", []string{"host=orders.svc:8081,payments.example.com", "direction=IN,OUT"}, nil, []int{4}},
-		{"drop host", []string{"direction=IN,OUT"}, []string{"host=orders.svc:8080"}, []int{4}},
-		{"tag value", []string{"tag.tenant=acme"}, nil, []int{1, 8}},
-		{"tag list", []string{"tag.tenant=acme, beta"}, nil, []int{1, 3, 8}},
+		{"drop host", []string{"direction=IN,OUT"}, []string{"host=orders.svc:8080"}, []int{4, 7, 9}},
+		{"tag value", []string{"tag.tenant=acme"}, nil, []int{1, 7, 8}},
+		{"tag list", []string{"tag.tenant=acme, beta"}, nil, []int{1, 3, 7, 8}},
 		{"tags. spelling", []string{"tags.source=web"}, nil, []int{1, 8}},
-		{"drop tag", nil, []string{"tag.tenant=beta"}, []int{1, 8}},
+		{"drop tag", nil, []string{"tag.tenant=beta"}, []int{1, 7, 8}},
 		{"tag and direction", []string{"tag.tenant=beta", "direction=IN,OUT"}, nil, []int{3, 4}},
 		{"session is a tag too", []string{"tag.session=s-1"}, nil, []int{1, 8}},
 	}
@@ -234,11 +226,11 @@ func TestInspectCountsSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Skipped{Protocol: map[string]int{"postgres": 2, "mysql": 1}, ResponseOnly: 1, GRPC: 2, DirectionOut: 1}
-	if st.Pairs != 3 || !reflect.DeepEqual(st.Skipped, want) {
-		t.Errorf("got %d pairs, skipped %+v; want 3, %+v", st.Pairs, st.Skipped, want)
+	want := Skipped{Protocol: map[string]int{"postgres": 2, "mysql": 1}, ResponseOnly: 1, DirectionOut: 2}
+	if st.Pairs != 4 || !reflect.DeepEqual(st.Skipped, want) {
+		t.Errorf("got %d pairs, skipped %+v; want 4, %+v", st.Pairs, st.Skipped, want)
 	}
-	if got := strings.Join(st.Skipped.Kinds(), ", "); got != "postgres 2, mysql 1, response_only 1, grpc 2, direction_out 1" {
+	if got := strings.Join(st.Skipped.Kinds(), ", "); got != "postgres 2, mysql 1, response_only 1, direction_out 2" {
 		t.Errorf("kinds: got %q", got)
 	}
 }
