@@ -284,4 +284,6 @@ func TestCompareGRPCStatus(t *testing.T) {
 	}
 }
 
-func h(name, value string) rrpair.Header { return rrpair.Header{Name: []byte(name), Value: []byte(value)} }
+func h(name, value string) rrpair.Header {
+	return rrpair.Header{Name: []byte(name), Value: []byte(value)}
+}

@@ -86,7 +86,7 @@ func (s *stamp) apply(c *call) {
 		c.req.Headers = setHeader(c.req.Headers, s.header, id)
 		stamped = true
 	}
-	if s.field != nil {
+	if s.field != nil && c.bodyAllowed() {
 		if body, ok := setTopLevelString(&c.st.walker, &c.st.topKey, c.buf(1), c.req.Body, s.field, id); ok {
 			c.req.Body = body
 			stamped = true
@@ -94,7 +94,9 @@ func (s *stamp) apply(c *call) {
 	}
 	st.pending = stamped
 	if !stamped {
-		c.failed = true // no header asked for, and the body is not a JSON object
+		// No header asked for, and the body is not a JSON object (or a
+		// gRPC body, skipped and counted as such).
+		c.failed = !c.skipped
 		return
 	}
 	s.to.Stamped(c.st.vu)

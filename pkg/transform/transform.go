@@ -16,6 +16,11 @@
 //	correlate   replace a recorded value by the one the SUT returned live
 //	cookies     a per-session cookie jar (Set-Cookie → Cookie)
 //
+// Body rewrites (timestamps and JWTs in JSON bodies, correlated values in
+// bodies, a correlation ID in a JSON body) skip a gRPC call's body, which
+// is length-prefixed protobuf, and count it; what they do to the URI and
+// headers (gRPC metadata) still applies.
+//
 // Each VU owns its scratch buffers and what it learned, so the hot path
 // takes no lock; header, query, timestamp and cached-JWT rewrites reuse
 // those buffers and allocate nothing per request in steady state.
@@ -83,6 +88,24 @@ type call struct {
 	now             int64 // Unix ns; 0 unless a step of the chain reads the time
 	step            int
 	changed, failed bool
+	// grpc is set for a gRPC call (rrpair.IsGRPC): its body is
+	// length-prefixed protobuf, which no body rewrite may touch; skipped
+	// is set when the step left such a body alone (bodyAllowed).
+	grpc, skipped bool
+}
+
+// bodyAllowed reports whether the current step may read and rewrite the
+// request body: not a gRPC call's. A step asks it only where it would
+// work on the body, so that a gRPC body it leaves alone is counted
+// (TransformCount.SkippedGRPC); its header work still applies.
+func (c *call) bodyAllowed() bool {
+	if !c.grpc {
+		return true
+	}
+	if len(c.req.Body) > 0 {
+		c.skipped = true
+	}
+	return false
 }
 
 // buf returns the current step's scratch buffer k (0 to 4).
@@ -176,18 +199,21 @@ func (c *Chain) Rewrite(vu int, req *rrpair.Request, pair *rrpair.Pair) error {
 	// The call lives in the VU's state: on the stack it would escape to
 	// the heap through the step interface, once per request.
 	cl := &st.call
-	*cl = call{st: st, req: req, pair: pair}
+	*cl = call{st: st, req: req, pair: pair, grpc: rrpair.IsGRPC(req.Headers)}
 	if c.clock {
 		cl.now = c.now().UnixNano()
 	}
 	for i, s := range c.steps {
-		cl.step, cl.changed, cl.failed = i, false, false
+		cl.step, cl.changed, cl.failed, cl.skipped = i, false, false, false
 		s.apply(cl)
 		if cl.changed {
 			st.counts[i].Changed++
 		}
 		if cl.failed {
 			st.counts[i].Failed++
+		}
+		if cl.skipped {
+			st.counts[i].SkippedGRPC++
 		}
 	}
 	return nil
@@ -213,6 +239,7 @@ func (c *Chain) Counts() []result.TransformCount {
 		for v := range c.vus {
 			out[i].Changed += c.vus[v].counts[i].Changed
 			out[i].Failed += c.vus[v].counts[i].Failed
+			out[i].SkippedGRPC += c.vus[v].counts[i].SkippedGRPC
 		}
 	}
 	return out
