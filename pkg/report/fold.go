@@ -113,7 +113,7 @@ func (f *fold) add(r result.Result) {
 		f.answered++
 	}
 
-	ok := succeeded(&r)
+	ok := r.Succeeded()
 	f.requests++
 	if ok {
 		f.succeeded++
@@ -201,19 +201,6 @@ func (f *fold) add(r result.Result) {
 	f.minDue = min(f.minDue, r.Due)
 	f.maxDue = max(f.maxDue, r.Due)
 	f.maxEnd = max(f.maxEnd, r.End)
-}
-
-// succeeded reports whether r counts as succeeded (DESIGN.md, Counting):
-// an answer with a status below 400, or, for a gRPC call, an answer whose
-// grpc-status is 0 (OK), whatever its HTTP status.
-func succeeded(r *result.Result) bool {
-	if r.Err != result.ErrNone {
-		return false
-	}
-	if r.GRPC {
-		return r.GRPCStatus == result.GRPCOK
-	}
-	return r.Status < 400
 }
 
 // protoIndex is p as an index into fold.connsByProto. A connection whose

@@ -287,3 +287,19 @@ func TestCompareGRPCStatus(t *testing.T) {
 func h(name, value string) rrpair.Header {
 	return rrpair.Header{Name: []byte(name), Value: []byte(value)}
 }
+
+// TestFailureDumpGRPC: a gRPC call that failed with 200 is dumped under
+// its gRPC status, with the answer's trailers.
+func TestFailureDumpGRPC(t *testing.T) {
+	var buf bytes.Buffer
+	d := NewFailureDump(&buf, []string{"POST /pkg.Svc/Get"}, 5)
+	a := resulttest.New(200, "", "content-type", "application/grpc").WithTrailers("grpc-status", "5", "grpc-message", "gone")
+	res := grpcResult(0, 0, 200, 5)
+	d.Failed(&result.Failure{Pair: &rrpair.Pair{Line: 2}, Result: &res, Answer: a})
+	out := buf.String()
+	for _, want := range []string{`"failure":"grpc:NOT_FOUND"`, `"trailers":{"grpc-message":["gone"],"grpc-status":["5"]}`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dump lacks %s:\n%s", want, out)
+		}
+	}
+}

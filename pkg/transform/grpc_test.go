@@ -146,6 +146,19 @@ func TestGRPCStampHeaderOnly(t *testing.T) {
 			if sc.stamped != tt.stamped || n.SkippedGRPC != 1 || n.Failed != 0 {
 				t.Errorf("stamped %d, counts %+v; want stamped %d, skipped 1, failed 0", sc.stamped, n, tt.stamped)
 			}
+			if tt.stamped == 0 {
+				return
+			}
+			// Accepted only with grpc-status OK, whatever the HTTP status.
+			c.Observe(0, &ps[0], live(200, "").WithTrailers("grpc-status", "14"))
+			if len(sc.accepted) != 0 {
+				t.Errorf("a gRPC UNAVAILABLE answer was accepted: %v", sc.accepted)
+			}
+			c.Rewrite(0, &ps[0].Req, &ps[0])
+			c.Observe(0, &ps[0], live(200, "").WithTrailers("grpc-status", "0"))
+			if len(sc.accepted) != 1 {
+				t.Errorf("a gRPC OK answer was not accepted: %v", sc.accepted)
+			}
 		})
 	}
 }

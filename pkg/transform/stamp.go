@@ -103,11 +103,20 @@ func (s *stamp) apply(c *call) {
 	c.changed = true
 }
 
-func (s *stamp) observe(st *vuState, _ int, _ *rrpair.Pair, a result.Answer) {
-	if st.stamp.pending && a.Status() < 400 {
+// observe tells the tracker that the API accepted the stamped request: an
+// answer below 400, or to a gRPC call, grpc-status OK.
+func (s *stamp) observe(st *vuState, _ int, p *rrpair.Pair, a result.Answer) {
+	if st.stamp.pending && accepted(p, a) {
 		s.to.Accepted(st.vu, st.stamp.seq-1)
 	}
 	st.stamp.pending = false
+}
+
+func accepted(p *rrpair.Pair, a result.Answer) bool {
+	if p.IsGRPC() {
+		return result.AnswerGRPCStatus(a) == result.GRPCOK
+	}
+	return a.Status() < 400
 }
 
 // setTopLevelString writes body with the top-level key (quoted) set to the
