@@ -51,9 +51,9 @@ func grpcFixture() []result.Result {
 	return rs
 }
 
-func grpcSummary(rs []result.Result) *Summary {
-	return record(testEndpoints, rs).Summary(Meta{Run: result.Counters{Started: t0, VUs: 2}, Model: "closed"})
-}
+var grpcMeta = Meta{Run: result.Counters{Started: t0, VUs: 2}, Model: "closed"}
+
+func grpcSummary(rs []result.Result) *Summary { return record(testEndpoints, rs).Summary(grpcMeta) }
 
 func TestGRPCCounting(t *testing.T) {
 	s := grpcSummary(grpcFixture())
@@ -146,18 +146,7 @@ func TestGRPCJSONRoundTrip(t *testing.T) {
 func TestGRPCMerge(t *testing.T) {
 	all := append(grpcFixture(), fixture()...)
 	one := grpcSummary(all)
-	var parts []*Summary
-	for _, rs := range [][]result.Result{all[:7], all[7:]} {
-		var buf bytes.Buffer
-		if err := WriteJSON(&buf, grpcSummary(rs)); err != nil {
-			t.Fatal(err)
-		}
-		s, err := ReadSummary(&buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts = append(parts, s)
-	}
+	parts := shardSummaries(t, grpcMeta, all[:7], all[7:])
 	m, err := Merge(parts)
 	if err != nil {
 		t.Fatal(err)

@@ -246,22 +246,28 @@ func throughputChart(s *Summary) template.HTML {
 // failedSeries are the requests that failed without an answer, per second,
 // one series per error kind (timeout, connect, ...), in kind order.
 func failedSeries(s *Summary) []series {
-	var kinds []string
-	for _, iv := range s.Intervals {
-		for k := range iv.Failed {
-			if !slices.Contains(kinds, k) {
-				kinds = append(kinds, k)
+	return keyedSeries(s, "no answer: ", 2, func(iv *Interval) map[string]int64 { return iv.Failed })
+}
+
+// keyedSeries are one series per key of the intervals' counts by key
+// (of), in key order, named prefix+key, colored from palette[first] on.
+func keyedSeries(s *Summary, prefix string, first int, of func(*Interval) map[string]int64) []series {
+	var keys []string
+	for i := range s.Intervals {
+		for k := range of(&s.Intervals[i]) {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
 			}
 		}
 	}
-	slices.Sort(kinds)
-	ss := make([]series, 0, len(kinds))
-	for i, k := range kinds {
+	slices.Sort(keys)
+	ss := make([]series, 0, len(keys))
+	for i, k := range keys {
 		ys := make([]float64, len(s.Intervals))
-		for j, iv := range s.Intervals {
-			ys[j] = float64(iv.Failed[k])
+		for j := range s.Intervals {
+			ys[j] = float64(of(&s.Intervals[j])[k])
 		}
-		ss = append(ss, series{"no answer: " + k, palette[(i+2)%len(palette)], ys})
+		ss = append(ss, series{prefix + k, palette[(first+i)%len(palette)], ys})
 	}
 	return ss
 }
@@ -365,22 +371,5 @@ func statusChart(s *Summary) template.HTML {
 // grpc-status name (OK, NOT_FOUND, ...), in name order; colors follow the
 // first n series'.
 func grpcSeries(s *Summary, n int) []series {
-	var codes []string
-	for _, iv := range s.Intervals {
-		for k := range iv.GRPCStatus {
-			if !slices.Contains(codes, k) {
-				codes = append(codes, k)
-			}
-		}
-	}
-	slices.Sort(codes)
-	ss := make([]series, 0, len(codes))
-	for i, k := range codes {
-		ys := make([]float64, len(s.Intervals))
-		for j, iv := range s.Intervals {
-			ys[j] = float64(iv.GRPCStatus[k])
-		}
-		ss = append(ss, series{"gRPC " + k, palette[(n+i+1)%len(palette)], ys})
-	}
-	return ss
+	return keyedSeries(s, "gRPC ", n+1, func(iv *Interval) map[string]int64 { return iv.GRPCStatus })
 }
