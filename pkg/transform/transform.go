@@ -88,24 +88,29 @@ type call struct {
 	now             int64 // Unix ns; 0 unless a step of the chain reads the time
 	step            int
 	changed, failed bool
-	// grpc is set for a gRPC call (rrpair.IsGRPC): its body is
-	// length-prefixed protobuf, which no body rewrite may touch; skipped
-	// is set when the step left such a body alone (bodyAllowed).
-	grpc, skipped bool
+	// grpc tells a gRPC call (rrpair.IsGRPC), whose body is
+	// length-prefixed protobuf that no body rewrite may touch; found once a
+	// request, by the first step that asks (grpcKnown). skipped is set
+	// when the step left such a body alone (bodyAllowed).
+	grpc, grpcKnown, skipped bool
 }
 
 // bodyAllowed reports whether the current step may read and rewrite the
 // request body: not a gRPC call's. A step asks it only where it would
 // work on the body, so that a gRPC body it leaves alone is counted
-// (TransformCount.SkippedGRPC); its header work still applies.
+// (TransformCount.SkippedGRPC); its header work still applies. Only a
+// request with a body pays for looking at its headers.
 func (c *call) bodyAllowed() bool {
-	if !c.grpc {
-		return true
+	if len(c.req.Body) == 0 {
+		return true // nothing to rewrite, nothing to skip
 	}
-	if len(c.req.Body) > 0 {
+	if !c.grpcKnown {
+		c.grpc, c.grpcKnown = rrpair.IsGRPC(c.req.Headers), true
+	}
+	if c.grpc {
 		c.skipped = true
 	}
-	return false
+	return !c.grpc
 }
 
 // buf returns the current step's scratch buffer k (0 to 4).
@@ -199,7 +204,7 @@ func (c *Chain) Rewrite(vu int, req *rrpair.Request, pair *rrpair.Pair) error {
 	// The call lives in the VU's state: on the stack it would escape to
 	// the heap through the step interface, once per request.
 	cl := &st.call
-	*cl = call{st: st, req: req, pair: pair, grpc: rrpair.IsGRPC(req.Headers)}
+	*cl = call{st: st, req: req, pair: pair}
 	if c.clock {
 		cl.now = c.now().UnixNano()
 	}
