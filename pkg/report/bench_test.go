@@ -7,10 +7,10 @@ import (
 	"github.com/replay-dev/replay/pkg/result"
 )
 
-// benchResults is a small mix of endpoints, statuses and errors to cycle
+// benchResults is a small mix of endpoints, statuses, gRPC codes and errors to cycle
 // through, so the fold meets each once before the timer matters.
 func benchResults() []result.Result {
-	rs := fixture()
+	rs := append(fixture(), grpcFixture()...)
 	for i := range rs {
 		rs[i].Endpoint %= uint16(len(testEndpoints) + 1)
 	}

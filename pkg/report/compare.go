@@ -15,7 +15,7 @@ import (
 )
 
 // Comparer compares each live response with the recorded one (--compare):
-// the status always, with body the body too — as JSON when both sides are
+// the status always (and a gRPC call's grpc-status), with body the body too — as JSON when both sides are
 // JSON, with the ignored paths removed first (timestamps, IDs), else byte
 // for byte — and the headers named (--compare-header). It is a result.Observer; counting is atomic and a mismatch
 // takes a lock only to keep its example.
@@ -26,6 +26,7 @@ type Comparer struct {
 	headers   []string // compared by name, when recorded
 
 	compared, matched, unrecorded atomic.Int64
+	grpc                          atomic.Int64 // gRPC answers compared
 	perEndpoint                   []endpointMatch
 
 	mu         sync.Mutex // guards mismatches
@@ -62,9 +63,15 @@ func (c *Comparer) Observe(_ int, p *rrpair.Pair, a result.Answer) {
 		ep.compared.Add(1)
 	}
 	got := a.Status()
+	isGRPC := p.IsGRPC()
+	if isGRPC {
+		c.grpc.Add(1)
+	}
 	switch {
 	case got != p.Res.Status:
 		c.mismatch(p, "status", fmt.Sprint(p.Res.Status), fmt.Sprint(got))
+		return
+	case isGRPC && !c.sameGRPCStatus(p, a):
 		return
 	case c.body && !c.sameBody(result.RecordedBody(&p.Res), a.Body()):
 		c.mismatch(p, "body", clipBody(result.RecordedBody(&p.Res)), clipBody(a.Body()))
@@ -84,6 +91,22 @@ func (c *Comparer) Observe(_ int, p *rrpair.Pair, a result.Answer) {
 	if ep != nil {
 		ep.matched.Add(1)
 	}
+}
+
+// sameGRPCStatus compares the gRPC status of a gRPC call's answer with the
+// recorded one (result.GRPCStatusOf: trailers, else the headers of a
+// Trailers-Only answer, else mapped from the HTTP status), keeping a
+// mismatch of kind "grpc-status" by code name when they differ. The
+// recorded trailers are there when the run decodes responses, as it does
+// with --compare.
+func (c *Comparer) sameGRPCStatus(p *rrpair.Pair, a result.Answer) bool {
+	rec := result.GRPCStatusOf(p.Res.Status, p.Res.Headers, p.Res.Trailers)
+	got := result.AnswerGRPCStatus(a)
+	if rec == got {
+		return true
+	}
+	c.mismatch(p, "grpc-status", result.GRPCCodeName(rec), result.GRPCCodeName(got))
+	return false
 }
 
 // recordedHeader is the first recorded value of the response header name.
@@ -170,18 +193,21 @@ func clipBody(b []byte) string {
 
 // Compare is the comparison section of the summary ("compare"):
 //
-//	{"compared": 1200, "matched": 1190, "match_pct": 99.17, "not_recorded": 3,
+//	{"compared": 1200, "matched": 1190, "match_pct": 99.17, "not_recorded": 3, "grpc_compared": 200,
 //	 "endpoints": [{"name": "POST /events", "compared": 1000, "matched": 1000, "match_pct": 100}],
 //	 "mismatches": [{"endpoint": "GET /users/{id}", "kind": "status", "count": 10,
 //	                 "recorded": "200", "replayed": "404", "line": 17}]}
 type Compare struct {
-	Compared    int64           `json:"compared"`
-	Matched     int64           `json:"matched"`
-	MatchPct    float64         `json:"match_pct"`
-	NotRecorded int64           `json:"not_recorded"` // answers whose pair has no recorded status
-	Body        bool            `json:"body"`         // bodies were compared too
-	Endpoints   []EndpointMatch `json:"endpoints"`
-	Mismatches  []Mismatch      `json:"mismatches"` // the most frequent first, at most 20
+	Compared    int64   `json:"compared"`
+	Matched     int64   `json:"matched"`
+	MatchPct    float64 `json:"match_pct"`
+	NotRecorded int64   `json:"not_recorded"` // answers whose pair has no recorded status
+	// GRPCCompared counts the answers to gRPC calls among Compared: their
+	// grpc-status was compared too.
+	GRPCCompared int64           `json:"grpc_compared,omitempty"`
+	Body         bool            `json:"body"` // bodies were compared too
+	Endpoints    []EndpointMatch `json:"endpoints"`
+	Mismatches   []Mismatch      `json:"mismatches"` // the most frequent first, at most 20
 }
 
 // EndpointMatch is one endpoint's comparison.
@@ -195,7 +221,7 @@ type EndpointMatch struct {
 // Mismatch is one kind of difference, with an example.
 type Mismatch struct {
 	Endpoint string `json:"endpoint"`
-	Kind     string `json:"kind"` // status or body
+	Kind     string `json:"kind"` // status, grpc-status, body or "header NAME"
 	Count    int64  `json:"count"`
 	Recorded string `json:"recorded"`
 	Replayed string `json:"replayed"`
@@ -205,7 +231,8 @@ type Mismatch struct {
 // Result returns the comparison so far.
 func (c *Comparer) Result() *Compare {
 	out := &Compare{Compared: c.compared.Load(), Matched: c.matched.Load(), NotRecorded: c.unrecorded.Load(), Body: c.body,
-		Endpoints: []EndpointMatch{}, Mismatches: []Mismatch{}}
+		GRPCCompared: c.grpc.Load(),
+		Endpoints:    []EndpointMatch{}, Mismatches: []Mismatch{}}
 	out.MatchPct = pct(out.Matched, out.Compared)
 	for i := range c.perEndpoint {
 		e := &c.perEndpoint[i]

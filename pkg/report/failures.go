@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
 // MaxDumpBody is how much of a request or response body a failure dump keeps.
@@ -55,6 +56,7 @@ type dumpBody struct {
 	Head       string              `json:"head,omitempty"`
 	Status     int                 `json:"status,omitempty"`
 	Headers    map[string][]string `json:"headers,omitempty"`
+	Trailers   map[string][]string `json:"trailers,omitempty"`
 	Body       string              `json:"body,omitempty"`
 	BodyBase64 string              `json:"body_base64,omitempty"`
 	BodyBytes  int                 `json:"body_bytes"`
@@ -66,7 +68,7 @@ type dumpLine struct {
 	VU        int       `json:"vu"`
 	Line      int       `json:"line"`
 	Endpoint  string    `json:"endpoint"`
-	Failure   string    `json:"failure"` // the status, or the error kind
+	Failure   string    `json:"failure"` // the status, "grpc:" and the gRPC status name, or the error kind
 	Error     string    `json:"error,omitempty"`
 	Target    string    `json:"target"`
 	LatencyMS float64   `json:"latency_ms"`
@@ -77,7 +79,11 @@ type dumpLine struct {
 // Failed implements result.FailureSink.
 func (d *FailureDump) Failed(f *result.Failure) {
 	failure := f.Result.Err.String()
-	if f.Result.Err == result.ErrNone {
+	switch {
+	case f.Result.Err != result.ErrNone:
+	case f.Result.GRPC && f.Result.GRPCStatus != result.GRPCOK:
+		failure = "grpc:" + result.GRPCCodeName(f.Result.GRPCStatus)
+	default:
 		failure = strconv.Itoa(int(f.Result.Status))
 	}
 	key := dumpKey{f.Result.Endpoint, failure}
@@ -100,10 +106,9 @@ func (d *FailureDump) Failed(f *result.Failure) {
 	}
 	setBody(&line.Request, f.Body)
 	if a := f.Answer; a != nil {
-		rb := &dumpBody{Status: a.Status(), Headers: map[string][]string{}}
-		for _, h := range a.Headers() {
-			k, v := h.Name, h.Value
-			rb.Headers[string(k)] = append(rb.Headers[string(k)], string(v))
+		rb := &dumpBody{Status: a.Status(), Headers: fieldMap(a.Headers())}
+		if t := a.Trailers(); len(t) > 0 {
+			rb.Trailers = fieldMap(t)
 		}
 		setBody(rb, a.RawBody())
 		line.Response = rb
@@ -131,6 +136,15 @@ func (d *FailureDump) Err() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.err
+}
+
+// fieldMap is header fields as the dump writes them: values by name.
+func fieldMap(hs []rrpair.Header) map[string][]string {
+	m := make(map[string][]string, len(hs))
+	for _, h := range hs {
+		m[string(h.Name)] = append(m[string(h.Name)], string(h.Value))
+	}
+	return m
 }
 
 func setBody(b *dumpBody, body []byte) {

@@ -20,14 +20,19 @@ type fold struct {
 	endpoints []*endpointFold        // by index in names; nil until its first result
 	status    map[uint16]*statusFold // by HTTP status, for Err == ErrNone
 	errors    [result.NumErrorKinds]int64
+	grpc      map[uint8]int64 // gRPC answers (Result.GRPC) by grpc-status
 
 	requests, succeeded, failed int64
 	answered                    int64 // Err == ErrNone, whatever the status
 	bytesIn, bytesOut           int64
 	reconnects, connections     int64
 	downgraded, unsent          int64
+	upgraded, retried           int64
 	redirects                   int64
-	clamped                     int64 // results whose latency or service time exceeded an hour
+	// connsByProto counts the connections opened by protocol
+	// (Result.Proto, by protoIndex).
+	connsByProto [3]int64
+	clamped      int64 // results whose latency or service time exceeded an hour
 
 	// Connection faults (result.Result.Unsolicited, RedirectLimit).
 	unsolicited, redirectLimit int64
@@ -52,6 +57,7 @@ type endpointFold struct {
 	answered                    int64
 	status                      map[uint16]int64
 	errors                      [result.NumErrorKinds]int64
+	grpc                        map[uint8]int64 // nil until its first gRPC answer
 	latency                     *hdrhistogram.Histogram
 }
 
@@ -67,6 +73,7 @@ func newFold(names []string) *fold {
 		latency: newHistogram(),
 		service: newHistogram(),
 		status:  make(map[uint16]*statusFold),
+		grpc:    make(map[uint8]int64),
 		open:    make(map[int64]*intervalFold),
 	}
 	f.names = append(f.names, names...)
@@ -106,7 +113,7 @@ func (f *fold) add(r result.Result) {
 		f.answered++
 	}
 
-	ok := answered && r.Status < 400
+	ok := r.Succeeded()
 	f.requests++
 	if ok {
 		f.succeeded++
@@ -120,9 +127,16 @@ func (f *fold) add(r result.Result) {
 	}
 	if r.Connected {
 		f.connections++
+		f.connsByProto[protoIndex(r.Proto)]++
 	}
 	if r.Downgraded {
 		f.downgraded++
+	}
+	if r.Upgraded {
+		f.upgraded++
+	}
+	if r.Retried {
+		f.retried++
 	}
 	if r.Redirect {
 		f.redirects++
@@ -146,6 +160,9 @@ func (f *fold) add(r result.Result) {
 		}
 		s.count++
 		recordNanos(s.latency, latency)
+		if r.GRPC {
+			f.grpc[r.GRPCStatus]++
+		}
 	} else {
 		f.errors[kind]++
 	}
@@ -160,6 +177,12 @@ func (f *fold) add(r result.Result) {
 	if kind == 0 {
 		ep.status[r.Status]++
 		ep.answered++
+		if r.GRPC {
+			if ep.grpc == nil {
+				ep.grpc = make(map[uint8]int64)
+			}
+			ep.grpc[r.GRPCStatus]++
+		}
 		recordNanos(ep.latency, latency)
 	} else {
 		ep.errors[kind]++
@@ -179,6 +202,20 @@ func (f *fold) add(r result.Result) {
 	f.maxDue = max(f.maxDue, r.Due)
 	f.maxEnd = max(f.maxEnd, r.End)
 }
+
+// protoIndex is p as an index into fold.connsByProto. A connection whose
+// result does not name its protocol (0) is HTTP/1.1: the one protocol of
+// the transports that came before Result.Proto.
+func protoIndex(p uint8) int {
+	if p == result.ProtoHTTP2 {
+		return int(result.ProtoHTTP2)
+	}
+	return int(result.ProtoHTTP1)
+}
+
+// protoNames are the keys of "connections_by_protocol", by Result.Proto:
+// the ALPN names.
+var protoNames = [...]string{result.ProtoHTTP1: "http/1.1", result.ProtoHTTP2: "h2"}
 
 // endpoint returns the share of endpoint index i, creating it on first use;
 // an index outside the table is the "other" endpoint.

@@ -29,6 +29,11 @@ func WriteHTML(w io.Writer, s *Summary, config []Setting) error {
 		data.Errors = append(data.Errors, Setting{k, fmt.Sprint(n)})
 	}
 	sort.Slice(data.Errors, func(i, j int) bool { return data.Errors[i].Name < data.Errors[j].Name })
+	data.Protocols = strings.Join(countList(s.ConnectionsByProtocol), " ")
+	for _, kv := range countList(s.GRPCStatus) {
+		name, n, _ := strings.Cut(kv, ":")
+		data.GRPC = append(data.GRPC, Setting{name, n})
+	}
 	return htmlTemplate.Execute(w, data)
 }
 
@@ -38,6 +43,9 @@ type htmlData struct {
 	Started string
 	Charts  []template.HTML
 	Errors  []Setting
+	GRPC    []Setting // answers to gRPC calls by grpc-status, the most first
+	// Protocols are the connections by protocol ("h2:48 http/1.1:2").
+	Protocols string
 }
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
@@ -82,6 +90,9 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 <table><tr><th>endpoint</th><th>requests</th><th>answered</th><th>ok</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
 {{range .S.Endpoints}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td>{{.Answered}}</td><td>{{pct .Succeeded .Requests}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}</tr>
 {{end}}</table>
+{{if .GRPC}}<h2>gRPC status</h2>
+<table><tr><th>grpc-status</th><th>answers</th></tr>{{range .GRPC}}<tr><td>{{.Name}}</td><td>{{.Value}}</td></tr>{{end}}</table>
+<p>An answer to a gRPC call succeeds when its grpc-status is OK; any other is failed, whatever its HTTP status.</p>{{end}}
 <h2>Errors</h2>
 {{if .Errors}}<table><tr><th>kind</th><th>requests</th></tr>{{range .Errors}}<tr><td>{{.Name}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{else}}<p>No request failed without an answer.</p>{{end}}
 <h2>Thresholds</h2>
@@ -98,12 +109,14 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 {{$known := .LossKnown}}<table><tr><th>stage</th><th>unique</th><th>duplicates</th><th>pending</th>{{if $known}}<th>lost</th>{{end}}<th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>{{range .Stages}}<tr><td>{{.Name}}</td><td>{{.Unique}}</td><td>{{.Duplicates}}</td><td>{{.Pending}} ({{f2 .PendingPct}}%)</td>{{if $known}}<td>{{.Lost}} ({{f2 .LostPct}}%)</td>{{end}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td></tr>{{end}}</table>
 {{if not $known}}<p>Loss not known: no sink can prove that an event will never come, so events accepted but not seen by the end of the drain are pending{{if .Pending}}; a longer --drain may see them{{end}}.</p>{{end}}
 {{end}}{{if .S.Transforms}}<h2>Transforms</h2>
-<table><tr><th>transform</th><th>changed</th><th>failed</th></tr>{{range .S.Transforms}}<tr><td>{{.Name}}</td><td>{{.Changed}}</td><td>{{.Failed}}</td></tr>{{end}}</table>
+<table><tr><th>transform</th><th>changed</th><th>failed</th><th>skipped (gRPC)</th></tr>{{range .S.Transforms}}<tr><td>{{.Name}}</td><td>{{.Changed}}</td><td>{{.Failed}}</td><td>{{.SkippedGRPC}}</td></tr>{{end}}</table>
 {{end}}<h2>Configuration</h2>
 <table>{{range .Config}}<tr><td>{{.Name}}</td><td style="text-align:left">{{.Value}}</td></tr>{{end}}
 <tr><td>requests · succeeded · failed</td><td style="text-align:left">{{.S.Requests}} · {{.S.Succeeded}} · {{.S.Failed}}</td></tr>
 <tr><td>wall · issuing · wait</td><td style="text-align:left">{{f2 .S.WallS}} s · {{f2 .S.DurationS}} s · {{f2 .S.WaitS}} s</td></tr>
-<tr><td>VUs · connections · reconnects</td><td style="text-align:left">{{.S.VUsMax}} · {{.S.Connections}} · {{.S.Reconnects}}</td></tr></table>
+<tr><td>VUs · connections · reconnects</td><td style="text-align:left">{{.S.VUsMax}} · {{.S.Connections}} · {{.S.Reconnects}}</td></tr>
+{{if .Protocols}}<tr><td>connections by protocol</td><td style="text-align:left">{{.Protocols}}</td></tr>{{end}}
+{{if or .S.Downgraded .S.Upgraded .S.Retried}}<tr><td>downgraded · upgraded · retried</td><td style="text-align:left">{{.S.Downgraded}} · {{.S.Upgraded}} · {{.S.Retried}}</td></tr>{{end}}</table>
 </body></html>
 `))
 
@@ -219,9 +232,13 @@ func throughputChart(s *Summary) template.HTML {
 	req, fail := make([]float64, len(xs)), make([]float64, len(xs))
 	for i, iv := range s.Intervals {
 		req[i] = float64(iv.Requests)
-		fail[i] = float64(iv.Errors + iv.Status["4xx"] + iv.Status["5xx"])
+		fail[i] = float64(iv.Errors + iv.Status["4xx"] + iv.Status["5xx"] + iv.GRPCFailed)
 	}
-	ss := []series{{"requests", palette[0], req}, {"failed (≥400 or error)", palette[5], fail}}
+	label := "failed (≥400 or error)"
+	if len(s.GRPCStatus) > 0 {
+		label = "failed (≥400, gRPC error or error)"
+	}
+	ss := []series{{"requests", palette[0], req}, {label, palette[5], fail}}
 	return lineChart("Throughput and failures over time", "elapsed", "requests / s",
 		xs, append(ss, failedSeries(s)...), tick)
 }
@@ -229,22 +246,28 @@ func throughputChart(s *Summary) template.HTML {
 // failedSeries are the requests that failed without an answer, per second,
 // one series per error kind (timeout, connect, ...), in kind order.
 func failedSeries(s *Summary) []series {
-	var kinds []string
-	for _, iv := range s.Intervals {
-		for k := range iv.Failed {
-			if !slices.Contains(kinds, k) {
-				kinds = append(kinds, k)
+	return keyedSeries(s, "no answer: ", 2, func(iv *Interval) map[string]int64 { return iv.Failed })
+}
+
+// keyedSeries are one series per key of the intervals' counts by key
+// (of), in key order, named prefix+key, colored from palette[first] on.
+func keyedSeries(s *Summary, prefix string, first int, of func(*Interval) map[string]int64) []series {
+	var keys []string
+	for i := range s.Intervals {
+		for k := range of(&s.Intervals[i]) {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
 			}
 		}
 	}
-	slices.Sort(kinds)
-	ss := make([]series, 0, len(kinds))
-	for i, k := range kinds {
+	slices.Sort(keys)
+	ss := make([]series, 0, len(keys))
+	for i, k := range keys {
 		ys := make([]float64, len(s.Intervals))
-		for j, iv := range s.Intervals {
-			ys[j] = float64(iv.Failed[k])
+		for j := range s.Intervals {
+			ys[j] = float64(of(&s.Intervals[j])[k])
 		}
-		ss = append(ss, series{"no answer: " + k, palette[(i+2)%len(palette)], ys})
+		ss = append(ss, series{prefix + k, palette[(first+i)%len(palette)], ys})
 	}
 	return ss
 }
@@ -341,5 +364,12 @@ func statusChart(s *Summary) template.HTML {
 			ss = append(ss, series{class, palette[[]int{2, 0, 4, 5}[c]], ys})
 		}
 	}
-	return lineChart("Answers by status class over time", "elapsed", "answers / s", xs, ss, tick)
+	return lineChart("Answers by status class over time", "elapsed", "answers / s", xs, append(ss, grpcSeries(s, len(ss))...), tick)
+}
+
+// grpcSeries are the answers to gRPC calls per second, one series per
+// grpc-status name (OK, NOT_FOUND, ...), in name order; colors follow the
+// first n series'.
+func grpcSeries(s *Summary, n int) []series {
+	return keyedSeries(s, "gRPC ", n+1, func(iv *Interval) map[string]int64 { return iv.GRPCStatus })
 }

@@ -54,6 +54,9 @@ func WriteInspect(w io.Writer, st *rrpair.Stats) error {
 	if st.Downgraded > 0 {
 		fmt.Fprintf(tw, "Downgraded\t%d (recorded as HTTP/2 or 3, replayed as HTTP/1.1)\n", st.Downgraded)
 	}
+	if st.GRPC > 0 {
+		fmt.Fprintf(tw, "gRPC pairs\t%d (content-type application/grpc; replayed over HTTP/2)\n", st.GRPC)
+	}
 	fmt.Fprintf(tw, "Body bytes\trequests %s, responses %s\n", humanBytes(st.ReqBytes), humanBytes(st.ResBytes))
 	if err := tw.Flush(); err != nil {
 		return err

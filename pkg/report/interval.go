@@ -17,7 +17,7 @@ import (
 //
 //	{"t": 1795356951, "requests": 2000, "errors": 3, "status": {"2xx": 1990, "5xx": 7}, "vus": 50,
 //	 "latency_ms": {"p50": 0.9, "p90": 1.8, "p99": 4.9, "max": 12}, "histogram": "HISTF...",
-//	 "failed": {"timeout": 3}, "failed_histogram": "HISTF..."}
+//	 "failed": {"timeout": 3}, "failed_histogram": "HISTF...", "grpc_status": {"OK": 40}}
 //
 // A request belongs to the second its answer (or its error) ended in. The
 // latency and its histogram (from due time, compressed) are those of the
@@ -39,6 +39,14 @@ type Interval struct {
 	// FailedHistogram is their time to failure from due time, µs, in the
 	// encoding of Histogram; absent when there were none.
 	FailedHistogram string `json:"failed_histogram,omitempty"`
+	// GRPCStatus counts the answers to gRPC calls by grpc-status name
+	// ({"OK": 1990, "UNAVAILABLE": 7}): their HTTP class in Status says
+	// little, a gRPC error comes with 200. Absent when there were none.
+	GRPCStatus map[string]int64 `json:"grpc_status,omitempty"`
+	// GRPCFailed counts the gRPC answers that failed (grpc-status not
+	// OK) with an HTTP status below 400, which Status counts as 2xx or
+	// 3xx: failures = Errors + 4xx + 5xx + GRPCFailed.
+	GRPCFailed int64 `json:"grpc_failed,omitempty"`
 }
 
 // IntervalLatency is the latency of an interval, in ms.
@@ -56,6 +64,8 @@ type intervalFold struct {
 	latency          *hdrhistogram.Histogram // answered
 	failed           [result.NumErrorKinds]int64
 	failedLatency    *hdrhistogram.Histogram // time to failure; nil until the first
+	grpc             map[uint8]int64         // gRPC answers by code; nil until the first
+	grpcFailed       int64                   // failed gRPC answers with a status below 400
 	vus              []uint64                // bit set of the VUs seen
 }
 
@@ -98,6 +108,15 @@ func (f *fold) addInterval(r *result.Result) {
 		}
 		iv.class[class]++
 		recordNanos(iv.latency, r.End-r.Due)
+		if r.GRPC {
+			if iv.grpc == nil {
+				iv.grpc = make(map[uint8]int64)
+			}
+			iv.grpc[r.GRPCStatus]++
+			if r.GRPCStatus != result.GRPCOK && r.Status < 400 {
+				iv.grpcFailed++
+			}
+		}
 	}
 	if sec > f.newestSec {
 		f.newestSec = sec
@@ -127,7 +146,9 @@ func (f *fold) closeIntervals(upTo int64) {
 				P50: msOf(iv.latency.ValueAtQuantile(50)), P90: msOf(iv.latency.ValueAtQuantile(90)),
 				P99: msOf(iv.latency.ValueAtQuantile(99)), Max: msOf(iv.latency.Max()),
 			},
-			Histogram: encodeHistogram(iv.latency),
+			Histogram:  encodeHistogram(iv.latency),
+			GRPCStatus: grpcCounts(iv.grpc),
+			GRPCFailed: iv.grpcFailed,
 		}
 		for c := 1; c <= 5; c++ {
 			if iv.class[c] > 0 {

@@ -24,6 +24,7 @@ var summaryKeys = []string{
 	"histogram", "service_histogram",
 	"wait_s", "connections", "downgraded", "unsent", "clamped", "status_latency_ms",
 	"iterations", "iteration_rate", "redirects",
+	"connections_by_protocol", "upgraded", "retried",
 }
 
 var latencyKeys = []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max"}

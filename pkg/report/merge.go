@@ -10,6 +10,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/replay-dev/replay/pkg/e2e"
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // ReadSummary reads a summary JSON written by WriteJSON (run --out), of
@@ -28,6 +29,7 @@ func ReadSummary(r io.Reader) (*Summary, error) {
 	default:
 		return nil, fmt.Errorf("read summary: version %d, want 1 or %d", s.Version, SummaryVersion)
 	}
+	s.ConnectionsByProtocol = connectionsByProtocol(&s)
 	return &s, nil
 }
 
@@ -53,6 +55,19 @@ func upgradeV1(s *Summary) {
 	if sumCounts(s.Errors) > 0 {
 		s.LatencyWithFailed = true
 	}
+}
+
+// connectionsByProtocol is s's connections by protocol. A summary written
+// before HTTP/2 has none: all its connections were HTTP/1.1.
+func connectionsByProtocol(s *Summary) map[string]int64 {
+	if s.ConnectionsByProtocol != nil {
+		return s.ConnectionsByProtocol
+	}
+	m := map[string]int64{}
+	if s.Connections > 0 {
+		m[protoNames[result.ProtoHTTP1]] = s.Connections
+	}
+	return m
 }
 
 func sumCounts(m map[string]int64) int64 {
@@ -137,7 +152,8 @@ type intervalMerge struct {
 
 func newMerger(model string) *merger {
 	return &merger{
-		out: &Summary{Version: SummaryVersion, Model: model, Status: map[string]int64{}, Errors: map[string]int64{}},
+		out: &Summary{Version: SummaryVersion, Model: model, Status: map[string]int64{}, Errors: map[string]int64{},
+			ConnectionsByProtocol: map[string]int64{}},
 		lat: newHistogram(), svc: newHistogram(),
 		intervals: map[int64]*intervalMerge{}, byName: map[string]*endpointMerge{},
 		cmpEndpoints: map[string]*EndpointMatch{}, mismatches: map[string]*Mismatch{},
@@ -207,6 +223,8 @@ func (m *merger) addCounts(s *Summary) {
 	out.BytesOut += s.BytesOut
 	out.Connections += s.Connections
 	out.Downgraded += s.Downgraded
+	out.Upgraded += s.Upgraded
+	out.Retried += s.Retried
 	out.Unsent += s.Unsent
 	out.Clamped += s.Clamped
 	out.Redirects += s.Redirects
@@ -216,6 +234,8 @@ func (m *merger) addCounts(s *Summary) {
 	out.OutOfOrder += s.OutOfOrder
 	addCounts(out.Status, s.Status)
 	addCounts(out.Errors, s.Errors)
+	out.GRPCStatus = addOptCounts(out.GRPCStatus, s.GRPCStatus)
+	addCounts(out.ConnectionsByProtocol, connectionsByProtocol(s))
 	out.Transforms = mergeTransforms(out.Transforms, s.Transforms)
 	out.Skipped = mergeSkipped(out.Skipped, s.Skipped)
 }
@@ -269,6 +289,7 @@ func (m *merger) addCompare(c *Compare) {
 	m.cmp.Compared += c.Compared
 	m.cmp.Matched += c.Matched
 	m.cmp.NotRecorded += c.NotRecorded
+	m.cmp.GRPCCompared += c.GRPCCompared
 	for _, e := range c.Endpoints {
 		em := m.cmpEndpoints[e.Name]
 		if em == nil {
@@ -301,6 +322,8 @@ func (m *merger) addIntervals(i int, ivs []Interval) error {
 		im.iv.Errors += iv.Errors
 		im.iv.VUs += iv.VUs // shards have VUs of their own
 		addCounts(im.iv.Status, iv.Status)
+		im.iv.GRPCStatus = addOptCounts(im.iv.GRPCStatus, iv.GRPCStatus)
+		im.iv.GRPCFailed += iv.GRPCFailed
 		if err := mergeHistogram(im.hist, iv.Histogram, i, fmt.Sprintf("interval %d", iv.T)); err != nil {
 			return err
 		}
@@ -332,6 +355,7 @@ func (m *merger) addEndpoints(i int, es []Endpoint) error {
 		em.e.Answered += e.Answered
 		addCounts(em.e.Status, e.Status)
 		addCounts(em.e.Errors, e.Errors)
+		em.e.GRPCStatus = addOptCounts(em.e.GRPCStatus, e.GRPCStatus)
 		if err := mergeHistogram(em.hist, e.Histogram, i, "endpoint "+e.Name); err != nil {
 			return err
 		}
@@ -422,6 +446,19 @@ func addCounts(dst, src map[string]int64) {
 	}
 }
 
+// addOptCounts adds src to dst, making dst only when src has counts: a
+// section the summaries leave out stays out of the merge.
+func addOptCounts(dst, src map[string]int64) map[string]int64 {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = make(map[string]int64, len(src))
+	}
+	addCounts(dst, src)
+	return dst
+}
+
 // mergeHistogram adds the encoded histogram enc (of summary i) into h.
 func mergeHistogram(h *hdrhistogram.Histogram, enc string, i int, what string) error {
 	if enc == "" {
@@ -458,6 +495,7 @@ next:
 			if a[i].Name == t.Name {
 				a[i].Changed += t.Changed
 				a[i].Failed += t.Failed
+				a[i].SkippedGRPC += t.SkippedGRPC
 				continue next
 			}
 		}

@@ -23,18 +23,7 @@ func TestMergeIsExact(t *testing.T) {
 	a, b := all[:len(all)/3], all[len(all)/3:]
 	meta := Meta{Run: result.Counters{Started: t0}, Model: "closed"}
 	one := record(testEndpoints, all).Summary(meta)
-	var parts []*Summary
-	for _, rs := range [][]result.Result{a, b} {
-		var buf bytes.Buffer
-		if err := WriteJSON(&buf, record(testEndpoints, rs).Summary(meta)); err != nil {
-			t.Fatal(err)
-		}
-		s, err := ReadSummary(&buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts = append(parts, s)
-	}
+	parts := shardSummaries(t, meta, a, b)
 	m, err := Merge(parts)
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +71,25 @@ func TestMergeIsExact(t *testing.T) {
 	if _, err := Merge([]*Summary{&bad}); err == nil {
 		t.Error("a corrupt histogram merged")
 	}
+}
+
+// shardSummaries are the summaries of shards that recorded shards'
+// results, written as JSON and read back, as report merge reads them.
+func shardSummaries(t *testing.T, meta Meta, shards ...[]result.Result) []*Summary {
+	t.Helper()
+	var parts []*Summary
+	for _, rs := range shards {
+		var buf bytes.Buffer
+		if err := WriteJSON(&buf, record(testEndpoints, rs).Summary(meta)); err != nil {
+			t.Fatal(err)
+		}
+		s, err := ReadSummary(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, s)
+	}
+	return parts
 }
 
 func TestReadSummaryVersion(t *testing.T) {

@@ -47,8 +47,8 @@ type Summary struct {
 	Model      string    `json:"model"`       // Meta.Model
 	TargetRate *float64  `json:"target_rate"` // null without a rate
 	Requests   int64     `json:"requests"`    // requests begun: Succeeded + Failed
-	Succeeded  int64     `json:"succeeded"`   // HTTP status below 400
-	Failed     int64     `json:"failed"`      // status ≥ 400, or an error
+	Succeeded  int64     `json:"succeeded"`   // HTTP status below 400; gRPC: grpc-status 0
+	Failed     int64     `json:"failed"`      // status ≥ 400 (gRPC: grpc-status not 0), or an error
 	Answered   int64     `json:"answered"`    // requests that got an answer, whatever its status: Requests − Σ Errors
 	RPS        float64   `json:"rps"`         // Answered / WallS
 	Throughput float64   `json:"throughput"`  // Succeeded / WallS
@@ -60,10 +60,18 @@ type Summary struct {
 	BytesOut   int64     `json:"bytes_out"`   // request bytes written
 
 	Connections int64 `json:"connections"` // connections opened
-	Downgraded  int64 `json:"downgraded"`  // pairs recorded as HTTP/2, sent as HTTP/1.1
-	Unsent      int64 `json:"unsent"`      // requests that put no byte on the wire (connect errors aside)
-	Redirects   int64 `json:"redirects"`   // requests that followed a redirect (--follow-redirects); part of Requests
-	Clamped     int64 `json:"clamped"`     // requests that took over an hour, recorded as one hour
+	// ConnectionsByProtocol splits Connections by the protocol spoken on
+	// them, by ALPN name: {"http/1.1": 2, "h2": 48}.
+	ConnectionsByProtocol map[string]int64 `json:"connections_by_protocol"`
+	Downgraded            int64            `json:"downgraded"` // pairs recorded as HTTP/2, sent as HTTP/1.1
+	Upgraded              int64            `json:"upgraded"`   // pairs recorded as HTTP/1.x (or no version), sent as HTTP/2
+	// Retried counts the one retry replay makes: requests the SUT declared
+	// unprocessed (HTTP/2 GOAWAY above their stream, REFUSED_STREAM), sent
+	// again once on a new connection. Each is counted once in Requests.
+	Retried   int64 `json:"retried"`
+	Unsent    int64 `json:"unsent"`    // requests that put no byte on the wire (connect errors aside)
+	Redirects int64 `json:"redirects"` // requests that followed a redirect (--follow-redirects); part of Requests
+	Clamped   int64 `json:"clamped"`   // requests that took over an hour, recorded as one hour
 
 	// Unsolicited counts connections closed because the SUT sent bytes no
 	// request asked for (more than a complete answer, or anything on an
@@ -98,9 +106,14 @@ type Summary struct {
 	Schedule      *Schedule `json:"schedule,omitempty"`        // open models (rate, recorded)
 	OutOfOrder    int       `json:"ts_out_of_order,omitempty"` // recorded pacing: iterations listed before earlier ones
 
-	Latency       Latency            `json:"latency_ms"`        // answered, End − Due: from when the request was due
-	Service       Latency            `json:"service_ms"`        // answered, End − Sent: from its first byte written
-	Status        map[string]int64   `json:"status"`            // requests answered, by HTTP status: {"202": 119950}
+	Latency Latency          `json:"latency_ms"` // answered, End − Due: from when the request was due
+	Service Latency          `json:"service_ms"` // answered, End − Sent: from its first byte written
+	Status  map[string]int64 `json:"status"`     // requests answered, by HTTP status: {"202": 119950}
+	// GRPCStatus counts the answers to gRPC calls by grpc-status name
+	// ({"OK": 10, "NOT_FOUND": 2}; a code without a name by its number);
+	// absent when there were none. Those answers are in Status too, by
+	// their HTTP status; all but "OK" are failed.
+	GRPCStatus    map[string]int64   `json:"grpc_status,omitempty"`
 	StatusLatency map[string]Latency `json:"status_latency_ms"` // latency by HTTP status
 	Errors        map[string]int64   `json:"errors"`            // requests not answered, by kind: {"timeout": 10}
 	Endpoints     []Endpoint         `json:"endpoints"`         // in endpoint table order, those with requests
@@ -171,8 +184,11 @@ type Endpoint struct {
 	Answered  int64            `json:"answered"`   // requests with an answer, whatever its status
 	Latency   Latency          `json:"latency_ms"` // answered requests
 	Status    map[string]int64 `json:"status"`
-	Errors    map[string]int64 `json:"errors"`
-	Histogram string           `json:"histogram"` // its latency histogram, so endpoints merge exactly
+	// GRPCStatus counts its gRPC answers by grpc-status name; absent
+	// when there were none.
+	GRPCStatus map[string]int64 `json:"grpc_status,omitempty"`
+	Errors     map[string]int64 `json:"errors"`
+	Histogram  string           `json:"histogram"` // its latency histogram, so endpoints merge exactly
 }
 
 // Summary closes r if Close was not called, waits until every result is
@@ -204,6 +220,8 @@ func (r *Recorder) Summary(m Meta) *Summary {
 		BytesOut:    f.bytesOut,
 		Connections: f.connections,
 		Downgraded:  f.downgraded,
+		Upgraded:    f.upgraded,
+		Retried:     f.retried,
 		Unsent:      f.unsent,
 		Redirects:   f.redirects,
 		Clamped:     f.clamped,
@@ -218,7 +236,10 @@ func (r *Recorder) Summary(m Meta) *Summary {
 		Status:        make(map[string]int64, len(f.status)),
 		StatusLatency: make(map[string]Latency, len(f.status)),
 		Errors:        errorCounts(&f.errors),
+		GRPCStatus:    grpcCounts(f.grpc),
 		Endpoints:     []Endpoint{},
+
+		ConnectionsByProtocol: protoCounts(&f.connsByProto),
 
 		Histogram:        encodeHistogram(f.latency),
 		ServiceHistogram: encodeHistogram(f.service),
@@ -268,15 +289,16 @@ func (r *Recorder) Summary(m Meta) *Summary {
 			continue
 		}
 		e := Endpoint{
-			Name:      f.names[i],
-			Requests:  ep.requests,
-			Succeeded: ep.succeeded,
-			Failed:    ep.failed,
-			Answered:  ep.answered,
-			Latency:   latencyOf(ep.latency),
-			Status:    make(map[string]int64, len(ep.status)),
-			Errors:    errorCounts(&ep.errors),
-			Histogram: encodeHistogram(ep.latency),
+			Name:       f.names[i],
+			Requests:   ep.requests,
+			Succeeded:  ep.succeeded,
+			Failed:     ep.failed,
+			Answered:   ep.answered,
+			Latency:    latencyOf(ep.latency),
+			Status:     make(map[string]int64, len(ep.status)),
+			Errors:     errorCounts(&ep.errors),
+			GRPCStatus: grpcCounts(ep.grpc),
+			Histogram:  encodeHistogram(ep.latency),
 		}
 		for code, n := range ep.status {
 			e.Status[strconv.Itoa(int(code))] = n
@@ -301,6 +323,30 @@ func errorCounts(errs *[result.NumErrorKinds]int64) map[string]int64 {
 	for k, n := range errs {
 		if k != int(result.ErrNone) && n != 0 {
 			m[result.ErrorKind(k).String()] = n
+		}
+	}
+	return m
+}
+
+// grpcCounts returns the gRPC answers by code name; nil when there were
+// none, so that the summary leaves grpc_status out.
+func grpcCounts(codes map[uint8]int64) map[string]int64 {
+	if len(codes) == 0 {
+		return nil
+	}
+	m := make(map[string]int64, len(codes))
+	for c, n := range codes {
+		m[result.GRPCCodeName(c)] = n
+	}
+	return m
+}
+
+// protoCounts returns the connections opened by protocol name.
+func protoCounts(by *[3]int64) map[string]int64 {
+	m := make(map[string]int64)
+	for p, n := range by {
+		if n != 0 && protoNames[p] != "" {
+			m[protoNames[p]] = n
 		}
 	}
 	return m

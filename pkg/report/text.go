@@ -68,9 +68,15 @@ func WriteText(w io.Writer, s *Summary) error {
 	line("Bytes Out", "[total, mean]", formatByteTotals(s.BytesOut, s.Requests))
 	line("Success", "[ratio]", formatPercent(s.Succeeded, s.Requests))
 	line("Status Codes", "[code:count]", formatCounts(s.Status, "  "))
+	if len(s.GRPCStatus) > 0 {
+		line("gRPC Status", "[grpc-status:count; all but OK failed]", formatCounts(s.GRPCStatus, "  "))
+	}
 	line("Errors", "[kind:count]", formatCounts(s.Errors, "  "))
 	line("Connections", "[opened, reconnects, VUs]",
 		fmt.Sprintf("%d, %d, %d", s.Connections, s.Reconnects, s.VUsMax))
+	if p := s.ConnectionsByProtocol; len(p) > 1 || len(p) == 1 && p["http/1.1"] == 0 {
+		line("  by protocol", "[protocol:connections]", formatCounts(p, "  "))
+	}
 	line("Model", "[name, target rate]", formatModel(s.Model, s.TargetRate))
 	line("Iterations", "[begun, rate, dropped, late requests]",
 		fmt.Sprintf("%d, %.2f/s, %d, %d", s.Iterations, s.IterationRate, s.Dropped, s.Late))
@@ -84,6 +90,12 @@ func WriteText(w io.Writer, s *Summary) error {
 	}
 	if s.Downgraded != 0 {
 		line("Downgraded", "[HTTP/2 sent as HTTP/1.1]", strconv.FormatInt(s.Downgraded, 10))
+	}
+	if s.Upgraded != 0 {
+		line("Upgraded", "[HTTP/1.x sent as HTTP/2]", strconv.FormatInt(s.Upgraded, 10))
+	}
+	if s.Retried != 0 {
+		line("Retried", "[declared unprocessed by the SUT, sent again once]", strconv.FormatInt(s.Retried, 10))
 	}
 	if s.Redirects != 0 {
 		line("Redirects", "[followed]", strconv.FormatInt(s.Redirects, 10))
@@ -117,15 +129,15 @@ func WriteText(w io.Writer, s *Summary) error {
 		writeE2E(&buf, e)
 	}
 	if len(s.Transforms) > 0 {
-		buf.WriteString("\nTransforms                     changed     failed\n")
-		for _, t := range s.Transforms {
-			fmt.Fprintf(&buf, "  %-28s %7d %10d\n", t.Name, t.Changed, t.Failed)
-		}
+		writeTransforms(&buf, s.Transforms)
 	}
 	if c := s.Compare; c != nil {
 		what := "status"
+		if c.GRPCCompared > 0 {
+			what = "status, grpc-status"
+		}
 		if c.Body {
-			what = "status and body"
+			what += " and body"
 		}
 		fmt.Fprintf(&buf, "\nCompared with the recorded responses (%s): %d of %d match (%.2f%%)", what, c.Matched, c.Compared, c.MatchPct)
 		if c.NotRecorded > 0 {
@@ -170,7 +182,7 @@ func formatAnswered(s *Summary) string {
 func writeEndpoints(buf *bytes.Buffer, eps []Endpoint) {
 	rows := [][]string{{"name", "requests", "answered", "ok%", "p50", "p90", "p99", "max", "status"}}
 	for _, e := range eps {
-		outcomes := strings.Join(append(countList(e.Status), countList(e.Errors)...), " ")
+		outcomes := strings.Join(slices.Concat(countList(e.Status), grpcList(e.GRPCStatus), countList(e.Errors)), " ")
 		if outcomes == "" {
 			outcomes = "-"
 		}
@@ -183,6 +195,34 @@ func writeEndpoints(buf *bytes.Buffer, eps []Endpoint) {
 		rows = append(rows, row)
 	}
 	writeTable(buf, rows, true)
+}
+
+// grpcList returns gRPC answer counts as in countList, each name marked
+// "grpc:" so that a code without a name is not read as an HTTP status.
+func grpcList(m map[string]int64) []string {
+	list := countList(m)
+	for i := range list {
+		list[i] = "grpc:" + list[i]
+	}
+	return list
+}
+
+// writeTransforms writes what each transform did; the gRPC column only
+// when one skipped a gRPC body.
+func writeTransforms(buf *bytes.Buffer, ts []Transform) {
+	grpc := slices.ContainsFunc(ts, func(t Transform) bool { return t.SkippedGRPC != 0 })
+	if !grpc {
+		buf.WriteString("\nTransforms                     changed     failed\n")
+		for _, t := range ts {
+			fmt.Fprintf(buf, "  %-28s %7d %10d\n", t.Name, t.Changed, t.Failed)
+		}
+		return
+	}
+	buf.WriteString("\nTransforms                     changed     failed  skipped (gRPC)\n")
+	for _, t := range ts {
+		fmt.Fprintf(buf, "  %-28s %7d %10d %15d\n", t.Name, t.Changed, t.Failed, t.SkippedGRPC)
+	}
+	buf.WriteString("  a gRPC body is length-prefixed protobuf: body rewrites skip it; header rewrites still apply\n")
 }
 
 // formatLatency lists a distribution in the order of its bracket.

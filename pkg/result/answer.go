@@ -16,6 +16,11 @@ type Answer interface {
 	Header(name string) []byte
 	// Headers are the header fields in the order received.
 	Headers() []rrpair.Header
+	// Trailers are the trailer fields in the order received: where an
+	// HTTP/2 answer (gRPC's grpc-status, grpc-message) ends. nil when the
+	// answer had none, and always over HTTP/1.1 (gRPC never runs there;
+	// the transport does not keep a chunked answer's trailers apart).
+	Trailers() []rrpair.Header
 	// Cookies are the Set-Cookie fields: each the cookie's name and the
 	// whole field value ("name=value; Path=/").
 	Cookies() []rrpair.Header

@@ -40,4 +40,8 @@ type TransformCount struct {
 	// correlated value the SUT never returned, a pair without ts).
 	Changed int64 `json:"changed"`
 	Failed  int64 `json:"failed"`
+	// SkippedGRPC counts gRPC requests (rrpair.Pair.IsGRPC) whose body the
+	// transform would have read but left alone: a gRPC body is
+	// length-prefixed protobuf, not text. Its header work still applied.
+	SkippedGRPC int64 `json:"skipped_grpc,omitempty"`
 }

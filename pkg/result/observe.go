@@ -9,8 +9,9 @@ type Observer interface {
 	Observe(vu int, pair *rrpair.Pair, a Answer)
 }
 
-// Failure is a failed request: an error, or a status of 400 or more. It is
-// valid only during the FailureSink's call.
+// Failure is a failed request (not Result.Succeeded): an error, a status
+// of 400 or more, or a gRPC status other than OK. It is valid only during
+// the FailureSink's call.
 type Failure struct {
 	VU     int
 	Pair   *rrpair.Pair

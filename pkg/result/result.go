@@ -115,6 +115,19 @@ type Result struct {
 	ConnectNs, TLSNs, SendNs, WaitNs, ReceiveNs int64
 }
 
+// Succeeded reports whether r counts as succeeded (DESIGN.md, Counting):
+// an answer with a status below 400, or, to a gRPC call, an answer whose
+// grpc-status is 0 (OK), whatever its HTTP status. Anything else failed.
+func (r *Result) Succeeded() bool {
+	if r.Err != ErrNone {
+		return false
+	}
+	if r.GRPC {
+		return r.GRPCStatus == GRPCOK
+	}
+	return r.Status < 400
+}
+
 // The protocols of Result.Proto.
 const (
 	ProtoHTTP1 uint8 = 1

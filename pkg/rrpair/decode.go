@@ -37,7 +37,7 @@ type decoder struct {
 	// tokens, ts syntax, response fields. Decoding for a run trusts a file
 	// that passed them.
 	validate bool
-	// responses decodes recorded response headers and bodies.
+	// responses decodes recorded response headers, trailers and bodies.
 	responses bool
 
 	arena   []byte // unescaped strings; append-only between resets
@@ -230,6 +230,8 @@ func (d *decoder) res(s *scanner, p *Pair) error {
 			p.Res.Status, err = d.status(s)
 		case full && string(key) == "headers":
 			p.Res.Headers, err = d.headers(s, "http.res.headers", p.Res.Headers)
+		case full && string(key) == "trailers":
+			p.Res.Trailers, err = d.headers(s, "http.res.trailers", p.Res.Trailers)
 		case full && (string(key) == "bodyBase64" || string(key) == "body"):
 			err = d.readBody(s, &body, key, resBody)
 		default:

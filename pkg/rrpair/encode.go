@@ -24,7 +24,10 @@ type Record struct {
 	// The recorded answer; Status 0 writes none.
 	Status     int
 	ResHeaders []Field
-	ResBody    []byte
+	// ResTrailers are the answer's trailers (http.res.trailers): an
+	// HTTP/2 answer's, gRPC's grpc-status among them.
+	ResTrailers []Field
+	ResBody     []byte
 }
 
 // Field is one header line.
@@ -35,7 +38,7 @@ type Field struct{ Name, Value string }
 const maxTextBody = 64 << 10
 
 // AppendLine appends r as one RRPair JSON line, newline included. Headers
-// become {"Name": ["v1", "v2"]}: the values of a name (same spelling)
+// (and trailers) become {"Name": ["v1", "v2"]}: the values of a name (same spelling)
 // together where it first appears, which is how a replay sends them.
 func AppendLine(dst []byte, r *Record) []byte {
 	dst = append(dst, '{')
@@ -71,13 +74,14 @@ func AppendLine(dst []byte, r *Record) []byte {
 		dst = append(dst, `,"version":`...)
 		dst = AppendJSONString(dst, r.Version)
 	}
-	dst = appendHeaders(dst, r.Headers)
+	dst = appendFields(dst, `,"headers":{`, r.Headers)
 	dst = appendBody(dst, r.Body)
 	dst = append(dst, '}')
 	if r.Status != 0 {
 		dst = append(dst, `,"res":{"statusCode":`...)
 		dst = strconv.AppendInt(dst, int64(r.Status), 10)
-		dst = appendHeaders(dst, r.ResHeaders)
+		dst = appendFields(dst, `,"headers":{`, r.ResHeaders)
+		dst = appendFields(dst, `,"trailers":{`, r.ResTrailers)
 		dst = appendBody(dst, r.ResBody)
 		dst = append(dst, '}')
 	}
@@ -97,11 +101,13 @@ func AppendChecked(dst []byte, r *Record) ([]byte, error) {
 	return dst, nil
 }
 
-func appendHeaders(dst []byte, hs []Field) []byte {
+// appendFields appends the fields hs as the object that key (with its
+// comma and brace) opens; nothing when there are none.
+func appendFields(dst []byte, key string, hs []Field) []byte {
 	if len(hs) == 0 {
 		return dst
 	}
-	dst = append(dst, `,"headers":{`...)
+	dst = append(dst, key...)
 	for i, h := range hs {
 		seen := false
 		for _, p := range hs[:i] {

@@ -18,6 +18,9 @@ func TestEncodeRoundTrip(t *testing.T) {
 			ResHeaders: []Field{{"Set-Cookie", "a=1"}, {"Set-Cookie", "b=2"}},
 			ResBody:    []byte{0xff, 0x00, 0x10}},
 		{Method: "GET", URI: "/health"},
+		{Version: "2", Method: "POST", URI: "/grpc.health.v1.Health/Check", Headers: []Field{{"content-type", "application/grpc"}, {"te", "trailers"}},
+			Body: []byte{0, 0, 0, 0, 0}, Status: 200, ResHeaders: []Field{{"content-type", "application/grpc"}},
+			ResTrailers: []Field{{"grpc-status", "5"}, {"grpc-message", "no such service"}}, ResBody: []byte{0, 0, 0, 0, 2, 8, 1}},
 		{Method: "PUT", URI: "/big", Body: bytes.Repeat([]byte("x"), maxTextBody+1)},
 	}
 	var buf []byte
@@ -51,6 +54,9 @@ func TestEncodeRoundTrip(t *testing.T) {
 		for _, h := range p.Res.Headers {
 			got.ResHeaders = append(got.ResHeaders, Field{string(h.Name), string(h.Value)})
 		}
+		for _, h := range p.Res.Trailers {
+			got.ResTrailers = append(got.ResTrailers, Field{string(h.Name), string(h.Value)})
+		}
 		want := r
 		if i == 0 { // the values of a name go together, where it first stands
 			want.Headers = []Field{{"content-type", "application/json"}, {"X-A", "1"}, {"X-A", "2"}, {"Accept", "*/*"}, {"x-a", "lower"}}
@@ -75,7 +81,8 @@ func equalRecord(a, b Record) bool {
 	}
 	return a.TS.Equal(b.TS) && a.Duration == b.Duration && a.Protocol == b.Protocol && a.Session == b.Session && a.Version == b.Version &&
 		a.Method == b.Method && a.URI == b.URI && a.Host == b.Host && bytes.Equal(a.Body, b.Body) && a.Status == b.Status &&
-		bytes.Equal(a.ResBody, b.ResBody) && same(a.Headers, b.Headers) && same(a.ResHeaders, b.ResHeaders)
+		bytes.Equal(a.ResBody, b.ResBody) && same(a.Headers, b.Headers) && same(a.ResHeaders, b.ResHeaders) &&
+		same(a.ResTrailers, b.ResTrailers)
 }
 
 func TestAppendChecked(t *testing.T) {

@@ -357,19 +357,20 @@ func TestInspect(t *testing.T) {
 		`{"ts":"2026-11-01T10:00:00Z","tags":{"session":"A"},"http":{"req":{"method":"POST","uri":"/e","host":"h","body":"abc"},"res":{"statusCode":202,"body":"ok"}}}`,
 		`{"ts":"2026-11-01T10:00:05Z","http":{"req":{"method":"GET","uri":"/e/1","host":"h","version":"2"},"res":{"statusCode":200}}}`,
 		`{"ts":"2026-11-01T10:00:02Z","tags":{"session":"A"},"http":{"req":{"method":"GET","uri":"/e/2","host":"g"}}}`,
+		strings.Replace(grpcLine, "10:00:00Z", "10:00:03Z", 1),
 	}
 	f := mustOpen(t, strings.Join(lines, "\n"))
 	st, err := f.Inspect()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Pairs != 3 || st.Sessions != 1 || st.Iterations != 2 || st.SpanS != 5 || st.OutOfOrder != 1 {
+	if st.Pairs != 4 || st.Sessions != 1 || st.Iterations != 3 || st.SpanS != 5 || st.OutOfOrder != 1 || st.GRPC != 1 {
 		t.Errorf("got %+v", st)
 	}
-	if st.Methods["GET"] != 2 || st.Status[202] != 1 || st.Status[0] != 1 || st.Downgraded != 1 || st.ReqBytes != 3 || st.ResBytes != 2 {
+	if st.Methods["GET"] != 2 || st.Status[202] != 1 || st.Status[0] != 1 || st.Downgraded != 2 || st.ReqBytes != 8 || st.ResBytes != 2 {
 		t.Errorf("got %+v", st)
 	}
-	if len(st.Endpoints) != 2 || st.Endpoints[0] != (Count{"GET /e/{id}", 2}) {
+	if len(st.Endpoints) != 3 || st.Endpoints[0] != (Count{"GET /e/{id}", 2}) {
 		t.Errorf("endpoints: got %+v", st.Endpoints)
 	}
 }
@@ -392,6 +393,58 @@ func TestDecodeDoesNotAllocate(t *testing.T) {
 }
 
 const benchLine = `{"msgType":"rrpair","ts":"2026-11-01T10:00:00.123456789Z","l7protocol":"http","duration":3,"tags":{"session":"s-0007"},"http":{"req":{"method":"POST","url":"/events","uri":"/events?src=web","version":"1.1","host":"ingest.demo.local:8080","headers":{"Content-Type":["application/json"],"User-Agent":["shop-web/4.2"],"X-Request-Id":["8c1e2f4a-0b7d-4f63-9a51-2d7e8f9a0b1c"],"Accept":["*/*"]},"body":"{\"type\":\"page_view\",\"user_id\":\"u-0012345\",\"ts\":1793527200123,\"url\":\"/products/42\"}"},"res":{"statusCode":202,"headers":{"Content-Type":["application/json"]},"bodyBase64":"eyJzdGF0dXMiOiJhY2NlcHRlZCJ9"}}}`
+
+// grpcLine is a recorded gRPC call whose status came in the trailers.
+const grpcLine = `{"ts":"2026-11-01T10:00:00Z","http":{"req":{"method":"POST","uri":"/pkg.Svc/Get","host":"h:1","version":"2","headers":{"content-type":["application/grpc"],"te":["trailers"]},"bodyBase64":"AAAAAAA="},"res":{"statusCode":200,"headers":{"content-type":["application/grpc"]},"trailers":{"grpc-status":["5"],"grpc-message":["not found"]},"bodyBase64":""}}}`
+
+func TestDecodeTrailers(t *testing.T) {
+	f := mustOpen(t, grpcLine+"\n"+goodLine)
+	var p Pair
+	c := f.NewCursor()
+	if err := c.Decode(0, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Res.Status != 200 || len(p.Res.Trailers) != 0 || len(p.Res.Headers) != 0 {
+		t.Errorf("without WithResponses: got status %d, %d trailers, %d headers; want 200, 0, 0", p.Res.Status, len(p.Res.Trailers), len(p.Res.Headers))
+	}
+	c.WithResponses()
+	if err := c.Decode(0, &p); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range p.Res.Trailers {
+		got = append(got, string(h.Name)+"="+string(h.Value))
+	}
+	if want := []string{"grpc-status=5", "grpc-message=not found"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("trailers: got %q, want %q", got, want)
+	}
+	if !p.IsGRPC() {
+		t.Error("IsGRPC: got false, want true")
+	}
+	// The next pair has none: the trailers of the last one are gone.
+	if err := c.Decode(1, &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Res.Trailers) != 0 {
+		t.Errorf("next pair: got %d trailers, want 0", len(p.Res.Trailers))
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := c.Decode(0, &p); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("got %v allocs per decode with responses and trailers, want 0", allocs)
+	}
+}
+
+func TestTrailersValidated(t *testing.T) {
+	bad := strings.Replace(grpcLine, `"grpc-message"`, `"grpc message"`, 1)
+	_, err := Open(writeFile(t, bad), Options{})
+	if err == nil || !strings.Contains(err.Error(), "http.res.trailers") || !strings.Contains(err.Error(), ":1") {
+		t.Errorf("got %v, want an error naming http.res.trailers at line 1", err)
+	}
+}
 
 func BenchmarkDecode(b *testing.B) { benchDecode(b, benchLine) }
 

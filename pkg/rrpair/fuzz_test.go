@@ -18,6 +18,7 @@ func uintptrOf(p *byte) uintptr { return uintptr(unsafe.Pointer(p)) }
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(benchLine))
 	f.Add([]byte(goodLine))
+	f.Add([]byte(grpcLine))
 	f.Add([]byte(`{"http":{"req":{"method":"GET","uri":"/a\u00e9\ud83d\ude00","host":"h","headers":{"A":["\u0000"]}}}}`))
 	f.Add([]byte(`{"http":{"req":{"method":"PUT","url":"/x","bodyBase64":"AAEC/w=="}},"tags":null}`))
 	seeds, _ := filepath.Glob("../../testdata/*.jsonl")

@@ -23,6 +23,7 @@ type Stats struct {
 	Status     map[int]int    `json:"status"`    // recorded status codes (0: none recorded)
 	Versions   map[string]int `json:"http_versions"`
 	Downgraded int            `json:"downgraded"` // recorded as HTTP/2 or 3, replayed as HTTP/1.1
+	GRPC       int            `json:"grpc_pairs"` // gRPC calls (Pair.IsGRPC)
 	ReqBytes   int64          `json:"request_body_bytes"`
 	ResBytes   int64          `json:"response_body_bytes"`
 }
@@ -63,6 +64,9 @@ func (f *File) Inspect() (*Stats, error) {
 		st.Versions[v]++
 		if p.IsHTTP2() {
 			st.Downgraded++
+		}
+		if p.IsGRPC() {
+			st.GRPC++
 		}
 		st.ReqBytes += int64(len(p.Req.Body))
 		st.ResBytes += int64(len(p.Res.Body))

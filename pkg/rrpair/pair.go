@@ -51,11 +51,15 @@ type Request struct {
 	Body       []byte
 }
 
-// Response is the recorded answer.
+// Response is the recorded answer. Headers, Trailers and Body are decoded
+// only when the Cursor was asked for responses (or the file is validated).
 type Response struct {
 	Status  int // 0 when not recorded
 	Headers []Header
-	Body    []byte // decoded only when the Cursor was asked for responses
+	// Trailers are http.res.trailers, in the shape of headers: where an
+	// HTTP/2 answer ended, gRPC's grpc-status and grpc-message.
+	Trailers []Header
+	Body     []byte
 }
 
 // Pair is one decoded line.
@@ -141,9 +145,9 @@ func isHTTP2(v []byte) bool {
 
 // reset empties p, keeping the capacity of its header slices.
 func (p *Pair) reset() {
-	reqH, resH := p.Req.Headers[:0], p.Res.Headers[:0]
+	reqH, resH, resT := p.Req.Headers[:0], p.Res.Headers[:0], p.Res.Trailers[:0]
 	*p = Pair{}
-	p.Req.Headers, p.Res.Headers = reqH, resH
+	p.Req.Headers, p.Res.Headers, p.Res.Trailers = reqH, resH, resT
 }
 
 // UnixNano parses TS (RFC 3339, any offset, 0 to 9 fraction digits) into

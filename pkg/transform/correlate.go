@@ -122,8 +122,8 @@ func (c *correlate) needsRecorded() bool { return true }
 
 // observe learns recorded → live from one answer.
 func (c *correlate) observe(st *vuState, i int, pair *rrpair.Pair, a result.Answer) {
-	if !c.endpoints.has(pair.Endpoint) {
-		return
+	if !c.endpoints.has(pair.Endpoint) || c.header == "" && pair.IsGRPC() {
+		return // a gRPC body is protobuf: nothing to learn from it
 	}
 	var rec []byte
 	if c.header != "" {
@@ -218,6 +218,9 @@ func replaceLearned(c *call, step int) {
 			h.Value = v
 			c.changed = true
 		}
+	}
+	if !c.bodyAllowed() {
+		return
 	}
 	if v, ok := replaceTokens(body, req.Body, ss.maps, step); ok {
 		req.Body = v

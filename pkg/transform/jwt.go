@@ -212,7 +212,7 @@ func (j *jwtSigner) apply(c *call) {
 	if len(j.query) > 0 {
 		j.rewriteQuery(c)
 	}
-	if len(j.paths) > 0 && isJSON(req.Body) {
+	if len(j.paths) > 0 && c.bodyAllowed() && isJSON(req.Body) {
 		j.rewriteJSON(c)
 	}
 }

@@ -86,7 +86,7 @@ func (s *stamp) apply(c *call) {
 		c.req.Headers = setHeader(c.req.Headers, s.header, id)
 		stamped = true
 	}
-	if s.field != nil {
+	if s.field != nil && c.bodyAllowed() {
 		if body, ok := setTopLevelString(&c.st.walker, &c.st.topKey, c.buf(1), c.req.Body, s.field, id); ok {
 			c.req.Body = body
 			stamped = true
@@ -94,18 +94,29 @@ func (s *stamp) apply(c *call) {
 	}
 	st.pending = stamped
 	if !stamped {
-		c.failed = true // no header asked for, and the body is not a JSON object
+		// No header asked for, and the body is not a JSON object (or a
+		// gRPC body, skipped and counted as such).
+		c.failed = !c.skipped
 		return
 	}
 	s.to.Stamped(c.st.vu)
 	c.changed = true
 }
 
-func (s *stamp) observe(st *vuState, _ int, _ *rrpair.Pair, a result.Answer) {
-	if st.stamp.pending && a.Status() < 400 {
+// observe tells the tracker that the API accepted the stamped request: an
+// answer below 400, or to a gRPC call, grpc-status OK.
+func (s *stamp) observe(st *vuState, _ int, p *rrpair.Pair, a result.Answer) {
+	if st.stamp.pending && accepted(p, a) {
 		s.to.Accepted(st.vu, st.stamp.seq-1)
 	}
 	st.stamp.pending = false
+}
+
+func accepted(p *rrpair.Pair, a result.Answer) bool {
+	if p.IsGRPC() {
+		return result.AnswerGRPCStatus(a) == result.GRPCOK
+	}
+	return a.Status() < 400
 }
 
 // setTopLevelString writes body with the top-level key (quoted) set to the

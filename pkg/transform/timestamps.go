@@ -96,7 +96,7 @@ func (t *timestamps) apply(c *call) {
 			c.changed = true
 		}
 	}
-	if (t.auto || len(t.paths) > 0) && isJSON(req.Body) {
+	if (t.auto || len(t.paths) > 0) && c.bodyAllowed() && isJSON(req.Body) {
 		st := &c.st.ts
 		st.t, st.sh, st.spans, st.ends = t, sh, st.spans[:0], st.ends[:0]
 		st.repl = c.buf(1)

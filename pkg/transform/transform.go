@@ -17,6 +17,11 @@
 //	fresh       new IDs, keys and names of the recorded shape, unique in the run
 //	cookies     a per-session cookie jar (Set-Cookie → Cookie)
 //
+// Body rewrites (timestamps and JWTs in JSON bodies, correlated values in
+// bodies, a correlation ID in a JSON body) skip a gRPC call's body, which
+// is length-prefixed protobuf, and count it; what they do to the URI and
+// headers (gRPC metadata) still applies.
+//
 // Each VU owns its scratch buffers and what it learned, so the hot path
 // takes no lock; header, query, timestamp and cached-JWT rewrites reuse
 // those buffers and allocate nothing per request in steady state.
@@ -85,6 +90,29 @@ type call struct {
 	now             int64 // Unix ns; 0 unless a step of the chain reads the time
 	step            int
 	changed, failed bool
+	// grpc tells a gRPC call (rrpair.IsGRPC), whose body is
+	// length-prefixed protobuf that no body rewrite may touch; found once a
+	// request, by the first step that asks (grpcKnown). skipped is set
+	// when the step left such a body alone (bodyAllowed).
+	grpc, grpcKnown, skipped bool
+}
+
+// bodyAllowed reports whether the current step may read and rewrite the
+// request body: not a gRPC call's. A step asks it only where it would
+// work on the body, so that a gRPC body it leaves alone is counted
+// (TransformCount.SkippedGRPC); its header work still applies. Only a
+// request with a body pays for looking at its headers.
+func (c *call) bodyAllowed() bool {
+	if len(c.req.Body) == 0 {
+		return true // nothing to rewrite, nothing to skip
+	}
+	if !c.grpcKnown {
+		c.grpc, c.grpcKnown = rrpair.IsGRPC(c.req.Headers), true
+	}
+	if c.grpc {
+		c.skipped = true
+	}
+	return !c.grpc
 }
 
 // buf returns the current step's scratch buffer k (0 to 4).
@@ -191,13 +219,16 @@ func (c *Chain) Rewrite(vu int, req *rrpair.Request, pair *rrpair.Pair) error {
 		cl.now = c.now().UnixNano()
 	}
 	for i, s := range c.steps {
-		cl.step, cl.changed, cl.failed = i, false, false
+		cl.step, cl.changed, cl.failed, cl.skipped = i, false, false, false
 		s.apply(cl)
 		if cl.changed {
 			st.counts[i].Changed++
 		}
 		if cl.failed {
 			st.counts[i].Failed++
+		}
+		if cl.skipped {
+			st.counts[i].SkippedGRPC++
 		}
 	}
 	return nil
@@ -223,6 +254,7 @@ func (c *Chain) Counts() []result.TransformCount {
 		for v := range c.vus {
 			out[i].Changed += c.vus[v].counts[i].Changed
 			out[i].Failed += c.vus[v].counts[i].Failed
+			out[i].SkippedGRPC += c.vus[v].counts[i].SkippedGRPC
 		}
 	}
 	return out

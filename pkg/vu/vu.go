@@ -250,7 +250,7 @@ func (v *vu) finish() {
 	if v.res.Err == result.ErrLocal && v.r.localSeen.CompareAndSwap(false, true) {
 		v.r.logLocal()
 	}
-	if v.r.pool.Failures != nil && (v.res.Err != result.ErrNone || v.res.Status >= 400) {
+	if v.r.pool.Failures != nil && !v.res.Succeeded() {
 		v.failed(&v.res)
 	}
 }

@@ -37,6 +37,10 @@ func (a *answer) Headers() []rrpair.Header {
 	return a.headers
 }
 
+// Trailers is nil: over HTTP/1.1 replay keeps no trailers apart (gRPC,
+// which needs them, runs over HTTP/2).
+func (a *answer) Trailers() []rrpair.Header { return nil }
+
 func (a *answer) Cookies() []rrpair.Header {
 	a.cookies = a.cookies[:0]
 	for k, v := range a.resp.Header.Cookies() {

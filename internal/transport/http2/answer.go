@@ -57,6 +57,15 @@ func find(hs []rrpair.Header, name string) []byte {
 // Headers are the header fields, without the pseudo-headers (":status").
 func (a *answer) Headers() []rrpair.Header { return a.headers }
 
+// Trailers are the trailer fields, in the order received (a gRPC
+// answer's grpc-status, grpc-message); nil when there were none.
+func (a *answer) Trailers() []rrpair.Header {
+	if len(a.trailers) == 0 {
+		return nil
+	}
+	return a.trailers
+}
+
 func (a *answer) Cookies() []rrpair.Header {
 	a.cookies = a.cookies[:0]
 	for _, h := range a.headers {
@@ -88,30 +97,6 @@ func (a *answer) Body() []byte {
 		}
 	}
 	return a.decoded
-}
-
-// grpcStatus is the gRPC status of an answer without grpc-status, from
-// its HTTP status (gRPC's "HTTP to gRPC Status Code Mapping").
-func grpcStatus(http int) uint8 {
-	switch http {
-	case 400:
-		return 13 // INTERNAL
-	case 401:
-		return 16 // UNAUTHENTICATED
-	case 403:
-		return 7 // PERMISSION_DENIED
-	case 404:
-		return 12 // UNIMPLEMENTED
-	case 429, 502, 503, 504:
-		return 14 // UNAVAILABLE
-	}
-	return 2 // UNKNOWN
-}
-
-// parseGRPCStatus reads a grpc-status value: a decimal code, 0 to 255.
-func parseGRPCStatus(v []byte) (uint8, bool) {
-	n, ok := digits(unsafeString(v), 3)
-	return uint8(n), ok && n <= 255
 }
 
 // digits reads s, 1 to most decimal digits.

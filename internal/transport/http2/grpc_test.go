@@ -186,14 +186,6 @@ func replaceHost(line, host string) string {
 	return strings.Replace(line, `"host":"recorded.example:8080"`, `"host":"`+host+`"`, 1)
 }
 
-func TestGRPCStatusFromHTTP(t *testing.T) {
-	for http, want := range map[int]uint8{400: 13, 401: 16, 403: 7, 404: 12, 429: 14, 502: 14, 503: 14, 504: 14, 500: 2, 200: 2} {
-		if got := grpcStatus(http); got != want {
-			t.Errorf("grpcStatus(%d) = %d, want %d", http, got, want)
-		}
-	}
-}
-
 // TestGRPCOverTLS: with --http2 auto, a file of gRPC calls has the TLS
 // handshake offer h2 (grpc-go's handler behind Go's TLS HTTP/2 server).
 func TestGRPCOverTLS(t *testing.T) {

@@ -165,11 +165,7 @@ func (c *client) exchange(req *rrpair.Request, pair *rrpair.Pair, res *result.Re
 	res.Status = uint16(status)
 	if grpc {
 		res.GRPC = true
-		if code, ok := parseGRPCStatus(c.ans.Header("grpc-status")); ok {
-			res.GRPCStatus = code
-		} else {
-			res.GRPCStatus = grpcStatus(status)
-		}
+		res.GRPCStatus = result.AnswerGRPCStatus(&c.ans)
 	}
 	c.drainBuffered()
 	cs.last = res.End

@@ -16,6 +16,8 @@ type Answer struct {
 	Code   int
 	Fields []rrpair.Header // in order, repeats allowed
 	Raw    []byte          // the body as received
+	// Trailer are the trailer fields (an HTTP/2 answer's), in order.
+	Trailer []rrpair.Header
 
 	cookies []rrpair.Header
 }
@@ -47,6 +49,18 @@ func (a *Answer) Header(name string) []byte {
 
 // Headers implements result.Answer.
 func (a *Answer) Headers() []rrpair.Header { return a.Fields }
+
+// Trailers implements result.Answer.
+func (a *Answer) Trailers() []rrpair.Header { return a.Trailer }
+
+// WithTrailers adds trailer fields given as name, value, name, value... and
+// returns a.
+func (a *Answer) WithTrailers(fields ...string) *Answer {
+	for i := 0; i+1 < len(fields); i += 2 {
+		a.Trailer = append(a.Trailer, rrpair.Header{Name: []byte(fields[i]), Value: []byte(fields[i+1])})
+	}
+	return a
+}
 
 // Cookies implements result.Answer.
 func (a *Answer) Cookies() []rrpair.Header {
