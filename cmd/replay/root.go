@@ -57,6 +57,7 @@ errors honestly.
 	logger := func() (zerolog.Logger, error) { return logOpts.logger(stderr) }
 	root.AddCommand(
 		newRunCmd(io, logger),
+		newFindMaxCmd(io, logger),
 		newInspectCmd(io),
 		newDemoCmd(io, logger),
 		newReportCmd(io),

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// workersSUT is a SUT of known capacity: workers workers, each request
+// holding one for hold, so it serves workers/hold requests a second and
+// queues the rest. A worker's next request starts when its previous one
+// is scheduled to end, not when its sleep woke, so that the timers'
+// overshoot does not lower the capacity below workers/hold.
+type workersSUT struct {
+	*httptest.Server
+	hold   time.Duration
+	mu     sync.Mutex  // guards freeAt
+	freeAt []time.Time // per worker: when it is free
+}
+
+func newWorkersSUT(t *testing.T, workers int, hold time.Duration) *workersSUT {
+	s := &workersSUT{hold: hold, freeAt: make([]time.Time, workers)}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		s.mu.Lock()
+		k := 0
+		for i := range s.freeAt {
+			if s.freeAt[i].Before(s.freeAt[k]) {
+				k = i
+			}
+		}
+		done := s.freeAt[k]
+		if done.Before(now) {
+			done = now
+		}
+		done = done.Add(s.hold)
+		s.freeAt[k] = done
+		s.mu.Unlock()
+		select {
+		case <-time.After(time.Until(done)):
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// capacity is the requests a second the SUT serves.
+func (s *workersSUT) capacity() float64 { return float64(len(s.freeAt)) / s.hold.Seconds() }
+
+// searchResult reads the JSON of a search.
+func searchResult(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return m
+}
+
+// singlesFile is a traffic file of n pairs without sessions: each
+// iteration is one request, so rates of iterations are rates of requests.
+func singlesFile(t *testing.T, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"http":{"req":{"method":"POST","uri":"/events/%d","host":"recorded:80","body":"{}"}}}`+"\n", i)
+	}
+	path := filepath.Join(t.TempDir(), "singles.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// findMaxArgs are a short search's flags against url.
+func findMaxArgs(t *testing.T, url string, extra ...string) []string {
+	return append([]string{"find-max", "-f", singlesFile(t, 20), "--target", url, "--hold", "1s", "--warmup", "500ms",
+		"--grace", "2s", "--late-after", "25ms", "--budget", "50s", "--progress", "off", "--log-level", "warn"}, extra...)
+}
+
+// TestFindMaxFindsAKnownCapacity searches a SUT of 4 workers holding each
+// request 10 ms (400/s): the sustainable rate found is within 15% of it,
+// confirmed, and the curve, its JSON and its chart say so.
+func TestFindMaxFindsAKnownCapacity(t *testing.T) {
+	srv := newWorkersSUT(t, 4, 10*time.Millisecond)
+	dir := t.TempDir()
+	out, page := filepath.Join(dir, "search.json"), filepath.Join(dir, "search.html")
+	began := time.Now()
+	r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "100/s", "--step-factor", "2",
+		"--threshold", "p99<50ms", "--threshold", "errors<1%", "--sut-cpus", "2", "--out", out, "--html", page)...)
+	t.Logf("search took %v:\n%s", time.Since(began).Round(time.Millisecond), r.stdout)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	res := searchResult(t, out)
+	got, want := res["sustainable_rate"].(float64), srv.capacity()
+	if got < 0.85*want || got > 1.15*want {
+		t.Errorf("sustainable rate %v/s, want within 15%% of the SUT's %v/s", got, want)
+	}
+	if res["outcome"] != "found" || res["confirmed"] != true {
+		t.Errorf("outcome %v, confirmed %v; want found, confirmed", res["outcome"], res["confirmed"])
+	}
+	if v := res["per_vcpu"].(float64); v != got/2 {
+		t.Errorf("per vCPU %v, want %v", v, got/2)
+	}
+	broke, _ := res["broke"].(map[string]any)
+	if broke == nil || broke["phase"] != "ramp" || !strings.Contains(broke["reason"].(string), "p99<50ms") {
+		t.Errorf("broke %v: want the ramp step that failed p99<50ms", broke)
+	}
+	steps := res["steps"].([]any)
+	last := steps[len(steps)-1].(map[string]any)
+	if last["phase"] != "confirm" || last["verdict"] != "pass" || last["target_rate"].(float64) != got {
+		t.Errorf("last step %v: want the confirming hold of %v/s, passed", last, got)
+	}
+	for _, want := range []string{"Capacity search", "confirm", "sustainable rate", "Broke at", "Per vCPU"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("text report lacks %q", want)
+		}
+	}
+	if html, _ := os.ReadFile(page); !strings.Contains(string(html), "<svg") || !strings.Contains(string(html), "sustainable") {
+		t.Errorf("HTML report lacks its chart")
+	}
+}
