@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -22,6 +23,7 @@ import (
 type workersSUT struct {
 	*httptest.Server
 	hold   time.Duration
+	served atomic.Int64
 	mu     sync.Mutex  // guards freeAt
 	freeAt []time.Time // per worker: when it is free
 }
@@ -29,6 +31,7 @@ type workersSUT struct {
 func newWorkersSUT(t *testing.T, workers int, hold time.Duration) *workersSUT {
 	s := &workersSUT{hold: hold, freeAt: make([]time.Time, workers)}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.served.Add(1)
 		now := time.Now()
 		s.mu.Lock()
 		k := 0
@@ -53,6 +56,9 @@ func newWorkersSUT(t *testing.T, workers int, hold time.Duration) *workersSUT {
 	t.Cleanup(s.Close)
 	return s
 }
+
+// count is the requests the SUT received.
+func (s *workersSUT) count() int64 { return s.served.Load() }
 
 // capacity is the requests a second the SUT serves.
 func (s *workersSUT) capacity() float64 { return float64(len(s.freeAt)) / s.hold.Seconds() }
@@ -133,4 +139,52 @@ func TestFindMaxFindsAKnownCapacity(t *testing.T) {
 	if html, _ := os.ReadFile(page); !strings.Contains(string(html), "<svg") || !strings.Contains(string(html), "sustainable") {
 		t.Errorf("HTML report lacks its chart")
 	}
+}
+
+// TestFindMaxEnds: the other ends of a search, each with its exit code.
+func TestFindMaxEnds(t *testing.T) {
+	srv := newWorkersSUT(t, 4, 10*time.Millisecond)
+	t.Run("start rate fails", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "search.json")
+		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "50/s", "--threshold", "p99<5ms", "--out", out)...)
+		if r.code != 99 || !strings.Contains(r.stderr, "even the start rate failed") {
+			t.Fatalf("exit %d, want 99: %s", r.code, r.stderr)
+		}
+		if res := searchResult(t, out); res["outcome"] != "start_failed" || len(res["steps"].([]any)) != 1 {
+			t.Errorf("got %v after %v, want start_failed after one step", res["outcome"], res["steps"])
+		}
+	})
+	t.Run("max rate reached", func(t *testing.T) {
+		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "100/s", "--max-rate", "150/s", "--threshold", "p99<50ms")...)
+		if r.code != 0 || !strings.Contains(r.stdout, "at least 150/s (--max-rate reached)") {
+			t.Fatalf("exit %d, want 0 and at least 150/s:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	})
+	t.Run("too few VUs", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "search.json")
+		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "50/s", "--max-vus", "1", "--threshold", "p99<50ms", "--out", out)...)
+		if r.code != 0 || !strings.Contains(r.stdout, "generator limit at") {
+			t.Fatalf("exit %d, want 0 and a generator limit:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		res := searchResult(t, out)
+		// One VU holding each request 10 ms offers at most 100/s: the
+		// limit shows at 100/s or 200/s, never as the SUT's capacity.
+		if lim := res["generator_limit_rate"].(float64); lim < 100 || lim > 200 || res["outcome"] != "at_least" || res["failed_rate"] != nil {
+			t.Errorf("outcome %v, generator limit %v, failed %v; want at least, a limit at 100-200/s, no SUT failure", res["outcome"], lim, res["failed_rate"])
+		}
+	})
+	for _, flag := range [][]string{{"--shards", "3"}, {"--shard", "0/2"}} {
+		t.Run("refuses "+flag[0], func(t *testing.T) {
+			before := srv.count()
+			r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, append(flag, "--threshold", "p99<50ms")...)...)
+			if r.code != 1 || !strings.Contains(r.stderr, "cannot be sharded") || !strings.Contains(r.stderr, "nothing was sent") || srv.count() != before {
+				t.Errorf("exit %d, want 1 refusing %s with nothing sent: %s", r.code, flag[0], r.stderr)
+			}
+		})
+	}
+	t.Run("no threshold", func(t *testing.T) {
+		if r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL)...); r.code != 1 || !strings.Contains(r.stderr, "--threshold") {
+			t.Errorf("exit %d, want 1 asking for a threshold: %s", r.code, r.stderr)
+		}
+	})
 }

@@ -74,7 +74,7 @@ func WriteJSON(w io.Writer, r *Result) error {
 
 // chart geometry of WriteHTML, in SVG units.
 const (
-	chartW, chartH          = 760, 360
+	chartW, chartH         = 760, 360
 	padL, padR, padT, padB = 64, 20, 20, 48
 )
 
