@@ -188,3 +188,61 @@ func TestFindMaxEnds(t *testing.T) {
 		}
 	})
 }
+
+// TestFindMaxMetrics: the metrics endpoint of a search says which step
+// and rate it is holding.
+func TestFindMaxMetrics(t *testing.T) {
+	srv := newWorkersSUT(t, 4, 10*time.Millisecond)
+	addr := freeAddr(t)
+	done := make(chan runResult, 1)
+	go func() {
+		done <- runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "50/s", "--max-rate", "100/s",
+			"--threshold", "p99<50ms", "--metrics", addr, "-q")...)
+	}()
+	seen := map[[2]float64]bool{}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(seen) < 2 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		step, rate := scrape(t, addr, "replay_step"), scrape(t, addr, "replay_target_rate")
+		if step > 0 && rate > 0 {
+			seen[[2]float64{step, rate}] = true
+		}
+	}
+	if r := <-done; r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !seen[[2]float64{1, 50}] || !seen[[2]float64{2, 100}] {
+		t.Errorf("step and target rate seen: %v, want step 1 at 50/s and step 2 at 100/s", seen)
+	}
+}
+
+// TestProgressOfAnOpenModel: the live line of a rate run shows the target
+// rate, dropped iterations and the error share.
+func TestProgressOfAnOpenModel(t *testing.T) {
+	srv := newSUT(t, 5*time.Millisecond, 500)
+	r := runMain(t, context.Background(), "", "run", "-f", singlesFile(t, 10), "--target", srv.URL,
+		"--rate", "0/s", "--stages", "500ms:100/s,1s:100/s", "--max-vus", "1", "--progress-every", "300ms", "--log-format", "json", "-q")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := 0
+	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m["message"] != "progress" {
+			continue
+		}
+		lines++
+		if _, ok := m["dropped"]; !ok {
+			t.Errorf("progress line without dropped: %v", m)
+		}
+		if rate, _ := m["target_rate"].(float64); rate <= 0 || rate > 100 {
+			t.Errorf("target rate %v, want the ramp's, up to 100/s", m["target_rate"])
+		}
+		if pct, _ := m["error_pct"].(float64); m["requests"].(float64) > 0 && pct != 100 {
+			t.Errorf("error share %v%%, want 100%% of 500s", m["error_pct"])
+		}
+	}
+	if lines < 2 {
+		t.Errorf("got %d progress lines", lines)
+	}
+}
