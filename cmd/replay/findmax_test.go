@@ -94,7 +94,7 @@ func singlesFile(t *testing.T, n int) string {
 // findMaxArgs are a short search's flags against url.
 func findMaxArgs(t *testing.T, url string, extra ...string) []string {
 	return append([]string{"find-max", "-f", singlesFile(t, 20), "--target", url, "--hold", "1s", "--warmup", "500ms",
-		"--grace", "2s", "--late-after", "25ms", "--budget", "50s", "--progress", "off", "--log-level", "warn"}, extra...)
+		"--grace", "2s", "--late-after", "50ms", "--budget", "50s", "--progress", "off", "--log-level", "warn"}, extra...)
 }
 
 // TestFindMaxFindsAKnownCapacity searches a SUT of 4 workers holding each
@@ -162,15 +162,16 @@ func TestFindMaxEnds(t *testing.T) {
 	})
 	t.Run("too few VUs", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "search.json")
-		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "50/s", "--max-vus", "1", "--threshold", "p99<50ms", "--out", out)...)
+		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "20/s", "--max-vus", "1", "--threshold", "p99<50ms", "--out", out)...)
 		if r.code != 0 || !strings.Contains(r.stdout, "generator limit at") {
 			t.Fatalf("exit %d, want 0 and a generator limit:\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		res := searchResult(t, out)
 		// One VU holding each request 10 ms offers at most 100/s: the
-		// limit shows at 100/s or 200/s, never as the SUT's capacity.
-		if lim := res["generator_limit_rate"].(float64); lim < 100 || lim > 200 || res["outcome"] != "at_least" || res["failed_rate"] != nil {
-			t.Errorf("outcome %v, generator limit %v, failed %v; want at least, a limit at 100-200/s, no SUT failure", res["outcome"], lim, res["failed_rate"])
+		// limit shows at 80/s or 160/s (40/s on a machine that pauses),
+		// never as the SUT's capacity.
+		if lim := res["generator_limit_rate"].(float64); lim < 40 || lim > 160 || res["outcome"] != "at_least" || res["failed_rate"] != nil || res["sustainable_rate"].(float64) < 20 {
+			t.Errorf("outcome %v, generator limit %v, failed %v; want at least, a limit at 40-160/s, no SUT failure", res["outcome"], lim, res["failed_rate"])
 		}
 	})
 	for _, flag := range [][]string{{"--shards", "3"}, {"--shard", "0/2"}} {
@@ -197,7 +198,7 @@ func TestFindMaxMetrics(t *testing.T) {
 	done := make(chan runResult, 1)
 	go func() {
 		done <- runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "50/s", "--max-rate", "100/s",
-			"--threshold", "p99<50ms", "--metrics", addr, "-q")...)
+			"--threshold", "p99<500ms", "--metrics", addr, "-q")...)
 	}()
 	seen := map[[2]float64]bool{}
 	deadline := time.Now().Add(20 * time.Second)

@@ -36,6 +36,7 @@ func TestJudge(t *testing.T) {
 		{"dropped, SUT in time", func(s *report.Summary) { s.Dropped, s.Iterations, s.Throughput = 100, 300, 298 }, GeneratorLimit, "--max-vus: all 8 VUs busy, 100 of 400 iterations dropped"},
 		{"dropped, SUT slow", func(s *report.Summary) { s.Dropped, s.Latency.P99 = 100, 900 }, Fail, "p99<50ms"},
 		{"late", func(s *report.Summary) { s.Late, s.Latency.P99 = 40, 900 }, GeneratorLimit, "the generator fell behind: 40 of 400 iterations begun late"},
+		{"a few late", func(s *report.Summary) { s.Late, s.Latency.P99 = 8, 900 }, Fail, "p99<50ms"},
 		{"local errors", func(s *report.Summary) { s.Errors["local"] = 3 }, GeneratorLimit, "3 requests failed locally"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
