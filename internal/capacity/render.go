@@ -6,6 +6,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"sort"
 	"strings"
 )
 
@@ -147,6 +148,28 @@ func writeChart(b *strings.Builder, r *Result) {
 	if r.Sustainable > 0 {
 		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#1a7f37" stroke-dasharray="4 3"/><text x="%.1f" y="%d">sustainable %s/s</text>`,
 			x(r.Sustainable), x(r.Sustainable), padT, chartH-padB, x(r.Sustainable)+4, padT+12, formatRate(r.Sustainable))
+	}
+	// The curve: the steps in order of target rate, one line for p99 and
+	// one for p50 (a rate held twice shows its last hold).
+	byTarget := map[float64]Step{}
+	for _, st := range r.Steps {
+		byTarget[st.Target] = st
+	}
+	targets := make([]float64, 0, len(byTarget))
+	for t := range byTarget {
+		targets = append(targets, t)
+	}
+	sort.Float64s(targets)
+	for _, line := range []struct {
+		of   func(Latency) float64
+		dash string
+	}{{func(l Latency) float64 { return l.P99 }, ""}, {func(l Latency) float64 { return l.P50 }, ` stroke-dasharray="3 3"`}} {
+		var pts []string
+		for _, t := range targets {
+			st := byTarget[t]
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(st.Achieved), y(line.of(st.Latency))))
+		}
+		fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="#888"%s/>`, strings.Join(pts, " "), line.dash)
 	}
 	colour := map[Verdict]string{Pass: "#1a7f37", Fail: "#cf222e", GeneratorLimit: "#9a6700"}
 	for _, st := range r.Steps {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -157,10 +158,10 @@ func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance f
 		if !t.Pass {
 			mark = "FAIL"
 			if failed == "" {
-				failed = fmt.Sprintf("%s (measured %s %s)", t.Threshold, strconv.FormatFloat(t.Measured, 'f', -1, 64), t.Unit)
+				failed = fmt.Sprintf("%s (measured %s %s)", t.Threshold, measured(t.Measured), t.Unit)
 			}
 		}
-		st.Checks = append(st.Checks, fmt.Sprintf("%s: %s, measured %s %s", t.Threshold, mark, strconv.FormatFloat(t.Measured, 'f', -1, 64), t.Unit))
+		st.Checks = append(st.Checks, fmt.Sprintf("%s: %s, measured %s %s", t.Threshold, mark, measured(t.Measured), t.Unit))
 	}
 	scheduled := s.Iterations + s.Dropped
 	if s.Schedule != nil && s.Schedule.Scheduled > 0 {
@@ -185,6 +186,11 @@ func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance f
 		st.Verdict = Pass
 	}
 	return st
+}
+
+// measured writes a threshold's measure to 3 decimals: 2.97, 997.375.
+func measured(v float64) string {
+	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
 }
 
 // formatRate writes a rate with at most one decimal: 400, 287.5.
