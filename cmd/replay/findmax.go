@@ -159,7 +159,7 @@ func findMax(ctx context.Context, f *findMaxFlags, std stdio, log zerolog.Logger
 	case capacity.StartFailed:
 		return searchFailed{res.Headline()}
 	case capacity.GeneratorLimited:
-		return fmt.Errorf("%s: raise --max-vus or lower --start-rate", res.Headline())
+		return fmt.Errorf("%s (%s): lower --start-rate, or give the generator what it lacked (--max-vus, CPU, file descriptors)", res.Headline(), res.Steps[len(res.Steps)-1].Reason)
 	}
 	return nil
 }
