@@ -63,20 +63,6 @@ func (s *workersSUT) count() int64 { return s.served.Load() }
 // capacity is the requests a second the SUT serves.
 func (s *workersSUT) capacity() float64 { return float64(len(s.freeAt)) / s.hold.Seconds() }
 
-// searchResult reads the JSON of a search.
-func searchResult(t *testing.T, path string) map[string]any {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return m
-}
-
 // singlesFile is a traffic file of n pairs without sessions: each
 // iteration is one request, so rates of iterations are rates of requests.
 func singlesFile(t *testing.T, n int) string {
@@ -111,7 +97,7 @@ func TestFindMaxFindsAKnownCapacity(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	res := searchResult(t, out)
+	res := readSummary(t, out)
 	got, want := res["sustainable_rate"].(float64), srv.capacity()
 	if got < 0.85*want || got > 1.15*want {
 		t.Errorf("sustainable rate %v/s, want within 15%% of the SUT's %v/s", got, want)
@@ -150,7 +136,7 @@ func TestFindMaxEnds(t *testing.T) {
 		if r.code != 99 || !strings.Contains(r.stderr, "even the start rate failed") {
 			t.Fatalf("exit %d, want 99: %s", r.code, r.stderr)
 		}
-		if res := searchResult(t, out); res["outcome"] != "start_failed" || len(res["steps"].([]any)) != 1 {
+		if res := readSummary(t, out); res["outcome"] != "start_failed" || len(res["steps"].([]any)) != 1 {
 			t.Errorf("got %v after %v, want start_failed after one step", res["outcome"], res["steps"])
 		}
 	})
@@ -166,7 +152,7 @@ func TestFindMaxEnds(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "generator limit at") {
 			t.Fatalf("exit %d, want 0 and a generator limit:\n%s%s", r.code, r.stdout, r.stderr)
 		}
-		res := searchResult(t, out)
+		res := readSummary(t, out)
 		// One VU holding each request 10 ms offers at most 100/s: the
 		// limit shows at 80/s or 160/s (40/s on a machine that pauses),
 		// never as the SUT's capacity.
