@@ -169,6 +169,21 @@ func TestFindMaxEnds(t *testing.T) {
 			}
 		})
 	}
+	t.Run("interrupted", func(t *testing.T) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		timer := time.AfterFunc(2500*time.Millisecond, func() { cancel(stopSignal{os.Interrupt}) })
+		defer timer.Stop()
+		out := filepath.Join(t.TempDir(), "search.json")
+		r := runMain(t, ctx, "", findMaxArgs(t, srv.URL, "--start-rate", "50/s", "--threshold", "p99<500ms", "--out", out)...)
+		if r.code != 130 || !strings.Contains(r.stdout, "(interrupted)") {
+			t.Fatalf("exit %d, want 130 and the search so far:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		// The step cut short is not reported: only whole holds are.
+		res := readSummary(t, out)
+		if res["outcome"] != "interrupted" || len(res["steps"].([]any)) < 1 || res["sustainable_rate"].(float64) < 50 {
+			t.Errorf("outcome %v after %d steps, sustainable %v; want interrupted with the holds done", res["outcome"], len(res["steps"].([]any)), res["sustainable_rate"])
+		}
+	})
 	t.Run("no threshold", func(t *testing.T) {
 		if r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL)...); r.code != 1 || !strings.Contains(r.stderr, "--threshold") {
 			t.Errorf("exit %d, want 1 asking for a threshold: %s", r.code, r.stderr)
