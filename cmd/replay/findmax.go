@@ -146,6 +146,8 @@ func findMax(ctx context.Context, f *findMaxFlags, std stdio, log zerolog.Logger
 	if res == nil {
 		return err
 	}
+	res.Params = &capacity.Params{Thresholds: f.thresholds, StartRate: f.search.StartRate, StepFactor: f.search.StepFactor,
+		HoldS: f.hold.Seconds(), WarmupS: f.warmup.Seconds(), Tolerance: f.tolerance, MaxRate: f.search.MaxRate, BudgetS: f.search.Budget.Seconds()}
 	if f.sutCPUs > 0 && res.Sustainable > 0 {
 		res.SUTCPUs, res.PerVCPU = f.sutCPUs, res.Sustainable/f.sutCPUs
 	}

@@ -16,6 +16,9 @@ func (r *Result) Headline() string {
 	case Found:
 		return fmt.Sprintf("sustainable rate %s/s (confirmed; it failed at %s/s, precision %.0f%%)", formatRate(r.Sustainable), formatRate(r.FailedAt), 100*r.Precision)
 	case StartFailed:
+		if br := r.Broke; br != nil {
+			return fmt.Sprintf("no sustainable rate: even the start rate failed (%s/s: %s)", formatRate(br.Target), br.Reason)
+		}
 		return "no sustainable rate: even the start rate failed"
 	case GeneratorLimited:
 		return fmt.Sprintf("generator limit at %s/s: nothing was judged of the SUT", formatRate(r.GeneratorLimitAt))
@@ -44,6 +47,9 @@ func (r *Result) Headline() string {
 func WriteText(w io.Writer, r *Result) error {
 	var b strings.Builder
 	b.WriteString("Capacity search\n")
+	if r.Params != nil {
+		b.WriteString(r.Params.String() + "\n")
+	}
 	fmt.Fprintf(&b, "%5s  %-8s %10s %11s %9s %9s %9s %8s %8s %6s  %s\n", "step", "phase", "target/s", "achieved/s", "p50 ms", "p99 ms", "max ms", "errors", "dropped", "late", "verdict")
 	for _, st := range r.Steps {
 		verdict := string(st.Verdict)
@@ -89,6 +95,9 @@ func WriteHTML(w io.Writer, r *Result) error {
 body{font:14px system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}
 td.l,th.l{text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}.generator_limit{color:#9a6700}svg text{font-size:11px;fill:#444}</style></head><body>`)
 	fmt.Fprintf(&b, "<h1>Capacity search</h1><p><b>%s</b></p>", html.EscapeString(r.Headline()))
+	if r.Params != nil {
+		fmt.Fprintf(&b, "<p>%s</p>", html.EscapeString(r.Params.String()))
+	}
 	if br := r.Broke; br != nil {
 		fmt.Fprintf(&b, "<p>Broke at step %d (%s/s): %s</p>", br.N, formatRate(br.Target), html.EscapeString(br.Reason))
 	}

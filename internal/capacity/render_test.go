@@ -17,7 +17,8 @@ func sample() *Result {
 		{N: 4, Phase: Confirm, Target: 150, Achieved: 149.5, Verdict: Pass, Latency: Latency{P50: 29, P99: 46}},
 	}
 	b := steps[1]
-	return &Result{Outcome: Found, Sustainable: 150, Confirmed: true, FailedAt: 200, Broke: &b, Precision: 0.05, Steps: steps, TookS: 9.5, PerVCPU: 75, SUTCPUs: 2}
+	return &Result{Outcome: Found, Sustainable: 150, Confirmed: true, FailedAt: 200, Broke: &b, Precision: 0.05, Steps: steps, TookS: 9.5, PerVCPU: 75, SUTCPUs: 2,
+		Params: &Params{Thresholds: []string{"p99<50ms", "errors<1%"}, StartRate: 100, StepFactor: 2, HoldS: 1, WarmupS: 0.5, Tolerance: 0.1, BudgetS: 50}}
 }
 
 func TestWriteText(t *testing.T) {
@@ -31,6 +32,7 @@ func TestWriteText(t *testing.T) {
 		"Broke at     step 2 (200/s): p99<50ms (measured 214 ms)",
 		"Per vCPU     75/s (--sut-cpus 2)",
 		"Took         9.5s, 4 steps",
+		"thresholds p99<50ms, errors<1% · start 100/s ×2 · hold 1s after 0.5s warm-up · tolerance 10% · budget 50s",
 	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, buf.String())

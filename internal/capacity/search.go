@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -119,6 +120,33 @@ type Result struct {
 	SUTCPUs float64 `json:"sut_cpus,omitempty"`
 	Steps   []Step  `json:"steps"`
 	TookS   float64 `json:"took_s"`
+	// Params are how the search was asked for, for its reader.
+	Params *Params `json:"params,omitempty"`
+}
+
+// Params are a search's settings as given, shown beside its result.
+type Params struct {
+	Thresholds []string `json:"thresholds"`
+	StartRate  float64  `json:"start_rate"`
+	StepFactor float64  `json:"step_factor"`
+	HoldS      float64  `json:"hold_s"`
+	WarmupS    float64  `json:"warmup_s"`
+	Tolerance  float64  `json:"tolerance"`
+	MaxRate    float64  `json:"max_rate,omitempty"`
+	BudgetS    float64  `json:"budget_s,omitempty"`
+}
+
+// String is the settings in one line.
+func (p *Params) String() string {
+	s := fmt.Sprintf("thresholds %s · start %s/s ×%g · hold %gs after %gs warm-up · tolerance %g%%",
+		strings.Join(p.Thresholds, ", "), formatRate(p.StartRate), p.StepFactor, p.HoldS, p.WarmupS, 100*p.Tolerance)
+	if p.MaxRate > 0 {
+		s += fmt.Sprintf(" · max %s/s", formatRate(p.MaxRate))
+	}
+	if p.BudgetS > 0 {
+		s += fmt.Sprintf(" · budget %gs", p.BudgetS)
+	}
+	return s
 }
 
 // StepFunc holds one rate and judges it. It returns an error only when
