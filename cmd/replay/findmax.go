@@ -82,7 +82,10 @@ errors. A search cannot be sharded: one process decides every step.`,
 	addTransformFlags(fs, &f.run.Transforms)
 	addEventFlags(fs, &f.run.Events)
 	addFilterFlags(fs, &f.run.Filter)
-	addShardFlags(fs, &f.run.Shard)
+	addShardFlags(fs, &f.run.Shard) // only to refuse them, saying why
+	for _, name := range []string{"shard", "shards", "start-at"} {
+		fs.MarkHidden(name)
+	}
 	addHTTPFlags(fs, &f.run.HTTP)
 	fs.DurationVar(&f.run.Grace, "grace", f.run.Grace, "after each run's stop, how long in-flight requests may finish")
 	fs.StringVar(&f.startRate, "start-rate", "10/s", "the first `RATE` held (iterations per second, or /m)")
