@@ -35,3 +35,18 @@ func TestLiveDuringSummary(t *testing.T) {
 		t.Errorf("buckets %+v, summary requests %d; want 3000 each, cumulative", b, s.Requests)
 	}
 }
+
+// BenchmarkLiveBuckets is one scrape's cost, the recorder's lock held,
+// with latencies spread from 1 ms to 10 s.
+func BenchmarkLiveBuckets(b *testing.B) {
+	r := NewRecorder(nil)
+	for i := int64(1); i <= 10000; i++ {
+		r.Record(result.Result{End: i * i * 100, Status: 200})
+	}
+	r.Close()
+	bounds := []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.LiveBuckets(bounds)
+	}
+}
