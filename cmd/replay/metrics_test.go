@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -83,5 +84,62 @@ func TestMetricsDuringARun(t *testing.T) {
 	}
 	if r := runMain(t, context.Background(), "", "run", "-f", trafficFile(t, 1), "--target", srv.URL, "--metrics", "nope:xx"); r.code != 1 {
 		t.Errorf("a bad --metrics address: exit %d", r.code)
+	}
+}
+
+// TestMetricsOfARateRunWithEvents: a rate run's metrics carry its target
+// rate and step, dropped and late counters, and the events its sink saw
+// per end-to-end stage, which end at the report's.
+func TestMetricsOfARateRunWithEvents(t *testing.T) {
+	sinkAddr, addr := freeAddr(t), freeAddr(t)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("ce-id")
+		go func() { // the SUT's worker: the event reaches the sink after the answer
+			req, _ := http.NewRequest("POST", "http://"+sinkAddr+"/stage/queued", nil)
+			req.Header.Set("ce-id", id)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer api.Close()
+	out := filepath.Join(t.TempDir(), "summary.json")
+	done := make(chan runResult, 1)
+	go func() {
+		done <- runMain(t, context.Background(), "", "run", "-f", eventFile(t, 20), "--target", api.URL, "--rate", "50/s", "--stages", "50/s@1500ms",
+			"--sink-http", sinkAddr, "--drain", "5s", "--metrics", addr, "--metrics-linger", "3s", "--out", out, "-q", "--log-level", "error")
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	for scrape(t, addr, "replay_target_rate") < 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if rate, step := scrape(t, addr, "replay_target_rate"), scrape(t, addr, "replay_step"); rate != 50 || step != 1 {
+		t.Errorf("target rate %v, step %v during the run; want 50, 1", rate, step)
+	}
+	for time.Now().Before(deadline) {
+		if data, err := os.ReadFile(out); err == nil && json.Valid(data) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s := readSummary(t, out)
+	e2e, _ := s["e2e"].(map[string]any)
+	stages, _ := e2e["stages"].([]any)
+	if len(stages) != 1 {
+		t.Fatalf("e2e stages %v, want queued", e2e)
+	}
+	unique := stages[0].(map[string]any)["unique"].(float64)
+	if got := scrape(t, addr, `replay_e2e_events_total{stage="queued"}`); got != unique || unique < 50 {
+		t.Errorf("replay_e2e_events_total{stage=queued} %v, the report says %v (want about 75)", got, unique)
+	}
+	if got := scrape(t, addr, "replay_dropped_total"); got != float64(num(s, "dropped")) {
+		t.Errorf("replay_dropped_total %v, the report says %v", got, s["dropped"])
+	}
+	if got := scrape(t, addr, "replay_request_duration_seconds_count"); got != float64(num(s, "answered")) {
+		t.Errorf("histogram count %v, the report says %v answered", got, s["answered"])
+	}
+	if r := <-done; r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 }

@@ -17,6 +17,12 @@ import (
 type progressSources struct {
 	live func() report.Live
 	vus  func() (int, int64)
+	// open says the run is an open model (--rate, --stages with rates,
+	// --pace recorded): the line then shows dropped iterations, and the
+	// target rate when target gives one.
+	open    bool
+	dropped func() int64
+	target  func() (step int, rate float64, ok bool)
 }
 
 // progressLine is one look at a run under way.
@@ -28,6 +34,17 @@ type progressLine struct {
 	failed   int64
 	vus      int
 	inFlight int64
+	open     bool
+	target   float64 // iterations per second asked for now; -1 when none
+	dropped  int64
+}
+
+// errorPct is the failed share of the requests, in percent.
+func (p progressLine) errorPct() float64 {
+	if p.requests == 0 {
+		return 0
+	}
+	return 100 * float64(p.failed) / float64(p.requests)
 }
 
 // sampler turns successive Live snapshots into progress lines.
@@ -51,6 +68,15 @@ func (s *sampler) sample(now time.Time) progressLine {
 	if s.src.vus != nil {
 		p.vus, p.inFlight = s.src.vus()
 	}
+	p.open, p.target = s.src.open, -1
+	if s.src.dropped != nil {
+		p.dropped = s.src.dropped()
+	}
+	if s.src.target != nil {
+		if _, rate, ok := s.src.target(); ok {
+			p.target = rate
+		}
+	}
 	return p
 }
 
@@ -59,7 +85,15 @@ func (p progressLine) String() string {
 	if p.p99 >= 0 {
 		p99 = fmt.Sprintf("%.2fms", p.p99)
 	}
-	return fmt.Sprintf("%.0f/s p99 %s failed %d VUs %d", p.rps, p99, p.failed, p.vus)
+	rate := fmt.Sprintf("%.0f/s", p.rps)
+	if p.target >= 0 {
+		rate += fmt.Sprintf(" of %.0f/s", p.target)
+	}
+	failed := fmt.Sprintf("failed %d (%.2f%%)", p.failed, p.errorPct())
+	if p.open {
+		return fmt.Sprintf("%s p99 %s %s dropped %d VUs %d", rate, p99, failed, p.dropped, p.vus)
+	}
+	return fmt.Sprintf("%s p99 %s %s VUs %d", rate, p99, failed, p.vus)
 }
 
 // startProgress shows the run while it goes until stop is called: on a
@@ -95,8 +129,15 @@ func startProgress(ctx context.Context, tty bool, w io.Writer, every, total time
 // logProgress shows progress as structured log lines.
 func logProgress(log zerolog.Logger) func(progressLine) {
 	return func(p progressLine) {
-		log.Info().Dur("elapsed", p.elapsed.Round(time.Millisecond)).Float64("rps", p.rps).Float64("p99_ms", p.p99).
-			Int64("requests", p.requests).Int64("failed", p.failed).Int("vus", p.vus).Int64("in_flight", p.inFlight).Msg("progress")
+		e := log.Info().Dur("elapsed", p.elapsed.Round(time.Millisecond)).Float64("rps", p.rps).Float64("p99_ms", p.p99).
+			Int64("requests", p.requests).Int64("failed", p.failed).Float64("error_pct", p.errorPct()).Int("vus", p.vus).Int64("in_flight", p.inFlight)
+		if p.open {
+			e = e.Int64("dropped", p.dropped)
+		}
+		if p.target >= 0 {
+			e = e.Float64("target_rate", p.target)
+		}
+		e.Msg("progress")
 	}
 }
 

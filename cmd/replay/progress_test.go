@@ -62,4 +62,28 @@ func TestProgressBar(t *testing.T) {
 			t.Errorf("the bar lacks %q:\n%q", want, out)
 		}
 	}
+	if strings.Contains(out, "dropped") {
+		t.Errorf("a closed model's bar shows dropped iterations:\n%q", out)
+	}
+}
+
+// TestProgressBarOpenModel: an open model's bar shows the target rate,
+// dropped iterations and the error share.
+func TestProgressBarOpenModel(t *testing.T) {
+	var buf bytes.Buffer
+	src := progressSources{
+		live:    func() report.Live { return report.Live{Requests: 400, Failed: 10} },
+		vus:     func() (int, int64) { return 9, 1 },
+		open:    true,
+		dropped: func() int64 { return 12 },
+		target:  func() (int, float64, bool) { return 2, 400, true },
+	}
+	stop := startProgress(context.Background(), true, &buf, 50*time.Millisecond, time.Second, src, zerolog.Nop())
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	for _, want := range []string{"of 400/s", "failed 10 (2.50%)", "dropped 12", "VUs 9"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the bar lacks %q:\n%q", want, buf.String())
+		}
+	}
 }

@@ -36,6 +36,7 @@ errors honestly.
   replay demo                                   # try it: a built-in SUT and traffic
   replay inspect traffic.jsonl                  # validate and summarize a file
   replay run -f traffic.jsonl --target http://127.0.0.1:8080 --vus 50 --duration 1m
+  replay find-max -f traffic.jsonl --target http://127.0.0.1:8080 --threshold 'p99<200ms'
   replay record --listen :8080 --upstream http://svc:80 -o traffic.jsonl
   replay import har session.har -o traffic.jsonl
   replay export k6 -f traffic.jsonl --target http://api:8080 -o load.js`,
@@ -57,6 +58,7 @@ errors honestly.
 	logger := func() (zerolog.Logger, error) { return logOpts.logger(stderr) }
 	root.AddCommand(
 		newRunCmd(io, logger),
+		newFindMaxCmd(io, logger),
 		newInspectCmd(io),
 		newDemoCmd(io, logger),
 		newReportCmd(io),

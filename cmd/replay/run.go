@@ -153,12 +153,19 @@ func serveMetrics(addr string, src run.LiveSources, log zerolog.Logger) (*metric
 	if addr == "" {
 		return nil, nil
 	}
-	srv, err := metrics.Listen(addr, metrics.Sources{Recorder: src.Recorder, VUs: src.VUs})
+	srv, err := metrics.Listen(addr, metricSources(src, src.Target))
 	if err != nil {
 		return nil, fmt.Errorf("--metrics: %w", err)
 	}
 	log.Info().Str("addr", srv.Addr()).Msg("serving metrics at /metrics")
 	return srv, nil
+}
+
+// metricSources are the metrics of a run's live counters; target says the
+// step and target rate.
+func metricSources(src run.LiveSources, target func() (int, float64, bool)) metrics.Sources {
+	return metrics.Sources{Recorder: src.Recorder, Buckets: src.Buckets, VUs: src.VUs, Dropped: src.Dropped, Late: src.Late,
+		Target: target, Events: src.Events}
 }
 
 // stopMetrics closes the metrics server, after linger.
@@ -183,5 +190,6 @@ func (f *runFlags) startProgress(ctx context.Context, w io.Writer, src run.LiveS
 	if every <= 0 {
 		every = map[bool]time.Duration{true: time.Second, false: 5 * time.Second}[tty]
 	}
-	return startProgress(ctx, tty, w, every, src.Planned, progressSources{live: src.Recorder.Live, vus: src.VUs}, log)
+	ps := progressSources{live: src.Recorder.Live, vus: src.VUs, open: src.Model == "rate" || src.Model == "recorded", dropped: src.Dropped, target: src.Target}
+	return startProgress(ctx, tty, w, every, src.Planned, ps, log)
 }

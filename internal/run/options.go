@@ -6,6 +6,7 @@ import (
 
 	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/internal/transport/http2"
+	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transform"
@@ -258,4 +259,15 @@ type LiveSources struct {
 	// Planned is how long the run issues: its duration, or its stages';
 	// 0 when the file decides.
 	Planned time.Duration
+	// Model is the load model: "closed", "rate" or "recorded".
+	Model string
+	// Buckets returns the latency so far as a histogram's cumulative
+	// buckets (metrics).
+	Buckets func(bounds []float64) report.Buckets
+	// Target returns the stage (from 1; 0 without --stages) and the rate
+	// an arrival-rate run asks for now; ok is false for other models.
+	Target func() (step int, rate float64, ok bool)
+	// Events returns what each end-to-end stage has seen so far; nil when
+	// requests are not stamped.
+	Events func() []e2e.StageCount
 }

@@ -336,7 +336,12 @@ func (r *runner) startProfile() error {
 // startLive starts the threshold watcher and the caller's live view, the
 // readers of the live counters.
 func (r *runner) startLive(ctx context.Context) (context.Context, error) {
-	src := LiveSources{Recorder: r.rec, VUs: r.pool.Live, Dropped: r.pool.Dropped, Late: r.pool.Late, Planned: planned(&r.pool.Config)}
+	cfg := &r.pool.Config
+	src := LiveSources{Recorder: r.rec, VUs: r.pool.Live, Dropped: r.pool.Dropped, Late: r.pool.Late, Planned: planned(cfg),
+		Model: cfg.Model.String(), Buckets: r.rec.LiveBuckets, Target: targetNow(cfg, time.Now())}
+	if r.track != nil {
+		src.Events = r.track.tracker.LiveStages
+	}
 	runCtx := ctx
 	if r.o.AbortOnFail {
 		runCtx, r.stopWatch = watchThresholds(ctx, r.p.thresholds, src, r.o.Log)

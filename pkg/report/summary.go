@@ -196,7 +196,11 @@ type Endpoint struct {
 func (r *Recorder) Summary(m Meta) *Summary {
 	r.Close()
 	f := r.f
+	// Closing the last intervals writes what Live reads: a metrics
+	// scrape may come while the summary is made.
+	r.mu.Lock()
 	f.closeIntervals(f.newestSec)
+	r.mu.Unlock()
 
 	started := m.Run.Started
 	if started.IsZero() && f.seen {

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/replay-dev/replay/internal/capacity"
+	"github.com/replay-dev/replay/internal/outfile"
+	"github.com/replay-dev/replay/internal/run"
+	"github.com/replay-dev/replay/pkg/metrics"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// findMaxFlags are the flags of replay find-max.
+type findMaxFlags struct {
+	run        run.Options
+	startRate  string
+	maxRate    string
+	search     capacity.Search
+	hold       time.Duration
+	warmup     time.Duration
+	tolerance  float64
+	sutCPUs    float64
+	thresholds []string
+	out, html  string
+	quiet      bool
+	progress   string
+	metrics    string
+	linger     time.Duration
+}
+
+// findMaxLoadFlags are the load flags find-max takes; the search sets the
+// rate and the duration of every step.
+var findMaxLoadFlags = []string{"target", "vus", "max-vus", "late-after", "precise-pacing"}
+
+func newFindMaxCmd(std stdio, logger func() (zerolog.Logger, error)) *cobra.Command {
+	f := &findMaxFlags{run: run.DefaultOptions(), search: capacity.Search{StepFactor: 2, Precision: 0.05, Budget: 30 * time.Minute, Confirmations: 2}}
+	cmd := &cobra.Command{
+		Use:   "find-max -f FILE --target URL --threshold EXPR [flags]",
+		Short: "Search the highest arrival rate the SUT sustains within thresholds",
+		Long: `Hold arrival rates against the SUT, from --start-rate up by --step-factor,
+until a hold fails the thresholds (--threshold, as replay run takes them) or
+achieves less than the target; then bisect between the last rate held and the
+first that failed down to --precision, and confirm the best rate with a final
+hold. Each step is a warm-up run (--warmup, not judged) then a hold run
+(--hold, judged alone); connections are made again at the hold's start.
+
+The result is the highest rate a hold sustained — never a rate not held —,
+the step where the SUT broke and by which threshold, and the curve of
+achieved rate against latency (text, --out JSON, --html chart). When the
+generator cannot offer a rate (every --max-vus VU busy while the SUT answers
+in time, iterations begun late, local errors), it says "generator limit at
+R", not the SUT's capacity; reaching --max-rate or --budget says "at least R".
+
+Exit codes: 0 found (or at least R), 99 when even the start rate fails, 1 for
+errors. A search cannot be sharded: one process decides every step.`,
+		Example: `  replay find-max -f traffic.jsonl --target http://127.0.0.1:8080 --threshold 'p99<200ms' --threshold 'errors<1%'
+  replay find-max -f traffic.jsonl --target http://sut:8080 --start-rate 500/s --step-factor 1.5 --hold 1m --warmup 15s \
+    --max-rate 20000/s --budget 45m --sut-cpus 4 --threshold 'p99<100ms' --out knee.json --html knee.html`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := logger()
+			if err != nil {
+				return err
+			}
+			markGiven(cmd.Flags(), &f.run.Load)
+			return findMax(cmd.Context(), f, std, log)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&f.run.File, "file", "f", "", "traffic `FILE` (RRPair JSON Lines), replayed at every step")
+	load := pflag.NewFlagSet("load", pflag.ContinueOnError)
+	addLoadFlags(load, &f.run.Load, 1)
+	for _, name := range findMaxLoadFlags {
+		fs.AddFlag(load.Lookup(name))
+	}
+	addTransformFlags(fs, &f.run.Transforms)
+	addEventFlags(fs, &f.run.Events)
+	addFilterFlags(fs, &f.run.Filter)
+	addShardFlags(fs, &f.run.Shard) // only to refuse them, saying why
+	for _, name := range []string{"shard", "shards", "start-at"} {
+		fs.MarkHidden(name)
+	}
+	addHTTPFlags(fs, &f.run.HTTP)
+	fs.DurationVar(&f.run.Grace, "grace", f.run.Grace, "after each run's stop, how long in-flight requests may finish")
+	fs.StringVar(&f.startRate, "start-rate", "10/s", "the first `RATE` held (iterations per second, or /m)")
+	fs.Float64Var(&f.search.StepFactor, "step-factor", f.search.StepFactor, "each ramp step multiplies the rate by this `FACTOR` (such as 1.5 or 2)")
+	fs.DurationVar(&f.hold, "hold", 30*time.Second, "how long each rate is held and judged, after its warm-up")
+	fs.DurationVar(&f.warmup, "warmup", 10*time.Second, "how long each rate runs before its hold, not judged (0: none)")
+	fs.Float64Var(&f.search.Precision, "precision", f.search.Precision, "bisect until the rate that failed is within this `FRACTION` above the best rate held")
+	fs.StringVar(&f.maxRate, "max-rate", "", "never hold a `RATE` above this; reaching it reports \"at least\" it")
+	fs.DurationVar(&f.search.Budget, "budget", f.search.Budget, "start no step that would end past this time from the start (0: no budget); a search cut short reports \"at least\" its best rate")
+	fs.Float64Var(&f.tolerance, "tolerance", capacity.DefaultTolerance, "a hold keeps up when it achieves at least (1 − `FRACTION`) of its target rate")
+	fs.Float64Var(&f.sutCPUs, "sut-cpus", 0, "the SUT's vCPUs: also report the sustainable rate per vCPU")
+	fs.StringArrayVar(&f.thresholds, "threshold", nil, "a hold passes only if `EXPR` holds, as replay run's: p99<200ms, errors<1%, e2e.p99<2s, 'POST /events: p95<50ms' (repeatable; at least one)")
+	fs.StringVar(&f.out, "out", "", "write the search (steps, curve, result) as JSON to `FILE`")
+	fs.StringVar(&f.html, "html", "", "write the search as one self-contained HTML `FILE`: the achieved rate against latency chart and the steps")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "do not print the text report")
+	fs.StringVar(&f.progress, "progress", "auto", "live progress of each run: auto (a bar on a terminal, log lines otherwise), bar, log or off")
+	fs.StringVar(&f.metrics, "metrics", "", "serve live Prometheus metrics on `ADDR` at /metrics during the search (replay_step and replay_target_rate say where it is)")
+	fs.DurationVar(&f.linger, "metrics-linger", 0, "with --metrics: keep serving this long after the search, for a last scrape")
+	return cmd
+}
+
+// findMax runs the search the flags describe and writes its reports.
+func findMax(ctx context.Context, f *findMaxFlags, std stdio, log zerolog.Logger) error {
+	runner, err := f.prepare()
+	if err != nil {
+		return fmt.Errorf("%w\nnothing was sent", err)
+	}
+	outs, err := f.createOutputs()
+	if err != nil {
+		return fmt.Errorf("%w\nnothing was sent", err)
+	}
+	defer func() {
+		for _, o := range outs {
+			if o.file != nil {
+				o.file.Abort()
+			}
+		}
+	}()
+	var srv *metrics.Server
+	if f.metrics != "" {
+		if srv, err = metrics.Listen(f.metrics, metrics.Sources{}); err != nil {
+			return fmt.Errorf("--metrics: %w\nnothing was sent", err)
+		}
+		log.Info().Str("addr", srv.Addr()).Msg("serving metrics at /metrics")
+		defer stopMetrics(srv, f.linger)
+	}
+	runner.Log = log
+	runner.Live = func(sl capacity.StepLive) (func(), error) {
+		if srv != nil {
+			srv.Set(metricSources(sl.Sources, func() (int, float64, bool) { return sl.Step, sl.Rate, true }))
+		}
+		return f.stepProgress(ctx, std.err, sl, log), nil
+	}
+	f.search.OnStep = func(st capacity.Step) {
+		log.Info().Int("step", st.N).Str("phase", string(st.Phase)).Float64("target_rate", st.Target).Float64("achieved_rate", st.Achieved).
+			Float64("p99_ms", st.Latency.P99).Float64("errors_pct", st.ErrorsPct).Str("verdict", string(st.Verdict)).Str("reason", st.Reason).Msg("step held")
+	}
+	log.Info().Str("file", f.run.File).Str("target", f.run.Load.Target).Strs("thresholds", f.thresholds).Float64("start_rate", f.search.StartRate).
+		Dur("hold", f.hold).Dur("warmup", f.warmup).Msg("searching the highest sustainable rate")
+	res, err := f.search.Run(ctx, runner.Step)
+	if res == nil {
+		return err
+	}
+	res.Params = &capacity.Params{Thresholds: f.thresholds, StartRate: f.search.StartRate, StepFactor: f.search.StepFactor,
+		HoldS: f.hold.Seconds(), WarmupS: f.warmup.Seconds(), Tolerance: f.tolerance, MaxRate: f.search.MaxRate, BudgetS: f.search.Budget.Seconds()}
+	if f.sutCPUs > 0 && res.Sustainable > 0 {
+		res.SUTCPUs, res.PerVCPU = f.sutCPUs, res.Sustainable/f.sutCPUs
+	}
+	if werr := writeSearch(outs, std.out, f.quiet, res); werr != nil {
+		return errors.Join(err, werr)
+	}
+	if err != nil {
+		return err
+	}
+	switch res.Outcome {
+	case capacity.StartFailed:
+		return searchFailed{res.Headline()}
+	case capacity.GeneratorLimited:
+		return fmt.Errorf("%s (%s): lower --start-rate, or give the generator what it lacked (--max-vus, CPU, file descriptors)", res.Headline(), res.Steps[len(res.Steps)-1].Reason)
+	}
+	return nil
+}
+
+// prepare checks the flags and returns the step runner.
+func (f *findMaxFlags) prepare() (*capacity.Runner, error) {
+	switch f.progress {
+	case "auto", "bar", "log", "off":
+	default:
+		return nil, flagError("--progress", "auto, bar, log or off", f.progress)
+	}
+	switch f.run.File {
+	case "":
+		return nil, errors.New("--file: required (a traffic file)")
+	case "-":
+		return nil, errors.New("--file -: a search replays the file at every step; give a file, not standard input")
+	}
+	if err := checkDistinct([]namedPath{{"--file", f.run.File, false}, {"--transforms", f.run.Transforms.File, false}, {"--out", f.out, true}, {"--html", f.html, true}}); err != nil {
+		return nil, err
+	}
+	var err error
+	if f.search.StartRate, err = capacity.ParseRate("--start-rate", f.startRate); err != nil {
+		return nil, err
+	}
+	if f.search.MaxRate, err = capacity.ParseRate("--max-rate", f.maxRate); err != nil {
+		return nil, err
+	}
+	if f.sutCPUs < 0 {
+		return nil, fmt.Errorf("--sut-cpus: want a number of vCPUs above 0, got %v", f.sutCPUs)
+	}
+	f.search.StepCost = f.warmup + f.hold
+	if err := f.search.Validate(); err != nil {
+		return nil, err
+	}
+	r := &capacity.Runner{Base: f.run, Thresholds: f.thresholds, Warmup: f.warmup, Hold: f.hold, Tolerance: f.tolerance}
+	return r, r.Check()
+}
+
+// searchOutput is one report file of a search and its renderer.
+type searchOutput struct {
+	file   *outfile.File
+	render func(io.Writer, *capacity.Result) error
+}
+
+// createOutputs creates the report files, before anything is sent.
+func (f *findMaxFlags) createOutputs() ([]searchOutput, error) {
+	var outs []searchOutput
+	for _, o := range []struct {
+		flag, path string
+		render     func(io.Writer, *capacity.Result) error
+	}{{"--out", f.out, capacity.WriteJSON}, {"--html", f.html, capacity.WriteHTML}} {
+		if o.path == "" {
+			continue
+		}
+		file, err := outfile.Create(o.path)
+		if err != nil {
+			for _, done := range outs {
+				done.file.Abort()
+			}
+			return nil, fmt.Errorf("%s: %w", o.flag, err)
+		}
+		outs = append(outs, searchOutput{file, o.render})
+	}
+	return outs, nil
+}
+
+// writeSearch writes the text report and the files, and puts them in
+// place.
+func writeSearch(outs []searchOutput, text io.Writer, quiet bool, res *capacity.Result) error {
+	if !quiet {
+		if err := capacity.WriteText(text, res); err != nil {
+			return err
+		}
+	}
+	for i, o := range outs {
+		if err := o.render(o.file, res); err != nil {
+			return fmt.Errorf("write %s: %w", o.file.Path(), err)
+		}
+		if err := o.file.Commit(); err != nil {
+			return err
+		}
+		outs[i].file = nil
+	}
+	return nil
+}
+
+// stepProgress shows one run of a step as --progress says.
+func (f *findMaxFlags) stepProgress(ctx context.Context, w io.Writer, sl capacity.StepLive, log zerolog.Logger) (stop func()) {
+	if f.progress == "off" {
+		return func() {}
+	}
+	tty := f.progress == "bar" || (f.progress == "auto" && isTerminal(w))
+	every := map[bool]time.Duration{true: time.Second, false: 5 * time.Second}[tty]
+	src := sl.Sources
+	ps := progressSources{live: src.Recorder.Live, vus: src.VUs, open: true, dropped: src.Dropped,
+		target: func() (int, float64, bool) { return sl.Step, sl.Rate, true }}
+	return startProgress(ctx, tty, w, every, src.Planned, ps, log.With().Int("step", sl.Step).Str("part", sl.Part).Logger())
+}
+
+// searchFailed is the error of a search whose start rate already failed:
+// it exits 99, as a failed threshold does.
+type searchFailed struct{ msg string }
+
+func (e searchFailed) Error() string { return e.msg }
+
+func (searchFailed) ExitCode() int { return exitThreshold }

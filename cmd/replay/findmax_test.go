@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// workersSUT is a SUT of known capacity: workers workers, each request
+// holding one for hold, so it serves workers/hold requests a second and
+// queues the rest. A worker's next request starts when its previous one
+// is scheduled to end, not when its sleep woke, so that the timers'
+// overshoot does not lower the capacity below workers/hold.
+type workersSUT struct {
+	*httptest.Server
+	hold   time.Duration
+	served atomic.Int64
+	mu     sync.Mutex  // guards freeAt
+	freeAt []time.Time // per worker: when it is free
+}
+
+func newWorkersSUT(t *testing.T, workers int, hold time.Duration) *workersSUT {
+	s := &workersSUT{hold: hold, freeAt: make([]time.Time, workers)}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.served.Add(1)
+		now := time.Now()
+		s.mu.Lock()
+		k := 0
+		for i := range s.freeAt {
+			if s.freeAt[i].Before(s.freeAt[k]) {
+				k = i
+			}
+		}
+		done := s.freeAt[k]
+		if done.Before(now) {
+			done = now
+		}
+		done = done.Add(s.hold)
+		s.freeAt[k] = done
+		s.mu.Unlock()
+		select {
+		case <-time.After(time.Until(done)):
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// count is the requests the SUT received.
+func (s *workersSUT) count() int64 { return s.served.Load() }
+
+// capacity is the requests a second the SUT serves.
+func (s *workersSUT) capacity() float64 { return float64(len(s.freeAt)) / s.hold.Seconds() }
+
+// singlesFile is a traffic file of n pairs without sessions: each
+// iteration is one request, so rates of iterations are rates of requests.
+func singlesFile(t *testing.T, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"http":{"req":{"method":"POST","uri":"/events/%d","host":"recorded:80","body":"{}"}}}`+"\n", i)
+	}
+	path := filepath.Join(t.TempDir(), "singles.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// findMaxArgs are a short search's flags against url.
+func findMaxArgs(t *testing.T, url string, extra ...string) []string {
+	return append([]string{"find-max", "-f", singlesFile(t, 20), "--target", url, "--hold", "1s", "--warmup", "500ms",
+		"--grace", "2s", "--late-after", "50ms", "--budget", "50s", "--progress", "off", "--log-level", "warn"}, extra...)
+}
+
+// TestFindMaxFindsAKnownCapacity searches a SUT of 4 workers holding each
+// request 10 ms (400/s): the sustainable rate found is within 15% of it,
+// confirmed, and the curve, its JSON and its chart say so.
+func TestFindMaxFindsAKnownCapacity(t *testing.T) {
+	srv := newWorkersSUT(t, 4, 10*time.Millisecond)
+	dir := t.TempDir()
+	out, page := filepath.Join(dir, "search.json"), filepath.Join(dir, "search.html")
+	began := time.Now()
+	r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "100/s", "--step-factor", "2",
+		"--threshold", "p99<50ms", "--threshold", "errors<1%", "--sut-cpus", "2", "--out", out, "--html", page)...)
+	t.Logf("search took %v:\n%s", time.Since(began).Round(time.Millisecond), r.stdout)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	res := readSummary(t, out)
+	got, want := res["sustainable_rate"].(float64), srv.capacity()
+	if got < 0.85*want || got > 1.15*want {
+		t.Errorf("sustainable rate %v/s, want within 15%% of the SUT's %v/s", got, want)
+	}
+	if res["outcome"] != "found" || res["confirmed"] != true {
+		t.Errorf("outcome %v, confirmed %v; want found, confirmed", res["outcome"], res["confirmed"])
+	}
+	if v := res["per_vcpu"].(float64); v != got/2 {
+		t.Errorf("per vCPU %v, want %v", v, got/2)
+	}
+	broke, _ := res["broke"].(map[string]any)
+	if broke == nil || broke["phase"] != "ramp" || !strings.Contains(broke["reason"].(string), "p99<50ms") {
+		t.Errorf("broke %v: want the ramp step that failed p99<50ms", broke)
+	}
+	steps := res["steps"].([]any)
+	last := steps[len(steps)-1].(map[string]any)
+	if last["phase"] != "confirm" || last["verdict"] != "pass" || last["target_rate"].(float64) != got {
+		t.Errorf("last step %v: want the confirming hold of %v/s, passed", last, got)
+	}
+	for _, want := range []string{"Capacity search", "confirm", "sustainable rate", "Broke at", "Per vCPU"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("text report lacks %q", want)
+		}
+	}
+	if html, _ := os.ReadFile(page); !strings.Contains(string(html), "<svg") || !strings.Contains(string(html), "sustainable") {
+		t.Errorf("HTML report lacks its chart")
+	}
+}
+
+// TestFindMaxEnds: the other ends of a search, each with its exit code.
+func TestFindMaxEnds(t *testing.T) {
+	srv := newWorkersSUT(t, 4, 10*time.Millisecond)
+	t.Run("start rate fails", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "search.json")
+		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "50/s", "--threshold", "p99<5ms", "--out", out)...)
+		if r.code != 99 || !strings.Contains(r.stderr, "even the start rate failed") {
+			t.Fatalf("exit %d, want 99: %s", r.code, r.stderr)
+		}
+		if res := readSummary(t, out); res["outcome"] != "start_failed" || len(res["steps"].([]any)) != 1 {
+			t.Errorf("got %v after %v, want start_failed after one step", res["outcome"], res["steps"])
+		}
+	})
+	t.Run("max rate reached", func(t *testing.T) {
+		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "100/s", "--max-rate", "150/s", "--threshold", "p99<50ms")...)
+		if r.code != 0 || !strings.Contains(r.stdout, "at least 150/s (--max-rate reached)") {
+			t.Fatalf("exit %d, want 0 and at least 150/s:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	})
+	t.Run("too few VUs", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "search.json")
+		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "20/s", "--max-vus", "1", "--threshold", "p99<50ms", "--out", out)...)
+		if r.code != 0 || !strings.Contains(r.stdout, "generator limit at") {
+			t.Fatalf("exit %d, want 0 and a generator limit:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		res := readSummary(t, out)
+		// One VU holding each request 10 ms offers at most 100/s: the
+		// limit shows at 80/s or 160/s (40/s on a machine that pauses),
+		// never as the SUT's capacity.
+		if lim := res["generator_limit_rate"].(float64); lim < 40 || lim > 160 || res["outcome"] != "at_least" || res["failed_rate"] != nil || res["sustainable_rate"].(float64) < 20 {
+			t.Errorf("outcome %v, generator limit %v, failed %v; want at least, a limit at 40-160/s, no SUT failure", res["outcome"], lim, res["failed_rate"])
+		}
+	})
+	for _, flag := range [][]string{{"--shards", "3"}, {"--shard", "0/2"}} {
+		t.Run("refuses "+flag[0], func(t *testing.T) {
+			before := srv.count()
+			r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, append(flag, "--threshold", "p99<50ms")...)...)
+			if r.code != 1 || !strings.Contains(r.stderr, "cannot be sharded") || !strings.Contains(r.stderr, "nothing was sent") || srv.count() != before {
+				t.Errorf("exit %d, want 1 refusing %s with nothing sent: %s", r.code, flag[0], r.stderr)
+			}
+		})
+	}
+	t.Run("interrupted", func(t *testing.T) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		timer := time.AfterFunc(2500*time.Millisecond, func() { cancel(stopSignal{os.Interrupt}) })
+		defer timer.Stop()
+		out := filepath.Join(t.TempDir(), "search.json")
+		r := runMain(t, ctx, "", findMaxArgs(t, srv.URL, "--start-rate", "50/s", "--threshold", "p99<500ms", "--out", out)...)
+		if r.code != 130 || !strings.Contains(r.stdout, "(interrupted)") {
+			t.Fatalf("exit %d, want 130 and the search so far:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		// The step cut short is not reported: only whole holds are.
+		res := readSummary(t, out)
+		if res["outcome"] != "interrupted" || len(res["steps"].([]any)) < 1 || res["sustainable_rate"].(float64) < 50 {
+			t.Errorf("outcome %v after %d steps, sustainable %v; want interrupted with the holds done", res["outcome"], len(res["steps"].([]any)), res["sustainable_rate"])
+		}
+	})
+	t.Run("no threshold", func(t *testing.T) {
+		if r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL)...); r.code != 1 || !strings.Contains(r.stderr, "--threshold") {
+			t.Errorf("exit %d, want 1 asking for a threshold: %s", r.code, r.stderr)
+		}
+	})
+}
+
+// TestFindMaxMetrics: the metrics endpoint of a search says which step
+// and rate it is holding.
+func TestFindMaxMetrics(t *testing.T) {
+	srv := newWorkersSUT(t, 4, 10*time.Millisecond)
+	addr := freeAddr(t)
+	done := make(chan runResult, 1)
+	go func() {
+		done <- runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "50/s", "--max-rate", "100/s",
+			"--threshold", "p99<500ms", "--metrics", addr, "-q")...)
+	}()
+	seen := map[[2]float64]bool{}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(seen) < 2 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		step, rate := scrape(t, addr, "replay_step"), scrape(t, addr, "replay_target_rate")
+		if step > 0 && rate > 0 {
+			seen[[2]float64{step, rate}] = true
+		}
+	}
+	if r := <-done; r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !seen[[2]float64{1, 50}] || !seen[[2]float64{2, 100}] {
+		t.Errorf("step and target rate seen: %v, want step 1 at 50/s and step 2 at 100/s", seen)
+	}
+}
+
+// TestProgressOfAnOpenModel: the live line of a rate run shows the target
+// rate, dropped iterations and the error share.
+func TestProgressOfAnOpenModel(t *testing.T) {
+	srv := newSUT(t, 5*time.Millisecond, 500)
+	r := runMain(t, context.Background(), "", "run", "-f", singlesFile(t, 10), "--target", srv.URL,
+		"--rate", "0/s", "--stages", "500ms:100/s,1s:100/s", "--max-vus", "1", "--progress-every", "300ms", "--log-format", "json", "-q")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := 0
+	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m["message"] != "progress" {
+			continue
+		}
+		lines++
+		if _, ok := m["dropped"]; !ok {
+			t.Errorf("progress line without dropped: %v", m)
+		}
+		if rate, _ := m["target_rate"].(float64); rate <= 0 || rate > 100 {
+			t.Errorf("target rate %v, want the ramp's, up to 100/s", m["target_rate"])
+		}
+		if pct, _ := m["error_pct"].(float64); m["requests"].(float64) > 0 && pct != 100 {
+			t.Errorf("error share %v%%, want 100%% of 500s", m["error_pct"])
+		}
+	}
+	if lines < 2 {
+		t.Errorf("got %d progress lines", lines)
+	}
+}

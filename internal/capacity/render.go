@@ -1,0 +1,210 @@
+package capacity
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Headline says in one line what the search found.
+func (r *Result) Headline() string {
+	switch r.Outcome {
+	case Found:
+		return fmt.Sprintf("sustainable rate %s/s (confirmed; it failed at %s/s, precision %.0f%%)", formatRate(r.Sustainable), formatRate(r.FailedAt), 100*r.Precision)
+	case StartFailed:
+		if br := r.Broke; br != nil {
+			return fmt.Sprintf("no sustainable rate: even the start rate failed (%s/s: %s)", formatRate(br.Target), br.Reason)
+		}
+		return "no sustainable rate: even the start rate failed"
+	case GeneratorLimited:
+		return fmt.Sprintf("generator limit at %s/s: nothing was judged of the SUT", formatRate(r.GeneratorLimitAt))
+	}
+	s := fmt.Sprintf("sustainable rate at least %s/s", formatRate(r.Sustainable))
+	switch {
+	case r.GeneratorLimitAt > 0:
+		s += fmt.Sprintf(" (generator limit at %s/s, not the SUT's)", formatRate(r.GeneratorLimitAt))
+	case r.Stopped == "max rate":
+		s += " (--max-rate reached)"
+	case r.Stopped == "budget":
+		s += " (--budget spent)"
+	case r.Stopped == "confirmation failed":
+		s += " (held once, but its confirming hold failed: the SUT is unsteady here)"
+	case r.Stopped == "interrupted":
+		s += " (interrupted)"
+	}
+	if r.FailedAt > 0 && r.Stopped != "confirmation failed" {
+		s += fmt.Sprintf("; it failed at %s/s", formatRate(r.FailedAt))
+	}
+	return s
+}
+
+// WriteText writes the search as text: the curve, one line a step, then
+// what was found.
+func WriteText(w io.Writer, r *Result) error {
+	var b strings.Builder
+	b.WriteString("Capacity search\n")
+	if r.Params != nil {
+		b.WriteString(r.Params.String() + "\n")
+	}
+	fmt.Fprintf(&b, "%5s  %-8s %10s %11s %9s %9s %9s %8s %8s %6s  %s\n", "step", "phase", "target/s", "achieved/s", "p50 ms", "p99 ms", "max ms", "errors", "dropped", "late", "verdict")
+	for _, st := range r.Steps {
+		verdict := string(st.Verdict)
+		if st.Reason != "" {
+			verdict += ": " + st.Reason
+		}
+		fmt.Fprintf(&b, "%5d  %-8s %10s %11s %9.2f %9.2f %9.2f %7.2f%% %8d %6d  %s\n", st.N, st.Phase, formatRate(st.Target), formatRate(st.Achieved),
+			st.Latency.P50, st.Latency.P99, st.Latency.Max, st.ErrorsPct, st.Dropped, st.Late, verdict)
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "Result       %s\n", r.Headline())
+	if br := r.Broke; br != nil {
+		fmt.Fprintf(&b, "Broke at     step %d (%s/s): %s\n", br.N, formatRate(br.Target), br.Reason)
+	}
+	if r.PerVCPU > 0 {
+		fmt.Fprintf(&b, "Per vCPU     %s/s (--sut-cpus %g)\n", formatRate(r.PerVCPU), r.SUTCPUs)
+	}
+	fmt.Fprintf(&b, "Took         %.1fs, %d steps\n", r.TookS, len(r.Steps))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes the result as indented JSON.
+func WriteJSON(w io.Writer, r *Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// chart geometry of WriteHTML, in SVG units.
+const (
+	chartW, chartH         = 760, 360
+	padL, padR, padT, padB = 64, 20, 20, 48
+)
+
+// WriteHTML writes the search as one self-contained HTML page: the curve
+// of achieved rate against latency (p50 and p99, log scale) as an inline
+// SVG, a mark at the sustainable rate, and the table of steps. No script,
+// font or CDN: it opens offline.
+func WriteHTML(w io.Writer, r *Result) error {
+	var b strings.Builder
+	b.WriteString(`<!DOCTYPE html><html><head><meta charset="utf-8"><title>replay find-max</title><style>
+body{font:14px system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}
+td.l,th.l{text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}.generator_limit{color:#9a6700}svg text{font-size:11px;fill:#444}</style></head><body>`)
+	fmt.Fprintf(&b, "<h1>Capacity search</h1><p><b>%s</b></p>", html.EscapeString(r.Headline()))
+	if r.Params != nil {
+		fmt.Fprintf(&b, "<p>%s</p>", html.EscapeString(r.Params.String()))
+	}
+	if br := r.Broke; br != nil {
+		fmt.Fprintf(&b, "<p>Broke at step %d (%s/s): %s</p>", br.N, formatRate(br.Target), html.EscapeString(br.Reason))
+	}
+	if r.PerVCPU > 0 {
+		fmt.Fprintf(&b, "<p>Per vCPU: %s/s (%g vCPUs)</p>", formatRate(r.PerVCPU), r.SUTCPUs)
+	}
+	writeChart(&b, r)
+	b.WriteString(`<h2>Steps</h2><table><tr><th>step</th><th class="l">phase</th><th>target/s</th><th>achieved/s</th><th>p50 ms</th><th>p99 ms</th><th>max ms</th><th>errors</th><th>dropped</th><th>late</th><th class="l">verdict</th></tr>`)
+	for _, st := range r.Steps {
+		fmt.Fprintf(&b, `<tr><td>%d</td><td class="l">%s</td><td>%s</td><td>%s</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f%%</td><td>%d</td><td>%d</td><td class="l %s">%s</td></tr>`,
+			st.N, st.Phase, formatRate(st.Target), formatRate(st.Achieved), st.Latency.P50, st.Latency.P99, st.Latency.Max, st.ErrorsPct, st.Dropped, st.Late,
+			st.Verdict, html.EscapeString(strings.TrimSuffix(string(st.Verdict)+": "+st.Reason, ": ")))
+	}
+	fmt.Fprintf(&b, "</table><p>Took %.1fs.</p></body></html>\n", r.TookS)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeChart draws achieved rate (x, linear) against latency (y, log10):
+// a p99 and a p50 point per step, coloured by verdict, and a vertical line
+// at the sustainable rate.
+func writeChart(b *strings.Builder, r *Result) {
+	if len(r.Steps) == 0 {
+		return
+	}
+	maxX, minY, maxY := 0.0, math.Inf(1), 0.0
+	for _, st := range r.Steps {
+		maxX = max(maxX, st.Achieved, st.Target)
+		for _, v := range []float64{st.Latency.P50, st.Latency.P99} {
+			if v > 0 {
+				minY, maxY = min(minY, v), max(maxY, v)
+			}
+		}
+	}
+	if maxY == 0 {
+		minY, maxY = 1, 10
+	}
+	lo, hi := math.Floor(math.Log10(minY)), math.Ceil(math.Log10(maxY))
+	if hi <= lo {
+		hi = lo + 1
+	}
+	maxX = niceCeil(maxX)
+	x := func(v float64) float64 { return padL + v/maxX*(chartW-padL-padR) }
+	y := func(v float64) float64 {
+		return chartH - padB - (math.Log10(max(v, math.Pow(10, lo)))-lo)/(hi-lo)*(chartH-padT-padB)
+	}
+	fmt.Fprintf(b, `<h2>Achieved rate against latency</h2><svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="achieved rate against latency">`, chartW, chartH)
+	for e := lo; e <= hi; e++ { // one grid line a decade
+		v := math.Pow(10, e)
+		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/><text x="%d" y="%.1f" text-anchor="end">%s ms</text>`, padL, chartW-padR, y(v), y(v), padL-6, y(v)+4, trimFloat(v))
+	}
+	for i := 0; i <= 5; i++ {
+		v := maxX * float64(i) / 5
+		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#eee"/><text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(v), x(v), padT, chartH-padB, x(v), chartH-padB+16, trimFloat(v))
+	}
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">achieved rate (iterations/s)</text>`, (chartW+padL)/2, chartH-8)
+	if r.Sustainable > 0 {
+		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#1a7f37" stroke-dasharray="4 3"/><text x="%.1f" y="%d">sustainable %s/s</text>`,
+			x(r.Sustainable), x(r.Sustainable), padT, chartH-padB, x(r.Sustainable)+4, padT+12, formatRate(r.Sustainable))
+	}
+	// The curve: the steps in order of target rate, one line for p99 and
+	// one for p50 (a rate held twice shows its last hold).
+	byTarget := map[float64]Step{}
+	for _, st := range r.Steps {
+		byTarget[st.Target] = st
+	}
+	targets := make([]float64, 0, len(byTarget))
+	for t := range byTarget {
+		targets = append(targets, t)
+	}
+	sort.Float64s(targets)
+	for _, line := range []struct {
+		of   func(Latency) float64
+		dash string
+	}{{func(l Latency) float64 { return l.P99 }, ""}, {func(l Latency) float64 { return l.P50 }, ` stroke-dasharray="3 3"`}} {
+		var pts []string
+		for _, t := range targets {
+			st := byTarget[t]
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(st.Achieved), y(line.of(st.Latency))))
+		}
+		fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="#888"%s/>`, strings.Join(pts, " "), line.dash)
+	}
+	colour := map[Verdict]string{Pass: "#1a7f37", Fail: "#cf222e", GeneratorLimit: "#9a6700"}
+	for _, st := range r.Steps {
+		c := colour[st.Verdict]
+		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="5" fill="%s"><title>step %d, target %s/s: p99 %.2f ms</title></circle>`, x(st.Achieved), y(st.Latency.P99), c, st.N, formatRate(st.Target), st.Latency.P99)
+		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="4" fill="none" stroke="%s"><title>step %d, target %s/s: p50 %.2f ms</title></circle>`, x(st.Achieved), y(st.Latency.P50), c, st.N, formatRate(st.Target), st.Latency.P50)
+	}
+	fmt.Fprintf(b, `<text x="%d" y="%d">● p99  ○ p50 · green pass, red fail, amber generator limit</text></svg>`, padL+8, chartH-padB-8)
+}
+
+// niceCeil rounds v up to 1, 2 or 5 times a power of ten, for round axis
+// ticks.
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// trimFloat writes v without trailing zeros.
+func trimFloat(v float64) string {
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
+}

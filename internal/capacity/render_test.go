@@ -1,0 +1,76 @@
+package capacity
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"strings"
+	"testing"
+)
+
+// sample is a search that found its knee.
+func sample() *Result {
+	steps := []Step{
+		{N: 1, Phase: Ramp, Target: 100, Achieved: 99.8, Verdict: Pass, Latency: Latency{P50: 11, P99: 12}},
+		{N: 2, Phase: Ramp, Target: 200, Achieved: 180, Verdict: Fail, Reason: "p99<50ms (measured 214 ms)", Latency: Latency{P50: 112, P99: 214}},
+		{N: 3, Phase: Narrow, Target: 150, Achieved: 149, Verdict: Pass, Latency: Latency{P50: 30, P99: 47}},
+		{N: 4, Phase: Confirm, Target: 150, Achieved: 149.5, Verdict: Pass, Latency: Latency{P50: 29, P99: 46}},
+	}
+	b := steps[1]
+	return &Result{Outcome: Found, Sustainable: 150, Confirmed: true, FailedAt: 200, Broke: &b, Precision: 0.05, Steps: steps, TookS: 9.5, PerVCPU: 75, SUTCPUs: 2,
+		Params: &Params{Thresholds: []string{"p99<50ms", "errors<1%"}, StartRate: 100, StepFactor: 2, HoldS: 1, WarmupS: 0.5, Tolerance: 0.1, BudgetS: 50}}
+}
+
+func TestWriteText(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteText(&buf, sample()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"    2  ramp            200         180    112.00    214.00      0.00    0.00%        0      0  fail: p99<50ms (measured 214 ms)",
+		"Result       sustainable rate 150/s (confirmed; it failed at 200/s, precision 5%)",
+		"Broke at     step 2 (200/s): p99<50ms (measured 214 ms)",
+		"Per vCPU     75/s (--sut-cpus 2)",
+		"Took         9.5s, 4 steps",
+		"thresholds p99<50ms, errors<1% · start 100/s ×2 · hold 1s after 0.5s warm-up · tolerance 10% · budget 50s",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+func TestWriteJSONAndHTML(t *testing.T) {
+	var js, page bytes.Buffer
+	if err := WriteJSON(&js, sample()); err != nil {
+		t.Fatal(err)
+	}
+	var back Result
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Sustainable != 150 || len(back.Steps) != 4 || back.Broke.N != 2 {
+		t.Errorf("JSON round trip: %+v, %v", back, err)
+	}
+	if err := WriteHTML(&page, sample()); err != nil {
+		t.Fatal(err)
+	}
+	html := page.String()
+	i, j := strings.Index(html, "<svg"), strings.Index(html, "</svg>")
+	if i < 0 || j < i {
+		t.Fatalf("no chart in:\n%s", html)
+	}
+	// The chart is well-formed XML: two curves, two points a step.
+	var svg struct {
+		Polylines []struct{} `xml:"polyline"`
+		Circles   []struct{} `xml:"circle"`
+	}
+	if err := xml.Unmarshal([]byte(html[i:j+len("</svg>")]), &svg); err != nil {
+		t.Fatalf("the chart is not well-formed: %v", err)
+	}
+	if len(svg.Polylines) != 2 || len(svg.Circles) != 8 {
+		t.Errorf("%d curves and %d points, want 2 and 8", len(svg.Polylines), len(svg.Circles))
+	}
+	for _, want := range []string{"sustainable 150/s", "fail: p99&lt;50ms", "<script"} {
+		if got := strings.Contains(html, want); got != (want != "<script") {
+			t.Errorf("HTML contains %q: %v", want, got)
+		}
+	}
+}

@@ -1,0 +1,393 @@
+// Package capacity searches the highest arrival rate a system under test
+// sustains (replay find-max): it steps the rate up from a start rate until
+// a step fails the user's thresholds, narrows between the last rate held
+// and the first that failed by bisection, confirms the best rate with a
+// final hold, and reports the curve of achieved rate against latency.
+//
+// The search (Search.Run) is pure arithmetic over a step function, so its
+// decisions are tested without a clock or a SUT; Runner is the real step
+// function, two internal/run.Execute calls per step (warm-up, then the
+// hold that is judged).
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Verdict is what one step says of the SUT at its rate.
+type Verdict string
+
+// The verdicts of a step.
+const (
+	// Pass: every threshold held and the achieved rate kept up with the
+	// target.
+	Pass Verdict = "pass"
+	// Fail: the SUT did not keep up (a threshold failed, or it achieved
+	// too little of the target).
+	Fail Verdict = "fail"
+	// GeneratorLimit: the generator could not offer the rate (--max-vus
+	// all busy with the SUT answering in time, the scheduler late, or the
+	// generator's own errors): the step says nothing of the SUT.
+	GeneratorLimit Verdict = "generator_limit"
+)
+
+// Phase is the part of the search a step belongs to.
+type Phase string
+
+// The phases of a search.
+const (
+	Ramp    Phase = "ramp"    // stepping up by the step factor
+	Narrow  Phase = "narrow"  // bisecting between the last good and first bad rate
+	Confirm Phase = "confirm" // the final hold of the best rate
+)
+
+// Outcome is how a search ended.
+type Outcome string
+
+// The outcomes of a search.
+const (
+	// Found: the knee was found to the precision and the best rate
+	// confirmed.
+	Found Outcome = "found"
+	// AtLeast: the search stopped before the SUT failed (--max-rate or the
+	// budget, or the generator's limit): the SUT sustains at least the
+	// rate reported, maybe more.
+	AtLeast Outcome = "at_least"
+	// StartFailed: even the start rate failed.
+	StartFailed Outcome = "start_failed"
+	// GeneratorLimited: the generator could not offer even the start
+	// rate; nothing is known of the SUT.
+	GeneratorLimited Outcome = "generator_limit"
+	// Interrupted: a signal stopped the search.
+	Interrupted Outcome = "interrupted"
+)
+
+// Step is one step of the search: the hold of one rate, judged.
+type Step struct {
+	N        int     `json:"step"` // from 1
+	Phase    Phase   `json:"phase"`
+	Target   float64 `json:"target_rate"`   // iterations per second asked for
+	Achieved float64 `json:"achieved_rate"` // iterations per second the SUT answered with success over the hold
+	Verdict  Verdict `json:"verdict"`
+	// Reason says why a step did not pass: the threshold and what it
+	// measured, the achieved share, or the generator's limit.
+	Reason    string   `json:"reason,omitempty"`
+	Latency   Latency  `json:"latency_ms"`
+	Requests  int64    `json:"requests"`
+	ErrorsPct float64  `json:"errors_pct"`
+	Dropped   int64    `json:"dropped"`
+	Late      int64    `json:"late"`
+	VUs       int      `json:"vus_max"`
+	Took      float64  `json:"took_s"` // warm-up, hold and drain
+	Checks    []string `json:"thresholds,omitempty"`
+}
+
+// Latency is a step's latency (from due time, answered requests) in ms.
+type Latency struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// Result is what a search found, as --out writes it.
+type Result struct {
+	Outcome Outcome `json:"outcome"`
+	// Sustainable is the highest rate whose hold passed (iterations per
+	// second); 0 when none did. With Found, it passed its confirming hold
+	// too. It is never a rate that was not held.
+	Sustainable float64 `json:"sustainable_rate"`
+	Confirmed   bool    `json:"confirmed"`
+	// FailedAt is the lowest rate that failed: the knee lies between
+	// Sustainable and it. 0 when no step failed.
+	FailedAt float64 `json:"failed_rate,omitempty"`
+	// Broke is the ramp step where the SUT stopped keeping up, and why.
+	Broke *Step `json:"broke,omitempty"`
+	// GeneratorLimitAt is the rate the generator could not offer; 0 when
+	// it never hit its limit.
+	GeneratorLimitAt float64 `json:"generator_limit_rate,omitempty"`
+	// Stopped says why the search stopped before it failed the SUT: max
+	// rate, budget, generator limit, interrupted; "" otherwise.
+	Stopped   string  `json:"stopped,omitempty"`
+	Precision float64 `json:"precision"`
+	// PerVCPU is Sustainable divided by --sut-cpus; 0 without it.
+	PerVCPU float64 `json:"per_vcpu,omitempty"`
+	SUTCPUs float64 `json:"sut_cpus,omitempty"`
+	Steps   []Step  `json:"steps"`
+	TookS   float64 `json:"took_s"`
+	// Params are how the search was asked for, for its reader.
+	Params *Params `json:"params,omitempty"`
+}
+
+// Params are a search's settings as given, shown beside its result.
+type Params struct {
+	Thresholds []string `json:"thresholds"`
+	StartRate  float64  `json:"start_rate"`
+	StepFactor float64  `json:"step_factor"`
+	HoldS      float64  `json:"hold_s"`
+	WarmupS    float64  `json:"warmup_s"`
+	Tolerance  float64  `json:"tolerance"`
+	MaxRate    float64  `json:"max_rate,omitempty"`
+	BudgetS    float64  `json:"budget_s,omitempty"`
+}
+
+// String is the settings in one line.
+func (p *Params) String() string {
+	s := fmt.Sprintf("thresholds %s · start %s/s ×%g · hold %gs after %gs warm-up · tolerance %g%%",
+		strings.Join(p.Thresholds, ", "), formatRate(p.StartRate), p.StepFactor, p.HoldS, p.WarmupS, 100*p.Tolerance)
+	if p.MaxRate > 0 {
+		s += fmt.Sprintf(" · max %s/s", formatRate(p.MaxRate))
+	}
+	if p.BudgetS > 0 {
+		s += fmt.Sprintf(" · budget %gs", p.BudgetS)
+	}
+	return s
+}
+
+// StepFunc holds one rate and judges it. It returns an error only when
+// the step could not be run (the error ends the search); a SUT that fails
+// is a step with the Fail verdict.
+type StepFunc func(ctx context.Context, phase Phase, rate float64) (Step, error)
+
+// Search is how the search goes.
+type Search struct {
+	StartRate  float64       // the first rate held
+	StepFactor float64       // each ramp step multiplies the rate by this (> 1)
+	Precision  float64       // stop narrowing once (bad − good) ≤ Precision × good
+	MaxRate    float64       // never hold a rate above this; 0: no ceiling
+	Budget     time.Duration // start no step that would end past this; 0: no budget
+	// StepCost is how long one step takes at least (warm-up + hold), to
+	// tell whether a step still fits in the budget.
+	StepCost time.Duration
+	// Confirmations bounds the confirming holds that may fail before the
+	// search gives up confirming (each failure narrows again below).
+	Confirmations int
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// OnStep, when set, is told of each step as it ends.
+	OnStep func(Step)
+}
+
+// Validate checks the search's parameters; its errors name the flags.
+func (s *Search) Validate() error {
+	var errs []error
+	if !(s.StartRate > 0) || math.IsInf(s.StartRate, 0) {
+		errs = append(errs, fmt.Errorf("--start-rate: want a positive rate such as 100/s, got %v/s", s.StartRate))
+	}
+	if !(s.StepFactor > 1) || math.IsInf(s.StepFactor, 0) {
+		errs = append(errs, fmt.Errorf("--step-factor: want a factor above 1 such as 1.5 or 2, got %v", s.StepFactor))
+	}
+	if !(s.Precision > 0 && s.Precision < 1) {
+		errs = append(errs, fmt.Errorf("--precision: want a fraction between 0 and 1 such as 0.05, got %v", s.Precision))
+	}
+	if s.MaxRate < 0 || (s.MaxRate > 0 && s.MaxRate < s.StartRate) {
+		errs = append(errs, fmt.Errorf("--max-rate: want 0 (no ceiling) or at least --start-rate (%v/s), got %v/s", s.StartRate, s.MaxRate))
+	}
+	if s.Budget < 0 || (s.Budget > 0 && s.Budget < s.StepCost) {
+		errs = append(errs, fmt.Errorf("--budget: want 0 (none) or room for one step (warm-up + hold, %v), got %v", s.StepCost, s.Budget))
+	}
+	return errors.Join(errs...)
+}
+
+// searcher is one search under way.
+type searcher struct {
+	s       *Search
+	step    StepFunc
+	began   time.Time
+	res     *Result
+	good    float64   // the highest rate held; 0: none
+	bad     float64   // the lowest rate failed; +Inf: none
+	held    []float64 // every rate that passed, in the order held
+	stopped string
+}
+
+// Run runs the search with step and returns what it found. The error is
+// step's (the search could not go on), or the context's; the result so
+// far comes with it.
+func (s *Search) Run(ctx context.Context, step StepFunc) (*Result, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	r := &searcher{s: s, step: step, began: now, bad: math.Inf(1), res: &Result{Precision: s.Precision, Steps: []Step{}}}
+	err := r.run(ctx)
+	r.finish()
+	return r.res, err
+}
+
+func (s *Search) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// run ramps, narrows and confirms.
+func (r *searcher) run(ctx context.Context) error {
+	if done, err := r.ramp(ctx); done || err != nil {
+		return err
+	}
+	for tries := 0; ; tries++ {
+		if done, err := r.narrow(ctx); done || err != nil {
+			return err
+		}
+		st, ok, err := r.hold(ctx, Confirm, r.good)
+		if !ok || err != nil {
+			return err
+		}
+		switch st.Verdict {
+		case Pass:
+			r.res.Confirmed = true
+			return nil
+		case GeneratorLimit:
+			r.generatorLimit(r.good)
+			return nil
+		}
+		// The best rate failed its confirming hold: it is not sustainable.
+		// The next rate below it that passed becomes the best, and the
+		// search narrows again, unless it has confirmed enough.
+		r.bad = r.good
+		r.good = r.below(r.good)
+		if r.good == 0 || tries+1 >= max(r.s.Confirmations, 1) {
+			r.stopped = "confirmation failed"
+			return nil
+		}
+	}
+}
+
+// ramp steps the rate up by the factor until a step fails; done means the
+// search is over (the ceiling, the budget or the generator's limit).
+func (r *searcher) ramp(ctx context.Context) (done bool, err error) {
+	rate := r.s.StartRate
+	for {
+		st, ok, err := r.hold(ctx, Ramp, rate)
+		if !ok || err != nil {
+			return true, err
+		}
+		switch st.Verdict {
+		case Fail:
+			broke := st
+			r.res.Broke = &broke
+			return r.good == 0, nil // even the start rate failed: done
+		case GeneratorLimit:
+			r.generatorLimit(rate)
+			return true, nil
+		}
+		if r.s.MaxRate > 0 && rate >= r.s.MaxRate {
+			r.stopped = "max rate"
+			return true, nil
+		}
+		rate = roundRate(rate * r.s.StepFactor)
+		if r.s.MaxRate > 0 {
+			rate = min(rate, r.s.MaxRate)
+		}
+	}
+}
+
+// narrow bisects between good and bad until they are within the
+// precision; done means the search is over.
+func (r *searcher) narrow(ctx context.Context) (done bool, err error) {
+	for r.bad-r.good > r.s.Precision*r.good {
+		mid := roundRate((r.good + r.bad) / 2)
+		if mid <= r.good || mid >= r.bad { // the rounding leaves nothing between them
+			break
+		}
+		st, ok, err := r.hold(ctx, Narrow, mid)
+		if !ok || err != nil {
+			return true, err
+		}
+		if st.Verdict == GeneratorLimit {
+			r.generatorLimit(mid)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// hold runs one step at rate, unless the budget has no room for it or ctx
+// is done (ok false), and updates good and bad.
+func (r *searcher) hold(ctx context.Context, phase Phase, rate float64) (Step, bool, error) {
+	if err := ctx.Err(); err != nil {
+		r.stopped = "interrupted"
+		return Step{}, false, nil
+	}
+	if b := r.s.Budget; b > 0 && r.s.now().Sub(r.began)+r.s.StepCost > b {
+		r.stopped = "budget"
+		return Step{}, false, nil
+	}
+	st, err := r.step(ctx, phase, rate)
+	if err != nil {
+		if ctx.Err() != nil {
+			r.stopped = "interrupted"
+		}
+		return st, false, err
+	}
+	st.N, st.Phase, st.Target = len(r.res.Steps)+1, phase, rate
+	r.res.Steps = append(r.res.Steps, st)
+	switch st.Verdict {
+	case Pass:
+		r.held = append(r.held, rate)
+		r.good = max(r.good, rate)
+	case Fail:
+		r.bad = min(r.bad, rate)
+	}
+	if r.s.OnStep != nil {
+		r.s.OnStep(st)
+	}
+	return st, true, nil
+}
+
+// generatorLimit notes that the generator could not offer rate.
+func (r *searcher) generatorLimit(rate float64) {
+	r.res.GeneratorLimitAt = rate
+	r.stopped = "generator limit"
+}
+
+// below is the highest rate held below rate, or 0.
+func (r *searcher) below(rate float64) float64 {
+	best := 0.0
+	for _, h := range r.held {
+		if h < rate {
+			best = max(best, h)
+		}
+	}
+	return best
+}
+
+// finish fills the result's outcome from where the search ended.
+func (r *searcher) finish() {
+	res := r.res
+	res.Sustainable = r.good
+	if !math.IsInf(r.bad, 1) {
+		res.FailedAt = r.bad
+	}
+	res.Stopped = r.stopped
+	switch {
+	case r.stopped == "interrupted":
+		res.Outcome = Interrupted
+	case r.good == 0 && r.stopped == "generator limit":
+		res.Outcome = GeneratorLimited
+	case r.good == 0:
+		res.Outcome = StartFailed
+	case res.Confirmed:
+		res.Outcome = Found
+	default:
+		res.Outcome = AtLeast
+	}
+	res.TookS = r.s.now().Sub(r.began).Seconds()
+}
+
+// roundRate rounds a rate to 3 significant digits, so that the rates a
+// search holds read well (287.5/s becomes 288/s).
+func roundRate(v float64) float64 {
+	if v <= 0 {
+		return v
+	}
+	scale := math.Pow(10, math.Floor(math.Log10(v))-2)
+	return math.Round(v/scale) * scale
+}

@@ -1,0 +1,217 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeSUT is a step function with a knee: rates up to knee pass, above it
+// fail, and from generator up the generator cannot offer the rate. Each
+// step advances a fake clock by cost; flaky rates fail their second hold.
+type fakeSUT struct {
+	knee, generator float64
+	generatorNarrow bool // the generator's limit shows only while narrowing
+	flaky           map[float64]bool
+	held            map[float64]int
+	now             time.Time
+	cost            time.Duration
+	calls           []float64
+}
+
+func (f *fakeSUT) step(_ context.Context, phase Phase, rate float64) (Step, error) {
+	f.calls = append(f.calls, rate)
+	f.now = f.now.Add(f.cost)
+	if f.held == nil {
+		f.held = map[float64]int{}
+	}
+	f.held[rate]++
+	switch {
+	case f.generator > 0 && rate >= f.generator && (!f.generatorNarrow || phase == Narrow):
+		return Step{Verdict: GeneratorLimit, Reason: "--max-vus"}, nil
+	case rate > f.knee || (f.flaky[rate] && f.held[rate] > 1):
+		return Step{Verdict: Fail, Reason: "p99<200ms (measured 900 ms)", Achieved: f.knee}, nil
+	}
+	return Step{Verdict: Pass, Achieved: rate}, nil
+}
+
+func (f *fakeSUT) search(s Search) (*Result, error) {
+	if f.cost == 0 {
+		f.cost = time.Minute
+	}
+	f.now = time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	s.Now = func() time.Time { return f.now }
+	s.StepCost = f.cost
+	return s.Run(context.Background(), f.step)
+}
+
+// TestSearchBisects: the decider ramps by the factor, bisects to the
+// precision, confirms, and reports the best rate held, below the knee and
+// within the precision of it, without a clock or a SUT.
+func TestSearchBisects(t *testing.T) {
+	for _, tt := range []struct {
+		name                 string
+		knee, start, factor  float64
+		precision            float64
+		wantSteps, wantRamps int
+	}{
+		// 100 200 400 800 | 600 500 450 425 438 | 425
+		{"knee between ramp steps", 430, 100, 2, 0.05, 10, 4},
+		// 100 200 400 800 | 600 500 450 425 413 | 400
+		{"knee on a ramp step", 400, 100, 2, 0.05, 10, 4},
+		{"finer precision", 430, 100, 2, 0.01, 12, 4},
+		{"factor 1.5", 1000, 50, 1.5, 0.05, 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeSUT{knee: tt.knee}
+			res, err := f.search(Search{StartRate: tt.start, StepFactor: tt.factor, Precision: tt.precision})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Outcome != Found || !res.Confirmed {
+				t.Fatalf("outcome %s confirmed %v, want found", res.Outcome, res.Confirmed)
+			}
+			if res.Sustainable > tt.knee || res.Sustainable < tt.knee/(1+tt.precision) {
+				t.Errorf("sustainable %v, want in [%v, %v]", res.Sustainable, tt.knee/(1+tt.precision), tt.knee)
+			}
+			if res.FailedAt <= tt.knee || res.FailedAt-res.Sustainable > tt.precision*res.Sustainable {
+				t.Errorf("failed at %v, want above the knee %v and within %v of %v", res.FailedAt, tt.knee, tt.precision, res.Sustainable)
+			}
+			held := map[float64]bool{}
+			for _, st := range res.Steps {
+				if st.Verdict == Pass {
+					held[st.Target] = true
+				}
+			}
+			if !held[res.Sustainable] {
+				t.Errorf("reported %v, a rate no hold passed (steps %v)", res.Sustainable, f.calls)
+			}
+			last := res.Steps[len(res.Steps)-1]
+			if last.Phase != Confirm || last.Target != res.Sustainable {
+				t.Errorf("last step %+v, want the confirmation of %v", last, res.Sustainable)
+			}
+			if res.Broke == nil || res.Broke.Phase != Ramp || res.Broke.Verdict != Fail {
+				t.Errorf("broke %+v, want the ramp step that failed", res.Broke)
+			}
+			ramps := 0
+			for i, st := range res.Steps {
+				if st.N != i+1 {
+					t.Errorf("step %d numbered %d", i+1, st.N)
+				}
+				if st.Phase == Ramp {
+					ramps++
+				}
+			}
+			if tt.wantSteps > 0 && (len(res.Steps) != tt.wantSteps || ramps != tt.wantRamps) {
+				t.Errorf("%d steps (%d ramp): %v; want %d (%d ramp)", len(res.Steps), ramps, f.calls, tt.wantSteps, tt.wantRamps)
+			}
+		})
+	}
+}
+
+// TestSearchEnds covers every other way a search ends.
+func TestSearchEnds(t *testing.T) {
+	t.Run("start rate fails", func(t *testing.T) {
+		f := &fakeSUT{knee: 50}
+		res, err := f.search(Search{StartRate: 100, StepFactor: 2, Precision: 0.05})
+		if err != nil || res.Outcome != StartFailed || res.Sustainable != 0 || len(res.Steps) != 1 || res.Broke == nil {
+			t.Errorf("got %+v, %v; want start_failed after one step", res, err)
+		}
+	})
+	t.Run("max rate", func(t *testing.T) {
+		f := &fakeSUT{knee: 1e9}
+		res, _ := f.search(Search{StartRate: 100, StepFactor: 2, Precision: 0.05, MaxRate: 700})
+		if res.Outcome != AtLeast || res.Sustainable != 700 || res.Stopped != "max rate" || fmt.Sprint(f.calls) != "[100 200 400 700]" {
+			t.Errorf("got %s %v %q after %v; want at least 700 after 100 200 400 700", res.Outcome, res.Sustainable, res.Stopped, f.calls)
+		}
+	})
+	t.Run("budget", func(t *testing.T) {
+		f := &fakeSUT{knee: 1e9}
+		res, _ := f.search(Search{StartRate: 100, StepFactor: 2, Precision: 0.05, Budget: 3*time.Minute + time.Second})
+		if res.Outcome != AtLeast || res.Sustainable != 400 || res.Stopped != "budget" || len(res.Steps) != 3 {
+			t.Errorf("got %s %v %q after %v; want at least 400 after 3 steps", res.Outcome, res.Sustainable, res.Stopped, f.calls)
+		}
+	})
+	t.Run("generator limit", func(t *testing.T) {
+		f := &fakeSUT{knee: 1e9, generator: 400}
+		res, _ := f.search(Search{StartRate: 100, StepFactor: 2, Precision: 0.05})
+		if res.Outcome != AtLeast || res.Sustainable != 200 || res.GeneratorLimitAt != 400 {
+			t.Errorf("got %s %v, generator limit %v; want at least 200, generator limit at 400", res.Outcome, res.Sustainable, res.GeneratorLimitAt)
+		}
+	})
+	t.Run("generator limit while narrowing", func(t *testing.T) {
+		f := &fakeSUT{knee: 700, generator: 600, generatorNarrow: true}
+		res, _ := f.search(Search{StartRate: 100, StepFactor: 2, Precision: 0.05})
+		if res.Outcome != AtLeast || res.Sustainable != 400 || res.GeneratorLimitAt != 600 || res.FailedAt != 800 {
+			t.Errorf("got %s %v, generator %v, failed %v (%v); want at least 400, generator limit 600, failed 800", res.Outcome, res.Sustainable, res.GeneratorLimitAt, res.FailedAt, f.calls)
+		}
+	})
+	t.Run("generator limit at the start", func(t *testing.T) {
+		f := &fakeSUT{knee: 1e9, generator: 1}
+		res, _ := f.search(Search{StartRate: 100, StepFactor: 2, Precision: 0.05})
+		if res.Outcome != GeneratorLimited || res.Sustainable != 0 {
+			t.Errorf("got %s %v; want generator_limit, nothing sustained", res.Outcome, res.Sustainable)
+		}
+	})
+	t.Run("confirmation fails", func(t *testing.T) {
+		// 425 passes once then fails its confirmation: the search goes
+		// back below it, narrows again, and confirms a rate that holds
+		// twice.
+		f := &fakeSUT{knee: 430, flaky: map[float64]bool{425: true}}
+		res, _ := f.search(Search{StartRate: 100, StepFactor: 2, Precision: 0.05, Confirmations: 2})
+		if res.Outcome != Found || res.Sustainable >= 425 || res.FailedAt != 425 || f.held[res.Sustainable] < 2 {
+			t.Errorf("got %s %v failed %v after %v; want a rate below 425 held twice", res.Outcome, res.Sustainable, res.FailedAt, f.calls)
+		}
+	})
+	t.Run("interrupted", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		n := 0
+		s := Search{StartRate: 100, StepFactor: 2, Precision: 0.05}
+		res, err := s.Run(ctx, func(context.Context, Phase, float64) (Step, error) {
+			if n++; n == 2 {
+				cancel()
+			}
+			return Step{Verdict: Pass}, nil
+		})
+		if err != nil || res.Outcome != Interrupted || res.Sustainable != 200 {
+			t.Errorf("got %+v, %v; want interrupted at least 200", res, err)
+		}
+	})
+	t.Run("step error", func(t *testing.T) {
+		boom := errors.New("boom")
+		s := Search{StartRate: 100, StepFactor: 2, Precision: 0.05}
+		if _, err := s.Run(context.Background(), func(context.Context, Phase, float64) (Step, error) { return Step{}, boom }); !errors.Is(err, boom) {
+			t.Errorf("got %v, want the step's error", err)
+		}
+	})
+}
+
+func TestSearchValidate(t *testing.T) {
+	for _, tt := range []struct {
+		s    Search
+		want string
+	}{
+		{Search{StartRate: 0, StepFactor: 2, Precision: 0.05}, "--start-rate"},
+		{Search{StartRate: 10, StepFactor: 1, Precision: 0.05}, "--step-factor"},
+		{Search{StartRate: 10, StepFactor: 2, Precision: 0}, "--precision"},
+		{Search{StartRate: 10, StepFactor: 2, Precision: 0.05, MaxRate: 5}, "--max-rate"},
+		{Search{StartRate: 10, StepFactor: 2, Precision: 0.05, Budget: time.Second, StepCost: time.Minute}, "--budget"},
+		{Search{StartRate: math.Inf(1), StepFactor: 2, Precision: 0.05}, "--start-rate"},
+	} {
+		if err := tt.s.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: got %v, want an error naming %s", tt.s, err, tt.want)
+		}
+	}
+}
+
+func TestRoundRate(t *testing.T) {
+	for in, want := range map[float64]float64{287.5: 288, 412.5: 413, 1.2345: 1.23, 150000: 150000, 123456: 123000} {
+		if got := roundRate(in); math.Abs(got-want) > 1e-9 {
+			t.Errorf("roundRate(%v) = %v, want %v", in, got, want)
+		}
+	}
+}
