@@ -51,8 +51,11 @@ func TestNotHAR(t *testing.T) {
 // FuzzHAR feeds the converter anything: it errs or skips, never panics,
 // and what it writes is a valid traffic file.
 func FuzzHAR(f *testing.F) {
-	seed, _ := os.ReadFile(filepath.Join("testdata", "browser.har"))
-	f.Add(seed)
+	seeds, _ := filepath.Glob(filepath.Join("testdata", "*.har"))
+	for _, name := range seeds {
+		seed, _ := os.ReadFile(name)
+		f.Add(seed)
+	}
 	f.Add([]byte(`{"log":{"entries":[{"request":{"method":"GET","url":"http://h/"},"response":{"status":0}}]}}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var out bytes.Buffer
