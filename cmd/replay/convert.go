@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/replay-dev/replay/internal/outfile"
@@ -226,16 +229,19 @@ func newImportCmd(std stdio) *cobra.Command {
 	cmd.AddCommand(
 		importer(std, "har FILE.har", "Convert a HAR 1.2 file (a browser's or a proxy's export) to RRPairs",
 			`Convert a HAR 1.2 file to RRPairs: entries ordered by startedDateTime, pages
-as sessions, HTTP/2 pseudo-headers and hop-by-hop headers dropped,
-Content-Length left to the replay, postData.text (or its params, form-encoded)
-as the body, the response's content.text (base64 when so encoded) kept for
---compare. HTTP/2 and 3 entries become HTTP/1.1 pairs, counted as
-downgraded. Entries that cannot be converted are skipped, reported on
-stderr with their number.`,
+as sessions, the URL's path and query as recorded, HTTP/2 pseudo-headers and
+hop-by-hop headers dropped, a recorded Content-Length kept in place (the
+replay writes the length of the body it sends), postData.text (or its
+params, rebuilt) as the body, the response's content.text (base64 when so
+encoded) kept for --compare. HTTP/2 and 3 entries keep their version; a run
+that sends them as HTTP/1.1 counts them as downgraded. Entries that never
+reached the network (cache hits, WebSockets, status 0) and entries that
+cannot be converted are skipped, counted by reason, and reported on stderr
+with their number.`,
 			"  replay import har session.har -o traffic.jsonl", "entry",
 			func(r io.Reader, w io.Writer, skip func(int, string)) (string, error) {
 				st, err := har.Convert(r, w, skip)
-				return fmt.Sprintf("%d entries, %d pairs written, %d downgraded from HTTP/2 or 3", st.Entries, st.Written, st.Downgraded), err
+				return harSummary(&st), err
 			}),
 		importer(std, "gor FILE.gor", "Convert a GoReplay capture (.gor, .gor.gz) to RRPairs",
 			`Convert a GoReplay capture file to RRPairs: each request with its original
@@ -291,4 +297,53 @@ func importer(std stdio, use, short, long, example, what string, convert func(io
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the RRPairs to `FILE` (default: standard output)")
 	cmd.Flags().BoolVar(&strict, "strict", false, "fail when any "+what+" cannot be converted")
 	return cmd
+}
+
+// harSummary is the import summary of a HAR: what was written, skipped by
+// reason, and kept with a change.
+func harSummary(st *har.Stats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d entries, %d pairs written (%d recorded as HTTP/2 or 3)", st.Entries, st.Written, st.HTTP2)
+	if n := st.SkippedTotal(); n > 0 {
+		keys := slices.Sorted(maps.Keys(st.Skipped))
+		for i, k := range keys {
+			keys[i] = fmt.Sprintf("%s %d", k, st.Skipped[k])
+		}
+		fmt.Fprintf(&b, "; skipped %d: %s", n, strings.Join(keys, ", "))
+	}
+	var dropped []string
+	for _, d := range []struct {
+		n    int
+		what string
+	}{{st.BadHeaders, "request header field"}, {st.AnswerHeaders, "answer header field"}, {st.AnswersDropped, "recorded answer"}} {
+		if d.n > 0 {
+			dropped = append(dropped, plural(d.n, d.what))
+		}
+	}
+	if len(dropped) > 0 {
+		fmt.Fprintf(&b, "; dropped %s", strings.Join(dropped, ", "))
+	}
+	if n := len(st.NoBody); n > 0 {
+		list := make([]string, 0, 5)
+		for _, e := range st.NoBody[:min(n, 5)] {
+			list = append(list, strconv.Itoa(e))
+		}
+		more := ""
+		if n > 5 {
+			more = fmt.Sprintf(" and %d more", n-5)
+		}
+		fmt.Fprintf(&b, "; %s not captured, sent empty (entries %s%s)", plural(n, "body"), strings.Join(list, ", "), more)
+	}
+	return b.String()
+}
+
+// plural is "1 body", "2 bodies", "3 answer header fields".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	if strings.HasSuffix(what, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(what, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
