@@ -37,7 +37,7 @@ type postData struct {
 	MimeType  string   `json:"mimeType"`
 	Text      string   `json:"text"`
 	Encoding  string   `json:"encoding"`
-	Encoding_ string   `json:"_encoding"` //nolint:revive // a recorder's spelling
+	EncodingX string   `json:"_encoding"` // another recorder's spelling
 	Params    rawValue `json:"params"`
 }
 
@@ -314,7 +314,7 @@ func hopOnly(name string) bool {
 func (c *converter) body(req *request, hs []rrpair.Field, n int) ([]byte, string) {
 	pd := &req.PostData
 	if pd.Text != "" {
-		if enc := pd.Encoding + pd.Encoding_; strings.EqualFold(enc, "base64") {
+		if enc := pd.Encoding + pd.EncodingX; strings.EqualFold(enc, "base64") {
 			b, err := base64.StdEncoding.DecodeString(pd.Text)
 			if err != nil {
 				return nil, fmt.Sprintf("invalid: request.postData.text: bad base64: %v", err)
