@@ -151,7 +151,7 @@ func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
 		var e struct {
 			StartedDateTime json.RawMessage `json:"startedDateTime"`
 		}
-		json.Unmarshal(raw, &e)                      //nolint:errcheck // a bad shape is the second pass's to report
+		json.Unmarshal(raw, &e)                       //nolint:errcheck // a bad shape is the second pass's to report
 		at, _ := parseStarted(str(e.StartedDateTime)) // and a bad time
 		refs = append(refs, ref{at.Unix(), off, int32(at.Nanosecond()), int32(n)})
 		return nil

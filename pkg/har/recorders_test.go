@@ -248,7 +248,7 @@ func TestPostData(t *testing.T) {
 // Syntax errors say where, by line and column, and in HAR terms.
 func TestSyntaxErrors(t *testing.T) {
 	tests := []struct {
-		name, in string
+		name, in  string
 		line, col int
 		path, msg string
 	}{
