@@ -17,6 +17,13 @@ import (
 // answer and the form params are read apart (answer, postData.Params), so
 // that a problem in them does not lose the request.
 type entry struct {
+	// What says an entry never touched the network, read whatever the
+	// shape of the rest (json.Unmarshal goes on past a wrong type).
+	ResourceType json.RawMessage `json:"_resourceType"`
+	WebSocket    json.RawMessage `json:"_webSocketMessages"`
+	FetchType    json.RawMessage `json:"_fetchType"`
+	FromCache    json.RawMessage `json:"_fromCache"`
+
 	PageRef         string   `json:"pageref"`
 	StartedDateTime string   `json:"startedDateTime"`
 	Time            lenient  `json:"time"`
@@ -49,9 +56,9 @@ type param struct {
 }
 
 type answer struct {
-	Status      int    `json:"status"`
-	HTTPVersion string `json:"httpVersion"`
-	Headers     []nv   `json:"headers"`
+	Status      json.RawMessage `json:"status"` // read by status: a wrong type drops the answer, not the request
+	HTTPVersion string          `json:"httpVersion"`
+	Headers     []nv            `json:"headers"`
 	Content     struct {
 		Text     string `json:"text"`
 		Encoding string `json:"encoding"`
@@ -86,21 +93,18 @@ func (n *lenient) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// probe is what classifies an entry before it is read in full: whatever
-// the shape of the rest, a WebSocket or a cache hit is skipped as such.
-type probe struct {
-	ResourceType json.RawMessage `json:"_resourceType"`
-	WebSocket    json.RawMessage `json:"_webSocketMessages"`
-	FetchType    json.RawMessage `json:"_fetchType"`
-	FromCache    json.RawMessage `json:"_fromCache"`
-	Request      json.RawMessage `json:"request"`
-	Response     json.RawMessage `json:"response"`
-}
-
-type probeMessage struct {
-	URL         json.RawMessage `json:"url"`
-	HTTPVersion json.RawMessage `json:"httpVersion"`
-	Status      json.RawMessage `json:"status"`
+// status is the answer's status, -1 when it is not a number (or a
+// numeric string), 0 when absent.
+func (a *answer) status() int {
+	v := strings.Trim(strings.TrimSpace(string(a.Status)), `"`)
+	if v == "" || v == "null" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // str is a JSON string's value, or "" for anything else.
@@ -112,36 +116,29 @@ func str(raw json.RawMessage) string {
 	return s
 }
 
-// offNetwork says why an entry never touched the network, as a skip
-// reason, or "". firefox: the file is Firefox's.
-func offNetwork(raw []byte, firefox bool) string {
-	var p probe
-	var req, res probeMessage
-	if json.Unmarshal(raw, &p) != nil {
-		return ""
-	}
-	json.Unmarshal(p.Request, &req)  //nolint:errcheck // a bad shape is the full read's to report
-	json.Unmarshal(p.Response, &res) //nolint:errcheck
-	url := strings.ToLower(str(req.URL))
+// offNetwork says why entry e (its answer res) never touched the network,
+// as a skip reason, or "". firefox: the file is Firefox's.
+func offNetwork(e *entry, res *answer, firefox bool) string {
+	url := strings.ToLower(e.Request.URL)
 	switch {
-	case strings.EqualFold(str(p.ResourceType), "websocket"),
-		len(p.WebSocket) > 0 && string(p.WebSocket) != "null",
+	case strings.EqualFold(str(e.ResourceType), "websocket"),
+		len(e.WebSocket) > 0 && string(e.WebSocket) != "null",
 		strings.HasPrefix(url, "ws://"), strings.HasPrefix(url, "wss://"):
 		return "websocket: a WebSocket; its messages are not HTTP requests"
 	}
-	if ft := str(p.FetchType); ft != "" && !strings.EqualFold(ft, "Network Load") {
+	if ft := str(e.FetchType); ft != "" && !strings.EqualFold(ft, "Network Load") {
 		if strings.Contains(strings.ToLower(ft), "cache") {
 			return fmt.Sprintf("cache: answered from the browser's cache (_fetchType %q)", ft)
 		}
 		return fmt.Sprintf("local: answered without the network (_fetchType %q)", ft)
 	}
-	if fc := str(p.FromCache); fc != "" {
+	if fc := str(e.FromCache); fc != "" {
 		return fmt.Sprintf("cache: answered from the browser's cache (_fromCache %q)", fc)
 	}
-	if firefox && str(req.HTTPVersion) == "" && str(res.HTTPVersion) == "" {
+	if firefox && e.Request.HTTPVersion == "" && res.HTTPVersion == "" {
 		return "cache: answered from Firefox's cache (no httpVersion)"
 	}
-	if status := strings.TrimSpace(string(res.Status)); status == "0" || status == `"0"` {
+	if len(res.Status) > 0 && res.status() == 0 {
 		return "no-answer: status 0: blocked, cancelled or failed before an answer"
 	}
 	return ""
@@ -154,27 +151,39 @@ type converter struct {
 	line    []byte
 }
 
-// entry converts entry n (from 1) of the file, raw, into c.line, or says
-// why it is skipped.
-func (c *converter) entry(raw []byte, n int) (ok bool, why string) {
-	if why := offNetwork(raw, c.firefox); why != "" {
+// entry converts entry n (from 1) of the file into c.line, or says why it
+// is skipped.
+//
+// e is the entry as read, err what reading it met (a value of the wrong
+// type), and raw reads its JSON again, for the error's HAR path.
+func (c *converter) entry(e *entry, err error, raw func() []byte, n int) (ok bool, why string) {
+	var res answer
+	resErr := json.Unmarshal(e.Response, &res)
+	if len(e.Response) == 0 {
+		resErr = nil
+	}
+	if why := offNetwork(e, &res, c.firefox); why != "" {
 		return false, why
 	}
-	var e entry
-	if err := json.Unmarshal(raw, &e); err != nil {
-		return false, "shape: " + shapeError(err, raw, fmt.Sprintf("log.entries[%d]", n-1))
+	if err != nil {
+		return false, "shape: " + shapeError(err, raw(), fmt.Sprintf("log.entries[%d]", n-1))
 	}
-	r, why := c.record(&e, n)
+	r, why := c.record(e, &res, n)
 	if r == nil {
 		return false, why
 	}
-	var err error
+	dropped := resErr != nil
+	if !dropped && len(e.Response) > 0 {
+		dropped = !c.answer(r, &res)
+	}
 	c.line, err = rrpair.AppendChecked(c.line[:0], r)
 	if err != nil && r.Status != 0 { // the answer's fault, perhaps: keep the request
 		r.Status, r.ResHeaders, r.ResBody = 0, nil, nil
-		if c.line, err = rrpair.AppendChecked(c.line[:0], r); err == nil {
-			c.st.AnswersDropped++
-		}
+		c.line, err = rrpair.AppendChecked(c.line[:0], r)
+		dropped = true
+	}
+	if err == nil && dropped {
+		c.st.AnswersDropped++
 	}
 	if err != nil {
 		return false, "invalid: " + err.Error()
@@ -186,7 +195,7 @@ func (c *converter) entry(raw []byte, n int) (ok bool, why string) {
 }
 
 // record builds the pair of e, or says why it cannot.
-func (c *converter) record(e *entry, n int) (*rrpair.Record, string) {
+func (c *converter) record(e *entry, res *answer, n int) (*rrpair.Record, string) {
 	req := &e.Request
 	if req.Method == "" {
 		return nil, "invalid: request.method: missing"
@@ -206,11 +215,6 @@ func (c *converter) record(e *entry, n int) (*rrpair.Record, string) {
 	if e.Time > 0 {
 		r.Duration = time.Duration(float64(e.Time) * float64(time.Millisecond))
 	}
-	var res answer
-	resOK := len(e.Response) > 0 && json.Unmarshal(e.Response, &res) == nil
-	if len(e.Response) > 0 && !resOK {
-		c.st.AnswersDropped++
-	}
 	r.Version = version(req.HTTPVersion, res.HTTPVersion, req.Headers)
 	length := c.requestHeaders(r, req.Headers)
 	var why string
@@ -219,9 +223,6 @@ func (c *converter) record(e *entry, n int) (*rrpair.Record, string) {
 	}
 	if len(r.Body) == 0 && (length > 0 || req.BodySize > 0) {
 		c.st.NoBody = append(c.st.NoBody, n)
-	}
-	if resOK {
-		c.answer(r, &res)
 	}
 	return r, ""
 }
@@ -247,22 +248,21 @@ func (c *converter) requestHeaders(r *rrpair.Record, hs []nv) (length int64) {
 	return length
 }
 
-// answer adds the recorded answer of the entry to r; its faults drop what
-// they touch, counted, never the request.
-func (c *converter) answer(r *rrpair.Record, res *answer) {
-	if res.Status < 100 || res.Status > 999 {
-		c.st.AnswersDropped++
-		return
+// answer adds the recorded answer of the entry to r, and reports whether
+// it could; its faults drop what they touch, never the request.
+func (c *converter) answer(r *rrpair.Record, res *answer) bool {
+	status := res.status()
+	if status < 100 || status > 999 {
+		return false
 	}
 	body := []byte(res.Content.Text)
 	if strings.EqualFold(res.Content.Encoding, "base64") {
 		var err error
 		if body, err = base64.StdEncoding.DecodeString(res.Content.Text); err != nil {
-			c.st.AnswersDropped++
-			return
+			return false
 		}
 	}
-	r.Status, r.ResBody = res.Status, body
+	r.Status, r.ResBody = status, body
 	for _, h := range res.Headers {
 		switch {
 		case strings.HasPrefix(h.Name, ":"), rrpair.ConnectionHeader(h.Name), hopOnly(h.Name), strings.EqualFold(h.Name, "content-length"):
@@ -273,6 +273,7 @@ func (c *converter) answer(r *rrpair.Record, res *answer) {
 			c.fields(h, &r.ResHeaders, &c.st.AnswerHeaders)
 		}
 	}
+	return true
 }
 
 // fields adds header h to hs, one field per line of its value: chrome-har

@@ -143,16 +143,12 @@ func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
 	}
 	s := &scan{r: r, base: base, dec: json.NewDecoder(r)}
 	var refs []ref
-	err = s.entries(func(n int, off int64, raw json.RawMessage) error {
+	err = s.entries(func(n int, off int64, started json.RawMessage) error {
 		st.Entries = n
 		if n > math.MaxInt32 {
 			return fmt.Errorf("entry %d: more entries than a file can be sorted with", n)
 		}
-		var e struct {
-			StartedDateTime json.RawMessage `json:"startedDateTime"`
-		}
-		json.Unmarshal(raw, &e)                       //nolint:errcheck // a bad shape is the second pass's to report
-		at, _ := parseStarted(str(e.StartedDateTime)) // and a bad time
+		at, _ := parseStarted(str(started)) // a bad time is the second pass's to report
 		refs = append(refs, ref{at.Unix(), off, int32(at.Nanosecond()), int32(n)})
 		return nil
 	})
@@ -163,11 +159,18 @@ func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
 	c := &converter{st: &st, firefox: s.firefox}
 	br := bufio.NewReader(r)
 	for _, f := range refs {
-		raw, err := readAt(r, br, f.off)
-		if err != nil {
+		var e entry
+		err := readAt(r, br, f.off, &e)
+		var te *json.UnmarshalTypeError
+		if err != nil && !errors.As(err, &te) {
 			return st, fmt.Errorf("entry %d: %w", f.n, err)
 		}
-		ok, why := c.entry(raw, int(f.n))
+		raw := func() []byte {
+			var raw json.RawMessage
+			readAt(r, br, f.off, &raw) //nolint:errcheck // read whole before
+			return raw
+		}
+		ok, why := c.entry(&e, err, raw, int(f.n))
 		if !ok {
 			st.Skipped[ReasonKey(why)]++
 			skip(int(f.n), why)
@@ -182,19 +185,17 @@ func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
 }
 
 // readAt reads the JSON value that follows offset off of r (after the
-// previous token: a comma and spaces first).
-func readAt(r io.ReadSeeker, br *bufio.Reader, off int64) (json.RawMessage, error) {
+// previous token: a comma and spaces first) into v.
+func readAt(r io.ReadSeeker, br *bufio.Reader, off int64, v any) error {
 	start, err := valueStart(r, br, off)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := r.Seek(start, io.SeekStart); err != nil {
-		return nil, err
+		return err
 	}
 	br.Reset(r)
-	var raw json.RawMessage
-	err = json.NewDecoder(br).Decode(&raw)
-	return raw, err
+	return json.NewDecoder(br).Decode(v)
 }
 
 // valueStart is where the value after offset off of r begins: past spaces
@@ -238,8 +239,8 @@ type scan struct {
 func (s *scan) pos() int64 { return s.base + s.dec.InputOffset() }
 
 // entries calls fn for each entry of log.entries with its number (from 1),
-// the offset where the previous token ended, and its JSON.
-func (s *scan) entries(fn func(n int, off int64, raw json.RawMessage) error) error {
+// the offset where the previous token ended, and its startedDateTime.
+func (s *scan) entries(fn func(n int, off int64, started json.RawMessage) error) error {
 	if err := s.delim('{', "", "not a HAR: want an object"); err != nil {
 		return err
 	}
@@ -270,7 +271,7 @@ func (s *scan) entries(fn func(n int, off int64, raw json.RawMessage) error) err
 }
 
 // log walks the log object.
-func (s *scan) log(fn func(n int, off int64, raw json.RawMessage) error) error {
+func (s *scan) log(fn func(n int, off int64, started json.RawMessage) error) error {
 	if err := s.delim('{', "log", "want an object"); err != nil {
 		return err
 	}
@@ -286,11 +287,16 @@ func (s *scan) log(fn func(n int, off int64, raw json.RawMessage) error) error {
 			}
 			for n := 1; s.dec.More(); n++ {
 				mark := s.pos()
-				var raw json.RawMessage
-				if err := s.dec.Decode(&raw); err != nil {
+				var e struct {
+					StartedDateTime json.RawMessage `json:"startedDateTime"`
+				}
+				// The whole entry is read, which checks its JSON; a wrong
+				// shape is the second pass's to report.
+				var te *json.UnmarshalTypeError
+				if err := s.dec.Decode(&e); err != nil && !errors.As(err, &te) {
 					return s.fail(err, mark, fmt.Sprintf("log.entries[%d]", n-1))
 				}
-				if err := fn(n, mark, raw); err != nil {
+				if err := fn(n, mark, e.StartedDateTime); err != nil {
 					return err
 				}
 			}
