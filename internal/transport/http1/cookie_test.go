@@ -52,21 +52,7 @@ func TestCookieJoinAllocatesNothing(t *testing.T) {
 	f := openLines(t, `{"http":{"req":{"method":"GET","uri":"/c","host":"h","version":"2","headers":{"cookie":["a=1","b=2","c=3"],"accept":["*/*"]}}}}`)
 	c := newTransport(t, Options{Target: srv.URL(), Timeout: 5 * time.Second}).NewClient(0, func() int64 { return time.Now().UnixNano() })
 	defer c.Close()
-	cur := f.NewCursor()
-	var pair rrpair.Pair
-	var res result.Result
-	do := func() {
-		cur.Start(0)
-		if more, err := cur.Next(&pair); !more || err != nil {
-			t.Fatalf("Next: %v, %v", more, err)
-		}
-		res = result.Result{}
-		if c.Do(&pair.Req, &pair, &res) == nil || res.Status != 202 {
-			t.Fatalf("got %+v, want a 202", res)
-		}
-	}
-	do() // the first opens the connection and grows the buffers
-	if n := testing.AllocsPerRun(100, do); n != 0 {
+	if n := allocsPerRequest(t, c, f, func(res *result.Result) bool { return res.Status == 202 }); n != 0 {
 		t.Errorf("got %v allocations a request, want 0", n)
 	}
 }
