@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -295,6 +296,8 @@ func TestWrongTypes(t *testing.T) {
 		entry(``, ""),
 		entry(`,"headers":[{"name":"a","value":1}]`, ""),
 		`{"request":{"method":"GET","url":"http://h/x","headers":[]},"response":{"status":200,"headers":[{"name":"a","value":{"x":1}}]}}`,
+		`1`,
+		`{"request":[]}`,
 	}, ",") + `]}}`
 	var skipped []string
 	var out bytes.Buffer
@@ -305,7 +308,10 @@ func TestWrongTypes(t *testing.T) {
 	want := []string{
 		"shape: log.entries[0].request.httpVersion: want a string, got a number",
 		"shape: log.entries[3].request.headers[0].value: want a string, got a number",
+		"shape: log.entries[5]: want an object, got a number",
+		"shape: log.entries[6].request: want an object, got an array",
 	}
+	slices.Sort(skipped) // in time order, those without a time first
 	if !reflect.DeepEqual(skipped, want) {
 		t.Errorf("skipped\n%q\nwant\n%q", skipped, want)
 	}
