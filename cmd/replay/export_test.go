@@ -181,7 +181,7 @@ func TestExportK6PreallocatesMostVUs(t *testing.T) {
 func TestImportReportsSkipped(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "t.jsonl")
 	r := runMain(t, context.Background(), "", "import", "har", "../../pkg/har/testdata/browser.har", "-o", out)
-	if r.code != 0 || !strings.Contains(r.stderr, "3 pairs written, 2 downgraded") || !strings.Contains(r.stderr, "skipped 1 entry:\n  entry 4: request.url") {
+	if r.code != 0 || !strings.Contains(r.stderr, "3 pairs written (2 recorded as HTTP/2 or 3); skipped 1: url 1") || !strings.Contains(r.stderr, "skipped 1 entry:\n  entry 4: url: ") {
 		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 	if r := runMain(t, context.Background(), "", "inspect", out); r.code != 0 {

@@ -27,16 +27,25 @@ func newImportCmd(std stdio) *cobra.Command {
 			use: "har FILE.har", what: "entry",
 			short: "Convert a HAR 1.2 file (a browser's or a proxy's export) to RRPairs",
 			long: `Convert a HAR 1.2 file to RRPairs: entries ordered by startedDateTime, pages
-as sessions, HTTP/2 pseudo-headers and hop-by-hop headers dropped,
-Content-Length left to the replay, postData.text (or its params, form-encoded)
-as the body, the response's content.text (base64 when so encoded) kept for
---compare. HTTP/2 and 3 entries become HTTP/1.1 pairs, counted as
-downgraded. Entries that cannot be converted are skipped, reported on
-stderr with their number.`,
+as sessions, the URL's path and query as recorded, HTTP/2 pseudo-headers and
+hop-by-hop headers dropped, a recorded Content-Length kept in place (the
+replay writes the length of the body it sends), postData.text (or its
+params, rebuilt) as the body, the response's content.text (base64 when so
+encoded) kept for --compare. HTTP/2 and 3 entries keep their version; a run
+that sends them as HTTP/1.1 counts them as downgraded. Entries that never
+reached the network (cache hits, WebSockets, status 0) and entries that
+cannot be converted are skipped, counted by reason, and reported on stderr
+with their number.`,
 			example: "  replay import har session.har -o traffic.jsonl",
 			convert: func(ins []importInput, w io.Writer, sk *skipped) (converted, error) {
-				st, err := har.Convert(ins[0].r, w, sk.add)
-				return converted{fmt.Sprintf("%d entries, %d pairs written, %d downgraded from HTTP/2 or 3", st.Entries, st.Written, st.Downgraded), st.Written, ""}, err
+				st, err := har.Convert(ins[0].r, w, func(entry int, why string) {
+					if har.OffNetwork(why) {
+						sk.addNotTraffic(entry, why)
+					} else {
+						sk.add(entry, why)
+					}
+				})
+				return converted{harSummary(&st), st.Written, ""}, err
 			},
 		}),
 		importer(std, importSpec{

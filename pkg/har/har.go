@@ -1,108 +1,127 @@
 // Package har converts HAR 1.2 files (what browsers and proxies export) to
-// RRPairs. Entries are decoded one at a time from the JSON stream and
-// written ordered by startedDateTime: a file in two passes (offsets and
-// times first, 24 bytes an entry), a pipe by holding the converted lines.
+// RRPairs, as real recorders write them: entries are read one at a time,
+// each on its own, so that an entry of an unexpected shape is skipped (and
+// counted by reason) without losing the others, and written ordered by
+// startedDateTime in two passes over the file (offsets and times first, 24
+// bytes an entry).
 package har
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"net/url"
+	"os"
 	"slices"
 	"strings"
-	"time"
-
-	"github.com/replay-dev/replay/pkg/rrpair"
 )
-
-// Entry is the part of a HAR entry the conversion reads.
-type Entry struct {
-	PageRef         string  `json:"pageref"`
-	StartedDateTime string  `json:"startedDateTime"`
-	Time            float64 `json:"time"`
-	Request         struct {
-		Method      string `json:"method"`
-		URL         string `json:"url"`
-		HTTPVersion string `json:"httpVersion"`
-		Headers     []nv   `json:"headers"`
-		PostData    *struct {
-			MimeType string `json:"mimeType"`
-			Text     string `json:"text"`
-			Params   []nv   `json:"params"`
-		} `json:"postData"`
-	} `json:"request"`
-	Response struct {
-		Status  int  `json:"status"`
-		Headers []nv `json:"headers"`
-		Content struct {
-			Text     string `json:"text"`
-			Encoding string `json:"encoding"`
-		} `json:"content"`
-	} `json:"response"`
-}
-
-type nv struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
 
 // Stats say what a conversion did.
 type Stats struct {
-	Entries    int // entries read
-	Written    int // pairs written
-	Downgraded int // HTTP/2 or 3 entries, written as HTTP/1.1 pairs
+	Entries int // entries read
+	Written int // pairs written
+	// HTTP2 counts the pairs written recorded as HTTP/2 or 3
+	// (http.req.version "2" or "3"); a run that sends one as HTTP/1.1
+	// counts it as downgraded.
+	HTTP2 int
+	// Skipped counts the entries not written, by reason: the key that
+	// starts the Skip's why. "websocket", "cache" and "local" (answered
+	// without the network), "no-answer" (status 0) never reached the
+	// network; "url" (not http or https), "shape" (a value of the wrong
+	// type), "time" (a startedDateTime that is not a time) and "invalid"
+	// (what a replay could not send) did, and are lost.
+	Skipped map[string]int
+
+	// Written, with a change:
+	BadHeaders     int // request header fields dropped: a name that is not a token (WebPageTest's request line), a value with CR or NUL
+	AnswerHeaders  int // recorded answer header fields dropped, for the same reasons
+	AnswersDropped int // recorded answers that could not be read, dropped (the request kept)
+	SplitValues    int // header values with embedded LFs, split into one field a line
+	// NoBody lists the entries (from 1) whose body the recorder did not
+	// capture (a recorded Content-Length or bodySize over 0, no text, no
+	// params it could be rebuilt from): sent with an empty body.
+	NoBody []int
+}
+
+// SkippedTotal is the number of entries skipped, whatever the reason.
+func (s *Stats) SkippedTotal() int {
+	n := 0
+	for _, k := range s.Skipped {
+		n += k
+	}
+	return n
 }
 
 // Skip receives an entry that could not be converted: its number in the
-// file (from 1) and why.
+// file (from 1) and why, a reason key then the detail:
+// "cache: answered from the browser's cache (_fetchType "Memory Cache")".
 type Skip func(entry int, why string)
 
+// ReasonKey is the reason key that starts a Skip's why ("cache").
+func ReasonKey(why string) string {
+	key, _, _ := strings.Cut(why, ":")
+	return key
+}
+
+// OffNetwork reports whether a Skip's why is an entry that never reached
+// the network (a cache hit, a WebSocket, a local answer, status 0): not
+// traffic to replay, rather than a request the import lost.
+func OffNetwork(why string) bool {
+	switch ReasonKey(why) {
+	case "websocket", "cache", "local", "no-answer":
+		return true
+	}
+	return false
+}
+
+// ParseError is a file that is not a HAR: where (line and column, from 1;
+// the HAR path of the value, such as log.entries[129].request.postData)
+// and why. Column counts characters.
+type ParseError struct {
+	Line, Column int
+	Path         string
+	Err          error
+}
+
+func (e *ParseError) Error() string {
+	where := fmt.Sprintf("line %d, column %d", e.Line, e.Column)
+	if e.Path != "" {
+		where += ": " + e.Path
+	}
+	return where + ": " + e.Err.Error()
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
 // Convert reads a HAR from r and writes its entries to w as RRPair lines,
-// ordered by startedDateTime; pages become sessions. When r can seek (a
-// file), it streams in two passes: the first keeps each entry's offset and
-// time (24 bytes an entry), the second converts the entries in time order.
-// Otherwise (a pipe, even as an *os.File) the converted lines are held
-// until they can be sorted.
+// ordered by startedDateTime; pages become sessions. It reads in two
+// passes: the first checks the JSON and keeps each entry's offset and time
+// (24 bytes an entry), the second converts the entries in time order, one
+// at a time. An input that cannot seek (a pipe) is first copied to a
+// temporary file. A UTF-8 byte-order mark before the JSON is skipped.
 func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 	if rs, ok := r.(io.ReadSeeker); ok {
 		if _, err := rs.Seek(0, io.SeekCurrent); err == nil {
 			return convertSeeking(rs, w, skip)
 		}
 	}
-	var st Stats
-	type rec struct {
-		at   time.Time
-		line []byte
-	}
-	var recs []rec
-	err := entries(r, func(n int, _ int64, dec *json.Decoder) error {
-		st.Entries = n
-		var e Entry
-		if err := dec.Decode(&e); err != nil {
-			return fmt.Errorf("entry %d: %w", n, err)
-		}
-		if line, at, ok := convert(&e, n, &st, skip); ok {
-			recs = append(recs, rec{at, line})
-		}
-		return nil
-	})
+	tmp, err := os.CreateTemp("", "replay-har-*")
 	if err != nil {
-		return st, err
+		return Stats{}, fmt.Errorf("copy the input to a temporary file: %w", err)
 	}
-	slices.SortStableFunc(recs, func(a, b rec) int { return a.at.Compare(b.at) })
-	for _, r := range recs {
-		if _, err := w.Write(r.line); err != nil {
-			return st, err
-		}
-		st.Written++
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if _, err := io.Copy(tmp, r); err != nil {
+		return Stats{}, fmt.Errorf("copy the input to a temporary file: %w", err)
 	}
-	return st, nil
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return Stats{}, err
+	}
+	return convertSeeking(tmp, w, skip)
 }
 
 // ref is what the first pass keeps of an entry: 24 bytes.
@@ -117,239 +136,260 @@ func (a ref) compare(b ref) int {
 	return cmp.Or(cmp.Compare(a.sec, b.sec), cmp.Compare(a.nsec, b.nsec))
 }
 
-// convertSeeking is Convert in two passes over a seekable input.
+var bom = []byte("\xef\xbb\xbf")
+
+// convertSeeking is Convert over a seekable input.
 func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
-	var st Stats
-	var refs []ref
+	st := Stats{Skipped: map[string]int{}}
 	base, err := r.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return st, err
 	}
-	err = entries(r, func(n int, off int64, dec *json.Decoder) error {
+	var head [3]byte
+	if n, _ := io.ReadFull(r, head[:]); n == 3 && bytes.Equal(head[:], bom) {
+		base += 3
+	}
+	if _, err := r.Seek(base, io.SeekStart); err != nil {
+		return st, err
+	}
+	s := &scan{r: r, base: base, dec: json.NewDecoder(r)}
+	var refs []ref
+	err = s.entries(func(n int, off int64, started json.RawMessage) error {
 		st.Entries = n
-		var e struct {
-			StartedDateTime string `json:"startedDateTime"`
-		}
-		if err := dec.Decode(&e); err != nil {
-			return fmt.Errorf("entry %d: %w", n, err)
-		}
 		if n > math.MaxInt32 {
 			return fmt.Errorf("entry %d: more entries than a file can be sorted with", n)
 		}
-		at, _ := time.Parse(time.RFC3339Nano, e.StartedDateTime) // checked in the second pass
-		refs = append(refs, ref{at.Unix(), base + off, int32(at.Nanosecond()), int32(n)})
+		at, _ := parseStarted(str(started)) // a bad time is the second pass's to report
+		refs = append(refs, ref{at.Unix(), off, int32(at.Nanosecond()), int32(n)})
 		return nil
 	})
 	if err != nil {
 		return st, err
 	}
 	slices.SortStableFunc(refs, ref.compare)
+	c := &converter{st: &st, firefox: s.firefox}
 	br := bufio.NewReader(r)
 	for _, f := range refs {
-		if _, err := r.Seek(f.off, io.SeekStart); err != nil {
-			return st, err
-		}
-		br.Reset(r)
-		for { // from the end of the previous token: skip "," and space
-			c, err := br.ReadByte()
-			if err != nil {
-				return st, err
-			}
-			if c != ',' && c != ' ' && c != '\n' && c != '\r' && c != '\t' {
-				br.UnreadByte()
-				break
-			}
-		}
-		var e Entry
-		if err := json.NewDecoder(br).Decode(&e); err != nil {
+		var e entry
+		err := readAt(r, br, f.off, &e)
+		var te *json.UnmarshalTypeError
+		if err != nil && !errors.As(err, &te) {
 			return st, fmt.Errorf("entry %d: %w", f.n, err)
 		}
-		if line, _, ok := convert(&e, int(f.n), &st, skip); ok {
-			if _, err := w.Write(line); err != nil {
-				return st, err
-			}
-			st.Written++
+		raw := func() []byte {
+			var raw json.RawMessage
+			readAt(r, br, f.off, &raw) //nolint:errcheck // read whole before
+			return raw
 		}
+		ok, why := c.entry(&e, err, raw, int(f.n))
+		if !ok {
+			st.Skipped[ReasonKey(why)]++
+			skip(int(f.n), why)
+			continue
+		}
+		if _, err := w.Write(c.line); err != nil {
+			return st, err
+		}
+		st.Written++
 	}
 	return st, nil
 }
 
-// convert makes entry n's line, or skips it.
-func convert(e *Entry, n int, st *Stats, skip Skip) ([]byte, time.Time, bool) {
-	r, err := Record(e)
+// readAt reads the JSON value that follows offset off of r (after the
+// previous token: a comma and spaces first) into v.
+func readAt(r io.ReadSeeker, br *bufio.Reader, off int64, v any) error {
+	start, err := valueStart(r, br, off)
 	if err != nil {
-		skip(n, err.Error())
-		return nil, time.Time{}, false
+		return err
 	}
-	line, err := rrpair.AppendChecked(nil, r)
-	if err != nil {
-		skip(n, err.Error())
-		return nil, time.Time{}, false
+	if _, err := r.Seek(start, io.SeekStart); err != nil {
+		return err
 	}
-	if r.Version == "2" || r.Version == "3" {
-		st.Downgraded++
-	}
-	return line, r.TS, true
+	br.Reset(r)
+	return json.NewDecoder(br).Decode(v)
 }
 
-// entries walks log.entries of the HAR in r, calling fn for entry n (from
-// 1) with the decoder positioned before it and the offset where the
-// previous token ended; fn must consume the entry.
-func entries(r io.Reader, fn func(n int, off int64, dec *json.Decoder) error) error {
-	dec := json.NewDecoder(r)
-	if err := expectDelim(dec, '{'); err != nil {
-		return fmt.Errorf("not a HAR: %w", err)
+// valueStart is where the value after offset off of r begins: past spaces
+// and one comma or colon.
+func valueStart(r io.ReadSeeker, br *bufio.Reader, off int64) (int64, error) {
+	if _, err := r.Seek(off, io.SeekStart); err != nil {
+		return 0, err
+	}
+	br.Reset(r)
+	sep := false
+	for {
+		c, err := br.ReadByte()
+		if err != nil {
+			if err == io.EOF {
+				return off, nil
+			}
+			return 0, err
+		}
+		switch {
+		case c == ' ' || c == '\n' || c == '\r' || c == '\t':
+		case (c == ',' || c == ':') && !sep:
+			sep = true
+		default:
+			return off, nil
+		}
+		off++
+	}
+}
+
+// scan is the first pass: it walks the HAR's structure down to
+// log.entries, reading each entry whole (which checks its JSON), and
+// log.creator.
+type scan struct {
+	r       io.ReadSeeker
+	base    int64 // where the JSON starts in r (after a byte-order mark)
+	dec     *json.Decoder
+	firefox bool // log.creator.name says Firefox
+}
+
+// pos is the offset in r where the decoder stands.
+func (s *scan) pos() int64 { return s.base + s.dec.InputOffset() }
+
+// entries calls fn for each entry of log.entries with its number (from 1),
+// the offset where the previous token ended, and its startedDateTime.
+func (s *scan) entries(fn func(n int, off int64, started json.RawMessage) error) error {
+	if err := s.delim('{', "", "not a HAR: want an object"); err != nil {
+		return err
 	}
 	found := false
-	for dec.More() {
-		key, err := dec.Token()
+	for s.dec.More() {
+		key, err := s.key("")
 		if err != nil {
 			return err
 		}
 		if key != "log" {
-			if err := skipValue(dec); err != nil {
+			if err := s.skipValue(key); err != nil {
 				return err
 			}
 			continue
 		}
 		found = true
-		if err := expectDelim(dec, '{'); err != nil {
-			return fmt.Errorf("log: %w", err)
-		}
-		for dec.More() {
-			key, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			if key != "entries" {
-				if err := skipValue(dec); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := expectDelim(dec, '['); err != nil {
-				return fmt.Errorf("log.entries: %w", err)
-			}
-			for n := 1; dec.More(); n++ {
-				if err := fn(n, dec.InputOffset(), dec); err != nil {
-					return err
-				}
-			}
-			if _, err := dec.Token(); err != nil { // ]
-				return err
-			}
-		}
-		if _, err := dec.Token(); err != nil { // }
+		if err := s.log(fn); err != nil {
 			return err
 		}
 	}
-	if !found {
-		return errors.New("not a HAR: no log")
-	}
-	return nil
-}
-
-// dropped are headers a replay must not send as recorded: connection
-// handling, a length recomputed from the body, HTTP/2 pseudo-headers.
-func dropped(name string) bool {
-	if strings.HasPrefix(name, ":") || rrpair.ConnectionHeader(name) {
-		return true
-	}
-	switch strings.ToLower(name) {
-	case "upgrade", "te", "content-length": // HTTP/2 forbids the first two; the length is the body's
-		return true
-	}
-	return false
-}
-
-// Record converts one entry. An HTTP/2 or 3 entry has Version "2" or "3"
-// (a replay sends it as HTTP/1.1).
-func Record(e *Entry) (r *rrpair.Record, err error) {
-	req := &e.Request
-	if req.Method == "" {
-		return nil, errors.New("request.method: missing")
-	}
-	u, err := url.Parse(req.URL)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("request.url: want an absolute http(s) URL, got %q", req.URL)
-	}
-	r = &rrpair.Record{Method: req.Method, URI: u.RequestURI(), Host: u.Host, Protocol: u.Scheme, Session: e.PageRef}
-	if ts, err := time.Parse(time.RFC3339Nano, e.StartedDateTime); err == nil {
-		r.TS = ts
-	} else if e.StartedDateTime != "" {
-		return nil, fmt.Errorf("startedDateTime: want RFC 3339, got %q", e.StartedDateTime)
-	}
-	if e.Time > 0 {
-		r.Duration = time.Duration(e.Time * float64(time.Millisecond))
-	}
-	v := strings.ToLower(req.HTTPVersion)
-	switch {
-	case strings.HasPrefix(v, "h2") || strings.HasPrefix(v, "h3") || strings.HasPrefix(v, "http/2") || strings.HasPrefix(v, "http/3"):
-		r.Version = "2"
-		if strings.Contains(v, "3") {
-			r.Version = "3"
-		}
-		// HTTP/2 has no Host header; the URL's host becomes the pair's.
-	case strings.Contains(v, "1.0"):
-		r.Version = "1.0"
-	default:
-		r.Version = "1.1"
-	}
-	for _, h := range req.Headers {
-		if !dropped(h.Name) {
-			r.Headers = append(r.Headers, rrpair.Field{Name: h.Name, Value: h.Value})
-		}
-	}
-	if pd := req.PostData; pd != nil {
-		switch {
-		case pd.Text != "":
-			r.Body = []byte(pd.Text)
-		case len(pd.Params) > 0:
-			if strings.HasPrefix(pd.MimeType, "multipart/") {
-				return nil, errors.New("request.postData: multipart params without text cannot be rebuilt")
-			}
-			var b strings.Builder
-			for i, p := range pd.Params {
-				if i > 0 {
-					b.WriteByte('&')
-				}
-				b.WriteString(url.QueryEscape(p.Name) + "=" + url.QueryEscape(p.Value))
-			}
-			r.Body = []byte(b.String())
-		}
-	}
-	res := &e.Response
-	if res.Status > 0 {
-		r.Status = res.Status
-		for _, h := range res.Headers {
-			if !dropped(h.Name) {
-				r.ResHeaders = append(r.ResHeaders, rrpair.Field{Name: h.Name, Value: h.Value})
-			}
-		}
-		if res.Content.Encoding == "base64" {
-			if r.ResBody, err = base64.StdEncoding.DecodeString(res.Content.Text); err != nil {
-				return nil, fmt.Errorf("response.content.text: bad base64: %w", err)
-			}
-		} else {
-			r.ResBody = []byte(res.Content.Text)
-		}
-	}
-	return r, nil
-}
-
-func expectDelim(dec *json.Decoder, want json.Delim) error {
-	t, err := dec.Token()
-	if err != nil {
+	if err := s.delim('}', "", "want the end of the HAR"); err != nil {
 		return err
 	}
-	if d, ok := t.(json.Delim); !ok || d != want {
-		return fmt.Errorf("want %q, got %v", want, t)
+	if !found {
+		return s.errorAt(s.base, "", errors.New("not a HAR: no log"))
 	}
 	return nil
 }
 
-// skipValue skips the next value of the stream.
-func skipValue(dec *json.Decoder) error {
+// log walks the log object.
+func (s *scan) log(fn func(n int, off int64, started json.RawMessage) error) error {
+	if err := s.delim('{', "log", "want an object"); err != nil {
+		return err
+	}
+	for s.dec.More() {
+		key, err := s.key("log")
+		if err != nil {
+			return err
+		}
+		switch key {
+		case "entries":
+			if err := s.delim('[', "log.entries", "want an array"); err != nil {
+				return err
+			}
+			for n := 1; s.dec.More(); n++ {
+				mark := s.pos()
+				var e struct {
+					StartedDateTime json.RawMessage `json:"startedDateTime"`
+				}
+				// The whole entry is read, which checks its JSON; a wrong
+				// shape is the second pass's to report.
+				var te *json.UnmarshalTypeError
+				if err := s.dec.Decode(&e); err != nil && !errors.As(err, &te) {
+					return s.fail(err, mark, fmt.Sprintf("log.entries[%d]", n-1))
+				}
+				if err := fn(n, mark, e.StartedDateTime); err != nil {
+					return err
+				}
+			}
+			if err := s.delim(']', "log.entries", "want the end of the entries"); err != nil {
+				return err
+			}
+		case "creator":
+			mark := s.pos()
+			var c struct {
+				Name json.RawMessage `json:"name"`
+			}
+			var raw json.RawMessage
+			if err := s.dec.Decode(&raw); err != nil {
+				return s.fail(err, mark, "log.creator")
+			}
+			json.Unmarshal(raw, &c) //nolint:errcheck // a creator of another shape says nothing
+			s.firefox = strings.Contains(strings.ToLower(str(c.Name)), "firefox")
+		default:
+			if err := s.skipValue("log." + key); err != nil {
+				return err
+			}
+		}
+	}
+	return s.delim('}', "log", "want the end of the log")
+}
+
+// key reads an object key, in the object at path.
+func (s *scan) key(path string) (string, error) {
+	mark := s.pos()
+	t, err := s.dec.Token()
+	if err != nil {
+		return "", s.fail(err, mark, path)
+	}
+	k, ok := t.(string)
+	if !ok {
+		return "", s.errorAt(mark, path, fmt.Errorf("want a key, got %v", t))
+	}
+	return k, nil
+}
+
+// delim reads the delimiter want of the value at path, or fails with msg.
+func (s *scan) delim(want json.Delim, path, msg string) error {
+	mark := s.pos()
+	t, err := s.dec.Token()
+	if err != nil {
+		return s.fail(err, mark, path)
+	}
+	if d, ok := t.(json.Delim); !ok || d != want {
+		return s.errorAt(mark, path, fmt.Errorf("%s, got %s", msg, describe(t)))
+	}
+	return nil
+}
+
+// skipValue skips the value at path.
+func (s *scan) skipValue(path string) error {
+	mark := s.pos()
 	var v json.RawMessage
-	return dec.Decode(&v)
+	if err := s.dec.Decode(&v); err != nil {
+		return s.fail(err, mark, path)
+	}
+	return nil
+}
+
+// describe names a JSON token for a message.
+func describe(t json.Token) string {
+	switch t := t.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			return "an object"
+		case '[':
+			return "an array"
+		}
+		return fmt.Sprintf("%q", t.String())
+	case string:
+		return "a string"
+	case float64, json.Number:
+		return "a number"
+	case bool:
+		return "true or false"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprint(t)
 }

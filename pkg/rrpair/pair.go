@@ -115,8 +115,9 @@ func (p *Pair) RecordedDuration() (time.Duration, error) {
 	return time.Duration(ms * float64(time.Millisecond)), nil
 }
 
-// IsHTTP2 reports whether the pair was recorded as HTTP/2 (or 3), which a
-// replay sends as HTTP/1.1 and counts as downgraded.
+// IsHTTP2 reports whether the pair was recorded as HTTP/2 (or 3), in any
+// of the version spellings recorders write; sent as HTTP/1.1, such a pair
+// is counted as downgraded.
 func (p *Pair) IsHTTP2() bool { return isHTTP2(p.Version) }
 
 // IsGRPC reports whether the pair is a gRPC call: its request
@@ -138,8 +139,16 @@ func IsGRPC(h []Header) bool {
 	return false
 }
 
+// isHTTP2 reads the version spellings recorders write for HTTP/2 and 3:
+// "2", "3", "HTTP/2", "HTTP/2.0", "http/2.0", "HTTP/3" (any case), and
+// ALPN's "h2", "h2c", "h3", "h3-29".
 func isHTTP2(v []byte) bool {
-	v = bytes.TrimPrefix(bytes.TrimPrefix(v, []byte("HTTP/")), []byte("http/"))
+	switch {
+	case len(v) >= 5 && EqualFold(v[:5], "http/"):
+		v = v[5:]
+	case len(v) >= 2 && (v[0] == 'h' || v[0] == 'H'):
+		v = v[1:]
+	}
 	return len(v) > 0 && (v[0] == '2' || v[0] == '3')
 }
 

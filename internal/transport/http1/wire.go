@@ -16,6 +16,14 @@ import (
 //   - the connection headers (rrpair.IsConnectionHeader: Transfer-Encoding,
 //     Connection, Keep-Alive, Proxy-Connection) are dropped (connection
 //     handling belongs to the VU), as are HTTP/2 pseudo-headers (":authority");
+//   - several cookie fields (any case of the name) go out as one line, their
+//     values joined with "; ", where the first stands and in its name's case:
+//     HTTP/2 and 3 split the Cookie header into fields, which must be joined
+//     before they go to HTTP/1.1 (RFC 9113 §8.2.3, RFC 9114 §4.2.1), and an
+//     HTTP/1.1 client sends one Cookie line (RFC 6265 §5.4). This holds for
+//     every pair, whatever its recorded version: several cookie fields come
+//     from HTTP/2 recordings, of files that do not always say their version,
+//     and AppendWire, which sees only the request, writes what Do does;
 //   - nothing else is added, except "Connection: close" when the VU opens a
 //     connection per request (connClose).
 func appendHead(dst []byte, r *rrpair.Request, host []byte, connClose bool) []byte {
@@ -34,7 +42,7 @@ func appendHead(dst []byte, r *rrpair.Request, host []byte, connClose bool) []by
 	if hostAt < 0 {
 		dst = appendHeader(dst, "Host", host)
 	}
-	lengthWritten := false
+	lengthWritten, cookieWritten := false, false
 	for i := range r.Headers {
 		h := &r.Headers[i]
 		name := h.Name
@@ -50,6 +58,11 @@ func appendHead(dst []byte, r *rrpair.Request, host []byte, connClose bool) []by
 			if !lengthWritten {
 				dst = appendLength(dst, name, len(r.Body))
 				lengthWritten = true
+			}
+		case isHeader(name, "cookie", 'c'):
+			if !cookieWritten {
+				dst = appendCookies(dst, name, r.Headers[i:])
+				cookieWritten = true
 			}
 		case rrpair.IsConnectionHeader(name): // connection handling is the VU's
 		default:
@@ -78,6 +91,26 @@ func appendHeaderBytes(dst, name, value []byte) []byte {
 	dst = append(dst, name...)
 	dst = append(dst, ": "...)
 	dst = append(dst, value...)
+	return append(dst, "\r\n"...)
+}
+
+// appendCookies writes one Cookie line named name: the values of the
+// cookie fields of hs joined with "; " (empty ones left out), in the
+// scratch buffer dst, without allocating once it has grown.
+func appendCookies(dst, name []byte, hs []rrpair.Header) []byte {
+	dst = append(dst, name...)
+	dst = append(dst, ": "...)
+	start := len(dst)
+	for i := range hs {
+		v := hs[i].Value
+		if len(v) == 0 || !isHeader(hs[i].Name, "cookie", 'c') {
+			continue
+		}
+		if len(dst) > start {
+			dst = append(dst, "; "...)
+		}
+		dst = append(dst, v...)
+	}
 	return append(dst, "\r\n"...)
 }
 
