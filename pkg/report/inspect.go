@@ -18,7 +18,7 @@ func WriteInspect(w io.Writer, st *rrpair.Stats) error {
 	fmt.Fprintf(tw, "File\t%s\n", st.File)
 	fmt.Fprintf(tw, "Pairs\t%d\n", st.Pairs)
 	if n := st.Skipped.Total(); n > 0 {
-		fmt.Fprintf(tw, "Skipped\t%d lines, not HTTP requests to replay: %s\n", n, strings.Join(st.Skipped.Kinds(), ", "))
+		fmt.Fprintf(tw, "Skipped\t%s, not HTTP requests to replay: %s\n", lines(n), strings.Join(st.Skipped.Kinds(), ", "))
 	}
 	if st.Filtered > 0 {
 		fmt.Fprintf(tw, "Filtered out\t%d pairs (--keep, --drop, --from, --to, --sample)\n", st.Filtered)
@@ -103,4 +103,12 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// lines is "1 line" or "n lines".
+func lines(n int) string {
+	if n == 1 {
+		return "1 line"
+	}
+	return strconv.Itoa(n) + " lines"
 }

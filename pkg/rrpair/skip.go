@@ -87,7 +87,11 @@ func (s *Skipped) Kinds() []string {
 
 // String is the counts on one line: "12 lines (postgres 12, ...)".
 func (s *Skipped) String() string {
-	return fmt.Sprintf("%d lines (%s)", s.Total(), strings.Join(s.Kinds(), ", "))
+	lines := "lines"
+	if s.Total() == 1 {
+		lines = "line"
+	}
+	return fmt.Sprintf("%d %s (%s)", s.Total(), lines, strings.Join(s.Kinds(), ", "))
 }
 
 // clone returns a copy of s that shares nothing with it.

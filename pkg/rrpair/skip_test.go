@@ -108,14 +108,14 @@ func TestSkippedLinesAndBrokenLines(t *testing.T) {
 		skipped string // Skipped.String(); "" for a broken line
 		errHas  string // for a broken line
 	}{
-		{"another protocol, no http at all", `{"l7protocol":"redis","direction":"OUT","redis":{"req":{"command":"GET k"}}}`, "1 lines (redis 1)", ""},
-		{"another protocol whose http field is not HTTP's shape", `{"http":"SELECT 1","l7protocol":"Postgres"}`, "1 lines (postgres 1)", ""},
-		{"another protocol with request fields HTTP would refuse", `{"http":{"req":{"method":"Q","uri":"x y"}},"l7protocol":"kafka"}`, "1 lines (kafka 1)", ""},
-		{"response only", `{"l7protocol":"http","http":{"res":{"statusCode":200}}}`, "1 lines (response_only 1)", ""},
-		{"response only, null request", `{"http":{"req":null,"res":{"statusCode":200,"body":"x"}}}`, "1 lines (response_only 1)", ""},
-		{"grpc record with no HTTP fields", `{"l7protocol":"grpc","grpc":{"method":"/a.B/C"}}`, "1 lines (grpc 1)", ""},
-		{"OUT pair", `{"direction":"out","http":{"req":{"method":"GET","uri":"/a","host":"h"}}}`, "1 lines (direction_out 1)", ""},
-		{"OUT pair without a host needs none", `{"direction":"OUT","http":{"req":{"method":"GET","uri":"/a"}}}`, "1 lines (direction_out 1)", ""},
+		{"another protocol, no http at all", `{"l7protocol":"redis","direction":"OUT","redis":{"req":{"command":"GET k"}}}`, "1 line (redis 1)", ""},
+		{"another protocol whose http field is not HTTP's shape", `{"http":"SELECT 1","l7protocol":"Postgres"}`, "1 line (postgres 1)", ""},
+		{"another protocol with request fields HTTP would refuse", `{"http":{"req":{"method":"Q","uri":"x y"}},"l7protocol":"kafka"}`, "1 line (kafka 1)", ""},
+		{"response only", `{"l7protocol":"http","http":{"res":{"statusCode":200}}}`, "1 line (response_only 1)", ""},
+		{"response only, null request", `{"http":{"req":null,"res":{"statusCode":200,"body":"x"}}}`, "1 line (response_only 1)", ""},
+		{"grpc record with no HTTP fields", `{"l7protocol":"grpc","grpc":{"method":"/a.B/C"}}`, "1 line (grpc 1)", ""},
+		{"OUT pair", `{"direction":"out","http":{"req":{"method":"GET","uri":"/a","host":"h"}}}`, "1 line (direction_out 1)", ""},
+		{"OUT pair without a host needs none", `{"direction":"OUT","http":{"req":{"method":"GET","uri":"/a"}}}`, "1 line (direction_out 1)", ""},
 
 		{"bad JSON in another protocol's line", `{"l7protocol":"postgres","postgres":{"req":}}`, "", "invalid JSON"},
 		{"bad request field: no uri", `{"l7protocol":"http","http":{"req":{"method":"GET","host":"h"}}}`, "", "http.req.uri: missing"},
@@ -157,7 +157,7 @@ func TestAllSkipped(t *testing.T) {
 		t.Fatalf("got %v, want ErrAllSkipped with the counts and the hint", err)
 	}
 	_, err = Open(path, Options{Filter: &Filter{Keep: rules(t, "method=POST", "direction=OUT")}})
-	if !errors.Is(err, ErrAllFiltered) || !strings.Contains(err.Error(), "skipped 1 lines (postgres 1)") {
+	if !errors.Is(err, ErrAllFiltered) || !strings.Contains(err.Error(), "skipped 1 line (postgres 1)") {
 		t.Fatalf("got %v, want ErrAllFiltered with the skipped counts", err)
 	}
 }
