@@ -1,10 +1,11 @@
 package accesslog
 
 import (
-	"errors"
 	"fmt"
+	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
 // JSONFields names the keys of a JSON log's fields, each a list tried in
@@ -187,77 +188,29 @@ func (p *jsonParser) value(key string, obj map[string][]byte, depth int) error {
 	}
 }
 
-// str reads a string, unescaped, other bytes as they are.
+// str reads a string, unescaped (rrpair.AppendUnescaped), other bytes as
+// they are: nginx writes bytes above 0x7F unescaped, which a JSON decoder
+// would replace.
 func (p *jsonParser) str() ([]byte, error) {
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
 		return nil, p.fail("want a string")
 	}
-	p.i++
-	var out []byte
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		switch {
-		case c == '"':
+	start := p.i + 1
+	for p.i = start; p.i < len(p.b); p.i++ {
+		switch p.b[p.i] {
+		case '\\':
 			p.i++
-			return out, nil
-		case c != '\\':
-			out = append(out, c)
+		case '"':
+			raw := p.b[start:p.i]
 			p.i++
-			continue
-		}
-		if p.i+1 >= len(p.b) {
-			break
-		}
-		e := p.b[p.i+1]
-		p.i += 2
-		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, err := p.hex4()
+			out, err := rrpair.AppendUnescaped(nil, raw)
 			if err != nil {
-				return nil, err
+				return nil, p.fail("bad escape in " + strconv.Quote(string(raw)))
 			}
-			if 0xd800 <= r && r < 0xdc00 && p.i+1 < len(p.b) && p.b[p.i] == '\\' && p.b[p.i+1] == 'u' {
-				p.i += 2
-				lo, err := p.hex4()
-				if err != nil {
-					return nil, err
-				}
-				r = 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00)
-			}
-			out = utf8.AppendRune(out, r)
-		default:
-			return nil, p.fail(fmt.Sprintf("bad escape \\%c", e))
+			return out, nil
 		}
 	}
 	return nil, p.fail("unterminated string")
-}
-
-func (p *jsonParser) hex4() (rune, error) {
-	if p.i+4 > len(p.b) {
-		return 0, errors.New("short \\u escape")
-	}
-	var r rune
-	for _, c := range p.b[p.i : p.i+4] {
-		v := hexVal(c)
-		if v < 0 {
-			return 0, p.fail("bad \\u escape")
-		}
-		r = r<<4 | rune(v)
-	}
-	p.i += 4
-	return r, nil
 }
 
 func hexVal(c byte) int {

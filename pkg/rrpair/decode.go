@@ -364,7 +364,7 @@ func (d *decoder) headers(s *scanner, field string, hs []Header) ([]Header, erro
 		name := rawName
 		if bytes.IndexByte(rawName, '\\') >= 0 {
 			start := len(d.arena)
-			d.arena, _ = unescape(d.arena, rawName)
+			d.arena, _ = AppendUnescaped(d.arena, rawName)
 			name = d.arena[start:len(d.arena):len(d.arena)]
 		}
 		if d.validate && !ValidToken(name) && !isPseudo(name) {
@@ -411,7 +411,7 @@ func (d *decoder) stringEsc(s *scanner) (v []byte, escaped bool, err error) {
 		return raw, escaped, err
 	}
 	start := len(d.arena)
-	d.arena, err = unescape(d.arena, raw)
+	d.arena, err = AppendUnescaped(d.arena, raw)
 	if err != nil {
 		return nil, true, s.fail("bad escape in string")
 	}

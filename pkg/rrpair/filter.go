@@ -214,7 +214,7 @@ func tagValue(tags []byte, name string) (v []byte, ok bool) {
 			return nil, false
 		}
 		if bytes.IndexByte(key, '\\') >= 0 {
-			key, _ = unescape(nil, key)
+			key, _ = AppendUnescaped(nil, key)
 		}
 		if string(key) != name {
 			if s.skip(0) != nil {
@@ -229,7 +229,7 @@ func tagValue(tags []byte, name string) (v []byte, ok bool) {
 				return nil, false
 			}
 			if escaped {
-				raw, err = unescape(nil, raw)
+				raw, err = AppendUnescaped(nil, raw)
 			}
 			return raw, err == nil
 		case 'n', '{', '[':

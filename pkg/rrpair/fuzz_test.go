@@ -74,7 +74,7 @@ func FuzzDecode(f *testing.F) {
 		// Validation leaves a text body escaped; a run decodes it.
 		body := p.Req.Body
 		if !bytes.Equal(q.Req.Body, body) {
-			body, _ = unescape(nil, body)
+			body, _ = AppendUnescaped(nil, body)
 		}
 		if !bytes.Equal(q.Req.Body, body) || !bytes.Equal(q.Req.URI, p.Req.URI) {
 			t.Fatalf("run-time decode differs: body %q vs %q, uri %q vs %q", q.Req.Body, p.Req.Body, q.Req.URI, p.Req.URI)
@@ -105,7 +105,7 @@ func FuzzUnescape(f *testing.F) {
 		if sc.i != len(lit) {
 			return // the literal ended early at an unescaped quote
 		}
-		got, uerr := unescape(nil, raw)
+		got, uerr := AppendUnescaped(nil, raw)
 		if uerr != nil {
 			t.Fatalf("%q: %v", lit, uerr)
 		}

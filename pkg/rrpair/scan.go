@@ -340,9 +340,11 @@ func (s *scanner) end() error {
 
 var errBadEscape = errors.New("bad escape")
 
-// unescape appends the decoded form of a raw JSON string (as returned by
-// str, so its escapes are already known to be well formed) to dst.
-func unescape(dst, raw []byte) ([]byte, error) {
+// AppendUnescaped appends the decoded form of raw, the bytes between the
+// quotes of a JSON string, to dst; other bytes are kept as they are (a
+// byte that is not UTF-8 stays that byte). A lone surrogate becomes
+// U+FFFD. An escape that is not JSON's is an error.
+func AppendUnescaped(dst, raw []byte) ([]byte, error) {
 	for i := 0; i < len(raw); i++ {
 		// Copy the run up to the next backslash in one go.
 		next := bytes.IndexByte(raw[i:], '\\')
@@ -368,7 +370,7 @@ func unescape(dst, raw []byte) ([]byte, error) {
 		case 't':
 			dst = append(dst, '\t')
 		case 'u':
-			if i+4 >= len(raw) {
+			if i+4 >= len(raw) || !isHex4(raw[i+1:i+5]) {
 				return dst, errBadEscape
 			}
 			r := rune(hex4(raw[i+1 : i+5]))
