@@ -101,8 +101,8 @@ type run struct {
 	wg     sync.WaitGroup // VUs and the scheduler
 	vusMu  sync.Mutex     // guards vus
 	vus    []*vu
-	idle   chan *vu   // open models: VUs waiting for an iteration
-	sched  *scheduler // open models
+	idle   chan *vu    // open models: VUs waiting for an iteration
+	sched  *scheduler  // open models
 	steps  *stepCounts // with Stages; nil otherwise
 	errMu  sync.Mutex
 	runErr error
