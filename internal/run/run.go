@@ -224,6 +224,7 @@ func (r *runner) start(ctx context.Context) (context.Context, error) {
 		r.o.Log.Info().Strs("transforms", r.chain.Names()).Msg("rewriting requests")
 	}
 	r.rec = report.NewRecorder(r.file.Endpoints())
+	r.startSteps()
 	r.pool.Sink = r.rec
 	r.onClose(r.rec.Close)
 	return r.startLive(ctx)
@@ -372,13 +373,15 @@ func (r *runner) stopCause(ctx, runCtx context.Context, st result.Counters) erro
 // transforms' counts and the end-to-end section, after the drain.
 func (r *runner) summary(ctx context.Context, st result.Counters) *report.Summary {
 	cfg := &r.pool.Config
-	sum := r.rec.Summary(report.Meta{Run: st, Model: cfg.Model.String(), TargetRate: targetRate(cfg, st), LateAfter: cfg.LateAfter})
+	sum := r.rec.Summary(report.Meta{Run: st, Model: cfg.Model.String(), TargetRate: targetRate(cfg, st), LateAfter: cfg.LateAfter,
+		Steps: stepPlans(cfg, r.pool.Steps())})
 	if r.comparer != nil {
 		sum.Compare = r.comparer.Result()
 	}
 	sum.Transforms = transformCounts(r.chain)
 	if r.track != nil {
 		sum.E2E = r.track.drain(ctx, r.o.Log)
+		sum.SetStepE2E(r.track.tracker.StepStages())
 	}
 	return sum
 }
