@@ -106,6 +106,9 @@ func prepare(ctx context.Context, o *Options) (*runner, error) {
 		return nil, err
 	}
 	divide(&cfg, p.shard)
+	if err := report.CheckSteps(p.thresholds, len(stepEnds(&cfg))); err != nil {
+		return nil, fmt.Errorf("--threshold: %w", err)
+	}
 	if o.DryRun == 0 { // a dry run opens no connection
 		if err := checkOpenFiles(&cfg, o.Load.MaxVUs, vu.OpenFileLimit, o.Log); err != nil {
 			return nil, err
