@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/run"
+	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/spf13/pflag"
 )
 
@@ -126,6 +127,7 @@ func addEventFlags(fs *pflag.FlagSet, o *run.Events) {
 	addSinkFlags(fs, o)
 	fs.DurationVar(&o.Drain, "drain", o.Drain, "after the last request, wait at most this long for events still on their way")
 	fs.DurationVar(&o.DrainIdle, "drain-idle", o.DrainIdle, "stop draining once no event arrived for 3 times this long")
+	fs.BoolVar(&o.Deltas, "e2e-deltas", o.Deltas, fmt.Sprintf("also time each event from one e2e stage to the next (settled → completed); costs about %d bytes per event in flight (events seen within one --drain window)", e2e.DeltaBytes))
 }
 
 // addSinkFlags adds the sink flags, shared by run and sink.

@@ -24,6 +24,7 @@ type sinkSet struct {
 	redis       []*sink.Redis
 	nats        []*sink.NATS
 	drain, idle time.Duration
+	deltas      bool // --e2e-deltas
 }
 
 // any reports whether a sink is given.
@@ -99,7 +100,7 @@ func parseEvents(o *Events) (*transform.StampOptions, *sinkSet, error) {
 // parseSinks checks the sink options, the part of parseEvents that a
 // standalone sink needs too, and returns the sinks they name.
 func parseSinks(o *Events) (*sinkSet, error) {
-	s := &sinkSet{http: o.HTTP, drain: o.Drain, idle: o.DrainIdle}
+	s := &sinkSet{http: o.HTTP, drain: o.Drain, idle: o.DrainIdle, deltas: o.Deltas}
 	for _, u := range o.Redis {
 		r, err := sink.ParseRedis(u)
 		if err != nil {
@@ -133,6 +134,9 @@ func newTracking(stamp *transform.StampOptions, set *sinkSet, shard, vus int) *t
 	}
 	t := &tracking{tracker: e2e.NewTracker(e2e.NewNonce(), vus, time.Now(), nil), set: set}
 	t.tracker.ProveLoss(set.provesLoss())
+	if set.deltas {
+		t.tracker.Deltas(max(set.drain, time.Second))
+	}
 	stamp.To, stamp.Shard = t.tracker, shard
 	return t
 }

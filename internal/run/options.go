@@ -183,6 +183,10 @@ type Events struct {
 	// on their way; DrainIdle stops the drain once no event came for 3
 	// times as long.
 	Drain, DrainIdle time.Duration
+	// Deltas measures the time between consecutive e2e stages of the same
+	// event (settled → completed), at a cost of e2e.DeltaBytes per event
+	// in flight, forgotten after Drain.
+	Deltas bool
 }
 
 // Filter chooses the pairs to replay (run and inspect).

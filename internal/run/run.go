@@ -111,6 +111,9 @@ func prepare(ctx context.Context, o *Options) (*runner, error) {
 	}
 	runVUs := cfg.MostVUs() // before the shard's share: fresh values number every VU of the run
 	divide(&cfg, p.shard)
+	if err := report.CheckSteps(p.thresholds, len(stepEnds(&cfg))); err != nil {
+		return nil, fmt.Errorf("--threshold: %w", err)
+	}
 	if o.DryRun == 0 { // a dry run opens no connection
 		if err := checkOpenFiles(&cfg, o.Load.MaxVUs, vu.OpenFileLimit, o.Log); err != nil {
 			return nil, err
@@ -237,6 +240,7 @@ func (r *runner) start(ctx context.Context) (context.Context, error) {
 		r.o.Log.Info().Strs("transforms", r.chain.Names()).Msg("rewriting requests")
 	}
 	r.rec = report.NewRecorder(r.file.Endpoints())
+	r.startSteps()
 	r.pool.Sink = r.rec
 	r.onClose(r.rec.Close)
 	return r.startLive(ctx)
@@ -423,7 +427,8 @@ func (r *runner) stopCause(ctx, runCtx context.Context, st result.Counters) erro
 // transforms' counts and the end-to-end section, after the drain.
 func (r *runner) summary(ctx context.Context, st result.Counters) *report.Summary {
 	cfg := &r.pool.Config
-	sum := r.rec.Summary(report.Meta{Run: st, Model: cfg.Model.String(), TargetRate: targetRate(cfg, st), LateAfter: cfg.LateAfter})
+	sum := r.rec.Summary(report.Meta{Run: st, Model: cfg.Model.String(), TargetRate: targetRate(cfg, st), LateAfter: cfg.LateAfter,
+		Steps: stepPlans(cfg, r.pool.Steps())})
 	if r.comparer != nil {
 		sum.Compare = r.comparer.Result()
 	}
@@ -433,6 +438,7 @@ func (r *runner) summary(ctx context.Context, st result.Counters) *report.Summar
 	}
 	if r.track != nil {
 		sum.E2E = r.track.drain(ctx, r.o.Log)
+		sum.SetStepE2E(r.track.tracker.StepStages())
 	}
 	return sum
 }

@@ -44,6 +44,20 @@ type Tracker struct {
 	stages   []*stageScore
 	foreign  int64 // IDs seen that this run did not send
 	lastSeen time.Time
+
+	// Steps (SetSteps): the run's start, Unix µs, and where each step
+	// ends after it, µs.
+	stepBase int64
+	stepEnds []int64
+
+	// Deltas (Deltas): the events in flight, the histograms by pair of
+	// stage indexes in the order first met, the window.
+	deltaWindow  time.Duration
+	inFlight     map[[2]uint64]sighting
+	deltas       map[[2]int]*hdrhistogram.Histogram
+	deltaOrder   [][2]int
+	swept        int64 // Unix ns of the last sweep of inFlight
+	peakInFlight int
 }
 
 // stageScore is what a Tracker keeps of one stage.
@@ -53,7 +67,13 @@ type stageScore struct {
 	unique int64
 	dups   int64 // deliveries of an event seen already (deliveries: unique + dups)
 	hist   *hdrhistogram.Histogram
-	perSec []int64
+	// Seconds: the closed ones, compressed, and the open ones.
+	secs               []Interval
+	open               map[int64]*openSecond
+	closedUpTo, newest int64
+	spare              []*hdrhistogram.Histogram
+	// steps[i] is the latency of the events sent in step i (SetSteps).
+	steps []*hdrhistogram.Histogram
 }
 
 // bitset is a growable set of sequence numbers.
@@ -160,7 +180,7 @@ func (t *Tracker) Seen(idText []byte, stage string, at time.Time) {
 		t.foreign++
 		return
 	}
-	st := t.stage(stage)
+	st, idx := t.stage(stage)
 	for slot >= len(st.seen) {
 		st.seen = append(st.seen, bitset{})
 	}
@@ -169,20 +189,18 @@ func (t *Tracker) Seen(idText []byte, stage string, at time.Time) {
 		return
 	}
 	st.unique++
-	hist.RecordNanos(st.hist, at.Sub(time.UnixMicro(id.Sent)).Nanoseconds())
-	if sec := int(at.Unix() - t.start.Unix()); sec >= 0 && sec < 7*24*3600 {
-		if sec >= len(st.perSec) {
-			st.perSec = append(st.perSec, make([]int64, sec+1-len(st.perSec))...)
-		}
-		st.perSec[sec]++
-	}
+	ns := at.Sub(time.UnixMicro(id.Sent)).Nanoseconds()
+	hist.RecordNanos(st.hist, ns)
+	st.recordSecond(at.Unix(), ns)
+	t.recordStep(st, id.Sent, ns)
+	t.recordDelta(slot, id.Seq, idx, at.UnixNano())
 }
 
-// stage returns the named stage, creating it; t.mu is held.
-func (t *Tracker) stage(name string) *stageScore {
-	for _, st := range t.stages {
+// stage returns the named stage and its index, creating it; t.mu is held.
+func (t *Tracker) stage(name string) (*stageScore, int) {
+	for i, st := range t.stages {
 		if st.name == name {
-			return st
+			return st, i
 		}
 	}
 	if len(t.stages) >= maxStages-1 && name != "other" { // the last place is other's
@@ -190,7 +208,7 @@ func (t *Tracker) stage(name string) *stageScore {
 	}
 	st := &stageScore{name: name, seen: make([]bitset, len(t.accepted)), hist: hist.New()}
 	t.stages = append(t.stages, st)
-	return st
+	return st, len(t.stages) - 1
 }
 
 // complete reports whether every accepted event was seen at every stage
@@ -265,6 +283,12 @@ type Summary struct {
 	DrainS    float64 `json:"drain_s"`    // how long the run waited for the last events
 	LossKnown bool    `json:"loss_known"` // the sinks prove loss: unseen events are lost, not pending
 	Stages    []Stage `json:"stages"`
+	// Deltas are the times between consecutive stages of the same events
+	// (--e2e-deltas), by pair of stages in the order events reached them;
+	// DeltasPeakInFlight is the most events it followed at once (its
+	// memory: that × DeltaBytes).
+	Deltas             []Delta `json:"deltas,omitempty"`
+	DeltasPeakInFlight int     `json:"deltas_peak_in_flight,omitempty"`
 }
 
 // Pending is the most events pending at a stage (the stage that misses
@@ -292,10 +316,17 @@ type Stage struct {
 	Intervals  []Interval   `json:"intervals"`   // received per second since the start
 }
 
-// Interval is one second of a stage.
+// Interval is one second of a stage:
+//
+//	{"t": 1795424400, "received": 98, "latency_ms": {"p50": 12, "p90": 30, "p99": 41, ...}, "histogram": "HISTF..."}
+//
+// The latency is that of the events first seen in the second (seen −
+// sent); summaries written before it was kept have none.
 type Interval struct {
-	T        int64 `json:"t"`        // Unix seconds of the interval's start, as in the run's intervals
-	Received int64 `json:"received"` // distinct events first seen in it
+	T         int64         `json:"t"`        // Unix seconds of the interval's start, as in the run's intervals
+	Received  int64         `json:"received"` // distinct events first seen in it
+	Latency   *hist.Latency `json:"latency_ms,omitempty"`
+	Histogram string        `json:"histogram,omitempty"` // µs, HdrHistogram V2 compressed base64
 }
 
 // Summary returns the section, with drain the time Drain waited. Call it
@@ -316,12 +347,13 @@ func (t *Tracker) Summary(drain time.Duration) *Summary {
 		e := Stage{Name: st.name, Received: st.unique + st.dups, Unique: st.unique, Duplicates: st.dups,
 			Latency: hist.LatencyOf(st.hist), Histogram: hist.Encode(st.hist)}
 		e.SetUnseen(s.Accepted-seenAccepted, s.Accepted, s.LossKnown)
-		for sec, n := range st.perSec {
-			if n > 0 {
-				e.Intervals = append(e.Intervals, Interval{T: t.start.Unix() + int64(sec), Received: n})
-			}
-		}
+		st.closeSeconds(st.newest)
+		e.Intervals = append([]Interval(nil), st.secs...)
 		s.Stages = append(s.Stages, e)
+	}
+	if t.inFlight != nil {
+		s.Deltas = t.deltaSummaries()
+		s.DeltasPeakInFlight = t.peakInFlight
 	}
 	return s
 }

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"sync/atomic"
+
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -46,6 +48,13 @@ type fold struct {
 
 	// Phase timings (--timings): nil until the first result that has them.
 	phases *[numPhases]*hdrhistogram.Histogram
+
+	// Steps (--stages): where each ends, as an offset from base (the
+	// run's start, Unix ns, set by Recorder.Start), and their shares.
+	// Empty without stages.
+	stepEnds []int64
+	steps    []stepFold
+	base     atomic.Int64
 
 	seen                   bool // a result has been folded: the times below are set
 	minDue, maxDue, maxEnd int64
@@ -152,6 +161,9 @@ func (f *fold) add(r result.Result) {
 	}
 
 	kind := kindIndex(r.Err)
+	if len(f.steps) > 0 {
+		f.addStep(&r, kind, ok)
+	}
 	if kind == 0 {
 		s := f.status[r.Status]
 		if s == nil {

@@ -97,7 +97,7 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 {{if .Errors}}<table><tr><th>kind</th><th>requests</th></tr>{{range .Errors}}<tr><td>{{.Name}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{else}}<p>No request failed without an answer.</p>{{end}}
 <h2>Thresholds</h2>
 {{if .S.Thresholds}}<table><tr><th>threshold</th><th>measured</th><th>result</th></tr>
-{{range .S.Thresholds}}<tr><td>{{.Threshold}}</td><td>{{f2 .Measured}} {{.Unit}}</td><td class="{{if .Pass}}pass">pass{{else}}fail">FAIL{{end}}</td></tr>
+{{range .S.Thresholds}}<tr><td>{{.Name}}</td><td>{{f2 .Measured}} {{.Unit}}</td><td class="{{if .Pass}}pass">pass{{else}}fail">FAIL{{end}}</td></tr>
 {{end}}</table>{{else}}<p>No --threshold given.</p>{{end}}
 <h2>Comparison with the recorded responses</h2>
 {{with .S.Compare}}<p>{{.Matched}} of {{.Compared}} match ({{f2 .MatchPct}}%){{if .Body}}, status and body{{else}}, status{{end}}.</p>

@@ -137,6 +137,7 @@ type merger struct {
 	cmpOrder     []string
 	mismatches   map[string]*Mismatch
 	e2es         []indexedE2E
+	summaries    []*Summary
 }
 
 type endpointMerge struct {
@@ -165,6 +166,7 @@ func (m *merger) add(i int, s *Summary, spans bool) error {
 	if spans {
 		m.addSpan(s)
 	}
+	m.summaries = append(m.summaries, s)
 	m.addCounts(s)
 	if s.E2E != nil {
 		m.e2es = append(m.e2es, indexedE2E{i, s.E2E})
@@ -392,6 +394,11 @@ func (m *merger) finish(n int) (*Summary, error) {
 		out.E2E = e
 	}
 	m.finishIntervals()
+	steps, err := mergeSteps(m.summaries)
+	if err != nil {
+		return nil, err
+	}
+	out.Steps = steps
 	out.Latency, out.Service = latencyOf(m.lat), latencyOf(m.svc)
 	out.Histogram, out.ServiceHistogram = encodeHistogram(m.lat), encodeHistogram(m.svc)
 	out.Endpoints = make([]Endpoint, 0, len(m.eps))
@@ -521,12 +528,16 @@ func mergeE2E(es []indexedE2E) (*e2e.Summary, error) {
 	type stageMerge struct {
 		st   e2e.Stage
 		hist *hdrhistogram.Histogram
-		secs map[int64]int64
+		secs map[int64]*secondMerge
 	}
 	var order []*stageMerge
 	byName := map[string]*stageMerge{}
+	deltas := newDeltaMerge()
 	for _, ie := range es {
 		e := ie.e
+		if err := deltas.add(ie.i, e); err != nil {
+			return nil, err
+		}
 		out.Sent += e.Sent
 		out.Accepted += e.Accepted
 		out.Foreign += e.Foreign
@@ -535,7 +546,7 @@ func mergeE2E(es []indexedE2E) (*e2e.Summary, error) {
 		for _, st := range e.Stages {
 			m := byName[st.Name]
 			if m == nil {
-				m = &stageMerge{st: e2e.Stage{Name: st.Name}, hist: newHistogram(), secs: map[int64]int64{}}
+				m = &stageMerge{st: e2e.Stage{Name: st.Name}, hist: newHistogram(), secs: map[int64]*secondMerge{}}
 				byName[st.Name] = m
 				order = append(order, m)
 			}
@@ -552,7 +563,9 @@ func mergeE2E(es []indexedE2E) (*e2e.Summary, error) {
 				m.st.Pending += st.Lost
 			}
 			for _, iv := range st.Intervals {
-				m.secs[iv.T] += iv.Received
+				if err := mergeSecond(m.secs, iv, ie.i, st.Name); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -564,11 +577,78 @@ func mergeE2E(es []indexedE2E) (*e2e.Summary, error) {
 		m.st.SetUnseen(unseen, out.Accepted, out.LossKnown)
 		m.st.Latency = latencyOf(m.hist)
 		m.st.Histogram = encodeHistogram(m.hist)
-		for t, n := range m.secs {
-			m.st.Intervals = append(m.st.Intervals, e2e.Interval{T: t, Received: n})
+		for t, sm := range m.secs {
+			iv := e2e.Interval{T: t, Received: sm.received}
+			if sm.hist != nil {
+				lat := latencyOf(sm.hist)
+				iv.Latency, iv.Histogram = &lat, encodeHistogram(sm.hist)
+			}
+			m.st.Intervals = append(m.st.Intervals, iv)
 		}
 		sort.Slice(m.st.Intervals, func(i, j int) bool { return m.st.Intervals[i].T < m.st.Intervals[j].T })
 		out.Stages = append(out.Stages, m.st)
 	}
+	deltas.finish(out)
 	return out, nil
+}
+
+// deltaMerge merges the --e2e-deltas of summaries by pair of stages.
+type deltaMerge struct {
+	order []*e2e.Delta
+	hists map[[2]string]*hdrhistogram.Histogram
+	byKey map[[2]string]*e2e.Delta
+	peak  int
+}
+
+func newDeltaMerge() *deltaMerge {
+	return &deltaMerge{hists: map[[2]string]*hdrhistogram.Histogram{}, byKey: map[[2]string]*e2e.Delta{}}
+}
+
+func (d *deltaMerge) add(i int, e *e2e.Summary) error {
+	d.peak += e.DeltasPeakInFlight // shards follow their own events
+	for _, dl := range e.Deltas {
+		k := [2]string{dl.From, dl.To}
+		if d.byKey[k] == nil {
+			d.byKey[k], d.hists[k] = &e2e.Delta{From: dl.From, To: dl.To}, newHistogram()
+			d.order = append(d.order, d.byKey[k])
+		}
+		d.byKey[k].Events += dl.Events
+		if err := mergeHistogram(d.hists[k], dl.Histogram, i, "e2e delta "+dl.From+"→"+dl.To); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *deltaMerge) finish(out *e2e.Summary) {
+	out.DeltasPeakInFlight = d.peak
+	for _, dl := range d.order {
+		h := d.hists[[2]string{dl.From, dl.To}]
+		dl.Latency, dl.Histogram = latencyOf(h), encodeHistogram(h)
+		out.Deltas = append(out.Deltas, *dl)
+	}
+}
+
+// secondMerge is one second of an e2e stage in a merge; hist is nil while
+// no summary had a histogram for it (summaries before per-second latency).
+type secondMerge struct {
+	received int64
+	hist     *hdrhistogram.Histogram
+}
+
+// mergeSecond adds one second of stage of summary i into secs.
+func mergeSecond(secs map[int64]*secondMerge, iv e2e.Interval, i int, stage string) error {
+	sm := secs[iv.T]
+	if sm == nil {
+		sm = &secondMerge{}
+		secs[iv.T] = sm
+	}
+	sm.received += iv.Received
+	if iv.Histogram == "" {
+		return nil
+	}
+	if sm.hist == nil {
+		sm.hist = newHistogram()
+	}
+	return mergeHistogram(sm.hist, iv.Histogram, i, fmt.Sprintf("e2e stage %s, second %d", stage, iv.T))
 }

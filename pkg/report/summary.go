@@ -28,6 +28,9 @@ type Meta struct {
 	TargetRate *float64 // requested iterations per second; nil without a rate
 	// LateAfter is the lateness past which Run.Late counts a request.
 	LateAfter time.Duration
+	// Steps are the run's --stages, in order (see Recorder.Steps); nil
+	// without stages.
+	Steps []StepPlan
 }
 
 // Summary is the outcome of a run as plain data: the summary JSON of
@@ -86,6 +89,8 @@ type Summary struct {
 	Timings *Timings `json:"timings_ms,omitempty"` // --timings: the phases of a request
 	// Intervals are the run second by second.
 	Intervals []Interval `json:"intervals,omitempty"`
+	// Steps are the run step by step (--stages): see Step.
+	Steps []Step `json:"steps,omitempty"`
 	// Compare is the comparison with the recorded responses (--compare).
 	Compare *Compare `json:"compare,omitempty"`
 	// E2E is the end-to-end section: events followed through the SUT to
@@ -270,6 +275,11 @@ func (r *Recorder) Summary(m Meta) *Summary {
 			s.IterationRate = float64(m.Run.Iterations) / s.DurationS
 		}
 	}
+	var stopped time.Duration
+	if m.Run.Interrupted && !m.Run.Stopped.IsZero() {
+		stopped = max(m.Run.Stopped.Sub(started), time.Nanosecond)
+	}
+	s.Steps = f.stepSummaries(m.Steps, stopped)
 	if p := f.phases; p != nil {
 		s.Timings = &Timings{
 			Connecting: latencyOf(p[phaseConnect]), TLSHandshaking: latencyOf(p[phaseTLS]),

@@ -77,7 +77,11 @@ func WriteText(w io.Writer, s *Summary) error {
 	if p := s.ConnectionsByProtocol; len(p) > 1 || len(p) == 1 && p["http/1.1"] == 0 {
 		line("  by protocol", "[protocol:connections]", formatCounts(p, "  "))
 	}
-	line("Model", "[name, target rate]", formatModel(s.Model, s.TargetRate))
+	if len(s.Steps) > 0 {
+		line("Model", "[name, stages]", formatModel(s.Model, nil)+", "+StagesText(s.Steps))
+	} else {
+		line("Model", "[name, target rate]", formatModel(s.Model, s.TargetRate))
+	}
 	line("Iterations", "[begun, rate, dropped, late requests]",
 		fmt.Sprintf("%d, %.2f/s, %d, %d", s.Iterations, s.IterationRate, s.Dropped, s.Late))
 	if sc := s.Schedule; sc != nil {
@@ -125,6 +129,10 @@ func WriteText(w io.Writer, s *Summary) error {
 		buf.WriteString("\nEndpoints\n")
 		writeEndpoints(&buf, s.Endpoints)
 	}
+	if len(s.Steps) > 0 {
+		buf.WriteString("\nSteps (requests by the step they were due in)\n")
+		writeSteps(&buf, s.Steps)
+	}
 	if e := s.E2E; e != nil {
 		writeE2E(&buf, e)
 	}
@@ -159,7 +167,7 @@ func WriteText(w io.Writer, s *Summary) error {
 			if !t.Pass {
 				mark = "FAIL"
 			}
-			fmt.Fprintf(&buf, "  %s  %-30s measured %s %s\n", mark, t.Threshold, strconv.FormatFloat(t.Measured, 'f', 3, 64), t.Unit)
+			fmt.Fprintf(&buf, "  %s  %-30s measured %s %s\n", mark, t.Name(), strconv.FormatFloat(t.Measured, 'f', 3, 64), t.Unit)
 		}
 	}
 	_, err := w.Write(buf.Bytes())
@@ -368,6 +376,54 @@ func writeE2E(buf *bytes.Buffer, e *e2e.Summary) {
 	}
 	writeTable(buf, rows, false)
 	writeLossNote(buf, e)
+	if len(e.Deltas) > 0 {
+		fmt.Fprintf(buf, "  between stages (--e2e-deltas; at most %d events followed at once)\n", e.DeltasPeakInFlight)
+		rows := [][]string{{"from → to", "events", "p50", "p90", "p99", "max"}}
+		for _, d := range e.Deltas {
+			rows = append(rows, []string{d.From + " → " + d.To, strconv.FormatInt(d.Events, 10),
+				formatMillis(d.Latency.P50), formatMillis(d.Latency.P90), formatMillis(d.Latency.P99), formatMillis(d.Latency.Max)})
+		}
+		writeTable(buf, rows, false)
+	}
+}
+
+// writeSteps writes the steps' table: target and achieved rate, dropped
+// and late, errors, latency from due and service time, and the end-to-end
+// p99 of each e2e stage.
+func writeSteps(buf *bytes.Buffer, steps []Step) {
+	var stages []string
+	for _, st := range steps {
+		for _, e := range st.E2E {
+			if !slices.Contains(stages, e.Stage) {
+				stages = append(stages, e.Stage)
+			}
+		}
+	}
+	head := []string{"step", "target", "for", "iter/s", "dropped", "late", "requests", "errors", "p50", "p90", "p99", "svc p99"}
+	for _, name := range stages {
+		head = append(head, "e2e "+name+" p99")
+	}
+	rows := [][]string{head}
+	for _, st := range steps {
+		lat := []string{formatMillis(st.Latency.P50), formatMillis(st.Latency.P90), formatMillis(st.Latency.P99), formatMillis(st.Service.P99)}
+		if st.Answered == 0 {
+			lat = []string{"-", "-", "-", "-"}
+		}
+		row := append([]string{strconv.Itoa(st.Step), st.Target, formatSeconds(st.DurationS), fmt.Sprintf("%.2f", st.IterationRate),
+			strconv.FormatInt(st.Dropped, 10), strconv.FormatInt(st.Late, 10), strconv.FormatInt(st.Requests, 10),
+			formatPercent(st.Failed, st.Requests)}, lat...)
+		for _, name := range stages {
+			v := "-"
+			for _, e := range st.E2E {
+				if e.Stage == name {
+					v = formatMillis(e.Latency.P99)
+				}
+			}
+			row = append(row, v)
+		}
+		rows = append(rows, row)
+	}
+	writeTable(buf, rows, false)
 }
 
 // writeLossNote says what the end-to-end counts can tell of loss.

@@ -26,6 +26,9 @@ import (
 //	pending<1%             events accepted but not seen by the end of the drain, worst stage, as a share of accepted (or a count)
 //	lost<0.1%              events proven lost, worst stage (or a count): only with sinks that prove loss
 //	duplicates<1           events seen more than once, all stages
+//	step 3: p99<200ms      the same for one step of --stages (from 1): latency, service,
+//	                       errors, rps, throughput, iteration_rate, dropped, late, e2e latency
+//	each step: errors<1%   the same for every step: one result per step
 //
 // Latencies take ms (default), s or µs/us. A latency threshold (overall,
 // service or per endpoint) where no request was answered fails: requests
@@ -35,17 +38,51 @@ type Threshold struct {
 	Text     string
 	Endpoint string // "" for the whole run
 	Stage    string // e2e latency (e2e.STAGE.p99): "" for the worst stage; pending, lost and duplicates have none
+	Step     int    // a step of --stages, from 1; EachStep for every step; 0 for the whole run
 	Metric   string // "latency p99", "service max", "errors%", "errors", "rps", ...
 	Op       string // <, <=, >, >=
 	Value    float64
 }
 
+// EachStep is Threshold.Step for a threshold on every step ("each step:").
+const EachStep = -1
+
 // ThresholdResult is a threshold checked against a run.
 type ThresholdResult struct {
 	Threshold string  `json:"threshold"`
+	Step      int     `json:"step,omitempty"` // the step measured, for a threshold on steps
 	Measured  float64 `json:"measured"`
 	Unit      string  `json:"unit"`
 	Pass      bool    `json:"pass"`
+}
+
+// Name is the threshold as reports show it: for a threshold on every
+// step, with the step measured ("each step: errors<1% (step 2)").
+func (r ThresholdResult) Name() string {
+	if r.Step != 0 && !strings.HasPrefix(strings.TrimSpace(r.Threshold), "step ") {
+		return fmt.Sprintf("%s (step %d)", r.Threshold, r.Step)
+	}
+	return r.Threshold
+}
+
+// stepMetrics are the metrics a threshold on a step may name.
+var stepMetrics = []string{"errors", "errors%", "rps", "throughput", "iteration_rate", "dropped", "late"}
+
+// parseStepScope reads a "step N" or "each step" scope; ok is false for
+// any other scope (an endpoint).
+func parseStepScope(s, scope string) (step int, ok bool, err error) {
+	if scope == "each step" {
+		return EachStep, true, nil
+	}
+	n, isStep := strings.CutPrefix(scope, "step ")
+	if !isStep {
+		return 0, false, nil
+	}
+	step, err = strconv.Atoi(strings.TrimSpace(n))
+	if err != nil || step < 1 {
+		return 0, true, fmt.Errorf("threshold %q: want a step number from 1 after \"step\" (step 3: p99<200ms), or \"each step:\", got %q", s, scope)
+	}
+	return step, true, nil
 }
 
 var latencyStats = []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max"}
@@ -61,6 +98,13 @@ func ParseThreshold(s string) (Threshold, error) {
 	expr := strings.TrimSpace(s)
 	if i := strings.LastIndex(expr, ": "); i >= 0 {
 		t.Endpoint, expr = strings.TrimSpace(expr[:i]), strings.TrimSpace(expr[i+2:])
+		step, isStep, err := parseStepScope(s, t.Endpoint)
+		if err != nil {
+			return t, err
+		}
+		if isStep {
+			t.Endpoint, t.Step = "", step
+		}
 	}
 	opAt := strings.IndexAny(expr, "<>")
 	if opAt <= 0 {
@@ -120,6 +164,10 @@ func ParseThreshold(s string) (Threshold, error) {
 	default:
 		return t, fmt.Errorf("threshold %q: unknown metric %q, want a latency statistic (p99, service p95, e2e.p99, ...), errors, rps, throughput, iteration_rate, dropped, late, match, pending, lost or duplicates", s, metric)
 	}
+	if t.Step != 0 && !strings.HasPrefix(t.Metric, "latency") && !strings.HasPrefix(t.Metric, "service") &&
+		!strings.HasPrefix(t.Metric, "e2e") && !slices.Contains(stepMetrics, t.Metric) {
+		return t, fmt.Errorf("threshold %q: per step, only latency, service, e2e latency, %s are known", s, strings.Join(stepMetrics[1:], ", "))
+	}
 	if t.Endpoint != "" && !strings.HasPrefix(t.Metric, "latency") && !strings.HasPrefix(t.Metric, "errors") && t.Metric != "match%" {
 		return t, fmt.Errorf("threshold %q: per endpoint, only latency, errors and match are known", s)
 	}
@@ -135,7 +183,7 @@ func ParseThreshold(s string) (Threshold, error) {
 // far break it: it bounds from above a count that only grows (errors as a
 // count, dropped, late). --abort-on-fail stops a run on these.
 func (t Threshold) Hopeless(failed, dropped, late int64) bool {
-	if t.Endpoint != "" || (t.Op != "<" && t.Op != "<=") {
+	if t.Endpoint != "" || t.Step != 0 || (t.Op != "<" && t.Op != "<=") {
 		return false
 	}
 	var n int64
@@ -175,33 +223,101 @@ func CheckEndpoints(ts []Threshold, endpoints []string) error {
 	return nil
 }
 
+// CheckSteps reports a threshold naming a step the run does not have (it
+// has steps steps), or a threshold on steps for a run without --stages:
+// refused before any traffic.
+func CheckSteps(ts []Threshold, steps int) error {
+	for _, t := range ts {
+		switch {
+		case t.Step != 0 && steps == 0:
+			return fmt.Errorf("threshold %q: the run has no steps (give --stages)", t.Text)
+		case t.Step > steps:
+			return fmt.Errorf("threshold %q: no step %d, the run has %d (--stages)", t.Text, t.Step, steps)
+		}
+	}
+	return nil
+}
+
 // Evaluate checks the thresholds against s and stores the results in s.
-// It reports whether all passed.
+// It reports whether all passed. A threshold on every step gives one
+// result per step.
 func Evaluate(s *Summary, ts []Threshold) bool {
 	s.Thresholds = s.Thresholds[:0]
 	all := true
 	for _, t := range ts {
-		measured, unit := measure(s, t)
-		if math.IsNaN(measured) { // nothing to measure: it cannot pass, and JSON has no NaN
-			s.Thresholds = append(s.Thresholds, ThresholdResult{Threshold: t.Text, Unit: unit, Pass: false})
-			all = false
-			continue
+		for _, step := range stepsOf(s, t) {
+			all = evaluateOne(s, t, step) && all
 		}
-		var pass bool
-		switch t.Op {
-		case "<":
-			pass = measured < t.Value
-		case "<=":
-			pass = measured <= t.Value
-		case ">":
-			pass = measured > t.Value
-		case ">=":
-			pass = measured >= t.Value
-		}
-		all = all && pass
-		s.Thresholds = append(s.Thresholds, ThresholdResult{Threshold: t.Text, Measured: measured, Unit: unit, Pass: pass})
 	}
 	return all
+}
+
+// stepsOf lists the steps threshold t is measured on: 0 for the whole run.
+func stepsOf(s *Summary, t Threshold) []int {
+	switch {
+	case t.Step == EachStep && len(s.Steps) > 0:
+		steps := make([]int, len(s.Steps))
+		for i := range steps {
+			steps[i] = i + 1
+		}
+		return steps
+	case t.Step == EachStep:
+		return []int{EachStep} // no step: it fails, saying so
+	}
+	return []int{t.Step}
+}
+
+// evaluateOne checks threshold t on step (0: the whole run) of s and
+// appends its result to s.Thresholds.
+func evaluateOne(s *Summary, t Threshold, step int) bool {
+	var measured float64
+	var unit string
+	switch {
+	case step == 0:
+		measured, unit = measure(s, t)
+	case step < 0 || step > len(s.Steps):
+		measured, unit = math.NaN(), fmt.Sprintf("(the run has %d steps)", len(s.Steps))
+	default:
+		measured, unit = measure(stepView(&s.Steps[step-1]), t)
+	}
+	if step < 0 {
+		step = 0
+	}
+	if math.IsNaN(measured) { // nothing to measure: it cannot pass, and JSON has no NaN
+		s.Thresholds = append(s.Thresholds, ThresholdResult{Threshold: t.Text, Step: step, Unit: unit, Pass: false})
+		return false
+	}
+	var pass bool
+	switch t.Op {
+	case "<":
+		pass = measured < t.Value
+	case "<=":
+		pass = measured <= t.Value
+	case ">":
+		pass = measured > t.Value
+	case ">=":
+		pass = measured >= t.Value
+	}
+	s.Thresholds = append(s.Thresholds, ThresholdResult{Threshold: t.Text, Step: step, Measured: measured, Unit: unit, Pass: pass})
+	return pass
+}
+
+// stepView is step st as a summary, for measure: its counts, rates and
+// latencies, and its end-to-end latency by stage.
+func stepView(st *Step) *Summary {
+	v := &Summary{Requests: st.Requests, Succeeded: st.Succeeded, Failed: st.Failed, Answered: st.Answered,
+		RPS: st.RPS, IterationRate: st.IterationRate, Dropped: st.Dropped, Late: st.Late,
+		Latency: st.Latency, Service: st.Service}
+	if st.DurationS > 0 {
+		v.Throughput = float64(st.Succeeded) / st.DurationS
+	}
+	if len(st.E2E) > 0 {
+		v.E2E = &e2e.Summary{}
+		for _, e := range st.E2E {
+			v.E2E.Stages = append(v.E2E.Stages, e2e.Stage{Name: e.Stage, Unique: e.Events, Latency: e.Latency})
+		}
+	}
+	return v
 }
 
 // noAnswer is the unit of a latency threshold measured on no answer.
@@ -308,7 +424,7 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 	}
 	suite := testsuite{Name: "replay thresholds", Tests: len(s.Thresholds)}
 	for _, r := range s.Thresholds {
-		c := testcase{Name: r.Threshold, Classname: "replay"}
+		c := testcase{Name: r.Name(), Classname: "replay"}
 		if !r.Pass {
 			suite.Failures++
 			c.Failure = &failure{Message: fmt.Sprintf("measured %s %s", strconv.FormatFloat(r.Measured, 'f', -1, 64), r.Unit)}

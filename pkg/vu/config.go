@@ -82,6 +82,10 @@ type Config struct {
 	Rate       float64       // Rate: iterations per second at the start
 	// Stages ramp the rate (Rate) or the number of VUs (Closed).
 	Stages []Stage
+	// OnStart, when set, is called with the start of the run (the origin
+	// of due times) before any iteration is due: a recorder that counts by
+	// step learns where the steps begin.
+	OnStart func(start time.Time)
 	// Speed divides recorded times: Recorded pacing, and Think.
 	Speed float64
 	// Think keeps a session's recorded gaps between requests (Closed).

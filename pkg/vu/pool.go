@@ -101,8 +101,9 @@ type run struct {
 	wg     sync.WaitGroup // VUs and the scheduler
 	vusMu  sync.Mutex     // guards vus
 	vus    []*vu
-	idle   chan *vu   // open models: VUs waiting for an iteration
-	sched  *scheduler // open models
+	idle   chan *vu    // open models: VUs waiting for an iteration
+	sched  *scheduler  // open models
+	steps  *stepCounts // with Stages; nil otherwise
 	errMu  sync.Mutex
 	runErr error
 
@@ -135,6 +136,10 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 	r.base = cfg.Clock.Now()
 	r.baseUnix = r.base.UnixNano()
 	r.sched = sched
+	r.steps = newStepCounts(r.baseUnix, cfg.Stages)
+	if cfg.OnStart != nil {
+		cfg.OnStart(r.base)
+	}
 	p.running.Store(r)
 	stats := result.Counters{Started: r.base, OutOfOrder: outOfOrder}
 
@@ -292,6 +297,9 @@ func (r *run) dispatch(s slot) bool {
 		n := len(r.vus)
 		r.vusMu.Unlock()
 		if n >= r.cfg.MaxVUs {
+			if r.steps != nil {
+				r.steps.dropped[r.steps.of(s.due)].Add(1)
+			}
 			return false
 		}
 		v = r.spawn()

@@ -141,6 +141,12 @@ func (v *vu) iteration(k int, firstDue int64) error {
 		}
 		if begin := r.nanos(); begin-due > int64(cfg.LateAfter) {
 			r.late.Add(1)
+			if r.steps != nil {
+				r.steps.late[r.steps.of(due)].Add(1)
+			}
+		}
+		if j == 0 && r.steps != nil {
+			r.steps.began[r.steps.of(due)].Add(1)
 		}
 		prevEnd = v.do(due)
 		for v.hops < cfg.FollowRedirects && v.redirect() {

@@ -1,0 +1,155 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/pkg/hist"
+	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/result"
+)
+
+// tee records each result in both sinks.
+type tee [2]result.Sink
+
+func (t tee) Record(r result.Result) { t[0].Record(r); t[1].Record(r) }
+
+// singleRequests writes n requests without a session: one request an
+// iteration, so that an iteration's due time is its request's.
+func singleRequests(t *testing.T, n int) string {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"http":{"req":{"method":"GET","uri":"/items/%d","host":"recorded:80"},"res":{"statusCode":200}}}`+"\n", i)
+	}
+	path := filepath.Join(t.TempDir(), "traffic.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// executeCollecting runs o as Execute does, and also keeps every raw
+// result the VUs record.
+func executeCollecting(t *testing.T, o Options) (*report.Summary, []result.Result) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := prepare(ctx, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	runCtx, err := r.start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := &replaytest.Collect{}
+	r.pool.Sink = tee{r.rec, col}
+	s, err := r.run(ctx, runCtx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, col.Results()
+}
+
+// TestStepsMatchRawResults: a three-step arrival rate reports three steps
+// whose achieved rates are their targets (within 2%) and whose
+// percentiles are those of the raw results due in each step, computed
+// with the same histogram geometry.
+func TestStepsMatchRawResults(t *testing.T) {
+	srv := newSUT(t, 0, 200)
+	o := options(singleRequests(t, 50), srv.URL)
+	o.Load.Mode, o.Load.Stages, o.Load.VUs = "loop", "100/s@1500ms,200/s@1500ms,300/s@1500ms", 20
+	s, raw := executeCollecting(t, o)
+
+	if len(s.Steps) != 3 {
+		t.Fatalf("got %d steps, want 3: %+v", len(s.Steps), s.Steps)
+	}
+	base := s.Started.UnixNano()
+	var lat, svc [3]*hdrhistogram.Histogram
+	var reqs [3]int64
+	for i := range lat {
+		lat[i], svc[i] = hist.New(), hist.New()
+	}
+	for _, r := range raw {
+		i := min(max(int((r.Due-base)/int64(1500*time.Millisecond)), 0), 2)
+		reqs[i]++
+		if r.Err == result.ErrNone {
+			hist.RecordNanos(lat[i], r.End-r.Due)
+			hist.RecordNanos(svc[i], r.End-r.Sent)
+		}
+	}
+	for i, st := range s.Steps {
+		want := float64(100 * (i + 1))
+		if st.Target != fmt.Sprintf("%g/s", want) || st.Ramp || st.Unit != "rate" {
+			t.Errorf("step %d: target %q ramp %v unit %q, want %g/s held, rate", i+1, st.Target, st.Ramp, st.Unit, want)
+		}
+		if math.Abs(st.IterationRate-want) > 0.02*want {
+			t.Errorf("step %d: achieved %.1f/s, want %g/s within 2%%", i+1, st.IterationRate, want)
+		}
+		if st.Requests != reqs[i] {
+			t.Errorf("step %d: %d requests, the raw results have %d", i+1, st.Requests, reqs[i])
+		}
+		if got, want := st.Latency, hist.LatencyOf(lat[i]); got != want {
+			t.Errorf("step %d latency: got %+v, want %+v", i+1, got, want)
+		}
+		if got, want := st.Service, hist.LatencyOf(svc[i]); got != want {
+			t.Errorf("step %d service: got %+v, want %+v", i+1, got, want)
+		}
+		t.Logf("step %d: target %s, achieved %.2f/s, p50 %.3fms p99 %.3fms", st.Step, st.Target, st.IterationRate, st.Latency.P50, st.Latency.P99)
+		if st.Dropped != 0 || st.Errors["connect"] != 0 {
+			t.Errorf("step %d: dropped %d, errors %v on a fast loopback server", i+1, st.Dropped, st.Errors)
+		}
+	}
+}
+
+// TestStepPlans: a ramp step starts at the previous target (or --rate,
+// or --vus), a hold does not ramp, and --duration cuts the steps.
+func TestStepPlans(t *testing.T) {
+	tests := []struct {
+		name, rate, stages string
+		vus                int
+		duration           time.Duration
+		want               []string
+	}{
+		{"rate ramps", "100/s", "2s:500/s,500/s@1s,1s:0", 0, 0, []string{"100/s→500/s 2s", "500/s 1s", "500/s→0/s 1s"}},
+		{"held from the start", "", "100/s@1s,300/s@2s", 0, 0, []string{"100/s 1s", "300/s 2s"}},
+		{"vus", "", "1s:10,10@2s", 4, 0, []string{"4→10 VUs 1s", "10 VUs 2s"}},
+		{"cut by duration", "", "100/s@1s,300/s@2s,500/s@2s", 0, 2 * time.Second, []string{"100/s 1s", "300/s 1s"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := options("unused", "http://127.0.0.1:1")
+			o.Load.Rate, o.Load.Stages = tc.rate, tc.stages
+			if tc.vus > 0 {
+				o.Load.VUs = tc.vus
+			}
+			if tc.duration > 0 {
+				o.Load.Duration, o.Load.DurationGiven = tc.duration, true
+			}
+			p, err := parse(&o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, _, err := configure(&o, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, pl := range stepPlans(&cfg, nil) {
+				got = append(got, report.TargetText(pl.From, pl.To, pl.Ramp, pl.VUs)+" "+pl.Duration.String())
+			}
+			if strings.Join(got, ", ") != strings.Join(tc.want, ", ") {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

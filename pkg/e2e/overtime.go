@@ -1,0 +1,213 @@
+package e2e
+
+import (
+	"sort"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/replay-dev/replay/pkg/hist"
+)
+
+// Per-second latency: a stage keeps the histograms of the seconds still
+// open (those an event may yet arrive in, out of order across sinks), and
+// compresses a second once an event more than secondDelay seconds later
+// arrives, as the run's recorder does with its intervals.
+const secondDelay = 2
+
+// openSecond is a second of a stage still open.
+type openSecond struct {
+	received int64
+	h        *hdrhistogram.Histogram
+}
+
+// recordSecond folds latency ns of an event first seen at Unix second sec
+// into the stage's seconds; t.mu is held.
+func (st *stageScore) recordSecond(sec, ns int64) {
+	if st.open == nil {
+		st.open = map[int64]*openSecond{}
+	}
+	if st.closedUpTo != 0 && sec <= st.closedUpTo {
+		sec = st.closedUpTo + 1 // too late for its own second: counted in the next open one
+	}
+	o := st.open[sec]
+	if o == nil {
+		o = &openSecond{h: st.spareHist()}
+		st.open[sec] = o
+	}
+	o.received++
+	hist.RecordNanos(o.h, ns)
+	if sec > st.newest {
+		st.newest = sec
+		st.closeSeconds(sec - secondDelay)
+	}
+}
+
+// closeSeconds compresses the open seconds up to upTo into st.secs.
+func (st *stageScore) closeSeconds(upTo int64) {
+	var secs []int64
+	for s := range st.open {
+		if s <= upTo {
+			secs = append(secs, s)
+		}
+	}
+	sort.Slice(secs, func(i, j int) bool { return secs[i] < secs[j] })
+	for _, s := range secs {
+		o := st.open[s]
+		delete(st.open, s)
+		lat := hist.LatencyOf(o.h)
+		st.secs = append(st.secs, Interval{T: s, Received: o.received, Latency: &lat, Histogram: hist.Encode(o.h)})
+		o.h.Reset()
+		st.spare = append(st.spare, o.h)
+		st.closedUpTo = max(st.closedUpTo, s)
+	}
+}
+
+func (st *stageScore) spareHist() *hdrhistogram.Histogram {
+	if n := len(st.spare); n > 0 {
+		h := st.spare[n-1]
+		st.spare = st.spare[:n-1]
+		return h
+	}
+	return hist.New()
+}
+
+// SetSteps tells the tracker the run's steps (--stages): it started at
+// start and step i ends ends[i] after it. The end-to-end latency of each
+// event is then also kept per step its request was sent in (StepStages).
+func (t *Tracker) SetSteps(start time.Time, ends []time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stepBase = start.UnixMicro()
+	t.stepEnds = make([]int64, len(ends))
+	for i, e := range ends {
+		t.stepEnds[i] = e.Microseconds()
+	}
+}
+
+// stepOf returns the step an event sent at Unix µs sent belongs to; t.mu
+// is held and steps are set.
+func (t *Tracker) stepOf(sent int64) int {
+	off := sent - t.stepBase
+	for i, end := range t.stepEnds {
+		if off < end {
+			return i
+		}
+	}
+	return len(t.stepEnds) - 1
+}
+
+// recordStep folds latency ns of an event sent at Unix µs sent into its
+// step's histogram of stage st; t.mu is held.
+func (t *Tracker) recordStep(st *stageScore, sent, ns int64) {
+	if len(t.stepEnds) == 0 {
+		return
+	}
+	if st.steps == nil {
+		st.steps = make([]*hdrhistogram.Histogram, len(t.stepEnds))
+	}
+	i := t.stepOf(sent)
+	if st.steps[i] == nil {
+		st.steps[i] = hist.New()
+	}
+	hist.RecordNanos(st.steps[i], ns)
+}
+
+// StepStage is the end-to-end latency of one e2e stage by step: Steps[i]
+// is the histogram of the events sent in step i (nil when none was seen).
+type StepStage struct {
+	Stage string
+	Steps []*hdrhistogram.Histogram
+}
+
+// StepStages returns the latency by step of each stage, in stage order;
+// nil without SetSteps. Call it once the drain is over.
+func (t *Tracker) StepStages() []StepStage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.stepEnds) == 0 {
+		return nil
+	}
+	out := make([]StepStage, 0, len(t.stages))
+	for _, st := range t.stages {
+		out = append(out, StepStage{Stage: st.name, Steps: st.steps})
+	}
+	return out
+}
+
+// DeltaBytes bounds what Deltas costs per event in flight: the key (VU slot
+// and sequence number), the time and stage it was last seen at, and the
+// map's own overhead (about 40 bytes; up to twice that while it grows).
+const DeltaBytes = 80
+
+// Deltas has the tracker measure the time between consecutive e2e stages
+// of the same event (settled → completed, not only send → completed): a
+// histogram per pair of stages, in the order each event reached them. It
+// keeps, per event in flight, when and where it was last seen (DeltaBytes
+// each), and forgets an event not seen again within window (the drain
+// window): memory is bounded by DeltaBytes × the events seen within one
+// window. Call it before the run.
+func (t *Tracker) Deltas(window time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.deltaWindow = window
+	t.inFlight = map[[2]uint64]sighting{}
+	t.deltas = map[[2]int]*hdrhistogram.Histogram{}
+}
+
+// sighting is where and when an event in flight was last seen.
+type sighting struct {
+	at    int64 // Unix ns
+	stage int   // index in t.stages
+}
+
+// recordDelta measures the time since the event (slot, seq) was last seen
+// at another stage, and remembers this sighting; t.mu is held.
+func (t *Tracker) recordDelta(slot int, seq uint64, stage int, at int64) {
+	if t.inFlight == nil {
+		return
+	}
+	key := [2]uint64{uint64(slot), seq}
+	if prev, ok := t.inFlight[key]; ok && prev.stage != stage && at >= prev.at {
+		pair := [2]int{prev.stage, stage}
+		h := t.deltas[pair]
+		if h == nil {
+			h = hist.New()
+			t.deltas[pair] = h
+			t.deltaOrder = append(t.deltaOrder, pair)
+		}
+		hist.RecordNanos(h, at-prev.at)
+	}
+	t.inFlight[key] = sighting{at: at, stage: stage}
+	t.peakInFlight = max(t.peakInFlight, len(t.inFlight))
+	if at-t.swept >= int64(time.Second) { // forget what the window has passed
+		t.swept = at
+		for k, v := range t.inFlight {
+			if at-v.at > int64(t.deltaWindow) {
+				delete(t.inFlight, k)
+			}
+		}
+	}
+}
+
+// Delta is the time between two consecutive e2e stages of the same events
+// (--e2e-deltas), as in
+//
+//	{"from": "settled", "to": "completed", "events": 980, "latency_ms": {...}, "histogram": "HISTF..."}
+type Delta struct {
+	From      string       `json:"from"`
+	To        string       `json:"to"`
+	Events    int64        `json:"events"`
+	Latency   hist.Latency `json:"latency_ms"`
+	Histogram string       `json:"histogram"`
+}
+
+// deltaSummaries returns the deltas measured; t.mu is held.
+func (t *Tracker) deltaSummaries() []Delta {
+	var out []Delta
+	for _, pair := range t.deltaOrder {
+		h := t.deltas[pair]
+		out = append(out, Delta{From: t.stages[pair[0]].name, To: t.stages[pair[1]].name, Events: h.TotalCount(),
+			Latency: hist.LatencyOf(h), Histogram: hist.Encode(h)})
+	}
+	return out
+}
