@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/replay-dev/replay/internal/golden"
 	"github.com/replay-dev/replay/pkg/e2e"
 )
@@ -105,5 +106,48 @@ func TestE2ELossText(t *testing.T) {
 				t.Errorf("HTML has %q", tt.notInHTML)
 			}
 		})
+	}
+}
+
+// TestE2EHlog: the .hlog of a run followed to sinks carries, beside the
+// run's own histograms, one per second for each e2e stage, tagged
+// "e2e.STAGE", holding the latency of the events first seen then.
+func TestE2EHlog(t *testing.T) {
+	start := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	tr := e2e.NewTracker(42, 1, start, nil)
+	for seq := range uint64(30) {
+		tr.Stamped(0)
+		tr.Accepted(0, seq)
+		sent := start.Add(time.Duration(seq) * 100 * time.Millisecond) // seconds 0, 1, 2
+		id := e2e.AppendID(nil, e2e.ID{Nonce: 42, VU: 0, Seq: seq, Sent: sent.UnixMicro()})
+		tr.Seen(id, "queued", sent.Add(2*time.Millisecond))
+		if seq < 10 {
+			tr.Seen(id, "settled", sent.Add(50*time.Millisecond))
+		}
+	}
+	s := &Summary{Started: start, E2E: tr.Summary(0)}
+	var buf bytes.Buffer
+	if err := WriteHlog(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	r := hdrhistogram.NewHistogramLogReader(&buf)
+	counts := map[string]int64{}
+	seconds := map[string]int{}
+	for {
+		h, err := r.NextIntervalHistogram()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == nil {
+			break
+		}
+		counts[h.Tag()] += h.TotalCount()
+		seconds[h.Tag()]++
+		if h.Tag() == "e2e.settled" && (h.Min() < 49_000 || h.Max() > 51_000) {
+			t.Errorf("e2e.settled: %d..%d µs, want the 50 ms the events took", h.Min(), h.Max())
+		}
+	}
+	if counts["e2e.queued"] != 30 || seconds["e2e.queued"] != 3 || counts["e2e.settled"] != 10 || seconds["e2e.settled"] != 1 {
+		t.Errorf("the .hlog's e2e histograms: counts %v over seconds %v; want queued 30 in 3, settled 10 in 1", counts, seconds)
 	}
 }
