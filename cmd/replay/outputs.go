@@ -124,7 +124,7 @@ func (w *outputs) write(text, json io.Writer, s *report.Summary) error {
 		var failed []string
 		for _, t := range s.Thresholds {
 			if !t.Pass {
-				failed = append(failed, fmt.Sprintf("%s (measured %.3f %s)", t.Threshold, t.Measured, t.Unit))
+				failed = append(failed, fmt.Sprintf("%s (measured %.3f %s)", t.Name(), t.Measured, t.Unit))
 			}
 		}
 		return thresholdError{failed}

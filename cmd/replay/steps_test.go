@@ -31,6 +31,9 @@ func TestStepThresholds(t *testing.T) {
 			t.Errorf("the report lacks %q:\n%s", want, r.stdout)
 		}
 	}
+	if !strings.Contains(r.stderr, "thresholds failed: each step: rps>1000000 (step 1) (measured") {
+		t.Errorf("the exit message does not name the step that failed:\n%s", r.stderr)
+	}
 	sum := readSummary(t, out)
 	steps, _ := sum["steps"].([]any)
 	ths, _ := sum["thresholds"].([]any)
