@@ -167,7 +167,9 @@ func (t *Tracker) recordDelta(slot int, seq uint64, stage int, at int64) {
 		return
 	}
 	key := [2]uint64{uint64(slot), seq}
-	if prev, ok := t.inFlight[key]; ok && prev.stage != stage && at >= prev.at {
+	// An event last seen longer than the window ago is forgotten, whether
+	// or not the sweep below has come to it yet.
+	if prev, ok := t.inFlight[key]; ok && prev.stage != stage && at >= prev.at && at-prev.at <= int64(t.deltaWindow) {
 		pair := [2]int{prev.stage, stage}
 		h := t.deltas[pair]
 		if h == nil {
