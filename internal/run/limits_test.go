@@ -70,7 +70,10 @@ func buildReplay(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin, err := exec.LookPath("go") // the go command running this test is on PATH
+	if err != nil {
+		t.Fatalf("the go command: %v", err)
+	}
 	bin := filepath.Join(t.TempDir(), "replay")
 	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/replay-dev/replay/cmd/replay")
 	if out, err := cmd.CombinedOutput(); err != nil {
