@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,10 +64,11 @@ func TestHTMLIsSelfContained(t *testing.T) {
 			t.Errorf("the report contains %q: it must open offline", banned)
 		}
 	}
-	if n := strings.Count(page, "<svg"); n != 4 {
-		t.Errorf("%d charts, want 4", n)
+	if n := strings.Count(page, "<svg"); n != 5 {
+		t.Errorf("%d charts, want 5", n)
 	}
-	for _, want := range []string{"Throughput and failures over time", "Latency from due time", "1/(1−p)", "Answers by status class", "p99&lt;5ms", "FAIL", "POST /events", "timeout"} {
+	for _, want := range []string{"Throughput and failures over time", "Latency from due time", "1/(1−p)", "Answers by status class", "VUs over time",
+		"p99&lt;5ms", "FAIL", "POST /events", "timeout", `<table id="status-codes"><tr><th>status</th><th>answers</th></tr><tr><td>200</td>`, `<td class="status">200:`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the report lacks %q", want)
 		}
@@ -93,8 +97,8 @@ func TestHTMLInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
-	if n := strings.Count(string(dom), "<polyline"); n < 8 {
-		t.Errorf("the rendered page has %d chart lines, want the series of 4 charts", n)
+	if n := strings.Count(string(dom), "<polyline"); n < 9 {
+		t.Errorf("the rendered page has %d chart lines, want the series of 5 charts", n)
 	}
 	shot := filepath.Join(os.TempDir(), "replay-report-screenshot.png")
 	if out, err := exec.CommandContext(ctx, browser, append(args, "--window-size=1200,1800", "--screenshot="+shot, "file://"+page)...).CombinedOutput(); err != nil {
@@ -178,5 +182,160 @@ func TestHTMLShowsFailuresWithoutAnswer(t *testing.T) {
 	if page := buf.String(); !strings.Contains(page, "latency: no request was answered") || strings.Contains(page, "latency p99") ||
 		!strings.Contains(page, "no answer: connect") {
 		t.Errorf("nothing answered: the report shows a latency, or no connect series")
+	}
+}
+
+// steppedFixture is htmlFixture's results recorded as a three-step
+// arrival rate (a hold, a ramp, a hold), followed to a sink.
+func steppedFixture() *Summary {
+	base := t0.Unix()
+	var rs []result.Result
+	for sec := int64(0); sec < 6; sec++ {
+		for i := int64(0); i < 40+sec*20; i++ {
+			rs = append(rs, atSecond(base+sec, 1+i%7+sec, 200, result.ErrNone))
+		}
+	}
+	r := NewRecorder(testEndpoints)
+	r.Steps([]time.Duration{2 * time.Second, 4 * time.Second, 6 * time.Second})
+	r.Start(t0)
+	for _, res := range rs {
+		r.Record(res)
+	}
+	r.Close()
+	tr := e2e.NewTracker(3, 1, t0, nil)
+	for seq := range uint64(30) {
+		tr.Stamped(0)
+		tr.Accepted(0, seq)
+		sent := t0.Add(time.Duration(seq) * 200 * time.Millisecond)
+		tr.Seen(e2e.AppendID(nil, e2e.ID{Nonce: 3, Seq: seq, Sent: sent.UnixMicro()}), "queued", sent.Add(time.Duration(seq)*time.Millisecond))
+	}
+	plan := []StepPlan{
+		{Duration: 2 * time.Second, From: 40, To: 40, Began: 100},
+		{Duration: 2 * time.Second, From: 40, To: 100, Ramp: true, Began: 180},
+		{Duration: 2 * time.Second, From: 100, To: 100, Began: 260, Dropped: 3},
+	}
+	s := r.Summary(Meta{Run: result.Counters{Started: t0}, Model: "rate", Steps: plan})
+	s.E2E = tr.Summary(time.Second)
+	for i := range s.Steps { // what the run fills from the tracker's StepStages
+		s.Steps[i].E2E = []StepE2E{{Stage: "queued", Events: 10, Latency: Latency{P50: float64(i + 1), P99: float64(10 * (i + 1))}}}
+	}
+	return s
+}
+
+// TestHTMLSteps: a stepped run shades its steps on every time chart, draws
+// its target rate dashed on the throughput chart, lists the steps in a
+// table, and charts the end-to-end latency per second.
+func TestHTMLSteps(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, steppedFixture(), nil); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	charts := strings.Count(page, "<svg")
+	if n := strings.Count(page, `class="step-band"`); n != 3*(charts-1) { // every chart but the percentile one
+		t.Errorf("%d step bands on %d charts, want 3 on each time chart", n, charts)
+	}
+	for _, want := range []string{"stages 40/s 2s, 40/s→100/s 2s, 100/s 2s", `<table id="steps">`, "step 2: 40/s→100/s",
+		"<td>40/s→100/s</td>", `stroke-dasharray="6 4"`, "target (iterations / s)", "End-to-end latency per second", "queued p99", "<th>e2e queued p99</th>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, `<tr class="step">`); n != 3 {
+		t.Errorf("%d step rows, want 3", n)
+	}
+}
+
+// TestLegendRowsDoNotOverlap: twelve series with long names wrap into
+// rows within the chart, no entry on top of another.
+func TestLegendRowsDoNotOverlap(t *testing.T) {
+	var names []string
+	for i := range 12 {
+		names = append(names, strings.Repeat("x", 10+3*i))
+	}
+	items, height := legendLayout(names)
+	if height < 30 {
+		t.Errorf("legend height %v: twelve long names should take more than one row", height)
+	}
+	for i, a := range items {
+		aw := 16 + 6.6*float64(len(names[i]))
+		if a.x+aw > chartW-chartRight+1 && a.x > chartLeft {
+			t.Errorf("entry %d runs past the chart: x %v, width %v", i, a.x, aw)
+		}
+		for j := i + 1; j < len(items); j++ {
+			b := items[j]
+			bw := 16 + 6.6*float64(len(names[j]))
+			if a.y == b.y && a.x < b.x+bw && b.x < a.x+aw {
+				t.Errorf("entries %d and %d overlap: %+v %+v", i, j, a, b)
+			}
+		}
+	}
+}
+
+// TestNiceSteps: axis ticks fall on 1, 2 or 5 times a power of ten.
+func TestNiceSteps(t *testing.T) {
+	for _, tc := range []struct {
+		span float64
+		n    int
+		want float64
+	}{{100, 4, 25 * 2}, {7, 6, 2}, {0.9, 4, 0.5}, {1234, 4, 500}, {5, 6, 1}, {60, 6, 10}} {
+		if got := niceStep(tc.span, tc.n); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("niceStep(%v, %d) = %v, want %v", tc.span, tc.n, got, tc.want)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, htmlFixture(), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, svg := range strings.Split(buf.String(), "<svg")[1:] {
+		var ys []float64
+		for _, m := range regexp.MustCompile(`class="ytick"[^>]*>([0-9.]+)<`).FindAllStringSubmatch(svg, -1) {
+			v, _ := strconv.ParseFloat(m[1], 64)
+			ys = append(ys, v)
+		}
+		if len(ys) < 2 {
+			continue
+		}
+		step := ys[1] - ys[0]
+		mant := step / math.Pow(10, math.Floor(math.Log10(step)))
+		if math.Abs(mant-1) > 1e-6 && math.Abs(mant-2) > 1e-6 && math.Abs(mant-5) > 1e-6 {
+			t.Errorf("y ticks %v: a step of %v, not 1, 2 or 5 times a power of ten", ys, step)
+		}
+		for k, y := range ys {
+			if math.Abs(y-float64(k)*step) > 1e-6*step {
+				t.Errorf("y ticks %v are not multiples of their step", ys)
+				break
+			}
+		}
+	}
+}
+
+// TestHTMLStepsInChromium renders a stepped run's report in headless
+// Chromium and finds the step bands and the step table in the DOM.
+func TestHTMLStepsInChromium(t *testing.T) {
+	browser := chromium(t)
+	dir := t.TempDir()
+	page := filepath.Join(dir, "steps.html")
+	f, err := os.Create(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(f, steppedFixture(), nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dom, err := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir="+filepath.Join(dir, "profile"),
+		"--dump-dom", "file://"+page).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	if n := strings.Count(string(dom), `class="step-band"`); n < 12 {
+		t.Errorf("the rendered page has %d step bands, want 3 on each of at least 4 time charts", n)
+	}
+	if n := strings.Count(string(dom), `<tr class="step">`); n != 3 {
+		t.Errorf("the rendered step table has %d rows, want 3", n)
 	}
 }
