@@ -6,6 +6,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/replay-dev/replay/pkg/hist"
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // Per-second latency: a stage keeps the histograms of the seconds still
@@ -77,23 +78,17 @@ func (st *stageScore) spareHist() *hdrhistogram.Histogram {
 func (t *Tracker) SetSteps(start time.Time, ends []time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.stepBase = start.UnixMicro()
+	t.stepBase = start.UnixNano()
 	t.stepEnds = make([]int64, len(ends))
 	for i, e := range ends {
-		t.stepEnds[i] = e.Microseconds()
+		t.stepEnds[i] = int64(e)
 	}
 }
 
 // stepOf returns the step an event sent at Unix µs sent belongs to; t.mu
 // is held and steps are set.
 func (t *Tracker) stepOf(sent int64) int {
-	off := sent - t.stepBase
-	for i, end := range t.stepEnds {
-		if off < end {
-			return i
-		}
-	}
-	return len(t.stepEnds) - 1
+	return result.StepOf(t.stepEnds, sent*int64(time.Microsecond)-t.stepBase)
 }
 
 // recordStep folds latency ns of an event sent at Unix µs sent into its

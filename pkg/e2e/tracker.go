@@ -45,8 +45,8 @@ type Tracker struct {
 	foreign  int64 // IDs seen that this run did not send
 	lastSeen time.Time
 
-	// Steps (SetSteps): the run's start, Unix µs, and where each step
-	// ends after it, µs.
+	// Steps (SetSteps): the run's start, Unix ns, and where each step
+	// ends after it, ns (result.StepOf).
 	stepBase int64
 	stepEnds []int64
 

@@ -141,15 +141,7 @@ func (r *Recorder) Start(t time.Time) { r.f.base.Store(t.UnixNano()) }
 // stepOf returns the index of the step due (Unix ns) falls in: a due time
 // past the last step belongs to the last, one before the start to the
 // first.
-func (f *fold) stepOf(due int64) int {
-	off := due - f.base.Load()
-	for i, end := range f.stepEnds {
-		if off < end {
-			return i
-		}
-	}
-	return len(f.stepEnds) - 1
-}
+func (f *fold) stepOf(due int64) int { return result.StepOf(f.stepEnds, due-f.base.Load()) }
 
 // addStep folds r into its step. It allocates only at a step's first
 // meeting with a status.

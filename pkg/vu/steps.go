@@ -3,6 +3,8 @@ package vu
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // StepCount is what the VUs counted of one step (one item of Stages): the
@@ -46,15 +48,7 @@ func StageEnds(stages []Stage) []int64 {
 }
 
 // of returns the step that due (Unix ns) falls in. It allocates nothing.
-func (s *stepCounts) of(due int64) int {
-	off := due - s.base
-	for i, end := range s.ends {
-		if off < end {
-			return i
-		}
-	}
-	return len(s.ends) - 1
-}
+func (s *stepCounts) of(due int64) int { return result.StepOf(s.ends, due-s.base) }
 
 // Steps returns the counts per step of the last Run (nil without Stages):
 // call it after Run has returned.
