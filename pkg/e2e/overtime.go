@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"sort"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -32,7 +31,7 @@ func (st *stageScore) recordSecond(sec, ns int64) {
 	}
 	o := st.open[sec]
 	if o == nil {
-		o = &openSecond{h: st.spareHist()}
+		o = &openSecond{h: st.spare.Get()}
 		st.open[sec] = o
 	}
 	o.received++
@@ -45,31 +44,14 @@ func (st *stageScore) recordSecond(sec, ns int64) {
 
 // closeSeconds compresses the open seconds up to upTo into st.secs.
 func (st *stageScore) closeSeconds(upTo int64) {
-	var secs []int64
-	for s := range st.open {
-		if s <= upTo {
-			secs = append(secs, s)
-		}
-	}
-	sort.Slice(secs, func(i, j int) bool { return secs[i] < secs[j] })
-	for _, s := range secs {
+	for _, s := range hist.SecondsUpTo(st.open, upTo) {
 		o := st.open[s]
 		delete(st.open, s)
 		lat := hist.LatencyOf(o.h)
 		st.secs = append(st.secs, Interval{T: s, Received: o.received, Latency: &lat, Histogram: hist.Encode(o.h)})
-		o.h.Reset()
-		st.spare = append(st.spare, o.h)
+		st.spare.Put(o.h)
 		st.closedUpTo = max(st.closedUpTo, s)
 	}
-}
-
-func (st *stageScore) spareHist() *hdrhistogram.Histogram {
-	if n := len(st.spare); n > 0 {
-		h := st.spare[n-1]
-		st.spare = st.spare[:n-1]
-		return h
-	}
-	return hist.New()
 }
 
 // SetSteps tells the tracker the run's steps (--stages): it started at

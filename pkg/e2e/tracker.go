@@ -71,7 +71,7 @@ type stageScore struct {
 	secs               []Interval
 	open               map[int64]*openSecond
 	closedUpTo, newest int64
-	spare              []*hdrhistogram.Histogram
+	spare              hist.Pool
 	// steps[i] is the latency of the events sent in step i (SetSteps).
 	steps []*hdrhistogram.Histogram
 }

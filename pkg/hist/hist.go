@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -122,3 +123,37 @@ func LatencyOf(h *hdrhistogram.Histogram) Latency {
 
 // msOf converts µs to ms.
 func msOf(us int64) float64 { return float64(us) / 1000 }
+
+// Pool keeps histograms for reuse, so that a per-second view costs about
+// as many histograms as seconds are open at once, not one a second. Not
+// safe for concurrent use.
+type Pool struct{ free []*hdrhistogram.Histogram }
+
+// Get returns an empty histogram of the one geometry.
+func (p *Pool) Get() *hdrhistogram.Histogram {
+	if n := len(p.free); n > 0 {
+		h := p.free[n-1]
+		p.free = p.free[:n-1]
+		return h
+	}
+	return New()
+}
+
+// Put resets h and keeps it for a later Get.
+func (p *Pool) Put(h *hdrhistogram.Histogram) {
+	h.Reset()
+	p.free = append(p.free, h)
+}
+
+// SecondsUpTo returns the seconds of open (Unix second → its state) up to
+// and including upTo, in order: those a per-second view can close.
+func SecondsUpTo[V any](open map[int64]V, upTo int64) []int64 {
+	var secs []int64
+	for s := range open {
+		if s <= upTo {
+			secs = append(secs, s)
+		}
+	}
+	slices.Sort(secs)
+	return secs
+}

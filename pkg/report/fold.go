@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/replay-dev/replay/pkg/hist"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
@@ -44,7 +45,7 @@ type fold struct {
 	open                  map[int64]*intervalFold
 	intervals             []Interval
 	closedUpTo, newestSec int64
-	spare                 []*hdrhistogram.Histogram
+	spare                 hist.Pool // the histograms of closed intervals, for new ones
 
 	// Phase timings (--timings): nil until the first result that has them.
 	phases *[numPhases]*hdrhistogram.Histogram

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/replay-dev/replay/pkg/hist"
 	"github.com/replay-dev/replay/pkg/result"
 )
 
@@ -83,7 +83,7 @@ func (f *fold) addInterval(r *result.Result) {
 	}
 	iv := f.open[sec]
 	if iv == nil {
-		iv = &intervalFold{latency: f.spareHistogram()}
+		iv = &intervalFold{latency: f.spare.Get()}
 		f.open[sec] = iv
 	}
 	iv.requests++
@@ -97,7 +97,7 @@ func (f *fold) addInterval(r *result.Result) {
 		iv.errors++
 		iv.failed[kindIndex(r.Err)]++
 		if iv.failedLatency == nil {
-			iv.failedLatency = f.spareHistogram()
+			iv.failedLatency = f.spare.Get()
 		}
 		if recordNanos(iv.failedLatency, r.End-r.Due) {
 			f.clamped++
@@ -128,14 +128,7 @@ func (f *fold) addInterval(r *result.Result) {
 // closeIntervals compresses the open intervals up to and including second
 // upTo into f.intervals.
 func (f *fold) closeIntervals(upTo int64) {
-	var secs []int64
-	for s := range f.open {
-		if s <= upTo {
-			secs = append(secs, s)
-		}
-	}
-	sort.Slice(secs, func(i, j int) bool { return secs[i] < secs[j] })
-	for _, s := range secs {
+	for _, s := range hist.SecondsUpTo(f.open, upTo) {
 		iv := f.open[s]
 		delete(f.open, s)
 		vus := 0
@@ -159,28 +152,15 @@ func (f *fold) closeIntervals(upTo int64) {
 		if iv.failedLatency != nil {
 			out.Failed = errorCounts(&iv.failed)
 			out.FailedHistogram = encodeHistogram(iv.failedLatency)
-			iv.failedLatency.Reset()
-			f.spare = append(f.spare, iv.failedLatency)
+			f.spare.Put(iv.failedLatency)
 		}
 		f.intervals = append(f.intervals, out)
-		iv.latency.Reset()
-		f.spare = append(f.spare, iv.latency)
+		f.spare.Put(iv.latency)
 		iv.vus = nil
 		if s > f.closedUpTo {
 			f.closedUpTo = s
 		}
 	}
-}
-
-// spareHistogram reuses the histogram of a closed interval: an open interval
-// costs one histogram, and only about intervalDelay+1 are open at a time.
-func (f *fold) spareHistogram() *hdrhistogram.Histogram {
-	if n := len(f.spare); n > 0 {
-		h := f.spare[n-1]
-		f.spare = f.spare[:n-1]
-		return h
-	}
-	return newHistogram()
 }
 
 // WriteHlog writes the intervals' latency histograms as an HdrHistogram
