@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"encoding/base64"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -38,16 +37,10 @@ func TestMixedJSONAndGRPCOverH2C(t *testing.T) {
 	hs := health.NewServer()
 	hs.SetServingStatus("orders", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
-	var jsonSeen, grpcSeen, h1, conns atomic.Int64
+	var jsonSeen, grpcSeen, h1 atomic.Int64
 	var bodies atomic.Value
 	bodies.Store("")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	srv := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr, conns := serveH2C(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor != 2 {
 			h1.Add(1)
 		}
@@ -61,13 +54,8 @@ func TestMixedJSONAndGRPCOverH2C(t *testing.T) {
 		n, _ := r.Body.Read(b[:])
 		bodies.Store(string(b[:n]))
 		w.WriteHeader(http.StatusAccepted)
-	}), ConnState: func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			conns.Add(1)
-		}
-	}}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close(); gs.Stop() })
+	})
+	t.Cleanup(gs.Stop)
 
 	lines := []string{
 		`{"ts":"2026-11-01T10:00:00Z","tags":{"session":"a"},"http":{"req":{"method":"POST","uri":"/events","host":"api","headers":{"Content-Type":["application/json"]},"body":"{\"at\":\"2026-11-01T10:00:00Z\"}"},"res":{"statusCode":202}}}`,
@@ -79,7 +67,7 @@ func TestMixedJSONAndGRPCOverH2C(t *testing.T) {
 	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o := options(file, "http://"+ln.Addr().String())
+	o := options(file, "http://"+addr)
 	o.HTTP.H2C = true
 	o.Transforms.ShiftTime = true
 	o.Compare.Mode = "status"

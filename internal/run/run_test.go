@@ -301,27 +301,15 @@ func TestExecuteDryRunHTTP2(t *testing.T) {
 // TestExecuteH2C runs over cleartext HTTP/2: every request answered, on
 // one connection per VU.
 func TestExecuteH2C(t *testing.T) {
-	var count, conns, h2 atomic.Int64
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	srv := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var count, h2 atomic.Int64
+	addr, conns := serveH2C(t, func(w http.ResponseWriter, r *http.Request) {
 		count.Add(1)
 		if r.ProtoMajor == 2 {
 			h2.Add(1)
 		}
 		w.WriteHeader(202)
-	}), ConnState: func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			conns.Add(1)
-		}
-	}}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	o := options(trafficFile(t, 20), "http://"+ln.Addr().String())
+	})
+	o := options(trafficFile(t, 20), "http://"+addr)
 	o.HTTP.H2C = true
 	s, err := execute(t, context.Background(), o, 20*time.Second)
 	if err != nil {
@@ -388,4 +376,27 @@ func TestCheckSinks(t *testing.T) {
 			t.Errorf("%+v: got %v, want %q", tt.o, err, tt.want)
 		}
 	}
+}
+
+// serveH2C serves h over cleartext HTTP/2 (prior knowledge) and HTTP/1.1
+// on a loopback port until the test ends; it returns the address and the
+// count of connections accepted.
+func serveH2C(t *testing.T, h http.HandlerFunc) (string, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := new(atomic.Int64)
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	p.SetHTTP1(true)
+	srv := &http.Server{Protocols: &p, Handler: h, ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String(), conns
 }
