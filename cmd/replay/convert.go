@@ -16,7 +16,6 @@ import (
 	"github.com/replay-dev/replay/pkg/har"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // skipped counts what a converter could not convert, keeps the first few,
@@ -201,11 +200,12 @@ without --think recorded. gRPC pairs are skipped and counted.`,
 			if out == "" || out == "-" {
 				return fmt.Errorf("-o: export k6 writes a script and its data beside it: give -o FILE.js")
 			}
-			shape, err := load.Shape()
+			typed, err := load.Typed()
 			if err != nil {
 				return err
 			}
-			if err := k6Refuses(cmd.Flags(), &load, shape); err != nil {
+			k6Load, err := export.K6LoadOf(typed, cmd.Flags().Changed)
+			if err != nil {
 				return err
 			}
 			f, err := openFile(args, load.Target)
@@ -213,11 +213,6 @@ without --think recorded. gRPC pairs are skipped and counted.`,
 				return err
 			}
 			defer f.Close()
-			k6Load := export.K6Load{VUs: shape.VUs, MostVUs: shape.MostVUs, Duration: shape.Duration, Iterations: shape.Iterations,
-				RateStages: shape.ArrivalRate, Rate: shape.Rate, Think: load.Think == "recorded", Speed: load.Speed}
-			for _, s := range shape.Stages {
-				k6Load.Stages = append(k6Load.Stages, export.K6Stage{Duration: s.Duration, Target: s.Target})
-			}
 			sk := &skipped{what: "line"}
 			var st export.Stats
 			dataPath, err := writeK6Files(out, file, func(script, data io.Writer, dataRef string) (err error) {
@@ -279,28 +274,6 @@ func grpcSkipped(st export.Stats) string {
 		return "; 1 gRPC pair skipped"
 	}
 	return fmt.Sprintf("; %d gRPC pairs skipped", st.GRPC)
-}
-
-// k6Refuses names the load flags given that a k6 script cannot carry, so
-// that none is dropped without a word. --think recorded is carried (sleep
-// between requests), and --speed with it.
-func k6Refuses(fs *pflag.FlagSet, l *run.Load, shape run.Shape) error {
-	var errs []error
-	if l.Pace == "recorded" {
-		errs = append(errs, errors.New("--pace recorded: k6 has no executor that sends each request at its recorded time; export a --vus or --rate load, or replay it with replay run"))
-	} else if fs.Changed("speed") && l.Think != "recorded" {
-		errs = append(errs, errors.New("--speed: export k6 carries it with --think recorded only (it divides the recorded gaps); leave it out"))
-	}
-	if fs.Changed("late-after") {
-		errs = append(errs, errors.New("--late-after: k6 counts no late requests (its arrival-rate executors count dropped_iterations); leave it out"))
-	}
-	if fs.Changed("precise-pacing") {
-		errs = append(errs, errors.New("--precise-pacing: k6 paces its executors itself; leave it out"))
-	}
-	if shape.Iterations > 0 && (shape.ArrivalRate || len(shape.Stages) > 0) {
-		errs = append(errs, errors.New("--iterations: k6's arrival-rate and ramping executors take no iteration limit; give --duration instead"))
-	}
-	return errors.Join(errs...)
 }
 
 // harSummary is the import summary of a HAR: what was written, skipped by

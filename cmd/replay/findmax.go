@@ -9,29 +9,21 @@ import (
 
 	"github.com/replay-dev/replay/internal/capacity"
 	"github.com/replay-dev/replay/internal/outfile"
-	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-// findMaxFlags are the flags of replay find-max.
+// findMaxFlags are the flags of replay find-max: the search's options,
+// and what the command makes of the search: reports, progress, metrics.
 type findMaxFlags struct {
-	run        run.Options
-	startRate  string
-	maxRate    string
-	search     capacity.Search
-	hold       time.Duration
-	warmup     time.Duration
-	tolerance  float64
-	sutCPUs    float64
-	thresholds []string
-	out, html  string
-	quiet      bool
-	progress   string
-	metrics    string
-	linger     time.Duration
+	capacity.Options
+	out, html string
+	quiet     bool
+	progress  string
+	metrics   string
+	linger    time.Duration
 }
 
 // findMaxLoadFlags are the load flags find-max takes; the search sets the
@@ -39,7 +31,7 @@ type findMaxFlags struct {
 var findMaxLoadFlags = []string{"target", "vus", "max-vus", "late-after", "precise-pacing"}
 
 func newFindMaxCmd(std stdio, logger func() (zerolog.Logger, error)) *cobra.Command {
-	f := &findMaxFlags{run: run.DefaultOptions(), search: capacity.Search{StepFactor: 2, Precision: 0.05, Budget: 30 * time.Minute, Confirmations: 2}}
+	f := &findMaxFlags{Options: capacity.DefaultOptions()}
 	cmd := &cobra.Command{
 		Use:   "find-max -f FILE --target URL --threshold EXPR [flags]",
 		Short: "Search the highest arrival rate the SUT sustains within thresholds",
@@ -68,36 +60,36 @@ errors. A search cannot be sharded: one process decides every step.`,
 			if err != nil {
 				return err
 			}
-			markGiven(cmd.Flags(), &f.run.Load)
+			markGiven(cmd.Flags(), &f.Run.Load)
 			return findMax(cmd.Context(), f, std, log)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&f.run.File, "file", "f", "", "traffic `FILE` (RRPair JSON Lines), replayed at every step")
+	fs.StringVarP(&f.Run.File, "file", "f", "", "traffic `FILE` (RRPair JSON Lines), replayed at every step")
 	load := pflag.NewFlagSet("load", pflag.ContinueOnError)
-	addLoadFlags(load, &f.run.Load, 1)
+	addLoadFlags(load, &f.Run.Load, 1)
 	for _, name := range findMaxLoadFlags {
 		fs.AddFlag(load.Lookup(name))
 	}
-	addTransformFlags(fs, &f.run.Transforms)
-	addEventFlags(fs, &f.run.Events)
-	addFilterFlags(fs, &f.run.Filter)
-	addShardFlags(fs, &f.run.Shard) // only to refuse them, saying why
+	addTransformFlags(fs, &f.Run.Transforms)
+	addEventFlags(fs, &f.Run.Events)
+	addFilterFlags(fs, &f.Run.Filter)
+	addShardFlags(fs, &f.Run.Shard) // only to refuse them, saying why
 	for _, name := range []string{"shard", "shards", "start-at"} {
 		fs.MarkHidden(name)
 	}
-	addHTTPFlags(fs, &f.run.HTTP)
-	fs.DurationVar(&f.run.Grace, "grace", f.run.Grace, "after each run's stop, how long in-flight requests may finish")
-	fs.StringVar(&f.startRate, "start-rate", "10/s", "the first `RATE` held (iterations per second, or /m)")
-	fs.Float64Var(&f.search.StepFactor, "step-factor", f.search.StepFactor, "each ramp step multiplies the rate by this `FACTOR` (such as 1.5 or 2)")
-	fs.DurationVar(&f.hold, "hold", 30*time.Second, "how long each rate is held and judged, after its warm-up")
-	fs.DurationVar(&f.warmup, "warmup", 10*time.Second, "how long each rate runs before its hold, not judged (0: none)")
-	fs.Float64Var(&f.search.Precision, "precision", f.search.Precision, "bisect until the rate that failed is within this `FRACTION` above the best rate held")
-	fs.StringVar(&f.maxRate, "max-rate", "", "never hold a `RATE` above this; reaching it reports \"at least\" it")
-	fs.DurationVar(&f.search.Budget, "budget", f.search.Budget, "start no step that would end past this time from the start (0: no budget); a search cut short reports \"at least\" its best rate")
-	fs.Float64Var(&f.tolerance, "tolerance", capacity.DefaultTolerance, "a hold keeps up when it achieves at least (1 − `FRACTION`) of its target rate")
-	fs.Float64Var(&f.sutCPUs, "sut-cpus", 0, "the SUT's vCPUs: also report the sustainable rate per vCPU")
-	fs.StringArrayVar(&f.thresholds, "threshold", nil, "a hold passes only if `EXPR` holds, as replay run's: p99<200ms, errors<1%, e2e.p99<2s, 'POST /events: p95<50ms' (repeatable; at least one)")
+	addHTTPFlags(fs, &f.Run.HTTP)
+	fs.DurationVar(&f.Run.Grace, "grace", f.Run.Grace, "after each run's stop, how long in-flight requests may finish")
+	fs.StringVar(&f.StartRate, "start-rate", f.StartRate, "the first `RATE` held (iterations per second, or /m)")
+	fs.Float64Var(&f.Search.StepFactor, "step-factor", f.Search.StepFactor, "each ramp step multiplies the rate by this `FACTOR` (such as 1.5 or 2)")
+	fs.DurationVar(&f.Hold, "hold", f.Hold, "how long each rate is held and judged, after its warm-up")
+	fs.DurationVar(&f.Warmup, "warmup", f.Warmup, "how long each rate runs before its hold, not judged (0: none)")
+	fs.Float64Var(&f.Search.Precision, "precision", f.Search.Precision, "bisect until the rate that failed is within this `FRACTION` above the best rate held")
+	fs.StringVar(&f.MaxRate, "max-rate", "", "never hold a `RATE` above this; reaching it reports \"at least\" it")
+	fs.DurationVar(&f.Search.Budget, "budget", f.Search.Budget, "start no step that would end past this time from the start (0: no budget); a search cut short reports \"at least\" its best rate")
+	fs.Float64Var(&f.Tolerance, "tolerance", f.Tolerance, "a hold keeps up when it achieves at least (1 − `FRACTION`) of its target rate")
+	fs.Float64Var(&f.SUTCPUs, "sut-cpus", 0, "the SUT's vCPUs: also report the sustainable rate per vCPU")
+	fs.StringArrayVar(&f.Thresholds, "threshold", nil, "a hold passes only if `EXPR` holds, as replay run's: p99<200ms, errors<1%, e2e.p99<2s, 'POST /events: p95<50ms' (repeatable; at least one)")
 	fs.StringVar(&f.out, "out", "", "write the search (steps, curve, result) as JSON to `FILE`")
 	fs.StringVar(&f.html, "html", "", "write the search as one self-contained HTML `FILE`: the achieved rate against latency chart and the steps")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "do not print the text report")
@@ -109,8 +101,7 @@ errors. A search cannot be sharded: one process decides every step.`,
 
 // findMax runs the search the flags describe and writes its reports.
 func findMax(ctx context.Context, f *findMaxFlags, std stdio, log zerolog.Logger) error {
-	runner, err := f.prepare()
-	if err != nil {
+	if err := f.check(); err != nil {
 		return fmt.Errorf("%w\nnothing was sent", err)
 	}
 	outs, err := f.createOutputs()
@@ -132,27 +123,22 @@ func findMax(ctx context.Context, f *findMaxFlags, std stdio, log zerolog.Logger
 		log.Info().Str("addr", srv.Addr()).Msg("serving metrics at /metrics")
 		defer stopMetrics(srv, f.linger)
 	}
-	runner.Log = log
-	runner.Live = func(sl capacity.StepLive) (func(), error) {
+	f.Log = log
+	f.Live = func(sl capacity.StepLive) (func(), error) {
 		if srv != nil {
 			srv.Set(metricSources(sl.Sources, func() (int, float64, bool) { return sl.Step, sl.Rate, true }))
 		}
 		return f.stepProgress(ctx, std.err, sl, log), nil
 	}
-	f.search.OnStep = func(st capacity.Step) {
+	f.Search.OnStep = func(st capacity.Step) {
 		log.Info().Int("step", st.N).Str("phase", string(st.Phase)).Float64("target_rate", st.Target).Float64("achieved_rate", st.Achieved).
 			Float64("p99_ms", st.Latency.P99).Float64("errors_pct", st.ErrorsPct).Str("verdict", string(st.Verdict)).Str("reason", st.Reason).Msg("step held")
 	}
-	log.Info().Str("file", f.run.File).Str("target", f.run.Load.Target).Strs("thresholds", f.thresholds).Float64("start_rate", f.search.StartRate).
-		Dur("hold", f.hold).Dur("warmup", f.warmup).Msg("searching the highest sustainable rate")
-	res, err := f.search.Run(ctx, runner.Step)
+	log.Info().Str("file", f.Run.File).Str("target", f.Run.Load.Target).Strs("thresholds", f.Thresholds).Str("start_rate", f.StartRate).
+		Dur("hold", f.Hold).Dur("warmup", f.Warmup).Msg("searching the highest sustainable rate")
+	res, err := capacity.Find(ctx, f.Options)
 	if res == nil {
 		return err
-	}
-	res.Params = &capacity.Params{Thresholds: f.thresholds, StartRate: f.search.StartRate, StepFactor: f.search.StepFactor,
-		HoldS: f.hold.Seconds(), WarmupS: f.warmup.Seconds(), Tolerance: f.tolerance, MaxRate: f.search.MaxRate, BudgetS: f.search.Budget.Seconds()}
-	if f.sutCPUs > 0 && res.Sustainable > 0 {
-		res.SUTCPUs, res.PerVCPU = f.sutCPUs, res.Sustainable/f.sutCPUs
 	}
 	if werr := writeSearch(outs, std.out, f.quiet, res); werr != nil {
 		return errors.Join(err, werr)
@@ -169,38 +155,18 @@ func findMax(ctx context.Context, f *findMaxFlags, std stdio, log zerolog.Logger
 	return nil
 }
 
-// prepare checks the flags and returns the step runner.
-func (f *findMaxFlags) prepare() (*capacity.Runner, error) {
+// check checks the command's own flags and the search's options, before
+// any file is created.
+func (f *findMaxFlags) check() error {
 	switch f.progress {
 	case "auto", "bar", "log", "off":
 	default:
-		return nil, flagError("--progress", "auto, bar, log or off", f.progress)
+		return flagError("--progress", "auto, bar, log or off", f.progress)
 	}
-	switch f.run.File {
-	case "":
-		return nil, errors.New("--file: required (a traffic file)")
-	case "-":
-		return nil, errors.New("--file -: a search replays the file at every step; give a file, not standard input")
+	if err := f.Validate(); err != nil {
+		return err
 	}
-	if err := checkDistinct([]namedPath{{"--file", f.run.File, false}, {"--transforms", f.run.Transforms.File, false}, {"--out", f.out, true}, {"--html", f.html, true}}); err != nil {
-		return nil, err
-	}
-	var err error
-	if f.search.StartRate, err = capacity.ParseRate("--start-rate", f.startRate); err != nil {
-		return nil, err
-	}
-	if f.search.MaxRate, err = capacity.ParseRate("--max-rate", f.maxRate); err != nil {
-		return nil, err
-	}
-	if f.sutCPUs < 0 {
-		return nil, fmt.Errorf("--sut-cpus: want a number of vCPUs above 0, got %v", f.sutCPUs)
-	}
-	f.search.StepCost = f.warmup + f.hold
-	if err := f.search.Validate(); err != nil {
-		return nil, err
-	}
-	r := &capacity.Runner{Base: f.run, Thresholds: f.thresholds, Warmup: f.warmup, Hold: f.hold, Tolerance: f.tolerance}
-	return r, r.Check()
+	return checkDistinct([]namedPath{{"--file", f.Run.File, false}, {"--transforms", f.Run.Transforms.File, false}, {"--out", f.out, true}, {"--html", f.html, true}})
 }
 
 // searchOutput is one report file of a search and its renderer.

@@ -205,7 +205,8 @@ func TestFindMaxMetrics(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for len(seen) < 2 && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
-		step, rate := scrape(t, addr, "replay_step"), scrape(t, addr, "replay_target_rate")
+		vs := scrapeAll(t, addr, "replay_step", "replay_target_rate") // one moment: a step changes between two scrapes
+		step, rate := vs[0], vs[1]
 		if step > 0 && rate > 0 {
 			seen[[2]float64{step, rate}] = true
 		}

@@ -24,18 +24,28 @@ func freeAddr(t *testing.T) string {
 
 // scrape returns the value of one metric line, or -1.
 func scrape(t *testing.T, addr, metric string) float64 {
+	return scrapeAll(t, addr, metric)[0]
+}
+
+// scrapeAll reads several metrics from one scrape, so that they describe
+// one moment (-1 for each when the scrape fails or lacks it).
+func scrapeAll(t *testing.T, addr string, metrics ...string) []float64 {
+	vs := make([]float64, len(metrics))
+	for i := range vs {
+		vs[i] = -1
+	}
 	res, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
-		return -1
+		return vs
 	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(metric) + ` (\S+)$`).FindSubmatch(body)
-	if m == nil {
-		return -1
+	for i, metric := range metrics {
+		if m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(metric) + ` (\S+)$`).FindSubmatch(body); m != nil {
+			vs[i], _ = strconv.ParseFloat(string(m[1]), 64)
+		}
 	}
-	v, _ := strconv.ParseFloat(string(m[1]), 64)
-	return v
+	return vs
 }
 
 // TestMetricsDuringARun scrapes a run twice while it goes, then once after

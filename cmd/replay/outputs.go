@@ -41,9 +41,8 @@ func (o *reportOptions) addFlags(fs *pflag.FlagSet, outFlag string) {
 // complete (outFile), so that a run that ends before its reports leaves
 // the previous files as they were.
 type outputs struct {
-	opts       *reportOptions
-	thresholds []report.Threshold
-	out, hgrm  *outfile.File
+	opts      *reportOptions
+	out, hgrm *outfile.File
 	hlog       *outfile.File
 	html       *outfile.File
 	junit      *outfile.File
@@ -64,17 +63,24 @@ func (o *reportOptions) parseThresholds() ([]report.Threshold, error) {
 	return ts, nil
 }
 
-// open checks the thresholds against the endpoint table and creates the
-// output files. Close the outputs when done.
-func (o *reportOptions) open(endpoints []string, outName string) (*outputs, error) {
+// judge checks the --threshold expressions against s, a saved or merged
+// summary: its verdict, in s.Thresholds (a run judges its own).
+func (o *reportOptions) judge(s *report.Summary) error {
 	ts, err := o.parseThresholds()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := report.CheckEndpoints(ts, endpoints); err != nil {
-		return nil, fmt.Errorf("--threshold: %w", err)
+	if err := report.CheckEndpoints(ts, endpointNames(s)); err != nil {
+		return fmt.Errorf("--threshold: %w", err)
 	}
-	w := &outputs{opts: o, thresholds: ts}
+	report.Evaluate(s, ts)
+	return nil
+}
+
+// open creates the output files. Close the outputs when done.
+func (o *reportOptions) open(outName string) (*outputs, error) {
+	var err error
+	w := &outputs{opts: o}
 	for _, f := range []struct {
 		flag, path string
 		file       **outfile.File
@@ -90,11 +96,10 @@ func (o *reportOptions) open(endpoints []string, outName string) (*outputs, erro
 	return w, nil
 }
 
-// write evaluates the thresholds and writes every report: the text to
-// text unless --quiet, the summary JSON also to json when not nil. A failed
-// threshold returns a thresholdError.
+// write writes every report: the text to text unless --quiet, the
+// summary JSON also to json when not nil. A threshold the summary says
+// failed (its verdict) returns a thresholdError.
 func (w *outputs) write(text, json io.Writer, s *report.Summary) error {
-	passed := report.Evaluate(s, w.thresholds)
 	if !w.opts.quiet && text != nil {
 		if err := report.WriteText(text, s); err != nil {
 			return err
@@ -120,13 +125,13 @@ func (w *outputs) write(text, json io.Writer, s *report.Summary) error {
 	if err := w.commit(); err != nil {
 		return err
 	}
-	if !passed {
-		var failed []string
-		for _, t := range s.Thresholds {
-			if !t.Pass {
-				failed = append(failed, fmt.Sprintf("%s (measured %.3f %s)", t.Name(), t.Measured, t.Unit))
-			}
+	var failed []string
+	for _, t := range s.Thresholds {
+		if !t.Pass {
+			failed = append(failed, fmt.Sprintf("%s (measured %.3f %s)", t.Name(), t.Measured, t.Unit))
 		}
+	}
+	if len(failed) > 0 {
 		return thresholdError{failed}
 	}
 	return nil

@@ -28,7 +28,10 @@ side by side, such as the shards of a distributed run.`,
 			if err != nil {
 				return err
 			}
-			outs, err := o.open(endpointNames(s), "--out")
+			if err := o.judge(s); err != nil {
+				return err
+			}
+			outs, err := o.open("--out")
 			if err != nil {
 				return err
 			}
@@ -77,7 +80,10 @@ report is printed when the JSON goes to a file.`,
 			if err != nil {
 				return err
 			}
-			outs, err := o.open(endpointNames(m), "--output")
+			if err := o.judge(m); err != nil {
+				return err
+			}
+			outs, err := o.open("--output")
 			if err != nil {
 				return err
 			}

@@ -97,12 +97,9 @@ func execute(ctx context.Context, f *runFlags, std stdio, log zerolog.Logger) er
 	var outs *outputs
 	o.Ready = func(p run.Plan) error {
 		var err error
-		outs, err = f.report.open(p.Endpoints, "--out")
+		outs, err = f.report.open("--out")
 		if err == nil {
 			outs.config = p.Settings
-			if p.Empty {
-				outs.thresholds = nil // nothing sent: nothing to judge
-			}
 		}
 		return err
 	}

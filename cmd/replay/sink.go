@@ -42,7 +42,7 @@ synchronised.`,
 			}
 			// The summary file is created first: a bad path must not
 			// cost a session.
-			outs, err := (&reportOptions{out: out}).open(nil, "--out")
+			outs, err := (&reportOptions{out: out}).open("--out")
 			if err != nil {
 				return err
 			}

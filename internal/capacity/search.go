@@ -5,9 +5,11 @@
 // final hold, and reports the curve of achieved rate against latency.
 //
 // The search (Search.Run) is pure arithmetic over a step function, so its
-// decisions are tested without a clock or a SUT; Runner is the real step
-// function, two internal/run.Execute calls per step (warm-up, then the
-// hold that is judged).
+// decisions are tested without a clock or a SUT. Find is the real search:
+// it checks its own options (Options.Validate), prepares the run once
+// (internal/run.Prepare: the traffic file mapped and validated once) and
+// holds each step on it, two runs a step (a warm-up, then the hold that
+// is judged), each with a typed load.
 package capacity
 
 import (

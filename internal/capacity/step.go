@@ -11,7 +11,7 @@ import (
 
 	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/report"
-	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/rs/zerolog"
 )
 
@@ -25,36 +25,175 @@ const LateShare = 0.05
 // fall and still keep up.
 const DefaultTolerance = 0.1
 
-// Runner holds each step with internal/run.Execute: a warm-up run at the
-// rate, then the hold, a run of its own, which alone is judged. Two runs
-// rather than one whose first seconds are left out: the hold's summary is
-// then a whole summary, so every threshold a run knows (service time, per
-// endpoint, end-to-end, dropped, late, match) is judged by pkg/report
-// exactly as replay run judges it, where the per-second intervals carry
-// only latency and counts, on whole wall seconds. The price: the VUs'
-// connections are made again at the hold's start, and the SUT finishes
-// the warm-up's requests before the hold begins.
-type Runner struct {
-	// Base is the run each step starts from: file, target, HTTP,
-	// transforms, events, filter, VUs. Its rate, duration, stages,
-	// iterations and walk are the step's.
-	Base run.Options
-	// Thresholds judge each hold (report.ParseThreshold's syntax).
+// Options are a capacity search as a user asks for it: the run every
+// step replays, what a hold must pass, and how the search goes. Check
+// them with Validate; Find validates them too.
+type Options struct {
+	// Run is the run each step replays: file, target, HTTP, transforms,
+	// events, filter, and of the load only VUs, MaxVUs, LateAfter and
+	// PrecisePacing: the rate, duration, stages, iterations and walk are
+	// the search's.
+	Run run.Options
+	// Thresholds judge each hold (report.ParseThreshold's syntax); at
+	// least one.
 	Thresholds []string
-	Warmup     time.Duration
-	Hold       time.Duration
+	// StartRate and MaxRate are rates as given ("400/s", "24000/m"; ""
+	// MaxRate: no ceiling).
+	StartRate, MaxRate string
+	// Search is how the search goes: its StartRate, MaxRate and StepCost
+	// are set from the fields above by Validate.
+	Search Search
+	Warmup time.Duration
+	Hold   time.Duration
 	// Tolerance: a hold keeps up when its achieved rate is at least
 	// (1 − Tolerance) × its target.
 	Tolerance float64
+	// SUTCPUs, when above 0, has the result give the sustainable rate
+	// per vCPU.
+	SUTCPUs float64
 	// Live, when set, is called as each run of a step starts (progress,
 	// metrics); the stop it returns is called when that run's VUs stop.
 	Live func(StepLive) (stop func(), err error)
 	// Log receives the search's messages; each run's own are kept to
 	// warnings.
 	Log zerolog.Logger
+}
 
-	parsed []report.Threshold
-	n      int // steps begun
+// DefaultOptions are the options of replay find-max given no flag.
+func DefaultOptions() Options {
+	return Options{Run: run.DefaultOptions(), StartRate: "10/s", Warmup: 10 * time.Second, Hold: 30 * time.Second, Tolerance: DefaultTolerance,
+		Search: Search{StepFactor: 2, Precision: 0.05, Budget: 30 * time.Minute, Confirmations: 2}}
+}
+
+// Validate checks what a search needs beyond a run's options, and fills
+// the search's rates and step cost; its errors name the flag. The run's
+// own options are checked when it is prepared (Find).
+func (o *Options) Validate() error {
+	switch o.Run.File {
+	case "":
+		return errors.New("--file: required (a traffic file)")
+	case "-":
+		return errors.New("--file -: a search replays the file at every step; give a file, not standard input")
+	}
+	var err error
+	if o.Search.StartRate, err = ParseRate("--start-rate", o.StartRate); err != nil {
+		return err
+	}
+	if o.Search.MaxRate, err = ParseRate("--max-rate", o.MaxRate); err != nil {
+		return err
+	}
+	if o.SUTCPUs < 0 {
+		return fmt.Errorf("--sut-cpus: want a number of vCPUs above 0, got %v", o.SUTCPUs)
+	}
+	o.Search.StepCost = o.Warmup + o.Hold
+	if err := o.Search.Validate(); err != nil {
+		return err
+	}
+	if _, err := o.thresholds(); err != nil {
+		return err
+	}
+	if sh := o.Run.Shard; sh.Shard != "" || sh.Shards != 0 || sh.StartAt != "" {
+		return errors.New("--shard, --shards, --start-at: a capacity search cannot be sharded: each step's rate is decided from the step before, so one process must see every result; run find-max from one place (its --max-vus and CPU permitting)")
+	}
+	if o.Hold <= 0 {
+		return fmt.Errorf("--hold: want a positive duration such as 30s, got %v", o.Hold)
+	}
+	if o.Warmup < 0 {
+		return fmt.Errorf("--warmup: want a duration ≥ 0, got %v", o.Warmup)
+	}
+	if !(o.Tolerance >= 0 && o.Tolerance < 1) {
+		return fmt.Errorf("--tolerance: want a fraction from 0 to below 1 such as 0.1, got %v", o.Tolerance)
+	}
+	return nil
+}
+
+// thresholds parses the thresholds: at least one, none on a step of
+// --stages (a hold has none).
+func (o *Options) thresholds() ([]report.Threshold, error) {
+	if len(o.Thresholds) == 0 {
+		return nil, errors.New("--threshold: give at least one, such as p99<200ms and errors<1%: the search needs to know what keeping up means")
+	}
+	var ts []report.Threshold
+	for _, expr := range o.Thresholds {
+		t, err := report.ParseThreshold(expr)
+		if err != nil {
+			return nil, fmt.Errorf("--threshold: %w", err)
+		}
+		if t.Step != 0 {
+			return nil, fmt.Errorf("--threshold %q: a hold is one rate, without steps: judge the whole hold (p99<200ms)", expr)
+		}
+		ts = append(ts, t)
+	}
+	return ts, nil
+}
+
+// Params are the search's settings as given, for its reports.
+func (o *Options) params() *Params {
+	return &Params{Thresholds: o.Thresholds, StartRate: o.Search.StartRate, StepFactor: o.Search.StepFactor,
+		HoldS: o.Hold.Seconds(), WarmupS: o.Warmup.Seconds(), Tolerance: o.Tolerance, MaxRate: o.Search.MaxRate, BudgetS: o.Search.Budget.Seconds()}
+}
+
+// Find runs the search o describes and returns what it found: it checks
+// o, prepares the run once (the file opened, mapped and validated once,
+// the transforms compiled, the transport built), then holds each rate of
+// the search on it. The error is a bad option (nothing was sent), a step
+// that could not be run, or the context's; the result so far comes with
+// the last two.
+func Find(ctx context.Context, o Options) (*Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("%w\nnothing was sent", err)
+	}
+	r, err := newRunner(ctx, &o)
+	if err != nil {
+		return nil, fmt.Errorf("%w\nnothing was sent", err)
+	}
+	defer r.prepared.Close()
+	res, err := o.Search.Run(ctx, r.Step)
+	if res == nil {
+		return nil, err
+	}
+	res.Params = o.params()
+	if o.SUTCPUs > 0 && res.Sustainable > 0 {
+		res.SUTCPUs, res.PerVCPU = o.SUTCPUs, res.Sustainable/o.SUTCPUs
+	}
+	return res, err
+}
+
+// runner holds each step on one prepared run: a warm-up run at the rate,
+// then the hold, a run of its own, which alone is judged. Two runs rather
+// than one whose first seconds are left out: the hold's summary is then a
+// whole summary, so every threshold a run knows (service time, per
+// endpoint, end-to-end, dropped, late, match) is judged by pkg/report
+// exactly as replay run judges it, where the per-second intervals carry
+// only latency and counts, on whole wall seconds. The price: the VUs'
+// connections are made again at the hold's start, and the SUT finishes
+// the warm-up's requests before the hold begins.
+type runner struct {
+	o        *Options
+	prepared *run.Prepared
+	base     schedule.Load // the prepared run's: at the start rate
+	parsed   []report.Threshold
+	log      zerolog.Logger // each run's: warnings only
+	n        int            // steps begun
+}
+
+// newRunner prepares the run every step replays, for a hold of the start
+// rate.
+func newRunner(ctx context.Context, o *Options) (*runner, error) {
+	ts, err := o.thresholds()
+	if err != nil {
+		return nil, err
+	}
+	base := o.Run
+	base.Load.Rate, base.Load.Stages, base.Load.Iterations, base.Load.Mode = o.StartRate, "", 0, "loop"
+	base.Load.Duration, base.Load.DurationGiven = o.Hold, true
+	base.Thresholds, base.AbortOnFail, base.Ready, base.Live = o.Thresholds, false, nil, nil
+	base.Log = o.Log
+	p, err := run.Prepare(ctx, base)
+	if err != nil {
+		return nil, err
+	}
+	return &runner{o: o, prepared: p, base: p.Load(), parsed: ts, log: o.Log.Level(max(zerolog.WarnLevel, o.Log.GetLevel()))}, nil
 }
 
 // StepLive is a run of a step starting: which step, which part, which
@@ -66,73 +205,39 @@ type StepLive struct {
 	Sources run.LiveSources
 }
 
-// Check parses the thresholds and checks the base options that a search
-// cannot take; its errors name the flag.
-func (r *Runner) Check() error {
-	if len(r.Thresholds) == 0 {
-		return errors.New("--threshold: give at least one, such as p99<200ms and errors<1%: the search needs to know what keeping up means")
-	}
-	r.parsed = r.parsed[:0]
-	for _, expr := range r.Thresholds {
-		t, err := report.ParseThreshold(expr)
-		if err != nil {
-			return fmt.Errorf("--threshold: %w", err)
-		}
-		r.parsed = append(r.parsed, t)
-	}
-	if sh := r.Base.Shard; sh.Shard != "" || sh.Shards != 0 || sh.StartAt != "" {
-		return errors.New("--shard, --shards, --start-at: a capacity search cannot be sharded: each step's rate is decided from the step before, so one process must see every result; run find-max from one place (its --max-vus and CPU permitting)")
-	}
-	if r.Hold <= 0 {
-		return fmt.Errorf("--hold: want a positive duration such as 30s, got %v", r.Hold)
-	}
-	if r.Warmup < 0 {
-		return fmt.Errorf("--warmup: want a duration ≥ 0, got %v", r.Warmup)
-	}
-	if !(r.Tolerance >= 0 && r.Tolerance < 1) {
-		return fmt.Errorf("--tolerance: want a fraction from 0 to below 1 such as 0.1, got %v", r.Tolerance)
-	}
-	return nil
-}
-
-// Step holds rate for a step of the search (a StepFunc). Call Check first.
-func (r *Runner) Step(ctx context.Context, phase Phase, rate float64) (Step, error) {
+// Step holds rate for a step of the search (a StepFunc).
+func (r *runner) Step(ctx context.Context, phase Phase, rate float64) (Step, error) {
 	r.n++
 	began := time.Now()
-	if r.Warmup > 0 {
-		if _, err := run.Execute(ctx, r.options(rate, r.Warmup, "warm-up")); err != nil {
+	if r.o.Warmup > 0 {
+		if _, err := r.prepared.Run(ctx, r.pass(rate, r.o.Warmup, "warm-up")); err != nil {
 			return Step{}, fmt.Errorf("step %d (%s %s/s) warm-up: %w", r.n, phase, formatRate(rate), err)
 		}
 	}
-	o := r.options(rate, r.Hold, "hold")
-	o.Thresholds, o.AbortOnFail = r.Thresholds, true // a hold that can no longer pass ends early
-	sum, err := run.Execute(ctx, o)
+	pass := r.pass(rate, r.o.Hold, "hold")
+	pass.Judge, pass.AbortOnFail = true, true // a hold that can no longer pass ends early
+	sum, err := r.prepared.Run(ctx, pass)
 	if sum == nil || (err != nil && !errors.Is(err, run.ErrAborted)) {
 		return Step{}, fmt.Errorf("step %d (%s %s/s): %w", r.n, phase, formatRate(rate), err)
 	}
-	st := Judge(sum, rate, r.parsed, r.Tolerance)
+	st := Judge(sum, rate, r.parsed, r.o.Tolerance)
 	st.Took = time.Since(began).Seconds()
 	return st, nil
 }
 
-// options are the run options of one part of a step.
-func (r *Runner) options(rate float64, d time.Duration, part string) run.Options {
-	o := r.Base
-	o.Load.Rate = strconv.FormatFloat(rate, 'f', -1, 64) + "/s"
-	o.Load.Duration, o.Load.DurationGiven = d, true
-	o.Load.Stages, o.Load.Iterations, o.Load.Mode = "", 0, "loop"
-	o.Thresholds, o.AbortOnFail, o.Ready = nil, false, nil
-	if part == "warm-up" {
-		o.Events.Drain = 0 // the warm-up's events are not judged
-	}
-	o.Log = r.Log.Level(max(zerolog.WarnLevel, r.Log.GetLevel()))
-	if r.Live != nil {
+// pass is one part of a step: rate held for d, its events drained only
+// when it is judged.
+func (r *runner) pass(rate float64, d time.Duration, part string) run.Pass {
+	l := r.base
+	l.Model, l.Walk, l.Rate, l.Duration, l.Stages, l.Iterations = schedule.Rate, schedule.Loop, rate, d, nil, 0
+	p := run.Pass{Load: l, NoDrain: part == "warm-up", Log: &r.log}
+	if r.o.Live != nil {
 		n := r.n
-		o.Live = func(src run.LiveSources) (func(), error) {
-			return r.Live(StepLive{Step: n, Part: part, Rate: rate, Sources: src})
+		p.Live = func(src run.LiveSources) (func(), error) {
+			return r.o.Live(StepLive{Step: n, Part: part, Rate: rate, Sources: src})
 		}
 	}
-	return o
+	return p
 }
 
 // Judge judges the summary of a hold at target iterations per second: the
@@ -205,7 +310,7 @@ func ParseRate(flag, s string) (float64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	v, err := vu.ParseRate(s)
+	v, err := schedule.ParseRate(s)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", flag, err)
 	}

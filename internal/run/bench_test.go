@@ -12,6 +12,7 @@ import (
 	"github.com/replay-dev/replay/internal/transport/http2"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/transform"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
@@ -54,18 +55,17 @@ func hotPath(b *testing.B, transforms string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pool := &vu.Pool{File: f, Sink: rec, Transport: tr, Config: vu.Config{
-		VUs: 1, Walk: vu.Loop, Iterations: int64(b.N), Log: zerolog.Nop(),
-	}}
+	pool := &vu.Pool{File: f, Sink: rec, Transport: tr, Config: vu.Config{Load: schedule.Load{VUs: 1, Walk: schedule.Loop, Iterations: int64(b.N)}, Log: zerolog.Nop()}}
 	var chain *transform.Chain
 	if transforms != "" {
 		spec, err := transform.Parse([]byte(transforms), "bench.yaml", "")
 		if err != nil {
 			b.Fatal(err)
 		}
-		if chain, err = installTransforms(spec, f, pool, transform.Options{}); err != nil {
+		if chain, err = transform.Build(spec, f.SetsCookies(), transform.Options{VUs: 1, Endpoints: f.Endpoints()}); err != nil {
 			b.Fatal(err)
 		}
+		pool.Rewriter = chain
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

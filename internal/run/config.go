@@ -1,28 +1,23 @@
 package run
 
 import (
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/internal/transport/http2"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 )
 
-// vuConfig is the VUs' configuration of the options: the one place that
-// maps options onto vu.Config.
-func vuConfig(o *Options, m *loadModel, log zerolog.Logger) vu.Config {
-	return vu.Config{
-		Model: m.model, Walk: m.walk, Rate: m.rate, Stages: m.stages, Think: m.think,
-		VUs: o.Load.VUs, MaxVUs: o.Load.MaxVUs, Duration: o.Load.Duration, Iterations: o.Load.Iterations,
-		Speed: o.Load.Speed, LateAfter: o.Load.LateAfter, Grace: o.Grace, Log: log,
-		FollowRedirects: o.HTTP.FollowRedirects, PrecisePacing: o.Load.PrecisePacing,
-	}
+// vuConfig is the VUs' configuration of the options for load: the one
+// place that maps options onto vu.Config.
+func vuConfig(o *Options, load schedule.Load, log zerolog.Logger) vu.Config {
+	return vu.Config{Load: load, LateAfter: o.Load.LateAfter, Grace: o.Grace, Log: log,
+		FollowRedirects: o.HTTP.FollowRedirects, PrecisePacing: o.Load.PrecisePacing}
 }
 
 // transportOptions are the transport's options: the one place that maps
@@ -37,67 +32,33 @@ func transportOptions(o *Options, hostMap map[string]string) http2.Options {
 	}}
 }
 
-// configure builds the configuration of the VUs and of the transport and
-// checks both (no side effects; every error at once, each naming its
-// flag), then fills the VUs' defaults. It is the one place either is
-// checked. The transport is built once the run knows whether anything
-// reads the answers' bodies (prepare), by http2.New, which reads the TLS
-// files.
-func configure(o *Options, p *parsed) (vu.Config, http2.Options, error) {
-	cfg := vuConfig(o, &p.load, o.Log)
-	topt := transportOptions(o, p.hostMap)
-	if err := errors.Join(cfg.Validate(), topt.Validate()); err != nil {
-		return cfg, topt, err
+// configure checks the configuration of the VUs for load and fills its
+// defaults (no side effects; every error at once, each naming its flag).
+// It is the one place the VUs' configuration is checked.
+func configure(o *Options, load schedule.Load, log zerolog.Logger) (vu.Config, error) {
+	cfg := vuConfig(o, load, log)
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
 	}
 	cfg.SetDefaults()
-	return cfg, topt, nil
+	return cfg, nil
 }
 
-// Shape is a load as the load options describe it, checked, with its
-// defaults: what a command needs to describe the load to another tool
-// (export k6).
-type Shape struct {
-	VUs int
-	// MostVUs is the most VUs the run can have: --vus, the highest VU
-	// stage, or an open model's pool cap.
-	MostVUs    int
-	Duration   time.Duration
-	Iterations int64
-	// ArrivalRate: iterations start at Rate per second (ramped by Stages)
-	// rather than on free VUs; Stages then ramp rates, else VUs.
-	ArrivalRate bool
-	Rate        float64
-	Stages      []Stage
-}
-
-// Stage is a step of a ramp: to Target over Duration (Hold: at once, then
-// held).
-type Stage struct {
-	Duration time.Duration
-	Target   float64
-	Hold     bool
-}
-
-// Shape checks the load options and returns the load they describe.
-func (l Load) Shape() (Shape, error) {
+// Typed checks the load options and returns the load they describe, with
+// its defaults: what a command needs to describe the load to another tool
+// (export k6) or to run it again (a prepared run).
+func (l Load) Typed() (schedule.Load, error) {
 	m, err := parseLoad(&l)
 	if err != nil {
-		return Shape{}, err
+		return m, err
 	}
 	o := Options{Load: l}
-	cfg := vuConfig(&o, &m, zerolog.Nop())
+	cfg := vuConfig(&o, m, zerolog.Nop())
 	if err := cfg.Validate(); err != nil {
-		return Shape{}, err
+		return m, err
 	}
 	cfg.SetDefaults()
-	s := Shape{VUs: cfg.VUs, MostVUs: cfg.MostVUs(), Duration: cfg.Duration, Iterations: cfg.Iterations, ArrivalRate: cfg.Model == vu.Rate}
-	if s.ArrivalRate {
-		s.Rate = cfg.Rate
-	}
-	for _, st := range cfg.Stages {
-		s.Stages = append(s.Stages, Stage(st))
-	}
-	return s, nil
+	return cfg.Load, nil
 }
 
 // CheckTarget says why s is not a target a run would accept
@@ -107,28 +68,15 @@ func CheckTarget(s string) error {
 	return http1.CheckTarget(s)
 }
 
-// planned is how long a run with cfg issues: its duration, or its
-// stages'; 0 when the file decides.
-func planned(cfg *vu.Config) time.Duration {
-	if cfg.Duration == 0 && len(cfg.Stages) > 0 {
-		return vu.StagesDuration(cfg.Stages)
-	}
-	return cfg.Duration
-}
-
 // targetRate is the rate an arrival-rate run asked for: --rate, or with
-// stages the iterations due per second of the schedule. Other models have
-// none.
-func targetRate(cfg *vu.Config, st result.Counters) *float64 {
-	if cfg.Model != vu.Rate {
+// stages the iterations due per second over the steps that ran. Other
+// models have none.
+func targetRate(cfg *vu.Config, plan *schedule.Schedule, st result.Counters) *float64 {
+	if cfg.Model != schedule.Rate {
 		return nil
 	}
 	r := cfg.Rate
-	if len(cfg.Stages) > 0 {
-		span := vu.StagesDuration(cfg.Stages)
-		if cfg.Duration > 0 {
-			span = min(span, cfg.Duration)
-		}
+	if span := plan.Span(); span > 0 {
 		r = float64(st.Scheduled) / span.Seconds()
 	}
 	return &r
@@ -146,10 +94,10 @@ func settings(f *rrpair.File, cfg *vu.Config, o *Options) []report.Setting {
 		{Name: "duration", Value: cfg.Duration.String()},
 		{Name: "timeout · grace", Value: o.HTTP.Timeout.String() + " · " + cfg.Grace.String()},
 	}
-	if cfg.Model == vu.Rate {
+	if cfg.Model == schedule.Rate {
 		set = append(set, report.Setting{Name: "rate", Value: fmt.Sprintf("%.2f/s, stages %q", cfg.Rate, o.Load.Stages)})
 	}
-	if cfg.Model == vu.Recorded {
+	if cfg.Model == schedule.Recorded {
 		set = append(set, report.Setting{Name: "speed", Value: fmt.Sprint(cfg.Speed)})
 	}
 	if sh := f.Shard(); sh.Count > 1 {

@@ -124,20 +124,30 @@ type tracking struct {
 	tracker *e2e.Tracker
 	set     *sinkSet
 	sinks   *sinks // nil until started
+	// stamp is the run's stamping options: the options', pointed at the
+	// tracker.
+	stamp *transform.StampOptions
+	wait  time.Duration // how long to wait for events after the run
 }
 
-// newTracking makes the tracker of a run whose requests are stamped, and
-// points stamp at it; nil when they are not.
-func newTracking(stamp *transform.StampOptions, set *sinkSet, shard, vus int) *tracking {
+// newTracking makes the tracker of a run whose requests are stamped as
+// stamp says, and the run's stamping options, pointed at it; nil when
+// they are not stamped. noDrain: the run waits for no event after it.
+func newTracking(stamp *transform.StampOptions, set *sinkSet, shard, vus int, noDrain bool) *tracking {
 	if stamp == nil {
 		return nil
 	}
-	t := &tracking{tracker: e2e.NewTracker(e2e.NewNonce(), vus, time.Now(), nil), set: set}
+	t := &tracking{tracker: e2e.NewTracker(e2e.NewNonce(), vus, time.Now(), nil), set: set, wait: set.drain}
+	if noDrain {
+		t.wait = 0
+	}
 	t.tracker.ProveLoss(set.provesLoss())
 	if set.deltas {
 		t.tracker.Deltas(max(set.drain, time.Second))
 	}
-	stamp.To, stamp.Shard = t.tracker, shard
+	st := *stamp
+	st.To, st.Shard = t.tracker, shard
+	t.stamp = &st
 	return t
 }
 
@@ -161,12 +171,12 @@ func (t *tracking) drain(ctx context.Context, log zerolog.Logger) *e2e.Summary {
 	if !t.set.any() {
 		return t.tracker.Summary(0) // stamped for sinks elsewhere (replay sink)
 	}
-	log.Info().Dur("at_most", t.set.drain).Msg("draining: waiting for the events still on their way")
-	waited := t.tracker.Drain(ctx, time.Now(), t.set.drain, t.set.idle, time.Sleep)
+	log.Info().Dur("at_most", t.wait).Msg("draining: waiting for the events still on their way")
+	waited := t.tracker.Drain(ctx, time.Now(), t.wait, t.set.idle, time.Sleep)
 	t.close()
 	s := t.tracker.Summary(waited)
 	if n := s.Pending(); n > 0 {
-		log.Warn().Int64("pending", n).Dur("drain", t.set.drain).
+		log.Warn().Int64("pending", n).Dur("drain", t.wait).
 			Msg("events accepted but not seen by the end of the drain are pending, not lost: a longer --drain may see them")
 	}
 	return s

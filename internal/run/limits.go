@@ -3,6 +3,7 @@ package run
 import (
 	"fmt"
 
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 )
@@ -30,17 +31,17 @@ func checkOpenFiles(cfg *vu.Config, userMaxVUs int, limit fileLimit, log zerolog
 	if soft > fdMargin {
 		room = int(soft - fdMargin)
 	}
-	if cfg.Model != vu.Closed && userMaxVUs == 0 && cfg.VUs <= room {
+	if cfg.Model != schedule.Closed && userMaxVUs == 0 && cfg.VUs <= room {
 		log.Warn().Int("max_vus", room).Int("default", cfg.MaxVUs).Uint64("nofile_soft", soft).Uint64("nofile_hard", hard).
 			Msg("the open-file limit (ulimit -n) caps the pool of VUs below its default; set --max-vus or raise the limit")
 		cfg.MaxVUs = room
 		return nil
 	}
 	flag := "--vus"
-	if cfg.Model != vu.Closed && cfg.MaxVUs > cfg.VUs {
+	if cfg.Model != schedule.Closed && cfg.MaxVUs > cfg.VUs {
 		flag = "--max-vus"
 	}
-	if cfg.Model == vu.Closed && len(cfg.Stages) > 0 && cfg.MostVUs() > cfg.VUs {
+	if cfg.Model == schedule.Closed && len(cfg.Stages) > 0 && cfg.MostVUs() > cfg.VUs {
 		flag = "--stages"
 	}
 	need := uint64(cfg.MostVUs()) + fdMargin

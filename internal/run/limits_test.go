@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 )
@@ -32,14 +33,14 @@ func TestCheckOpenFiles(t *testing.T) {
 		wantErr    []string // all in the error; none: no error
 		wantMaxVUs int
 	}{
-		{"fits", vu.Config{VUs: 100}, 0, limit(1024, 4096), nil, 0},
-		{"closed too many", vu.Config{VUs: 2000}, 0, limit(1024, 4096), []string{"--vus:", "2000 VUs", "1024", "ulimit -n 2064", "container"}, 0},
-		{"hard too low", vu.Config{VUs: 2000}, 0, limit(1024, 1024), []string{"--vus:", "hard limit is 1024"}, 0},
-		{"stages", vu.Config{VUs: 1, Stages: []vu.Stage{{Duration: time.Second, Target: 5000}}}, 0, limit(1024, 4096), []string{"--stages:", "5000 VUs"}, 0},
-		{"rate max-vus given", vu.Config{Model: vu.Rate, Rate: 10, VUs: 10, MaxVUs: 5000}, 5000, limit(1024, 4096), []string{"--max-vus:", "5000 VUs"}, 0},
-		{"rate default cap lowered", vu.Config{Model: vu.Rate, Rate: 10, VUs: 10, MaxVUs: 1000}, 0, limit(512, 512), nil, 512 - fdMargin},
-		{"rate vus too many", vu.Config{Model: vu.Rate, Rate: 10, VUs: 1000, MaxVUs: 1000}, 0, limit(512, 512), []string{"--vus:"}, 0},
-		{"unknown limit", vu.Config{VUs: 1 << 20}, 0, func() (uint64, uint64, bool) { return 0, 0, false }, nil, 0},
+		{"fits", vu.Config{Load: schedule.Load{VUs: 100}}, 0, limit(1024, 4096), nil, 0},
+		{"closed too many", vu.Config{Load: schedule.Load{VUs: 2000}}, 0, limit(1024, 4096), []string{"--vus:", "2000 VUs", "1024", "ulimit -n 2064", "container"}, 0},
+		{"hard too low", vu.Config{Load: schedule.Load{VUs: 2000}}, 0, limit(1024, 1024), []string{"--vus:", "hard limit is 1024"}, 0},
+		{"stages", vu.Config{Load: schedule.Load{VUs: 1, Stages: []schedule.Stage{{Duration: time.Second, Target: 5000}}}}, 0, limit(1024, 4096), []string{"--stages:", "5000 VUs"}, 0},
+		{"rate max-vus given", vu.Config{Load: schedule.Load{Model: schedule.Rate, Rate: 10, VUs: 10, MaxVUs: 5000}}, 5000, limit(1024, 4096), []string{"--max-vus:", "5000 VUs"}, 0},
+		{"rate default cap lowered", vu.Config{Load: schedule.Load{Model: schedule.Rate, Rate: 10, VUs: 10, MaxVUs: 1000}}, 0, limit(512, 512), nil, 512 - fdMargin},
+		{"rate vus too many", vu.Config{Load: schedule.Load{Model: schedule.Rate, Rate: 10, VUs: 1000, MaxVUs: 1000}}, 0, limit(512, 512), []string{"--vus:"}, 0},
+		{"unknown limit", vu.Config{Load: schedule.Load{VUs: 1 << 20}}, 0, func() (uint64, uint64, bool) { return 0, 0, false }, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg

@@ -8,14 +8,14 @@ import (
 
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/transform"
-	"github.com/replay-dev/replay/pkg/vu"
 )
 
 // parsed are the options, checked: what they mean. parse fills it from
 // the options alone; load adds what the files they name hold.
 type parsed struct {
-	load       loadModel
+	load       schedule.Load // the load as the options give it, whole: no defaults, not the shard's share
 	shard      rrpair.Shard
 	startAt    time.Time // zero: at once
 	filter     *rrpair.Filter
@@ -27,15 +27,6 @@ type parsed struct {
 	// Filled by load.
 	hostMap map[string]string
 	spec    *transform.Spec
-}
-
-// loadModel is the load model and its parameters.
-type loadModel struct {
-	model  vu.Model
-	walk   vu.Walk
-	rate   float64
-	stages []vu.Stage
-	think  bool
 }
 
 // edit is a transform a flag asks for, and the flag.
@@ -80,29 +71,31 @@ func parse(o *Options) (*parsed, error) {
 	return p, errors.Join(errs...)
 }
 
-// parseLoad resolves the load model, the walk and their parameters.
-func parseLoad(l *Load) (loadModel, error) {
-	var m loadModel
+// parseLoad resolves the load model, the walk and their parameters: the
+// typed load of the options, checked for what each flag says alone (the
+// load as a whole is checked by vu.Config.Validate).
+func parseLoad(l *Load) (schedule.Load, error) {
+	m := schedule.Load{VUs: l.VUs, MaxVUs: l.MaxVUs, Duration: l.Duration, Iterations: l.Iterations, Speed: l.Speed}
 	var err error
-	if m.model, m.think, err = parsePace(l); err != nil {
+	if m.Model, m.Think, err = parsePace(l); err != nil {
 		return m, err
 	}
-	if m.walk, err = parseWalk(l); err != nil {
+	if m.Walk, err = parseWalk(l); err != nil {
 		return m, err
 	}
 	if l.Rate != "" || rateStages(l.Stages) {
-		if m.model == vu.Recorded {
+		if m.Model == schedule.Recorded {
 			return m, errors.New("--rate: choose an arrival rate or --pace recorded, not both")
 		}
-		m.model = vu.Rate
+		m.Model = schedule.Rate
 	}
 	if l.Rate != "" {
-		if m.rate, err = vu.ParseRate(l.Rate); err != nil {
+		if m.Rate, err = schedule.ParseRate(l.Rate); err != nil {
 			return m, fmt.Errorf("--rate: %w", err)
 		}
 	}
 	if l.Stages != "" {
-		if m.stages, err = vu.ParseStages(l.Stages, m.model == vu.Rate); err != nil {
+		if m.Stages, err = schedule.ParseStages(l.Stages, m.Model == schedule.Rate); err != nil {
 			return m, fmt.Errorf("--stages: %w", err)
 		}
 	}
@@ -119,11 +112,11 @@ func parseLoad(l *Load) (loadModel, error) {
 }
 
 // parsePace reads --pace and --think.
-func parsePace(l *Load) (model vu.Model, think bool, err error) {
+func parsePace(l *Load) (model schedule.Model, think bool, err error) {
 	switch l.Pace {
 	case "", "closed":
 	case "recorded":
-		model = vu.Recorded
+		model = schedule.Recorded
 	default:
 		return model, false, flagError("--pace", "recorded", l.Pace)
 	}
@@ -144,18 +137,18 @@ func rateStages(stages string) bool {
 
 // parseWalk resolves --mode: explicit, else loop when a duration, an
 // iteration count or stages say how long to run, else once.
-func parseWalk(l *Load) (vu.Walk, error) {
+func parseWalk(l *Load) (schedule.Walk, error) {
 	if l.Mode != "" {
-		w, err := vu.ParseWalk(l.Mode)
+		w, err := schedule.ParseWalk(l.Mode)
 		if err != nil {
 			return w, fmt.Errorf("--mode: %w", err)
 		}
 		return w, nil
 	}
 	if l.Duration > 0 || l.Iterations > 0 || l.Stages != "" {
-		return vu.Loop, nil
+		return schedule.Loop, nil
 	}
-	return vu.Once, nil
+	return schedule.Once, nil
 }
 
 // checkHTTP checks what the VUs' configuration does not: the timeout,

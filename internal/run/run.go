@@ -1,12 +1,15 @@
-// Package run builds and runs one whole replay from plain options, the
-// engine behind replay run and replay demo. It owns the order of a run:
-// every option checked before anything is sent (parse, then the files the
-// options name, then the VUs' configuration), the shard's share of the
-// load, the traffic file opened and validated, the transform chain, the
-// VUs, the recorder, the comparer, the failure dump, the end-to-end
-// tracker and its sinks, the threshold watcher of --abort-on-fail, the
-// drain of events, and the summary. What becomes of the summary (reports,
-// thresholds' verdict, exit codes), progress and metrics are the
+// Package run is the engine behind replay run, replay demo and replay
+// find-max: it prepares a run once from plain options (Prepare: every
+// option checked before anything is sent — parse, then the files the
+// options name, then the VUs' configuration —, the traffic file opened
+// and validated, the transforms compiled, the transport built) and runs
+// it as often as asked (Prepared.Run), each time with a typed load and
+// everything a run owns made fresh: the shard's share of the load, the
+// transform chain, the VUs, the recorder, the comparer, the failure dump,
+// the end-to-end tracker and its sinks, the threshold watcher of
+// --abort-on-fail, the drain of events, and the summary with its verdict
+// (Summary.Thresholds). Execute is Prepare and one Run. What becomes of
+// the summary (reports, exit codes), progress and metrics are the
 // caller's: it is handed the run's plan and live counters through hooks.
 package run
 
@@ -14,36 +17,37 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"runtime/pprof"
 	"slices"
 	"time"
 
 	"github.com/replay-dev/replay/internal/outfile"
-	"github.com/replay-dev/replay/internal/transport/http2"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/transform"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 )
 
-// ErrAborted is the cause of a run stopped by Options.AbortOnFail: a
-// threshold could no longer pass. The error Execute returns wraps it and
+// ErrAborted is the cause of a run stopped by Pass.AbortOnFail: a
+// threshold could no longer pass. The error Run returns wraps it and
 // names the threshold.
 var ErrAborted = errors.New("aborted: a threshold can no longer pass")
 
 // ErrInterrupted is the cause of a run cut short by its context. The
-// error Execute returns wraps it and the context's cause (a signal).
+// error Run returns wraps it and the context's cause (a signal).
 var ErrInterrupted = errors.New("interrupted")
 
-// Execute checks o, builds the run and runs it: the VUs replay the file
-// into the recorder until the file, the duration or the iteration limit
-// is done, or ctx is cancelled; then the events still on their way are
-// drained, and the summary returned. It returns after every goroutine it
-// started has exited.
+// Execute prepares the run o describes and runs it once, with o's load,
+// its thresholds judged (Summary.Thresholds: the verdict) and, with
+// AbortOnFail, watched: the VUs replay the file into the recorder until
+// the file, the duration or the iteration limit is done, or ctx is
+// cancelled; then the events still on their way are drained, and the
+// summary returned. It returns after every goroutine it started has
+// exited.
 //
 // A nil summary means that nothing was sent: a bad option or input (the
 // error names the flag, or the file and line), a hook's error, or a dry
@@ -51,19 +55,15 @@ var ErrInterrupted = errors.New("interrupted")
 // saying why: ErrAborted, or ErrInterrupted with ctx's cause; an error of
 // the VUs after traffic began comes with the summary too.
 func Execute(ctx context.Context, o Options) (*report.Summary, error) {
-	r, err := prepare(ctx, &o)
+	p, err := Prepare(ctx, o)
 	if err != nil {
 		return nil, nothingSent(err)
 	}
-	defer r.close()
+	defer p.Close()
 	if o.DryRun > 0 {
-		return nil, r.pool.DryRun(o.DryRunTo, o.DryRun)
+		return nil, p.DryRun(o.DryRunTo, o.DryRun, p.Load())
 	}
-	runCtx, err := r.start(ctx)
-	if err != nil {
-		return nil, nothingSent(err)
-	}
-	return r.run(ctx, runCtx)
+	return p.Run(ctx, Pass{Load: p.Load(), Judge: true, AbortOnFail: o.AbortOnFail, Ready: o.Ready, Live: o.Live})
 }
 
 // nothingSent says of an error before the first request that nothing was
@@ -72,13 +72,59 @@ func nothingSent(err error) error {
 	return fmt.Errorf("%w\nnothing was sent", err)
 }
 
-// runner is one run, built. Its methods are called from one goroutine, in
-// order: prepare, start, run, close.
+// Pass is one run of a prepared run: its load, and what the caller asks
+// of this run beside the prepared options.
+type Pass struct {
+	// Load is the run's load (Prepared.Load, or one of the caller's). A
+	// shard runs its share of it.
+	Load schedule.Load
+	// Judge checks the options' thresholds against the summary: its
+	// verdict, in Summary.Thresholds. AbortOnFail also stops the run once
+	// one of them can no longer pass (errors<N, dropped<N, late<N).
+	Judge, AbortOnFail bool
+	// NoDrain ends the run without waiting for the events still on their
+	// way (a warm-up whose events are not judged).
+	NoDrain bool
+	// Ready, when set, is called once the run is checked and built,
+	// before anything is started or sent: the caller creates its output
+	// files there. An error ends the run with nothing sent.
+	Ready func(Plan) error
+	// Live, when set, is called just before the first request with the
+	// counters of the run under way (progress, metrics). An error ends
+	// the run with nothing sent. The stop it returns, when not nil, is
+	// called once the VUs have stopped, before events are drained.
+	Live func(LiveSources) (stop func(), err error)
+	// Log, when set, receives this run's messages instead of the options'
+	// logger.
+	Log *zerolog.Logger
+}
+
+// Run runs the prepared run once with pass: its own VUs, connections,
+// transform chain, recorder and end-to-end tracking, none of them kept
+// from an earlier run. It returns as Execute does, and after every
+// goroutine it started has exited.
+func (pr *Prepared) Run(ctx context.Context, pass Pass) (*report.Summary, error) {
+	r, err := pr.newRunner(pass, false)
+	if err != nil {
+		return nil, nothingSent(err)
+	}
+	defer r.close()
+	runCtx, err := r.start(ctx)
+	if err != nil {
+		return nil, nothingSent(err)
+	}
+	return r.run(ctx, runCtx)
+}
+
+// runner is one run of a prepared run, built. Its methods are called from
+// one goroutine, in order: newRunner, start, run, close.
 type runner struct {
+	pr       *Prepared
 	o        *Options
-	p        *parsed
+	pass     Pass
+	log      zerolog.Logger
 	file     *rrpair.File
-	opened   time.Duration // how long opening the file took
+	plan     *schedule.Schedule
 	pool     *vu.Pool
 	chain    *transform.Chain // nil without transforms
 	track    *tracking        // nil unless requests are stamped
@@ -90,117 +136,58 @@ type runner struct {
 	runVUs   int                 // the most VUs of the whole run, before the shard's share
 
 	stopWatch func() // the threshold watcher's, or nil
-	stopLive  func() // Options.Live's, or nil
+	stopLive  func() // Pass.Live's, or nil
 	undo      []func()
 }
 
-// prepare checks the options, reads the files they name, configures the
-// VUs, divides the load for the shard, opens the traffic and builds what
-// works on it. Nothing is started.
-func prepare(ctx context.Context, o *Options) (*runner, error) {
-	p, err := parse(o)
-	if err != nil {
-		return nil, err
+// newRunner checks the pass's load, divides it for the shard, and builds
+// what the run owns: the VUs' pool, the transform chain, the end-to-end
+// tracker, the comparer. Nothing is started. A dry run opens no
+// connection, so its load is not held against the open-file limit.
+func (pr *Prepared) newRunner(pass Pass, dry bool) (*runner, error) {
+	o, p := &pr.o, pr.p
+	log := o.Log
+	if pass.Log != nil {
+		log = *pass.Log
 	}
-	if err := p.loadFiles(o); err != nil {
-		return nil, err
-	}
-	cfg, topt, err := configure(o, p)
+	userMaxVUs := pass.Load.MaxVUs
+	cfg, err := configure(o, pass.Load, log)
 	if err != nil {
 		return nil, err
 	}
 	runVUs := cfg.MostVUs() // before the shard's share: fresh values number every VU of the run
-	divide(&cfg, p.shard)
-	if err := report.CheckSteps(p.thresholds, len(stepEnds(&cfg))); err != nil {
-		return nil, fmt.Errorf("--threshold: %w", err)
+	cfg.Load = cfg.Load.Share(p.shard.Index, p.shard.Count)
+	plan := schedule.New(cfg.Load)
+	if pass.Judge {
+		if err := report.CheckSteps(p.thresholds, len(plan.Ends())); err != nil {
+			return nil, fmt.Errorf("--threshold: %w", err)
+		}
 	}
-	if o.DryRun == 0 { // a dry run opens no connection
-		if err := checkOpenFiles(&cfg, o.Load.MaxVUs, vu.OpenFileLimit, o.Log); err != nil {
+	if !dry {
+		if err := checkOpenFiles(&cfg, userMaxVUs, vu.OpenFileLimit, log); err != nil {
 			return nil, err
 		}
 	}
-	opening := time.Now()
-	f, err := openTraffic(ctx, o, p)
-	if err != nil {
-		return nil, err
-	}
-	r := &runner{o: o, p: p, file: f, opened: time.Since(opening), pool: &vu.Pool{File: f, Config: cfg}, runVUs: runVUs}
-	r.onClose(func() { f.Close() })
+	r := &runner{pr: pr, o: o, pass: pass, log: log, file: pr.file, plan: plan, runVUs: runVUs,
+		guard: &faultGuard{Transport: pr.tr, file: pr.file}}
+	r.pool = &vu.Pool{File: pr.file, Config: cfg, Schedule: plan, Transport: r.guard}
 	if err := r.build(); err != nil {
 		r.close()
 		return nil, err
 	}
-	// When nothing reads the answers' bodies they are dropped as they
-	// arrive, so that memory is bounded by the VUs, not by the answers.
-	topt.HTTP1.DiscardBodies = !r.readsBodies()
-	tr, err := http2.New(topt)
-	if err != nil {
-		r.close()
-		return nil, err
-	}
-	r.guard = &faultGuard{Transport: tr, file: f}
-	r.pool.Transport = r.guard
 	return r, nil
 }
 
-// readsBodies says whether anything reads the answers' bodies: the
-// comparer of --compare body, a transform that learns from answers
-// (correlate, cookies), the failure dump.
-func (r *runner) readsBodies() bool {
-	return r.o.Compare.Mode == "body" || (r.chain != nil && r.chain.Learns()) || r.o.DumpFailures != ""
-}
-
-// openTraffic opens the traffic of o; ctx stops the spooling of
-// standard input.
-func openTraffic(ctx context.Context, o *Options, p *parsed) (*rrpair.File, error) {
-	opt := rrpair.Options{RequireHost: o.Load.Target == "", Filter: p.filter, Shard: p.shard}
-	if o.Open != nil {
-		return o.Open(opt)
-	}
-	if o.File == "" {
-		return nil, errors.New("--file: required (a traffic file, or - for standard input)")
-	}
-	return OpenFileContext(ctx, o.File, o.Stdin, opt)
-}
-
-// OpenFile opens traffic as a run does: the file at path, or for "-"
-// stdin, spooled to a temporary file so that it can be mapped.
-func OpenFile(path string, stdin io.Reader, opt rrpair.Options) (*rrpair.File, error) {
-	return OpenFileContext(context.Background(), path, stdin, opt)
-}
-
-// OpenFileContext is OpenFile, whose spooling of stdin stops at once when
-// ctx is done.
-func OpenFileContext(ctx context.Context, path string, stdin io.Reader, opt rrpair.Options) (*rrpair.File, error) {
-	if path != "-" {
-		return rrpair.Open(path, opt)
-	}
-	if stdin == nil {
-		return nil, errors.New("--file -: no standard input to read")
-	}
-	return rrpair.OpenReaderContext(ctx, stdin, "<stdin>", opt)
-}
-
-// build makes what works on the file: the thresholds' endpoints checked,
-// the end-to-end tracker, the transform chain and the comparer.
+// build makes what the run owns that works on the file: the end-to-end
+// tracker, the transform chain and the comparer.
 func (r *runner) build() error {
-	if err := report.CheckEndpoints(r.p.thresholds, r.file.Endpoints()); err != nil {
-		return fmt.Errorf("--threshold: %w", err)
-	}
-	r.track = newTracking(r.p.stamp, r.p.sinks, r.p.shard.Index, r.pool.Config.MostVUs())
-	sh := r.p.shard
-	topt := transform.Options{Stamp: r.p.stamp, Shard: sh.Index, Shards: max(sh.Count, 1), RunVUs: r.runVUs}
-	if r.p.spec.NeedsSeed() {
-		var err error
-		if topt.Seed, err = freshSeed(&r.o.Filter, sh, r.p.startAt); err != nil {
+	p := r.pr.p
+	r.track = newTracking(p.stamp, p.sinks, p.shard.Index, r.pool.Config.MostVUs(), r.pass.NoDrain)
+	if r.pr.prog != nil {
+		if err := r.installTransforms(); err != nil {
 			return err
 		}
 	}
-	chain, err := installTransforms(r.p.spec, r.file, r.pool, topt)
-	if err != nil {
-		return err
-	}
-	r.chain = chain
 	if c := r.o.Compare; c.Mode != "" {
 		r.comparer = report.NewComparer(r.file.Endpoints(), c.Mode == "body", c.Ignore, c.Headers)
 		r.pool.Observers = append(r.pool.Observers, r.comparer)
@@ -214,9 +201,9 @@ func (r *runner) build() error {
 // threshold watcher and the caller's live view. It returns the context
 // of the VUs: ctx, also cancelled by the watcher.
 func (r *runner) start(ctx context.Context) (context.Context, error) {
-	if r.o.Ready != nil {
+	if r.pass.Ready != nil {
 		plan := Plan{Endpoints: r.file.Endpoints(), Settings: settings(r.file, &r.pool.Config, r.o), Empty: r.empty()}
-		if err := r.o.Ready(plan); err != nil {
+		if err := r.pass.Ready(plan); err != nil {
 			return nil, err
 		}
 	}
@@ -224,7 +211,7 @@ func (r *runner) start(ctx context.Context) (context.Context, error) {
 		return nil, err
 	}
 	r.logStart()
-	if err := waitStart(ctx, r.p.startAt, r.o.Log); err != nil {
+	if err := waitStart(ctx, r.pr.p.startAt, r.log); err != nil {
 		return nil, err
 	}
 	if err := r.startProfile(); err != nil {
@@ -232,12 +219,12 @@ func (r *runner) start(ctx context.Context) (context.Context, error) {
 	}
 	if r.track != nil {
 		r.onClose(r.track.close)
-		if err := r.track.start(r.o.Log); err != nil {
+		if err := r.track.start(r.log); err != nil {
 			return nil, err
 		}
 	}
 	if r.chain != nil {
-		r.o.Log.Info().Strs("transforms", r.chain.Names()).Msg("rewriting requests")
+		r.log.Info().Strs("transforms", r.chain.Names()).Msg("rewriting requests")
 	}
 	r.rec = report.NewRecorder(r.file.Endpoints())
 	r.startSteps()
@@ -272,12 +259,12 @@ func (r *runner) commitDump() error {
 
 // logStart says what is about to run.
 func (r *runner) logStart() {
-	f, cfg, log := r.file, &r.pool.Config, r.o.Log
-	log.Info().Str("model", cfg.Model.String()).Str("file", f.Name()).Float64("opened_ms", float64(r.opened.Microseconds())/1000).
+	f, cfg, log := r.file, &r.pool.Config, r.log
+	log.Info().Str("model", cfg.Model.String()).Str("file", f.Name()).Float64("opened_ms", float64(r.pr.opened.Microseconds())/1000).
 		Int("pairs", f.Len()).Int("filtered_out", f.Filtered()).Int("iterations", f.Iterations()).
 		Int("vus", cfg.VUs).Str("walk", cfg.Walk.String()).Dur("duration", cfg.Duration).
 		Str("target", r.o.Load.Target).Msg("replaying")
-	if sh := r.p.shard; sh.Count > 1 {
+	if sh := r.pr.p.shard; sh.Count > 1 {
 		log.Info().Int("shard", sh.Index).Int("shards", sh.Count).Int("vus", cfg.VUs).Float64("rate", cfg.Rate).Msg("sharded")
 	}
 	logSkipped(log, f)
@@ -331,7 +318,7 @@ func (r *runner) startProfile() error {
 	r.onClose(func() {
 		pprof.StopCPUProfile()
 		if err := f.Commit(); err != nil {
-			r.o.Log.Error().Err(err).Msg("--cpuprofile")
+			r.log.Error().Err(err).Msg("--cpuprofile")
 		}
 	})
 	return nil
@@ -341,18 +328,18 @@ func (r *runner) startProfile() error {
 // readers of the live counters.
 func (r *runner) startLive(ctx context.Context) (context.Context, error) {
 	cfg := &r.pool.Config
-	src := LiveSources{Recorder: r.rec, VUs: r.pool.Live, Dropped: r.pool.Dropped, Late: r.pool.Late, Planned: planned(cfg),
-		Model: cfg.Model.String(), Buckets: r.rec.LiveBuckets, Target: targetNow(cfg, time.Now())}
+	src := LiveSources{Recorder: r.rec, VUs: r.pool.Live, Dropped: r.pool.Dropped, Late: r.pool.Late, Planned: r.plan.End(),
+		Model: cfg.Model.String(), Buckets: r.rec.LiveBuckets, Target: targetNow(r.plan, time.Now())}
 	if r.track != nil {
 		src.Events = r.track.tracker.LiveStages
 	}
 	runCtx := ctx
-	if r.o.AbortOnFail {
-		runCtx, r.stopWatch = watchThresholds(ctx, r.p.thresholds, src, r.o.Log)
+	if r.pass.AbortOnFail {
+		runCtx, r.stopWatch = watchThresholds(ctx, r.pr.p.thresholds, src, r.log)
 		r.onClose(r.stopWatch)
 	}
-	if r.o.Live != nil {
-		stop, err := r.o.Live(src)
+	if r.pass.Live != nil {
+		stop, err := r.pass.Live(src)
 		if err != nil {
 			return nil, err
 		}
@@ -374,7 +361,7 @@ func (r *runner) runPool(runCtx context.Context) (result.Counters, error) {
 		return r.pool.Run(runCtx)
 	}
 	sh := r.file.Shard()
-	r.o.Log.Warn().Int("shard", sh.Index).Int("shards", sh.Count).Int("pairs_in_file", r.file.Len()).
+	r.log.Warn().Int("shard", sh.Index).Int("shards", sh.Count).Int("pairs_in_file", r.file.Len()).
 		Msg("this shard got no iterations (more shards than iterations): nothing sent, an empty summary written, thresholds skipped")
 	now := time.Now()
 	return result.Counters{Started: now, Stopped: now, Ended: now}, nil
@@ -403,9 +390,9 @@ func (r *runner) run(ctx, runCtx context.Context) (*report.Summary, error) {
 	cause := r.stopCause(ctx, runCtx, st)
 	if r.dump != nil {
 		if err := errors.Join(r.dump.Err(), r.commitDump()); err != nil {
-			r.o.Log.Error().Err(err).Msg("failure dump incomplete")
+			r.log.Error().Err(err).Msg("failure dump incomplete")
 		}
-		r.o.Log.Info().Int("failures", r.dump.Dumped()).Str("file", r.o.DumpFailures).Msg("failures dumped")
+		r.log.Info().Int("failures", r.dump.Dumped()).Str("file", r.o.DumpFailures).Msg("failures dumped")
 	}
 	return r.summary(ctx, st), errors.Join(runErr, cause)
 }
@@ -416,19 +403,21 @@ func (r *runner) stopCause(ctx, runCtx context.Context, st result.Counters) erro
 		return nil
 	}
 	if cause := context.Cause(runCtx); errors.Is(cause, ErrAborted) {
-		r.o.Log.Warn().Msg("aborted by --abort-on-fail: reports cover the requests sent so far")
+		r.log.Warn().Msg("aborted by --abort-on-fail: reports cover the requests sent so far")
 		return cause
 	}
-	r.o.Log.Warn().Msg("stopped by signal: reports cover the requests sent so far")
+	r.log.Warn().Msg("stopped by signal: reports cover the requests sent so far")
 	return fmt.Errorf("%w: %w", ErrInterrupted, context.Cause(ctx))
 }
 
 // summary is the run's summary: the recorder's, with the comparison, the
-// transforms' counts and the end-to-end section, after the drain.
+// transforms' counts and the end-to-end section, after the drain; and,
+// when the pass judges it, the thresholds' verdict (a shard that got no
+// iteration sent nothing: nothing to judge).
 func (r *runner) summary(ctx context.Context, st result.Counters) *report.Summary {
 	cfg := &r.pool.Config
-	sum := r.rec.Summary(report.Meta{Run: st, Model: cfg.Model.String(), TargetRate: targetRate(cfg, st), LateAfter: cfg.LateAfter,
-		Steps: stepPlans(cfg, r.pool.Steps())})
+	sum := r.rec.Summary(report.Meta{Run: st, Model: cfg.Model.String(), TargetRate: targetRate(cfg, r.plan, st), LateAfter: cfg.LateAfter,
+		Steps: stepPlans(r.plan, r.pool.Steps())})
 	if r.comparer != nil {
 		sum.Compare = r.comparer.Result()
 	}
@@ -437,8 +426,11 @@ func (r *runner) summary(ctx context.Context, st result.Counters) *report.Summar
 		sum.Skipped = &sk
 	}
 	if r.track != nil {
-		sum.E2E = r.track.drain(ctx, r.o.Log)
+		sum.E2E = r.track.drain(ctx, r.log)
 		sum.SetStepE2E(r.track.tracker.StepStages())
+	}
+	if r.pass.Judge && !r.empty() {
+		report.Evaluate(sum, r.pr.p.thresholds)
 	}
 	return sum
 }

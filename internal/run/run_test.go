@@ -337,27 +337,27 @@ func TestExecuteShard(t *testing.T) {
 	}
 }
 
-func TestLoadShape(t *testing.T) {
+func TestLoadTyped(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		load Load
 		want string
 	}{
-		{"closed", Load{VUs: 5, Duration: time.Minute, Speed: 1}, "{VUs:5 MostVUs:5 Duration:1m0s Iterations:0 ArrivalRate:false Rate:0 Stages:[]}"},
-		{"VU stages", Load{VUs: 1, Stages: "10s:8", Speed: 1}, "{VUs:1 MostVUs:8 Duration:10s Iterations:0 ArrivalRate:false Rate:0 Stages:[{Duration:10s Target:8 Hold:false}]}"},
-		{"rate", Load{VUs: 2, Rate: "100/s", Stages: "50/s@5s", Speed: 1}, "{VUs:2 MostVUs:1000 Duration:0s Iterations:0 ArrivalRate:true Rate:100 Stages:[{Duration:5s Target:50 Hold:true}]}"},
+		{"closed", Load{VUs: 5, Duration: time.Minute, Speed: 1}, "{Model:closed Walk:loop VUs:5 MaxVUs:0 Duration:1m0s Iterations:0 Rate:0 Stages:[] Speed:1 Think:false} most 5"},
+		{"VU stages", Load{VUs: 1, Stages: "10s:8", Speed: 1}, "{Model:closed Walk:loop VUs:1 MaxVUs:0 Duration:10s Iterations:0 Rate:0 Stages:[{Duration:10s Target:8 Hold:false}] Speed:1 Think:false} most 8"},
+		{"rate", Load{VUs: 2, Rate: "100/s", Stages: "50/s@5s", Speed: 1}, "{Model:rate Walk:loop VUs:2 MaxVUs:1000 Duration:0s Iterations:0 Rate:100 Stages:[{Duration:5s Target:50 Hold:true}] Speed:1 Think:false} most 1000"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := tt.load.Shape()
+			l, err := tt.load.Typed()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := fmt.Sprintf("%+v", s); got != tt.want {
+			if got := fmt.Sprintf("%+v most %d", l, l.MostVUs()); got != tt.want {
 				t.Errorf("got %s, want %s", got, tt.want)
 			}
 		})
 	}
-	if _, err := (Load{VUs: 1, Rate: "5/s", Pace: "recorded", Speed: 1}).Shape(); err == nil || !strings.Contains(err.Error(), "not both") {
+	if _, err := (Load{VUs: 1, Rate: "5/s", Pace: "recorded", Speed: 1}).Typed(); err == nil || !strings.Contains(err.Error(), "not both") {
 		t.Errorf("rate and recorded pacing: got %v", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/pkg/rrpair"
-	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 )
 
@@ -34,38 +33,6 @@ func parseShard(o *Shard) (rrpair.Shard, error) {
 		sh = rrpair.Shard{Index: i, Count: o.Shards}
 	}
 	return sh, nil
-}
-
-// share is shard i's part of total, as k6's execution segments divide:
-// the parts of all shards add up to total.
-func share(total, i, n int) int {
-	return (i+1)*total/n - i*total/n
-}
-
-// divide gives the shard its share of the load: VUs (at least one), the
-// pool cap, the iteration limit, the rate and stage targets.
-func divide(cfg *vu.Config, sh rrpair.Shard) {
-	if sh.Count <= 1 {
-		return
-	}
-	cfg.VUs = max(share(cfg.VUs, sh.Index, sh.Count), 1)
-	if cfg.MaxVUs > 0 {
-		cfg.MaxVUs = max(share(cfg.MaxVUs, sh.Index, sh.Count), cfg.VUs)
-	}
-	if cfg.Iterations > 0 {
-		cfg.Iterations = max(int64(share(int(cfg.Iterations), sh.Index, sh.Count)), 1)
-	}
-	n := float64(sh.Count)
-	cfg.Rate /= n
-	stages := make([]vu.Stage, len(cfg.Stages))
-	for i, st := range cfg.Stages {
-		st.Target /= n
-		if cfg.Model == vu.Closed {
-			st.Target = float64(max(share(int(st.Target*n+0.5), sh.Index, sh.Count), 1))
-		}
-		stages[i] = st
-	}
-	cfg.Stages = stages
 }
 
 // waitStart waits until at (--start-at); a zero time, or one already

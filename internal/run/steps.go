@@ -4,50 +4,22 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/vu"
 )
 
-// stepEnds are the ends of the run's steps (--stages) as offsets from its
-// start, cut at --duration: a step that would begin after it is not run.
-// Nil without stages.
-func stepEnds(cfg *vu.Config) []time.Duration {
-	var ends []time.Duration
-	var at time.Duration
-	for _, st := range cfg.Stages {
-		if cfg.Duration > 0 && at >= cfg.Duration {
-			break
-		}
-		at += st.Duration
-		if cfg.Duration > 0 {
-			at = min(at, cfg.Duration)
-		}
-		ends = append(ends, at)
-	}
-	return ends
-}
-
-// stepPlans describes the run's steps for its summary: their length and
-// target (a ramp from the previous target, or from --rate or --vus for the
-// first), with what the VUs counted in each.
-func stepPlans(cfg *vu.Config, counts []vu.StepCount) []report.StepPlan {
-	ends := stepEnds(cfg)
-	plans := make([]report.StepPlan, len(ends))
-	prev := cfg.Rate
-	if cfg.Model == vu.Closed {
-		prev = float64(cfg.VUs)
-	}
-	var at time.Duration
-	for i, end := range ends {
-		st := cfg.Stages[i]
-		p := report.StepPlan{Duration: end - at, From: prev, To: st.Target, Ramp: !st.Hold && prev != st.Target, VUs: cfg.Model == vu.Closed}
-		if !p.Ramp {
-			p.From = st.Target
-		}
+// stepPlans describes the run's steps for its summary: the schedule's
+// steps (their length and target: a ramp from the previous target, or
+// from --rate or --vus for the first), with what the VUs counted in each.
+func stepPlans(plan *schedule.Schedule, counts []vu.StepCount) []report.StepPlan {
+	steps := plan.Steps()
+	plans := make([]report.StepPlan, len(steps))
+	for i, st := range steps {
+		p := report.StepPlan{Duration: st.End - st.Start, From: st.From, To: st.To, Ramp: st.Ramp, VUs: plan.Model() == schedule.Closed}
 		if i < len(counts) {
 			p.Began, p.Dropped, p.Late = counts[i].Began, counts[i].Dropped, counts[i].Late
 		}
 		plans[i] = p
-		prev, at = st.Target, end
 	}
 	return plans
 }
@@ -56,7 +28,7 @@ func stepPlans(cfg *vu.Config, counts []vu.StepCount) []report.StepPlan {
 // it gives them the steps' ends, and has the VUs tell them when the run
 // starts, the origin of the steps.
 func (r *runner) startSteps() {
-	ends := stepEnds(&r.pool.Config)
+	ends := r.plan.Ends()
 	if len(ends) == 0 {
 		return
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/replay-dev/replay/pkg/hist"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/schedule"
+	"github.com/rs/zerolog"
 )
 
 // tee records each result in both sinks.
@@ -42,7 +44,12 @@ func singleRequests(t *testing.T, n int) string {
 func executeCollecting(t *testing.T, o Options) (*report.Summary, []result.Result) {
 	t.Helper()
 	ctx := context.Background()
-	r, err := prepare(ctx, &o)
+	pr, err := Prepare(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	r, err := pr.newRunner(Pass{Load: pr.Load(), Judge: true}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,12 +146,12 @@ func TestStepPlans(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, _, err := configure(&o, p)
+			cfg, err := configure(&o, p.load, zerolog.Nop())
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, pl := range stepPlans(&cfg, nil) {
+			for _, pl := range stepPlans(schedule.New(cfg.Load), nil) {
 				got = append(got, report.TargetText(pl.From, pl.To, pl.Ramp, pl.VUs)+" "+pl.Duration.String())
 			}
 			if strings.Join(got, ", ") != strings.Join(tc.want, ", ") {

@@ -3,39 +3,21 @@ package run
 import (
 	"time"
 
-	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/replay-dev/replay/pkg/schedule"
 )
 
-// targetNow returns LiveSources.Target for a run configured by cfg that
-// starts about at start: the stage under way and the rate the schedule
-// asks for at this moment (a ramp's rate moves linearly through its
-// stage). Only the arrival-rate model has a target rate.
-func targetNow(cfg *vu.Config, start time.Time) func() (int, float64, bool) {
-	if cfg.Model != vu.Rate {
+// targetNow returns LiveSources.Target for a run paced by plan that
+// starts about at start: the step under way (from 1; 0 without stages)
+// and the rate the schedule asks for at this moment (a ramp's rate moves
+// linearly through its step). Only the arrival-rate model has a target
+// rate.
+func targetNow(plan *schedule.Schedule, start time.Time) func() (int, float64, bool) {
+	if plan.Model() != schedule.Rate {
 		return func() (int, float64, bool) { return 0, 0, false }
 	}
-	rate, stages := cfg.Rate, cfg.Stages
 	return func() (int, float64, bool) {
-		step, r := rateAt(rate, stages, time.Since(start))
-		return step, r, true
+		at := time.Since(start)
+		rate, _ := plan.Target(at)
+		return plan.StepOf(at) + 1, rate, true
 	}
-}
-
-// rateAt is the rate at offset at of a schedule starting at rate through
-// stages, and the stage it falls in (from 1; 0 without stages). After the
-// last stage its target holds.
-func rateAt(rate float64, stages []vu.Stage, at time.Duration) (int, float64) {
-	prev := rate
-	var t time.Duration
-	for i, st := range stages {
-		if at < t+st.Duration {
-			if st.Hold {
-				return i + 1, st.Target
-			}
-			return i + 1, prev + (st.Target-prev)*float64(at-t)/float64(st.Duration)
-		}
-		t += st.Duration
-		prev = st.Target
-	}
-	return len(stages), prev
 }

@@ -9,30 +9,39 @@ import (
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transform"
-	"github.com/replay-dev/replay/pkg/vu"
 )
 
-// installTransforms builds the chain for f and wires it into the pool: as
-// its rewriter, and as an observer when it learns from answers. opt says
-// what the run knows beyond the file and the pool (the correlation IDs,
-// the shard, the seed). It returns nil when nothing is configured.
-func installTransforms(spec *transform.Spec, f *rrpair.File, pool *vu.Pool, opt transform.Options) (*transform.Chain, error) {
-	opt.VUs, opt.Endpoints = pool.Config.MostVUs(), f.Endpoints()
-	chain, err := transform.Build(spec, f.SetsCookies(), opt)
+// installTransforms makes the run's chain of the compiled transforms and
+// wires it into the pool: as its rewriter, and as an observer when it
+// learns from answers. The chain knows what the run knows beyond the file
+// and the pool: the correlation IDs' tracker, the shard, the seed.
+func (r *runner) installTransforms() error {
+	p, cfg := r.pr.p, &r.pool.Config
+	sh := p.shard
+	opt := transform.Options{Shard: sh.Index, Shards: max(sh.Count, 1), RunVUs: r.runVUs,
+		VUs: cfg.MostVUs(), Endpoints: r.file.Endpoints()}
+	if r.track != nil {
+		opt.Stamp = r.track.stamp
+	}
+	if p.spec.NeedsSeed() {
+		var err error
+		if opt.Seed, err = freshSeed(&r.o.Filter, sh, p.startAt); err != nil {
+			return err
+		}
+	}
+	chain, err := r.pr.prog.Chain(opt)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if chain.Len() == 0 {
-		return nil, nil
-	}
-	pool.Rewriter = chain
+	r.chain = chain
+	r.pool.Rewriter = chain
 	if chain.Learns() {
-		pool.Observers = append(pool.Observers, chain)
+		r.pool.Observers = append(r.pool.Observers, chain)
 	}
 	if chain.NeedsResponses() {
-		pool.DecodeResponses = true
+		r.pool.DecodeResponses = true
 	}
-	return chain, nil
+	return nil
 }
 
 // freshSeed is the seed of fresh values: --seed when given, so that a run

@@ -138,7 +138,7 @@ func Vegeta(w io.Writer, f *rrpair.File, target string, skip func(line int, why 
 // K6Load is the load a k6 script's scenario reflects: replay's load flags.
 type K6Load struct {
 	VUs int
-	// MostVUs is the most VUs the run could use (run.Shape.MostVUs): an
+	// MostVUs is the most VUs the run could use (schedule.Load.MostVUs): an
 	// arrival rate's preAllocatedVUs and maxVUs, so that k6 has every VU
 	// replay would have before the first iteration is due, instead of
 	// dropping iterations while it creates them.

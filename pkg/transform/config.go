@@ -185,14 +185,32 @@ func (s *Spec) Add(e Entry, origin string) {
 	s.origins = append(s.origins, origin)
 }
 
-// Build checks the spec and makes its chain. cookiesAuto says whether the
-// cookie jar runs under "auto" (the recorded answers set cookies). Every
-// error names where it was configured and what is wrong.
-func Build(s *Spec, cookiesAuto bool, opt Options) (*Chain, error) {
+// Program is a Spec compiled: each transform checked and built once (key
+// files read and checked, paths, expressions and endpoints resolved),
+// from which each run makes its own Chain. What one run's chain learns or
+// keeps (correlated values, cookie jars, re-signed tokens, fresh values
+// made, counts) never reaches another's. A Program is read-only: safe to
+// share.
+type Program struct {
+	steps []step
+}
+
+// renewer is a compiled step with state of its own (a cache) or settings
+// of the run (the seed of fresh values): Program.Chain gives each chain
+// its own copy.
+type renewer interface {
+	renew(opt Options) (step, error)
+}
+
+// Compile checks the spec and compiles its transforms. cookiesAuto says
+// whether the cookie jar runs under "auto" (the recorded answers set
+// cookies). opt.Stamp, when set, is checked here too (its To is not
+// used). Every error names where it was configured and what is wrong.
+func Compile(s *Spec, cookiesAuto bool, opt Options) (*Program, error) {
 	if s == nil {
 		s = &Spec{}
 	}
-	var steps []step
+	p := &Program{}
 	for i := range s.Transforms {
 		origin := "transforms"
 		if i < len(s.origins) {
@@ -202,18 +220,40 @@ func Build(s *Spec, cookiesAuto bool, opt Options) (*Chain, error) {
 		if err != nil {
 			return nil, &ConfigError{origin, err}
 		}
-		steps = append(steps, st)
+		p.steps = append(p.steps, st)
 	}
 	switch s.Cookies {
 	case "", CookiesAuto:
 		if cookiesAuto {
-			steps = append(steps, cookies{})
+			p.steps = append(p.steps, cookies{})
 		}
 	case CookiesOn:
-		steps = append(steps, cookies{})
+		p.steps = append(p.steps, cookies{})
 	case CookiesOff:
 	default:
 		return nil, &ConfigError{"cookies", fmt.Errorf("want auto, on or off, got %q", s.Cookies)}
+	}
+	if opt.Stamp != nil {
+		if err := checkStamp(opt.Stamp, opt.Endpoints); err != nil {
+			return nil, &ConfigError{"--correlate", err}
+		}
+	}
+	return p, nil
+}
+
+// Chain makes the chain of one run: the compiled transforms, each with
+// state of its own, fresh values derived from opt (Seed, VUs, shards),
+// and last, with opt.Stamp, the correlation ID.
+func (p *Program) Chain(opt Options) (*Chain, error) {
+	steps := make([]step, 0, len(p.steps)+1)
+	for _, st := range p.steps {
+		if r, ok := st.(renewer); ok {
+			var err error
+			if st, err = r.renew(opt); err != nil {
+				return nil, err
+			}
+		}
+		steps = append(steps, st)
 	}
 	if opt.Stamp != nil {
 		st, err := newStamp(opt.Stamp, opt.Endpoints)
@@ -223,6 +263,31 @@ func Build(s *Spec, cookiesAuto bool, opt Options) (*Chain, error) {
 		steps = append(steps, st)
 	}
 	return newChain(steps, opt), nil
+}
+
+// Len is the number of transforms compiled (a chain adds the stamp).
+func (p *Program) Len() int { return len(p.steps) }
+
+// Learns reports whether the chains of p learn from live answers
+// (correlate, cookies), and so read their bodies. A chain that stamps
+// correlation IDs learns too (Chain.Learns).
+func (p *Program) Learns() bool {
+	for _, st := range p.steps {
+		if _, ok := st.(learner); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Build checks the spec and makes its chain: Compile, then Chain, for a
+// spec used by one run.
+func Build(s *Spec, cookiesAuto bool, opt Options) (*Chain, error) {
+	p, err := Compile(s, cookiesAuto, opt)
+	if err != nil {
+		return nil, err
+	}
+	return p.Chain(opt)
 }
 
 func (e *Entry) build(dir string, opt Options) (step, error) {

@@ -34,6 +34,7 @@ type FreshSpec struct {
 const maxFresh = 256
 
 type fresh struct {
+	spec    *FreshSpec // for renew
 	paths   []jsonPath
 	query   [][]byte
 	headers [][]byte
@@ -48,7 +49,7 @@ func newFresh(s *FreshSpec, opt Options) (*fresh, error) {
 	if len(s.JSON)+len(s.Query)+len(s.Headers) == 0 {
 		return nil, errors.New("nothing to make fresh: name json paths, query parameters or headers")
 	}
-	f := &fresh{query: toBytes(s.Query), headers: toBytes(s.Headers), seed: opt.Seed,
+	f := &fresh{spec: s, query: toBytes(s.Query), headers: toBytes(s.Headers), seed: opt.Seed,
 		shard: uint64(max(opt.Shard, 0)), shards: uint64(max(opt.Shards, 1))}
 	if f.shard >= f.shards {
 		return nil, fmt.Errorf("shard %d of %d", opt.Shard, opt.Shards)
@@ -72,6 +73,9 @@ func newFresh(s *FreshSpec, opt Options) (*fresh, error) {
 }
 
 func (f *fresh) name() string { return fmt.Sprintf("fresh (seed %d)", f.seed) }
+
+// renew derives the values of another run: its seed, VUs and shards.
+func (f *fresh) renew(opt Options) (step, error) { return newFresh(f.spec, opt) }
 
 // vuFresh is what one VU keeps for fresh values: its count of values made
 // (never reset: it keeps them unique), and the iteration's recorded →

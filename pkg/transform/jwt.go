@@ -70,6 +70,12 @@ type jwtSigner struct {
 	cache map[string]signed
 }
 
+// renew gives a run its own cache of re-signed tokens, on the same key.
+func (j *jwtSigner) renew(Options) (step, error) {
+	return &jwtSigner{method: j.method, key: j.key, kid: j.kid, ttl: j.ttl, reuse: j.reuse, headers: j.headers,
+		cookies: j.cookies, query: j.query, paths: j.paths, cache: map[string]signed{}}, nil
+}
+
 // signed is a re-signed token and until when to reuse it; bad marks a
 // token that could not be re-signed, remembered so that it is not parsed
 // again on every request.

@@ -40,12 +40,23 @@ type stamp struct {
 	only   endpointSet // nil: all
 }
 
-func newStamp(o *StampOptions, endpoints []string) (*stamp, error) {
+// checkStamp checks the stamping options, without a Stamper.
+func checkStamp(o *StampOptions, endpoints []string) error {
 	if o.Header == "" && o.JSON == "" {
-		return nil, fmt.Errorf("correlation IDs: give a header, a JSON field, or both")
+		return fmt.Errorf("correlation IDs: give a header, a JSON field, or both")
 	}
 	if o.Header != "" && !rrpair.ValidHeaderName(o.Header) {
-		return nil, fmt.Errorf("correlation IDs: %q is not a header name", o.Header)
+		return fmt.Errorf("correlation IDs: %q is not a header name", o.Header)
+	}
+	if _, err := newEndpointSet(o.Only, endpoints); err != nil {
+		return fmt.Errorf("correlation IDs: %w", err)
+	}
+	return nil
+}
+
+func newStamp(o *StampOptions, endpoints []string) (*stamp, error) {
+	if err := checkStamp(o, endpoints); err != nil {
+		return nil, err
 	}
 	s := &stamp{shard: o.Shard, to: o.To, nonce: o.To.Nonce()}
 	if o.Header != "" {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/internal/transport/http1"
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/rs/zerolog"
 )
 
@@ -22,7 +23,7 @@ func TestDryRunMatchesTheWire(t *testing.T) {
 	}
 	f := openLines(t, lines...)
 	var out bytes.Buffer
-	p := &Pool{File: f, Config: Config{VUs: 1, Log: zerolog.Nop()}, Transport: newTransport(t, http1.Options{Target: srv.URL()})}
+	p := &Pool{File: f, Config: Config{Load: schedule.Load{VUs: 1}, Log: zerolog.Nop()}, Transport: newTransport(t, http1.Options{Target: srv.URL()})}
 	if err := p.DryRun(&out, 10); err != nil {
 		t.Fatal(err)
 	}

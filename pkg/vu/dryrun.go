@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/schedule"
 )
 
 // DryRun writes the first n requests of the run to w exactly as they would
@@ -24,7 +25,7 @@ func (p *Pool) DryRun(w io.Writer, n int) error {
 	}
 	cfg := &p.Config
 	order := func(k int) int { return k }
-	if cfg.Model == Recorded {
+	if cfg.Model == schedule.Recorded {
 		sorted, _, _, err := recordedOrder(p.File, cfg.Speed)
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"github.com/replay-dev/replay/internal/transport"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/schedule"
 )
 
 // Rewriter changes an outgoing request in place before it is sent (the
@@ -41,6 +42,9 @@ type Pool struct {
 	// DecodeResponses has each VU decode the recorded response of a pair
 	// too (headers and body), for Observers that compare.
 	DecodeResponses bool
+	// Schedule is the schedule of Config.Load (schedule.New), shared with
+	// whoever else counts by it (the recorder's steps); nil: Run makes it.
+	Schedule *schedule.Schedule
 
 	running atomic.Pointer[run] // the run under way, for Live
 }
@@ -80,6 +84,7 @@ type run struct {
 	cfg  *Config
 	file *rrpair.File
 	pool *Pool
+	plan *schedule.Schedule // what the load asks for over time
 
 	base     time.Time // clock origin: nanos() = base + monotonic offset
 	baseUnix int64
@@ -123,11 +128,11 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 		return result.Counters{}, err
 	}
 	cfg := &p.Config
-	r := &run{cfg: cfg, file: p.File, pool: p, stopCh: make(chan struct{})}
+	r := &run{cfg: cfg, file: p.File, pool: p, plan: p.Schedule, stopCh: make(chan struct{})}
 
 	var sched *scheduler
 	var outOfOrder int
-	if cfg.Model != Closed {
+	if cfg.Model != schedule.Closed {
 		var err error
 		if sched, outOfOrder, err = r.newScheduler(); err != nil {
 			return result.Counters{}, err
@@ -136,7 +141,7 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 	r.base = cfg.Clock.Now()
 	r.baseUnix = r.base.UnixNano()
 	r.sched = sched
-	r.steps = newStepCounts(r.baseUnix, cfg.Stages)
+	r.steps = newStepCounts(r.baseUnix, r.plan)
 	if cfg.OnStart != nil {
 		cfg.OnStart(r.base)
 	}
@@ -195,7 +200,7 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 	default:
 		n := cfg.MostVUs()
 		if len(cfg.Stages) > 0 {
-			r.active.Store(int64(VUTarget(cfg.VUs, cfg.Stages, 0)))
+			r.active.Store(int64(r.plan.VUs(0)))
 			r.wg.Add(1)
 			go func() { defer r.wg.Done(); r.rampVUs() }()
 		} else {
@@ -246,6 +251,9 @@ func (p *Pool) prepare() error {
 		return fmt.Errorf("%s: no iteration to replay", p.File.Name())
 	}
 	p.Config.SetDefaults()
+	if p.Schedule == nil {
+		p.Schedule = schedule.New(p.Config.Load)
+	}
 	return p.Transport.Check(p.File)
 }
 
@@ -326,10 +334,10 @@ func (r *run) newScheduler() (*scheduler, int, error) {
 	_, wall := cfg.Clock.(WallClock)
 	s.precise = cfg.PrecisePacing && wall
 	limit := func(k int64) bool { return cfg.Iterations == 0 || k < cfg.Iterations }
-	if cfg.Model == Rate {
-		s.pacer = NewRatePacer(cfg.Rate, cfg.Stages, cfg.Duration)
+	if cfg.Model == schedule.Rate {
+		s.pacer = r.plan
 		s.iteration = func(k int64) (int, bool) {
-			if !limit(k) || (cfg.Walk == Once && k >= n) {
+			if !limit(k) || (cfg.Walk == schedule.Once && k >= n) {
 				return 0, false
 			}
 			return int(k % n), true
@@ -340,7 +348,7 @@ func (r *run) newScheduler() (*scheduler, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	s.pacer = NewRecordedPacer(offsets, cfg.Walk == Loop, cfg.Duration)
+	s.pacer = NewRecordedPacer(offsets, cfg.Walk == schedule.Loop, cfg.Duration)
 	s.iteration = func(k int64) (int, bool) {
 		if !limit(k) {
 			return 0, false
@@ -396,13 +404,13 @@ func recordedOrder(f *rrpair.File, speed float64) (order []int, offsets []time.D
 }
 
 // rampVUs follows the VU stages of the closed model: VU i runs while
-// i < the stage target, checked every 100ms.
+// i < the schedule's VUs, checked every 100ms.
 func (r *run) rampVUs() {
 	sleep := r.cfg.Clock.NewSleeper()
 	for {
 		elapsed := r.cfg.Clock.Now().Sub(r.base)
-		r.active.Store(int64(VUTarget(r.cfg.VUs, r.cfg.Stages, elapsed)))
-		if elapsed >= StagesDuration(r.cfg.Stages) {
+		r.active.Store(int64(r.plan.VUs(elapsed)))
+		if elapsed >= schedule.StagesDuration(r.cfg.Stages) {
 			return
 		}
 		if !sleep.Sleep(100*time.Millisecond, r.stopCh) {
@@ -424,7 +432,7 @@ func (r *run) nextIteration(v *vu) (int, bool) {
 	}
 	n := r.file.Iterations()
 	var k int
-	if r.cfg.Walk == Once {
+	if r.cfg.Walk == schedule.Once {
 		next := r.next.Add(1) - 1
 		if next >= int64(n) {
 			return 0, false

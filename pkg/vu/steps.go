@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/schedule"
 )
 
 // StepCount is what the VUs counted of one step (one item of Stages): the
@@ -16,39 +16,26 @@ type StepCount struct {
 	Began, Dropped, Late int64
 }
 
-// stepCounts counts by step: ends[i] is the offset from the start at which
-// step i ends. A due time past the last step (a session's later request)
-// belongs to the last; one before the start, to the first.
+// stepCounts counts by step, by the schedule's steps (schedule.StepOf).
 type stepCounts struct {
 	base                 int64 // Unix ns of the start
-	ends                 []int64
+	plan                 *schedule.Schedule
 	began, dropped, late []atomic.Int64
 }
 
-func newStepCounts(base int64, stages []Stage) *stepCounts {
-	if len(stages) == 0 {
+// newStepCounts counts by the steps of plan; nil when it has none.
+func newStepCounts(base int64, plan *schedule.Schedule) *stepCounts {
+	n := len(plan.Ends())
+	if n == 0 {
 		return nil
 	}
-	s := &stepCounts{base: base, ends: StageEnds(stages)}
-	n := len(stages)
+	s := &stepCounts{base: base, plan: plan}
 	s.began, s.dropped, s.late = make([]atomic.Int64, n), make([]atomic.Int64, n), make([]atomic.Int64, n)
 	return s
 }
 
-// StageEnds returns the offset from the start at which each stage ends, in
-// ns: the step boundaries.
-func StageEnds(stages []Stage) []int64 {
-	ends := make([]int64, len(stages))
-	var at time.Duration
-	for i, st := range stages {
-		at += st.Duration
-		ends[i] = int64(at)
-	}
-	return ends
-}
-
 // of returns the step that due (Unix ns) falls in. It allocates nothing.
-func (s *stepCounts) of(due int64) int { return result.StepOf(s.ends, due-s.base) }
+func (s *stepCounts) of(due int64) int { return s.plan.StepOf(time.Duration(due - s.base)) }
 
 // Steps returns the counts per step of the last Run (nil without Stages):
 // call it after Run has returned.
@@ -57,7 +44,7 @@ func (p *Pool) Steps() []StepCount {
 	if r == nil || r.steps == nil {
 		return nil
 	}
-	out := make([]StepCount, len(r.steps.ends))
+	out := make([]StepCount, len(r.steps.began))
 	for i := range out {
 		out[i] = StepCount{Began: r.steps.began[i].Load(), Dropped: r.steps.dropped[i].Load(), Late: r.steps.late[i].Load()}
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/replay-dev/replay/internal/transport"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/schedule"
 )
 
 // vu is one virtual user. Everything in it is owned by its goroutine,
@@ -118,7 +119,7 @@ func (v *vu) iteration(k int, firstDue int64) error {
 			return nil
 		}
 		ts, hasTS := int64(0), false
-		if cfg.Model == Recorded || cfg.Think {
+		if cfg.Model == schedule.Recorded || cfg.Think {
 			ts, hasTS = v.pair.UnixNano()
 		}
 		now := r.nanos()
@@ -128,12 +129,12 @@ func (v *vu) iteration(k int, firstDue int64) error {
 			due, firstTS = firstDue, ts
 		case j == 0:
 			firstTS = ts
-		case cfg.Model == Recorded && hasTS:
+		case cfg.Model == schedule.Recorded && hasTS:
 			due = firstDue + int64(float64(ts-firstTS)/cfg.Speed)
 		case cfg.Think && hasTS && prevTS != 0:
 			gap := time.Duration(ts-prevTS) - prevDur
 			due = prevEnd + int64(float64(max(gap, 0))/cfg.Speed)
-		case cfg.Model != Closed:
+		case cfg.Model != schedule.Closed:
 			due = prevEnd
 		}
 		if due > now && !v.sleep.Sleep(time.Duration(due-now), r.stopCh) {

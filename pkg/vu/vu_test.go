@@ -14,6 +14,7 @@ import (
 	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/rs/zerolog"
 )
 
@@ -76,7 +77,7 @@ func TestOneConnectionPerVU(t *testing.T) {
 		return loopback.Action{Status: 200, Body: "ok", Stall: time.Millisecond}
 	})
 	const vus = 5
-	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{VUs: vus, Walk: Loop, Iterations: 300}, http1.Options{Target: srv.URL()})
+	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{Load: schedule.Load{VUs: vus, Walk: schedule.Loop, Iterations: 300}}, http1.Options{Target: srv.URL()})
 	if st.Iterations != 300 || len(sink.Results()) != 300 {
 		t.Fatalf("got %d iterations, %d results; want 300", st.Iterations, len(sink.Results()))
 	}
@@ -97,7 +98,7 @@ func TestOnceRunsEveryIterationOnce(t *testing.T) {
 	lines := manyLines(40)
 	lines[3] = `{"tags":{"session":"s"},` + lines[3][1:]
 	lines[30] = `{"tags":{"session":"s"},` + lines[30][1:]
-	sink, st := runPool(t, openLines(t, lines...), Config{VUs: 4}, http1.Options{Target: srv.URL()})
+	sink, st := runPool(t, openLines(t, lines...), Config{Load: schedule.Load{VUs: 4}}, http1.Options{Target: srv.URL()})
 	if st.Iterations != 39 {
 		t.Errorf("got %d iterations, want 39", st.Iterations)
 	}
@@ -118,7 +119,7 @@ func TestOnceRunsEveryIterationOnce(t *testing.T) {
 func TestLoopDurationStops(t *testing.T) {
 	srv := loopback.NewRaw(t, nil)
 	start := time.Now()
-	sink, st := runPool(t, openLines(t, manyLines(3)...), Config{VUs: 2, Walk: Loop, Duration: 300 * time.Millisecond}, http1.Options{Target: srv.URL()})
+	sink, st := runPool(t, openLines(t, manyLines(3)...), Config{Load: schedule.Load{VUs: 2, Walk: schedule.Loop, Duration: 300 * time.Millisecond}}, http1.Options{Target: srv.URL()})
 	took := time.Since(start)
 	if took < 300*time.Millisecond || took > 5*time.Second {
 		t.Errorf("run took %v, want about 300ms", took)
@@ -140,7 +141,7 @@ func TestStopLetsInFlightFinishThenCancels(t *testing.T) {
 	})
 	f := openLines(t, manyLines(4)...)
 	sink := &collect{}
-	p := &Pool{File: f, Sink: sink, Config: Config{VUs: 2, Walk: Loop, Grace: 300 * time.Millisecond, Log: zerolog.Nop()},
+	p := &Pool{File: f, Sink: sink, Config: Config{Load: schedule.Load{VUs: 2, Walk: schedule.Loop}, Grace: 300 * time.Millisecond, Log: zerolog.Nop()},
 		Transport: newTransport(t, http1.Options{Target: srv.URL(), Timeout: 20 * time.Second})}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
@@ -174,11 +175,11 @@ func TestConfigValidate(t *testing.T) {
 		want string
 	}{
 		{"no vus", Config{}, "--vus"},
-		{"max-vus with closed", Config{VUs: 1, MaxVUs: 5}, "--max-vus"},
-		{"rate without a rate", Config{VUs: 1, Model: Rate}, "--rate"},
-		{"think with rate", Config{VUs: 1, Model: Rate, Rate: 5, Think: true}, "--think"},
-		{"max below vus", Config{VUs: 5, MaxVUs: 2, Model: Rate, Rate: 5}, "--max-vus"},
-		{"precise pacing closed", Config{VUs: 1, PrecisePacing: true}, "--precise-pacing"},
+		{"max-vus with closed", Config{Load: schedule.Load{VUs: 1, MaxVUs: 5}}, "--max-vus"},
+		{"rate without a rate", Config{Load: schedule.Load{VUs: 1, Model: schedule.Rate}}, "--rate"},
+		{"think with rate", Config{Load: schedule.Load{VUs: 1, Model: schedule.Rate, Rate: 5, Think: true}}, "--think"},
+		{"max below vus", Config{Load: schedule.Load{VUs: 5, MaxVUs: 2, Model: schedule.Rate, Rate: 5}}, "--max-vus"},
+		{"precise pacing closed", Config{Load: schedule.Load{VUs: 1}, PrecisePacing: true}, "--precise-pacing"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,10 +206,7 @@ func TestNoIterationRefused(t *testing.T) {
 	if n := f.Iterations(); n != 0 {
 		t.Fatalf("shard 1/2 of one pair has %d iterations, want 0", n)
 	}
-	for _, cfg := range []Config{
-		{VUs: 1},
-		{VUs: 1, Model: Rate, Rate: 100, Duration: time.Second},
-	} {
+	for _, cfg := range []Config{{Load: schedule.Load{VUs: 1}}, {Load: schedule.Load{VUs: 1, Model: schedule.Rate, Rate: 100, Duration: time.Second}}} {
 		p := &Pool{File: f, Config: cfg, Sink: &collect{}, Transport: newTransport(t, http1.Options{Target: "http://127.0.0.1:1"})}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, err := p.Run(ctx)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 )
@@ -43,7 +44,7 @@ func TestHostMap(t *testing.T) {
 		t.Errorf("mapped request: %q, want the mapped Host", a.Requests()[0])
 	}
 	// Without a --target, an unmapped host fails before traffic.
-	p := &vu.Pool{File: f, Sink: &collect{}, Config: vu.Config{VUs: 1, Log: zerolog.Nop()},
+	p := &vu.Pool{File: f, Sink: &collect{}, Config: vu.Config{Load: schedule.Load{VUs: 1}, Log: zerolog.Nop()},
 		Transport: newTransport(t, Options{HostMap: map[string]string{"api.prod:443": a.URL()}})}
 	_, err := p.Run(t.Context())
 	if err == nil || !strings.Contains(err.Error(), `no mapping for recorded host "auth.prod", "other"`) {
@@ -56,7 +57,7 @@ func TestHostMap(t *testing.T) {
 
 func TestMaxConnDuration(t *testing.T) {
 	srv := loopback.NewRaw(t, func(int64, []byte) loopback.Action { return loopback.Action{Status: 200, Stall: 10 * time.Millisecond} })
-	sink, _ := runPool(t, openLines(t, manyLines(5)...), vu.Config{VUs: 1, Walk: vu.Loop, Duration: 500 * time.Millisecond}, Options{MaxConnDuration: 100 * time.Millisecond, Target: srv.URL()})
+	sink, _ := runPool(t, openLines(t, manyLines(5)...), vu.Config{Load: schedule.Load{VUs: 1, Walk: schedule.Loop, Duration: 500 * time.Millisecond}}, Options{MaxConnDuration: 100 * time.Millisecond, Target: srv.URL()})
 	srv.Close()
 	reconnects := sink.Count(func(r result.Result) bool { return r.Reconnect })
 	if conns := srv.Conns(); conns < 4 || conns > 7 || int64(reconnects) != conns-1 {

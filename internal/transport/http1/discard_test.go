@@ -12,6 +12,7 @@ import (
 	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/vu"
 )
 
@@ -92,7 +93,7 @@ func TestDiscardBodies(t *testing.T) {
 		url, conns := framingServer(t, answers)
 		obs := &seen{}
 		sink := &collect{}
-		p := &vu.Pool{File: f, Sink: sink, Observers: []result.Observer{obs}, Config: vu.Config{VUs: 1},
+		p := &vu.Pool{File: f, Sink: sink, Observers: []result.Observer{obs}, Config: vu.Config{Load: schedule.Load{VUs: 1}},
 			Transport: newTransport(t, Options{Target: url, MaxBody: 1000, DiscardBodies: discard})}
 		if _, err := p.Run(t.Context()); err != nil {
 			t.Fatal(err)
@@ -174,7 +175,7 @@ func TestDiscardBrokenFraming(t *testing.T) {
 			for _, discard := range []bool{false, true} {
 				url, _ := framingServer(t, map[string]string{"/close": tc.answer}) // closed after it
 				sink := &collect{}
-				p := &vu.Pool{File: openLines(t, line("GET", "/close", "", nil)), Sink: sink, Config: vu.Config{VUs: 1},
+				p := &vu.Pool{File: openLines(t, line("GET", "/close", "", nil)), Sink: sink, Config: vu.Config{Load: schedule.Load{VUs: 1}},
 					Transport: newTransport(t, Options{Target: url, DiscardBodies: discard, Timeout: 5 * time.Second})}
 				if _, err := p.Run(t.Context()); err != nil {
 					t.Fatal(err)

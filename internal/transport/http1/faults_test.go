@@ -15,6 +15,7 @@ import (
 	"github.com/replay-dev/replay/internal/transport"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/vu"
 )
 
@@ -150,7 +151,7 @@ func TestIdleConnectionClosedBySUT(t *testing.T) {
 				return loopback.Action{Status: 200, Body: "ok", IdleClose: 20 * time.Millisecond, IdleReset: reset}
 			})
 			// 5 requests 200 ms apart: each finds its connection closed.
-			cfg := vu.Config{Model: vu.Rate, Rate: 5, VUs: 1, MaxVUs: 1}
+			cfg := vu.Config{Load: schedule.Load{Model: schedule.Rate, Rate: 5, VUs: 1, MaxVUs: 1}}
 			sink, _ := runPool(t, openLines(t, manyLines(5)...), cfg, Options{Target: srv.URL()})
 			srv.Close()
 			if n := sink.Count(func(r result.Result) bool { return r.Status == 200 }); n != 5 {
@@ -170,7 +171,7 @@ func TestIdleConnectionClosedBySUT(t *testing.T) {
 		srv.TLS = &tls.Config{}
 		srv.StartTLS()
 		defer srv.Close()
-		cfg := vu.Config{Model: vu.Rate, Rate: 5, VUs: 1, MaxVUs: 1}
+		cfg := vu.Config{Load: schedule.Load{Model: schedule.Rate, Rate: 5, VUs: 1, MaxVUs: 1}}
 		sink, _ := runPool(t, openLines(t, manyLines(4)...), cfg, Options{Target: srv.URL, Insecure: true})
 		if n := sink.Count(func(r result.Result) bool { return r.Status == 200 }); n != 4 {
 			t.Errorf("got %+v, want 4 answers", sink.Results())
@@ -183,7 +184,7 @@ func TestIdleConnectionClosedBySUT(t *testing.T) {
 		srv := loopback.NewRaw(t, func(int64, []byte) loopback.Action {
 			return loopback.Action{Status: 200, Body: "ok", IdleClose: 2 * time.Second}
 		})
-		cfg := vu.Config{Model: vu.Rate, Rate: 100, VUs: 1, MaxVUs: 1}
+		cfg := vu.Config{Load: schedule.Load{Model: schedule.Rate, Rate: 100, VUs: 1, MaxVUs: 1}}
 		sink, _ := runPool(t, openLines(t, manyLines(10)...), cfg, Options{Target: srv.URL()})
 		srv.Close()
 		if got := srv.Conns(); got != 1 || sink.Count(func(r result.Result) bool { return r.Status == 200 }) != 10 {
@@ -243,7 +244,7 @@ func TestUnsolicitedAnswers(t *testing.T) {
 			}
 			return loopback.Action{Status: 201}
 		})
-		cfg := vu.Config{Model: vu.Rate, Rate: 5, VUs: 1, MaxVUs: 1} // 200 ms apart: the extra answer comes between
+		cfg := vu.Config{Load: schedule.Load{Model: schedule.Rate, Rate: 5, VUs: 1, MaxVUs: 1}} // 200 ms apart: the extra answer comes between
 		sink, _ := runPool(t, openLines(t, manyLines(6)...), cfg, Options{Target: srv.URL()})
 		srv.Close()
 		checkUnsolicited(t, sink, srv, 1)

@@ -16,6 +16,7 @@ import (
 	"github.com/replay-dev/replay/internal/replaytest"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 )
@@ -188,7 +189,7 @@ func manyLines(n int) []string {
 
 func TestNoConnectionReuse(t *testing.T) {
 	srv := loopback.NewRaw(t, nil)
-	sink, _ := runPool(t, openLines(t, manyLines(20)...), vu.Config{VUs: 2}, Options{NoConnectionReuse: true, Target: srv.URL()})
+	sink, _ := runPool(t, openLines(t, manyLines(20)...), vu.Config{Load: schedule.Load{VUs: 2}}, Options{NoConnectionReuse: true, Target: srv.URL()})
 	srv.Close()
 	if got := srv.Conns(); got != 20 {
 		t.Errorf("server saw %d connections, want one per request (20)", got)
@@ -274,7 +275,7 @@ func TestServerDown(t *testing.T) {
 	}
 	url := "http://" + ln.Addr().String()
 	ln.Close()
-	sink, _ := runPool(t, openLines(t, manyLines(5)...), vu.Config{VUs: 2}, Options{Target: url})
+	sink, _ := runPool(t, openLines(t, manyLines(5)...), vu.Config{Load: schedule.Load{VUs: 2}}, Options{Target: url})
 	if n := sink.Count(func(r result.Result) bool { return r.Err == result.ErrConnect && !r.Written }); n != 5 {
 		t.Errorf("got %d connect errors, want 5: %+v", n, sink.Results())
 	}

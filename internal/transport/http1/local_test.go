@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 )
@@ -65,7 +66,7 @@ func TestOutOfDescriptorsIsLocal(t *testing.T) {
 	tr := newTransport(t, Options{Target: "http://" + ln.Addr().String(), Timeout: 5 * time.Second})
 	var logs bytes.Buffer
 	sink := &collect{}
-	p := &vu.Pool{File: f, Sink: sink, Transport: tr, Config: vu.Config{VUs: 1, Log: zerolog.New(&logs)}}
+	p := &vu.Pool{File: f, Sink: sink, Transport: tr, Config: vu.Config{Load: schedule.Load{VUs: 1}, Log: zerolog.New(&logs)}}
 
 	var old syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {

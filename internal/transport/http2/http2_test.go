@@ -21,6 +21,7 @@ import (
 	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 )
@@ -55,7 +56,7 @@ func runPool(t testing.TB, vus int, o Options, lines ...string) (*replaytest.Col
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := vu.Config{VUs: vus, Log: zerolog.Nop()}
+	cfg := vu.Config{Load: schedule.Load{VUs: vus}, Log: zerolog.Nop()}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

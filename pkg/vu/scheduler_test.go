@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/replay-dev/replay/pkg/schedule"
 )
 
 // fakeClock advances only when slept on; each sleep overshoots by
@@ -33,9 +35,9 @@ func (s fakeSleeper) Sleep(d time.Duration, stop <-chan struct{}) bool {
 	return true
 }
 
-// schedule runs a scheduler on a fake clock and returns the slots it
+// runScheduler runs a scheduler on a fake clock and returns the slots it
 // handed out; accept decides which dispatches find a free VU.
-func schedule(t *testing.T, p Pacer, oversleep time.Duration, accept func(n int) bool) ([]slot, *scheduler, *fakeClock) {
+func runScheduler(t *testing.T, p Pacer, oversleep time.Duration, accept func(n int) bool) ([]slot, *scheduler, *fakeClock) {
 	t.Helper()
 	clock := &fakeClock{now: time.Unix(1000, 0), oversleep: oversleep}
 	var slots []slot
@@ -57,7 +59,7 @@ func schedule(t *testing.T, p Pacer, oversleep time.Duration, accept func(n int)
 }
 
 func TestSchedulerRateExact(t *testing.T) {
-	slots, s, _ := schedule(t, NewRatePacer(1000, nil, time.Second), 0, nil)
+	slots, s, _ := runScheduler(t, schedule.New(schedule.Load{Model: schedule.Rate, VUs: 1, Rate: 1000, Duration: time.Second}), 0, nil)
 	if len(slots) != 1000 || s.scheduled.Load() != 1000 {
 		t.Fatalf("got %d slots, want 1000", len(slots))
 	}
@@ -76,7 +78,7 @@ func TestSchedulerRateExact(t *testing.T) {
 // iterations come due at their exact times (no drift), the ones found
 // overdue start at once, and the lag is measured.
 func TestSchedulerCatchesUp(t *testing.T) {
-	slots, s, clock := schedule(t, NewRatePacer(1000, nil, time.Second), 5*time.Millisecond, nil)
+	slots, s, clock := runScheduler(t, schedule.New(schedule.Load{Model: schedule.Rate, VUs: 1, Rate: 1000, Duration: time.Second}), 5*time.Millisecond, nil)
 	if len(slots) != 1000 {
 		t.Fatalf("got %d slots, want 1000", len(slots))
 	}
@@ -98,15 +100,15 @@ func TestSchedulerCatchesUp(t *testing.T) {
 }
 
 func TestSchedulerDrops(t *testing.T) {
-	_, s, _ := schedule(t, NewRatePacer(100, nil, time.Second), 0, func(n int) bool { return n%4 != 0 })
+	_, s, _ := runScheduler(t, schedule.New(schedule.Load{Model: schedule.Rate, VUs: 1, Rate: 100, Duration: time.Second}), 0, func(n int) bool { return n%4 != 0 })
 	if s.scheduled.Load() != 100 || s.dropped.Load() != 25 {
 		t.Errorf("scheduled %d, dropped %d; want 100, 25", s.scheduled.Load(), s.dropped.Load())
 	}
 }
 
 func TestSchedulerRamp(t *testing.T) {
-	stages, _ := ParseStages("2s:1000", true)
-	slots, _, _ := schedule(t, NewRatePacer(0, stages, 0), 0, nil)
+	stages, _ := schedule.ParseStages("2s:1000", true)
+	slots, _, _ := runScheduler(t, schedule.New(schedule.Load{Model: schedule.Rate, VUs: 1, Stages: stages}), 0, nil)
 	if len(slots) != 1000 { // ∫ 0→1000 over 2s
 		t.Fatalf("got %d slots, want 1000", len(slots))
 	}
@@ -125,7 +127,7 @@ func TestSchedulerRamp(t *testing.T) {
 
 func TestSchedulerRecorded(t *testing.T) {
 	offsets := []time.Duration{0, 50 * time.Millisecond, 50 * time.Millisecond, 300 * time.Millisecond}
-	slots, _, _ := schedule(t, NewRecordedPacer(offsets, false, 0), 0, nil)
+	slots, _, _ := runScheduler(t, NewRecordedPacer(offsets, false, 0), 0, nil)
 	base := time.Unix(1000, 0).UnixNano()
 	if len(slots) != 4 {
 		t.Fatalf("got %d slots, want 4", len(slots))
@@ -142,7 +144,7 @@ func TestSchedulerStops(t *testing.T) {
 	stop := make(chan struct{})
 	n := 0
 	s := &scheduler{
-		pacer: NewRatePacer(1000, nil, 0), clock: clock, base: clock.Now(), stop: stop,
+		pacer: schedule.New(schedule.Load{Model: schedule.Rate, VUs: 1, Rate: 1000, Duration: 0}), clock: clock, base: clock.Now(), stop: stop,
 		iteration: func(k int64) (int, bool) { return 0, true },
 		dispatch: func(slot) bool {
 			if n++; n == 10 {
