@@ -43,9 +43,9 @@ func (o *reportOptions) addFlags(fs *pflag.FlagSet, outFlag string) {
 type outputs struct {
 	opts      *reportOptions
 	out, hgrm *outfile.File
-	hlog       *outfile.File
-	html       *outfile.File
-	junit      *outfile.File
+	hlog      *outfile.File
+	html      *outfile.File
+	junit     *outfile.File
 	// config is the run's configuration, shown in the HTML report.
 	config []report.Setting
 }
