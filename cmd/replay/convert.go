@@ -109,7 +109,7 @@ func writeOut(std stdio, in, out string, sk *skipped, strict bool, write func(io
 		fmt.Fprintf(std.err, "replay: %s\n", summary)
 		return sk.report(std.err, strict)
 	}
-	if err := checkDistinct([]namedPath{{"-o", out, true}, {"-f", in, false}}); err != nil {
+	if err := outfile.CheckDistinct([]outfile.Named{outfile.Out("-o", out), outfile.In("-f", in)}); err != nil {
 		return err
 	}
 	f, err := outfile.Create(out)
@@ -137,7 +137,7 @@ func writeOut(std stdio, in, out string, sk *skipped, strict bool, write func(io
 // neither may be. It returns the data's path.
 func writeK6Files(out, in string, write func(script, data io.Writer, dataRef string) error) (string, error) {
 	dataPath := strings.TrimSuffix(out, filepath.Ext(out)) + ".data.json"
-	if err := checkDistinct([]namedPath{{"-o", out, true}, {"-o (its data)", dataPath, true}, {"-f", in, false}}); err != nil {
+	if err := outfile.CheckDistinct([]outfile.Named{outfile.Out("-o", out), outfile.Out("-o (its data)", dataPath), outfile.In("-f", in)}); err != nil {
 		return "", err
 	}
 	script, err := outfile.Create(out)

@@ -182,7 +182,7 @@ func (f *findMaxFlags) prepare() (*capacity.Runner, error) {
 	case "-":
 		return nil, errors.New("--file -: a search replays the file at every step; give a file, not standard input")
 	}
-	if err := checkDistinct([]namedPath{{"--file", f.run.File, false}, {"--transforms", f.run.Transforms.File, false}, {"--out", f.out, true}, {"--html", f.html, true}}); err != nil {
+	if err := outfile.CheckDistinct([]outfile.Named{outfile.In("--file", f.run.File), outfile.In("--transforms", f.run.Transforms.File), outfile.Out("--out", f.out), outfile.Out("--html", f.html)}); err != nil {
 		return nil, err
 	}
 	var err error

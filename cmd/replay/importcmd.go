@@ -272,7 +272,7 @@ func expandInputs(names []string) ([]string, error) {
 			return nil, fmt.Errorf("- (standard input) is read alone, not with other files")
 		}
 		for _, b := range files[:i] {
-			if sameFile(a, b) {
+			if outfile.SameFile(a, b) {
 				return nil, fmt.Errorf("%s: given twice (as %s too)", a, b)
 			}
 		}
@@ -283,14 +283,14 @@ func expandInputs(names []string) ([]string, error) {
 // runImport converts the files named to out (stdout when empty or "-"),
 // the skips to skippedOut when given, each written whole or not at all.
 func runImport(std stdio, spec importSpec, names []string, out, skippedOut string, strict bool) error {
-	paths := []namedPath{{"-o", out, true}, {"--skipped", skippedOut, true}}
+	paths := []outfile.Named{outfile.Out("-o", out), outfile.Out("--skipped", skippedOut)}
 	for _, name := range names {
-		paths = append(paths, namedPath{"-f", name, false})
+		paths = append(paths, outfile.In("-f", name))
 	}
 	if skippedOut == "-" && (out == "" || out == "-") {
 		return fmt.Errorf("--skipped -: standard output carries the pairs; give --skipped a file, or -o")
 	}
-	if err := checkDistinct(paths); err != nil {
+	if err := outfile.CheckDistinct(paths); err != nil {
 		return err
 	}
 	if spec.check != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/replay-dev/replay/pkg/report"
@@ -88,7 +89,7 @@ func execute(ctx context.Context, f *runFlags, std stdio, log zerolog.Logger) er
 	default:
 		return flagError("--progress", "auto, bar, log or off", f.progress)
 	}
-	if err := checkDistinct(f.files()); err != nil {
+	if err := outfile.CheckDistinct(f.files()); err != nil {
 		return fmt.Errorf("%w\nnothing was sent", err)
 	}
 	o := f.run
