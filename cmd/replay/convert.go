@@ -4,16 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/export"
-	"github.com/replay-dev/replay/pkg/har"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -301,53 +298,4 @@ func k6Refuses(fs *pflag.FlagSet, l *run.Load, shape run.Shape) error {
 		errs = append(errs, errors.New("--iterations: k6's arrival-rate and ramping executors take no iteration limit; give --duration instead"))
 	}
 	return errors.Join(errs...)
-}
-
-// harSummary is the import summary of a HAR: what was written, skipped by
-// reason, and kept with a change.
-func harSummary(st *har.Stats) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d entries, %d pairs written (%d recorded as HTTP/2 or 3)", st.Entries, st.Written, st.HTTP2)
-	if n := st.SkippedTotal(); n > 0 {
-		keys := slices.Sorted(maps.Keys(st.Skipped))
-		for i, k := range keys {
-			keys[i] = fmt.Sprintf("%s %d", k, st.Skipped[k])
-		}
-		fmt.Fprintf(&b, "; skipped %d: %s", n, strings.Join(keys, ", "))
-	}
-	var dropped []string
-	for _, d := range []struct {
-		n    int
-		what string
-	}{{st.BadHeaders, "request header field"}, {st.AnswerHeaders, "answer header field"}, {st.AnswersDropped, "recorded answer"}} {
-		if d.n > 0 {
-			dropped = append(dropped, plural(d.n, d.what))
-		}
-	}
-	if len(dropped) > 0 {
-		fmt.Fprintf(&b, "; dropped %s", strings.Join(dropped, ", "))
-	}
-	if n := len(st.NoBody); n > 0 {
-		list := make([]string, 0, 5)
-		for _, e := range st.NoBody[:min(n, 5)] {
-			list = append(list, strconv.Itoa(e))
-		}
-		more := ""
-		if n > 5 {
-			more = fmt.Sprintf(" and %d more", n-5)
-		}
-		fmt.Fprintf(&b, "; %s not captured, sent empty (entries %s%s)", plural(n, "body"), strings.Join(list, ", "), more)
-	}
-	return b.String()
-}
-
-// plural is "1 body", "2 bodies", "3 answer header fields".
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	if strings.HasSuffix(what, "y") {
-		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(what, "y"))
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }

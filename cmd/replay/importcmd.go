@@ -45,7 +45,7 @@ with their number.`,
 						sk.add(entry, why)
 					}
 				})
-				return converted{harSummary(&st), st.Written, ""}, err
+				return converted{st.Summary(), st.Written, ""}, err
 			},
 		}),
 		importer(std, importSpec{
@@ -72,14 +72,7 @@ converted are skipped, reported on stderr with their file and number.`,
 					skip = func(_ string, n int, why string) { sk.add(n, why) }
 				}
 				st, err := gor.Merge(srcs, w, skip)
-				summary := fmt.Sprintf("%d records, %d pairs written, %d replayed responses not kept", st.Records, st.Written, st.Replayed)
-				if len(ins) > 1 {
-					summary = fmt.Sprintf("%d files merged: %s", len(ins), summary)
-				}
-				if st.NoHost > 0 {
-					summary += fmt.Sprintf("; %d without a Host header (replay them with --target)", st.NoHost)
-				}
-				return converted{summary, st.Written, ""}, err
+				return converted{st.Summary(), st.Written, ""}, err
 			},
 		}),
 		accessLogImporter(std),
@@ -141,45 +134,9 @@ are read as they are.`,
 		},
 		convert: func(ins []importInput, w io.Writer, sk *skipped) (converted, error) {
 			st, err := accesslog.Convert(ins[0].r, w, opt, sk.add)
-			return converted{accessLogSummary(st), st.Written, accessLogEmpty(st)}, err
+			return converted{st.Summary(), st.Written, st.NothingWritten()}, err
 		},
 	})
-}
-
-// accessLogSummary says what an access log import kept, and what a log
-// does not have.
-func accessLogSummary(st accesslog.Stats) string {
-	s := fmt.Sprintf("%s (%s), %s written: method, target, time and status only (an access log keeps no headers or bodies)",
-		count(st.Lines, "line"), st.Format, count(st.Written, "pair"))
-	if st.NotHTTP > 0 {
-		s += fmt.Sprintf("; %s held no HTTP request (\"-\", or bytes that are no request line), not kept", count(st.NotHTTP, "line"))
-	}
-	if st.Spread > 0 {
-		s += fmt.Sprintf("; %d times of whole seconds spread within their second", st.Spread)
-	}
-	if st.Sorted {
-		s += "; the log was out of time order: pairs sorted by time"
-	}
-	if st.NoHost > 0 {
-		s += fmt.Sprintf("; %d without a host (replay them with --target, or import with --host)", st.NoHost)
-	}
-	return s
-}
-
-// count is n things, in the singular or the plural.
-func count(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
-}
-
-// accessLogEmpty says why nothing was written when no line was skipped.
-func accessLogEmpty(st accesslog.Stats) string {
-	if st.NotHTTP > 0 && st.NotHTTP == st.Lines {
-		return fmt.Sprintf("none of the %d lines holds an HTTP request", st.Lines)
-	}
-	return ""
 }
 
 // importSpec is one import subcommand.
