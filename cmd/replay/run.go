@@ -13,6 +13,7 @@ import (
 	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/sniff"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
@@ -124,7 +125,7 @@ func execute(ctx context.Context, f *runFlags, std stdio, log zerolog.Logger) er
 		var le *rrpair.LineError
 		var ve *rrpair.ValidationError
 		if (errors.As(err, &le) || errors.As(err, &ve)) && o.File != "-" { // a HAR, a capture or a log given to run
-			if hint := importHint(o.File, nil); hint != "" {
+			if hint := sniff.Hint(o.File, sniff.Head(o.File)); hint != "" {
 				return errors.New(hint)
 			}
 		}
