@@ -5,155 +5,66 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/internal/run"
+	"github.com/replay-dev/replay/pkg/convert"
 	"github.com/replay-dev/replay/pkg/export"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-// skipped counts what a converter could not convert, keeps the first few,
-// and says so on stderr; with --strict any of it fails the command. With
-// jsonl set (import --skipped), every one is written there as a JSON line,
-// {"index": N, "reason": "..."} ("file" first when several were read).
-type skipped struct {
-	what string // "line", "entry", "record"
-	n    int
-	// notTraffic counts, among n, the skips that lose nothing (a HAR's
-	// cache hits and WebSockets never reached the network): listed and
-	// counted, but no reason for --strict to fail.
-	notTraffic int
-	first      []string
-	jsonl      io.Writer
-	line       []byte
-}
-
-func (s *skipped) add(where int, why string) { s.addIn("", where, why) }
-
-// addNotTraffic is add for an entry that was never traffic to replay.
-func (s *skipped) addNotTraffic(where int, why string) {
-	s.notTraffic++
-	s.add(where, why)
-}
-
-// addIn is add for a converter that reads several files: file names the
-// one where is in.
-func (s *skipped) addIn(file string, where int, why string) {
-	s.n++
-	if len(s.first) < 5 {
-		place := fmt.Sprintf("%s %d", s.what, where)
-		if file != "" {
-			place = file + " " + place
-		}
-		s.first = append(s.first, place+": "+why)
-	}
-	if s.jsonl == nil {
-		return
-	}
-	b := append(s.line[:0], '{')
-	if file != "" {
-		b = append(rrpair.AppendJSONString(append(b, `"file":`...), file), ',')
-	}
-	b = strconv.AppendInt(append(b, `"index":`...), int64(where), 10)
-	b = rrpair.AppendJSONString(append(b, `,"reason":`...), why)
-	s.line = append(b, "}\n"...)
-	s.jsonl.Write(s.line) // a buffered file's error comes back at its flush
-}
-
-func (s *skipped) plural() string {
-	if s.n == 1 {
-		return s.what
-	}
-	if strings.HasSuffix(s.what, "y") {
-		return strings.TrimSuffix(s.what, "y") + "ies"
-	}
-	return s.what + "s"
-}
-
-// report writes the skipped items to w; with strict, any is an error.
-func (s *skipped) report(w io.Writer, strict bool) error {
-	if s.n == 0 {
-		return nil
-	}
-	fmt.Fprintf(w, "replay: skipped %d %s:\n  %s\n", s.n, s.plural(), strings.Join(s.first, "\n  "))
-	if s.n > len(s.first) {
-		fmt.Fprintf(w, "  ... and %d more\n", s.n-len(s.first))
-	}
-	if lost := s.n - s.notTraffic; strict && lost > 0 {
-		what := s.what
-		if lost != 1 {
-			what = (&skipped{what: s.what, n: lost}).plural()
-		}
-		return fmt.Errorf("--strict: %d %s could not be converted", lost, what)
-	}
-	return nil
-}
-
-// writeOut runs write into -o (or stdout), says on stderr what write
-// returned and what was skipped (an error with strict), and puts -o in
-// place only when all of that succeeded (a refused export leaves the
-// previous -o as it was). in is the file read, which -o must not be.
-func writeOut(std stdio, in, out string, sk *skipped, strict bool, write func(io.Writer) (summary string, err error)) error {
-	if out == "" || out == "-" {
-		summary, err := write(std.out)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(std.err, "replay: %s\n", summary)
-		return sk.report(std.err, strict)
-	}
+// writeOut has write fill -o (or stdout) and log its skips, says on
+// stderr the summary write returned and what it skipped, and puts -o in
+// place only when all of that succeeded (convert.Finish: a refused export
+// leaves the previous -o as it was). in is the file read, which -o must
+// not be.
+func writeOut(std stdio, in, out string, strict bool, write func(io.Writer, *convert.SkipLog) (summary string, err error)) error {
 	if err := outfile.CheckDistinct([]outfile.Named{outfile.Out("-o", out), outfile.In("-f", in)}); err != nil {
 		return err
 	}
-	f, err := outfile.Create(out)
+	w, err := convert.Create("-o", out, std.out)
 	if err != nil {
-		return fmt.Errorf("-o: %w", err)
-	}
-	summary, err := write(f)
-	if err != nil {
-		f.Abort()
 		return err
 	}
-	fmt.Fprintf(std.err, "replay: %s\n", summary)
-	if err := sk.report(std.err, strict); err != nil {
-		f.Abort() // --strict refused a skip: the previous -o stays
+	defer w.Abort()
+	sk := convert.NewSkipLog("line")
+	summary, err := write(w, sk)
+	if err != nil {
 		return err
 	}
-	if err := f.Commit(); err != nil {
-		return fmt.Errorf("-o: %w", err)
-	}
-	return nil
+	return convert.Finish(std.err, summary, sk, strict, w)
 }
 
-// writeK6Files has write fill a k6 script at out and its data beside it,
-// and puts both in place when complete; in is the traffic file, which
-// neither may be. It returns the data's path.
-func writeK6Files(out, in string, write func(script, data io.Writer, dataRef string) error) (string, error) {
+// writeK6Files has write fill a k6 script at out and its data beside it
+// (script.data.json, which the script names as dataRef), says what it
+// wrote and skipped, and puts both in place when complete and not refused
+// by --strict: the data first, so that the script never names data not
+// there. in is the traffic file, which neither may be.
+func writeK6Files(std stdio, out, in string, strict bool, write func(script, data io.Writer, dataRef string, sk *convert.SkipLog) (export.Stats, error)) error {
 	dataPath := strings.TrimSuffix(out, filepath.Ext(out)) + ".data.json"
 	if err := outfile.CheckDistinct([]outfile.Named{outfile.Out("-o", out), outfile.Out("-o (its data)", dataPath), outfile.In("-f", in)}); err != nil {
-		return "", err
+		return err
 	}
-	script, err := outfile.Create(out)
+	script, err := convert.Create("-o", out, nil)
 	if err != nil {
-		return "", fmt.Errorf("-o: %w", err)
+		return err
 	}
 	defer script.Abort()
-	data, err := outfile.Create(dataPath)
+	data, err := convert.Create("-o", dataPath, nil)
 	if err != nil {
-		return "", fmt.Errorf("-o: %w", err)
+		return err
 	}
 	defer data.Abort()
-	if err := write(script, data, "./"+filepath.Base(dataPath)); err != nil {
-		return "", err
+	sk := convert.NewSkipLog("line")
+	st, err := write(script, data, "./"+filepath.Base(dataPath), sk)
+	if err != nil {
+		return err
 	}
-	if err := errors.Join(data.Commit(), script.Commit()); err != nil {
-		return "", fmt.Errorf("-o: %w", err)
-	}
-	return dataPath, nil
+	summary := fmt.Sprintf("wrote %s and %s: %d iterations, %d requests%s", out, dataPath, st.Iterations, st.Requests, grpcSkipped(st))
+	return convert.Finish(std.err, summary, sk, strict, data, script)
 }
 
 func newExportCmd(std stdio) *cobra.Command {
@@ -215,17 +126,9 @@ without --think recorded. gRPC pairs are skipped and counted.`,
 			for _, s := range shape.Stages {
 				k6Load.Stages = append(k6Load.Stages, export.K6Stage{Duration: s.Duration, Target: s.Target})
 			}
-			sk := &skipped{what: "line"}
-			var st export.Stats
-			dataPath, err := writeK6Files(out, file, func(script, data io.Writer, dataRef string) (err error) {
-				st, err = export.K6(script, data, dataRef, f, load.Target, filepath.Base(file), k6Load, sk.add)
-				return err
+			return writeK6Files(std, out, file, strict, func(script, data io.Writer, dataRef string, sk *convert.SkipLog) (export.Stats, error) {
+				return export.K6(script, data, dataRef, f, load.Target, filepath.Base(file), k6Load, sk.Add)
 			})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(std.err, "replay: wrote %s and %s: %d iterations, %d requests%s\n", out, dataPath, st.Iterations, st.Requests, grpcSkipped(st))
-			return sk.report(std.err, strict)
 		},
 	}
 	k6.Flags().StringVarP(&file, "file", "f", "", "traffic `FILE` (RRPair JSON Lines)")
@@ -251,9 +154,8 @@ without --think recorded. gRPC pairs are skipped and counted.`,
 				return err
 			}
 			defer f.Close()
-			sk := &skipped{what: "line"}
-			return writeOut(std, file, out, sk, strict, func(w io.Writer) (string, error) {
-				st, err := export.Vegeta(w, f, target, sk.add)
+			return writeOut(std, file, out, strict, func(w io.Writer, sk *convert.SkipLog) (string, error) {
+				st, err := export.Vegeta(w, f, target, sk.Add)
 				return fmt.Sprintf("wrote %d targets%s", st.Requests, grpcSkipped(st)), err
 			})
 		},
