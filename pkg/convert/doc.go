@@ -1,6 +1,7 @@
 // Package convert holds the rules every converting command shares, so
-// that each importer is only its format: the import job (Import) and the
-// output and skip rules the exports use too. "Converting command" is
+// that each importer is only its format: the import job (Import), and the
+// output, the skip log and the ending (Create, SkipLog, Finish) that the
+// exports use too. "Converting command" is
 // DESIGN.md's word for import and export; "import" itself is a Go
 // keyword.
 //
@@ -25,12 +26,14 @@
 // An importer plugs in with an Importer: its subcommand's name (as the
 // sniffer names it), what its skips number, whether it reads several
 // inputs, a check of its own options, and a Convert that calls the format
-// package. A packet-capture importer (pkg/pcap) would be:
+// package. A packet-capture importer (pkg/pcap) would be, as AccessLog is:
 //
 //	func Pcap(flags *PcapFlags) Importer {
-//		return Importer{Name: "pcap", What: "packet", Check: flags.check,
+//		var opt pcap.Options
+//		return Importer{Name: "pcap", What: "packet",
+//			Check: func() (err error) { opt, err = flags.options(); return err },
 //			Convert: func(ins []Input, w io.Writer, sk *SkipLog) (Result, error) {
-//				st, err := pcap.Convert(ins[0].R, w, flags.options, sk.Add)
+//				st, err := pcap.Convert(ins[0].R, w, opt, sk.Add)
 //				return Result{Summary: st.Summary(), Written: st.Written}, err
 //			}}
 //	}

@@ -288,6 +288,9 @@ func nothingWritten(sk *SkipLog, why string) error {
 // import gor".
 func (imp Importer) otherFormat(err error, ins []Input) error {
 	for _, in := range ins {
+		if in.head == nil {
+			continue
+		}
 		if f := sniff.Sniff(in.head()); f.Import != "" && f.Import != imp.Name {
 			return fmt.Errorf("%w\n%s is %s: use replay %s", err, in.Name, f.What, f.Command())
 		}
