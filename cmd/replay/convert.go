@@ -1,161 +1,68 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/internal/run"
+	"github.com/replay-dev/replay/pkg/convert"
 	"github.com/replay-dev/replay/pkg/export"
-	"github.com/replay-dev/replay/pkg/har"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/spf13/cobra"
 )
 
-// skipped counts what a converter could not convert, keeps the first few,
-// and says so on stderr; with --strict any of it fails the command. With
-// jsonl set (import --skipped), every one is written there as a JSON line,
-// {"index": N, "reason": "..."} ("file" first when several were read).
-type skipped struct {
-	what string // "line", "entry", "record"
-	n    int
-	// notTraffic counts, among n, the skips that lose nothing (a HAR's
-	// cache hits and WebSockets never reached the network): listed and
-	// counted, but no reason for --strict to fail.
-	notTraffic int
-	first      []string
-	jsonl      io.Writer
-	line       []byte
-}
-
-func (s *skipped) add(where int, why string) { s.addIn("", where, why) }
-
-// addNotTraffic is add for an entry that was never traffic to replay.
-func (s *skipped) addNotTraffic(where int, why string) {
-	s.notTraffic++
-	s.add(where, why)
-}
-
-// addIn is add for a converter that reads several files: file names the
-// one where is in.
-func (s *skipped) addIn(file string, where int, why string) {
-	s.n++
-	if len(s.first) < 5 {
-		place := fmt.Sprintf("%s %d", s.what, where)
-		if file != "" {
-			place = file + " " + place
-		}
-		s.first = append(s.first, place+": "+why)
-	}
-	if s.jsonl == nil {
-		return
-	}
-	b := append(s.line[:0], '{')
-	if file != "" {
-		b = append(rrpair.AppendJSONString(append(b, `"file":`...), file), ',')
-	}
-	b = strconv.AppendInt(append(b, `"index":`...), int64(where), 10)
-	b = rrpair.AppendJSONString(append(b, `,"reason":`...), why)
-	s.line = append(b, "}\n"...)
-	s.jsonl.Write(s.line) // a buffered file's error comes back at its flush
-}
-
-func (s *skipped) plural() string {
-	if s.n == 1 {
-		return s.what
-	}
-	if strings.HasSuffix(s.what, "y") {
-		return strings.TrimSuffix(s.what, "y") + "ies"
-	}
-	return s.what + "s"
-}
-
-// report writes the skipped items to w; with strict, any is an error.
-func (s *skipped) report(w io.Writer, strict bool) error {
-	if s.n == 0 {
-		return nil
-	}
-	fmt.Fprintf(w, "replay: skipped %d %s:\n  %s\n", s.n, s.plural(), strings.Join(s.first, "\n  "))
-	if s.n > len(s.first) {
-		fmt.Fprintf(w, "  ... and %d more\n", s.n-len(s.first))
-	}
-	if lost := s.n - s.notTraffic; strict && lost > 0 {
-		what := s.what
-		if lost != 1 {
-			what = (&skipped{what: s.what, n: lost}).plural()
-		}
-		return fmt.Errorf("--strict: %d %s could not be converted", lost, what)
-	}
-	return nil
-}
-
-// writeOut runs write into -o (or stdout), says on stderr what write
-// returned and what was skipped (an error with strict), and puts -o in
-// place only when all of that succeeded (a refused export leaves the
-// previous -o as it was). in is the file read, which -o must not be.
-func writeOut(std stdio, in, out string, sk *skipped, strict bool, write func(io.Writer) (summary string, err error)) error {
-	if out == "" || out == "-" {
-		summary, err := write(std.out)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(std.err, "replay: %s\n", summary)
-		return sk.report(std.err, strict)
-	}
-	if err := checkDistinct([]namedPath{{"-o", out, true}, {"-f", in, false}}); err != nil {
+// writeOut has write fill -o (or stdout) and log its skips, says on
+// stderr the summary write returned and what it skipped, and puts -o in
+// place only when all of that succeeded (convert.Finish: a refused export
+// leaves the previous -o as it was). in is the file read, which -o must
+// not be.
+func writeOut(std stdio, in, out string, strict bool, write func(io.Writer, *convert.SkipLog) (summary string, err error)) error {
+	if err := outfile.CheckDistinct([]outfile.Named{outfile.Out("-o", out), outfile.In("-f", in)}); err != nil {
 		return err
 	}
-	f, err := outfile.Create(out)
+	w, err := convert.Create("-o", out, std.out)
 	if err != nil {
-		return fmt.Errorf("-o: %w", err)
+		return err
 	}
-	summary, err := write(f)
+	defer w.Abort()
+	sk := convert.NewSkipLog("line")
+	summary, err := write(w, sk)
 	if err != nil {
-		f.Abort()
 		return err
 	}
-	fmt.Fprintf(std.err, "replay: %s\n", summary)
-	if err := sk.report(std.err, strict); err != nil {
-		f.Abort() // --strict refused a skip: the previous -o stays
-		return err
-	}
-	if err := f.Commit(); err != nil {
-		return fmt.Errorf("-o: %w", err)
-	}
-	return nil
+	return convert.Finish(std.err, summary, sk, strict, w)
 }
 
-// writeK6Files has write fill a k6 script at out and its data beside it,
-// and puts both in place when complete; in is the traffic file, which
-// neither may be. It returns the data's path.
-func writeK6Files(out, in string, write func(script, data io.Writer, dataRef string) error) (string, error) {
+// writeK6Files has write fill a k6 script at out and its data beside it
+// (script.data.json, which the script names as dataRef), says what it
+// wrote and skipped, and puts both in place when complete and not refused
+// by --strict: the data first, so that the script never names data not
+// there. in is the traffic file, which neither may be.
+func writeK6Files(std stdio, out, in string, strict bool, write func(script, data io.Writer, dataRef string, sk *convert.SkipLog) (export.Stats, error)) error {
 	dataPath := strings.TrimSuffix(out, filepath.Ext(out)) + ".data.json"
-	if err := checkDistinct([]namedPath{{"-o", out, true}, {"-o (its data)", dataPath, true}, {"-f", in, false}}); err != nil {
-		return "", err
+	if err := outfile.CheckDistinct([]outfile.Named{outfile.Out("-o", out), outfile.Out("-o (its data)", dataPath), outfile.In("-f", in)}); err != nil {
+		return err
 	}
-	script, err := outfile.Create(out)
+	script, err := convert.Create("-o", out, nil)
 	if err != nil {
-		return "", fmt.Errorf("-o: %w", err)
+		return err
 	}
 	defer script.Abort()
-	data, err := outfile.Create(dataPath)
+	data, err := convert.Create("-o", dataPath, nil)
 	if err != nil {
-		return "", fmt.Errorf("-o: %w", err)
+		return err
 	}
 	defer data.Abort()
-	if err := write(script, data, "./"+filepath.Base(dataPath)); err != nil {
-		return "", err
+	sk := convert.NewSkipLog("line")
+	st, err := write(script, data, "./"+filepath.Base(dataPath), sk)
+	if err != nil {
+		return err
 	}
-	if err := errors.Join(data.Commit(), script.Commit()); err != nil {
-		return "", fmt.Errorf("-o: %w", err)
-	}
-	return dataPath, nil
+	summary := fmt.Sprintf("wrote %s and %s: %d iterations, %d requests%s", out, dataPath, st.Iterations, st.Requests, grpcSkipped(st))
+	return convert.Finish(std.err, summary, sk, strict, data, script)
 }
 
 func newExportCmd(std stdio) *cobra.Command {
@@ -213,17 +120,9 @@ without --think recorded. gRPC pairs are skipped and counted.`,
 				return err
 			}
 			defer f.Close()
-			sk := &skipped{what: "line"}
-			var st export.Stats
-			dataPath, err := writeK6Files(out, file, func(script, data io.Writer, dataRef string) (err error) {
-				st, err = export.K6(script, data, dataRef, f, load.Target, filepath.Base(file), k6Load, sk.add)
-				return err
+			return writeK6Files(std, out, file, strict, func(script, data io.Writer, dataRef string, sk *convert.SkipLog) (export.Stats, error) {
+				return export.K6(script, data, dataRef, f, load.Target, filepath.Base(file), k6Load, sk.Add)
 			})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(std.err, "replay: wrote %s and %s: %d iterations, %d requests%s\n", out, dataPath, st.Iterations, st.Requests, grpcSkipped(st))
-			return sk.report(std.err, strict)
 		},
 	}
 	k6.Flags().StringVarP(&file, "file", "f", "", "traffic `FILE` (RRPair JSON Lines)")
@@ -249,9 +148,8 @@ without --think recorded. gRPC pairs are skipped and counted.`,
 				return err
 			}
 			defer f.Close()
-			sk := &skipped{what: "line"}
-			return writeOut(std, file, out, sk, strict, func(w io.Writer) (string, error) {
-				st, err := export.Vegeta(w, f, target, sk.add)
+			return writeOut(std, file, out, strict, func(w io.Writer, sk *convert.SkipLog) (string, error) {
+				st, err := export.Vegeta(w, f, target, sk.Add)
 				return fmt.Sprintf("wrote %d targets%s", st.Requests, grpcSkipped(st)), err
 			})
 		},
@@ -274,53 +172,4 @@ func grpcSkipped(st export.Stats) string {
 		return "; 1 gRPC pair skipped"
 	}
 	return fmt.Sprintf("; %d gRPC pairs skipped", st.GRPC)
-}
-
-// harSummary is the import summary of a HAR: what was written, skipped by
-// reason, and kept with a change.
-func harSummary(st *har.Stats) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d entries, %d pairs written (%d recorded as HTTP/2 or 3)", st.Entries, st.Written, st.HTTP2)
-	if n := st.SkippedTotal(); n > 0 {
-		keys := slices.Sorted(maps.Keys(st.Skipped))
-		for i, k := range keys {
-			keys[i] = fmt.Sprintf("%s %d", k, st.Skipped[k])
-		}
-		fmt.Fprintf(&b, "; skipped %d: %s", n, strings.Join(keys, ", "))
-	}
-	var dropped []string
-	for _, d := range []struct {
-		n    int
-		what string
-	}{{st.BadHeaders, "request header field"}, {st.AnswerHeaders, "answer header field"}, {st.AnswersDropped, "recorded answer"}} {
-		if d.n > 0 {
-			dropped = append(dropped, plural(d.n, d.what))
-		}
-	}
-	if len(dropped) > 0 {
-		fmt.Fprintf(&b, "; dropped %s", strings.Join(dropped, ", "))
-	}
-	if n := len(st.NoBody); n > 0 {
-		list := make([]string, 0, 5)
-		for _, e := range st.NoBody[:min(n, 5)] {
-			list = append(list, strconv.Itoa(e))
-		}
-		more := ""
-		if n > 5 {
-			more = fmt.Sprintf(" and %d more", n-5)
-		}
-		fmt.Fprintf(&b, "; %s not captured, sent empty (entries %s%s)", plural(n, "body"), strings.Join(list, ", "), more)
-	}
-	return b.String()
-}
-
-// plural is "1 body", "2 bodies", "3 answer header fields".
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	if strings.HasSuffix(what, "y") {
-		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(what, "y"))
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }

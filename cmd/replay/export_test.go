@@ -269,3 +269,31 @@ func TestExportVegetaStrictKeepsPreviousOutput(t *testing.T) {
 		t.Errorf("-o = %q, want the GET target", b)
 	}
 }
+
+// TestExportK6StrictKeepsPreviousOutput: --strict refusing a skipped pair
+// leaves the previous script and data as they were, as export vegeta
+// does, not replaced by files that lack the pair.
+func TestExportK6StrictKeepsPreviousOutput(t *testing.T) {
+	dir := t.TempDir()
+	traffic := filepath.Join(dir, "traffic.jsonl")
+	os.WriteFile(traffic, []byte(`{"http":{"req":{"method":"GET","uri":"/a","host":"api"}}}`+"\n"+
+		`{"http":{"req":{"method":"POST","uri":"/svc/M","host":"api","headers":{"content-type":["application/grpc"]},"bodyBase64":"AAAAAAA="}}}`+"\n"), 0o644)
+	script, data := filepath.Join(dir, "load.js"), filepath.Join(dir, "load.data.json")
+	os.WriteFile(script, []byte("previous script\n"), 0o644)
+	os.WriteFile(data, []byte("previous data\n"), 0o644)
+	r := runMain(t, context.Background(), "", "export", "k6", "-f", traffic, "--strict", "-o", script)
+	if r.code != 1 || !strings.Contains(r.stderr, "--strict: 1 line could not be converted") {
+		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	for path, want := range map[string]string{script: "previous script\n", data: "previous data\n"} {
+		if b, _ := os.ReadFile(path); string(b) != want {
+			t.Errorf("%s after a refused export = %q, want the previous file kept", filepath.Base(path), b)
+		}
+	}
+	if r := runMain(t, context.Background(), "", "export", "k6", "-f", traffic, "-o", script); r.code != 0 {
+		t.Fatalf("without --strict: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(script); !strings.Contains(string(b), "./load.data.json") {
+		t.Errorf("script = %q, want it to read its data", b)
+	}
+}

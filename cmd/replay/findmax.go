@@ -166,7 +166,7 @@ func (f *findMaxFlags) check() error {
 	if err := f.Validate(); err != nil {
 		return err
 	}
-	return checkDistinct([]namedPath{{"--file", f.Run.File, false}, {"--transforms", f.Run.Transforms.File, false}, {"--out", f.out, true}, {"--html", f.html, true}})
+	return outfile.CheckDistinct([]outfile.Named{outfile.In("--file", f.Run.File), outfile.In("--transforms", f.Run.Transforms.File), outfile.Out("--out", f.out), outfile.Out("--html", f.html)})
 }
 
 // searchOutput is one report file of a search and its renderer.

@@ -1,18 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"strings"
-
-	"github.com/replay-dev/replay/internal/outfile"
-	"github.com/replay-dev/replay/pkg/accesslog"
-	"github.com/replay-dev/replay/pkg/gor"
-	"github.com/replay-dev/replay/pkg/har"
+	"github.com/replay-dev/replay/pkg/convert"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -23,8 +12,8 @@ func newImportCmd(std stdio) *cobra.Command {
 		Short: "Convert a HAR, a GoReplay capture or an access log to RRPairs",
 	}
 	cmd.AddCommand(
-		importer(std, importSpec{
-			use: "har FILE.har", what: "entry",
+		importer(std, convert.HAR(), importSpec{
+			use:   "har FILE.har",
 			short: "Convert a HAR 1.2 file (a browser's or a proxy's export) to RRPairs",
 			long: `Convert a HAR 1.2 file to RRPairs: entries ordered by startedDateTime, pages
 as sessions, the URL's path and query as recorded, HTTP/2 pseudo-headers and
@@ -37,19 +26,9 @@ reached the network (cache hits, WebSockets, status 0) and entries that
 cannot be converted are skipped, counted by reason, and reported on stderr
 with their number.`,
 			example: "  replay import har session.har -o traffic.jsonl",
-			convert: func(ins []importInput, w io.Writer, sk *skipped) (converted, error) {
-				st, err := har.Convert(ins[0].r, w, func(entry int, why string) {
-					if har.OffNetwork(why) {
-						sk.addNotTraffic(entry, why)
-					} else {
-						sk.add(entry, why)
-					}
-				})
-				return converted{harSummary(&st), st.Written, ""}, err
-			},
 		}),
-		importer(std, importSpec{
-			use: "gor FILE.gor...", what: "record", several: true,
+		importer(std, convert.Gor(), importSpec{
+			use:   "gor FILE.gor...",
 			short: "Convert GoReplay captures (.gor, .gor.gz) to RRPairs",
 			long: `Convert GoReplay capture files to RRPairs: each request with its original
 response (replayed responses are counted, not kept), names, case and order
@@ -62,25 +41,6 @@ Host header is kept: it replays with --target. Records that cannot be
 converted are skipped, reported on stderr with their file and number.`,
 			example: `  replay import gor requests_0.gor.gz -o traffic.jsonl
   replay import gor 'capture/requests_*.gor' -o traffic.jsonl`,
-			convert: func(ins []importInput, w io.Writer, sk *skipped) (converted, error) {
-				srcs := make([]gor.Source, len(ins))
-				for i, in := range ins {
-					srcs[i] = gor.Source{Name: in.name, R: in.r}
-				}
-				skip := sk.addIn
-				if len(ins) == 1 {
-					skip = func(_ string, n int, why string) { sk.add(n, why) }
-				}
-				st, err := gor.Merge(srcs, w, skip)
-				summary := fmt.Sprintf("%d records, %d pairs written, %d replayed responses not kept", st.Records, st.Written, st.Replayed)
-				if len(ins) > 1 {
-					summary = fmt.Sprintf("%d files merged: %s", len(ins), summary)
-				}
-				if st.NoHost > 0 {
-					summary += fmt.Sprintf("; %d without a Host header (replay them with --target)", st.NoHost)
-				}
-				return converted{summary, st.Written, ""}, err
-			},
 		}),
 		accessLogImporter(std),
 	)
@@ -89,11 +49,9 @@ converted are skipped, reported on stderr with their file and number.`,
 
 // accessLogImporter is import access-log.
 func accessLogImporter(std stdio) *cobra.Command {
-	var format, host string
-	var fields []string
-	var opt accesslog.Options
-	return importer(std, importSpec{
-		use: "access-log FILE", what: "line",
+	var flags convert.AccessLogFlags
+	return importer(std, convert.AccessLog(&flags), importSpec{
+		use:   "access-log FILE",
 		short: "Convert a web server's access log (nginx, Apache, JSON) to RRPairs",
 		long: `Convert an access log to RRPairs: nginx's and Apache's combined and common
 formats, an nginx log_format string (--format '$remote_addr [$time_local]
@@ -112,287 +70,45 @@ are read as they are.`,
 		example: `  replay import access-log /var/log/nginx/access.log --host shop.example -o traffic.jsonl
   replay import access-log access.json --format json --json-field time=ts -o traffic.jsonl`,
 		flags: func(fs *pflag.FlagSet) {
-			fs.StringVar(&format, "format", "", "the log's `FORMAT`: combined (reads common too), common, json, an nginx log_format or an Apache LogFormat string (default: json when the first line is an object, else combined)")
-			fs.StringArrayVar(&fields, "json-field", nil, "a JSON log's field ROLE is at KEY, as in `ROLE=KEY` (roles: request, method, uri, time, status, host, duration, scheme, protocol); repeatable")
-			fs.StringVar(&host, "host", "", "the `HOST[:PORT]` of the lines whose log names none (else they replay with --target)")
-		},
-		check: func() error {
-			opt = accesslog.Options{Host: host}
-			if err := accesslog.CheckHost(host); err != nil {
-				return fmt.Errorf("--host: %w", err)
-			}
-			if format == "" && len(fields) == 0 {
-				return nil // sniffed from the first line
-			}
-			if format == "" {
-				format = "json"
-			}
-			f, err := accesslog.ParseFormat(format)
-			if err != nil {
-				return fmt.Errorf("--format: %w", err)
-			}
-			for _, spec := range fields {
-				if err := f.SetJSONField(spec); err != nil {
-					return fmt.Errorf("--json-field %w", err)
-				}
-			}
-			opt.Format = f
-			return nil
-		},
-		convert: func(ins []importInput, w io.Writer, sk *skipped) (converted, error) {
-			st, err := accesslog.Convert(ins[0].r, w, opt, sk.add)
-			return converted{accessLogSummary(st), st.Written, accessLogEmpty(st)}, err
+			fs.StringVar(&flags.Format, "format", "", "the log's `FORMAT`: combined (reads common too), common, json, an nginx log_format or an Apache LogFormat string (default: json when the first line is an object, else combined)")
+			fs.StringArrayVar(&flags.JSONFields, "json-field", nil, "a JSON log's field ROLE is at KEY, as in `ROLE=KEY` (roles: request, method, uri, time, status, host, duration, scheme, protocol); repeatable")
+			fs.StringVar(&flags.Host, "host", "", "the `HOST[:PORT]` of the lines whose log names none (else they replay with --target)")
 		},
 	})
 }
 
-// accessLogSummary says what an access log import kept, and what a log
-// does not have.
-func accessLogSummary(st accesslog.Stats) string {
-	s := fmt.Sprintf("%s (%s), %s written: method, target, time and status only (an access log keeps no headers or bodies)",
-		count(st.Lines, "line"), st.Format, count(st.Written, "pair"))
-	if st.NotHTTP > 0 {
-		s += fmt.Sprintf("; %s held no HTTP request (\"-\", or bytes that are no request line), not kept", count(st.NotHTTP, "line"))
-	}
-	if st.Spread > 0 {
-		s += fmt.Sprintf("; %d times of whole seconds spread within their second", st.Spread)
-	}
-	if st.Sorted {
-		s += "; the log was out of time order: pairs sorted by time"
-	}
-	if st.NoHost > 0 {
-		s += fmt.Sprintf("; %d without a host (replay them with --target, or import with --host)", st.NoHost)
-	}
-	return s
-}
-
-// count is n things, in the singular or the plural.
-func count(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
-}
-
-// accessLogEmpty says why nothing was written when no line was skipped.
-func accessLogEmpty(st accesslog.Stats) string {
-	if st.NotHTTP > 0 && st.NotHTTP == st.Lines {
-		return fmt.Sprintf("none of the %d lines holds an HTTP request", st.Lines)
-	}
-	return ""
-}
-
-// importSpec is one import subcommand.
+// importSpec is the cobra side of one import subcommand: its texts and
+// its own flags.
 type importSpec struct {
 	use, short, long, example string
-	what                      string // what the converter's skip numbers: "entry", "record", "line"
-	several                   bool   // takes several files (and glob patterns) to merge
 	flags                     func(*pflag.FlagSet)
-	check                     func() error // the flags, before any file is opened
-	convert                   func(ins []importInput, w io.Writer, sk *skipped) (converted, error)
-}
-
-// importInput is one file to import.
-type importInput struct {
-	name string // as given, for messages
-	r    io.Reader
-}
-
-// converted is what a converter says it did.
-type converted struct {
-	summary string
-	written int    // pairs written
-	empty   string // why nothing was written, when the converter knows better than its skips
 }
 
 // importer is an import subcommand: FILE (or -f; - for stdin) through
-// convert to -o (or stdout), what it skipped on stderr and in --skipped.
-// The -o file is put in place only when the import succeeded: never
-// after an error, however late, nor when no pair was written, nor when
-// --strict refused a skip.
-func importer(std stdio, spec importSpec) *cobra.Command {
-	var file, out, skippedOut string
-	var strict bool
+// imp to -o (or stdout), as the import job (convert.Import) says.
+func importer(std stdio, imp convert.Importer, spec importSpec) *cobra.Command {
+	job := convert.Job{Stdin: std.in, Stdout: std.out, Stderr: std.err}
+	var file string
 	cmd := &cobra.Command{
 		Use: spec.use, Short: spec.short, Long: spec.long, Example: spec.example,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			names := args
+			job.Inputs = args
 			if file != "" {
-				names = append([]string{file}, args...)
+				job.Inputs = append([]string{file}, args...)
 			}
-			if len(names) == 0 {
-				return fmt.Errorf("name the file to import (an argument, or -f; - for standard input)")
-			}
-			if spec.several {
-				var err error
-				if names, err = expandInputs(names); err != nil {
-					return err
-				}
-			} else if len(names) > 1 {
-				return fmt.Errorf("give the file once: as an argument or with -f")
-			}
-			return runImport(std, spec, names, out, skippedOut, strict)
+			return convert.Import(imp, job)
 		},
 	}
-	if spec.several {
+	if imp.Several {
 		cmd.Args = cobra.ArbitraryArgs
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the `FILE` to import (- for standard input)")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write the RRPairs to `FILE` (default: standard output)")
-	cmd.Flags().StringVar(&skippedOut, "skipped", "", "write every skipped "+spec.what+" to `FILE`, as JSON lines {\"index\": N, \"reason\": \"...\"}")
-	cmd.Flags().BoolVar(&strict, "strict", false, "fail when any "+spec.what+" cannot be converted")
+	cmd.Flags().StringVarP(&job.Output, "output", "o", "", "write the RRPairs to `FILE` (default: standard output)")
+	cmd.Flags().StringVar(&job.Skipped, "skipped", "", "write every skipped "+imp.What+" to `FILE`, as JSON lines {\"index\": N, \"reason\": \"...\"}")
+	cmd.Flags().BoolVar(&job.Strict, "strict", false, "fail when any "+imp.What+" cannot be converted")
 	if spec.flags != nil {
 		spec.flags(cmd.Flags())
 	}
 	return cmd
-}
-
-// expandInputs expands the glob patterns among names that name no file
-// (a shell that did not expand them, or quotes), and refuses a file
-// given twice.
-func expandInputs(names []string) ([]string, error) {
-	var files []string
-	for _, name := range names {
-		if _, err := os.Stat(name); err == nil || name == "-" || !strings.ContainsAny(name, "*?[") {
-			files = append(files, name)
-			continue
-		}
-		matches, err := filepath.Glob(name)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		if len(matches) == 0 {
-			return nil, fmt.Errorf("%s: no file matches", name)
-		}
-		files = append(files, matches...)
-	}
-	for i, a := range files {
-		if a == "-" && len(files) > 1 {
-			return nil, fmt.Errorf("- (standard input) is read alone, not with other files")
-		}
-		for _, b := range files[:i] {
-			if sameFile(a, b) {
-				return nil, fmt.Errorf("%s: given twice (as %s too)", a, b)
-			}
-		}
-	}
-	return files, nil
-}
-
-// runImport converts the files named to out (stdout when empty or "-"),
-// the skips to skippedOut when given, each written whole or not at all.
-func runImport(std stdio, spec importSpec, names []string, out, skippedOut string, strict bool) error {
-	paths := []namedPath{{"-o", out, true}, {"--skipped", skippedOut, true}}
-	for _, name := range names {
-		paths = append(paths, namedPath{"-f", name, false})
-	}
-	if skippedOut == "-" && (out == "" || out == "-") {
-		return fmt.Errorf("--skipped -: standard output carries the pairs; give --skipped a file, or -o")
-	}
-	if err := checkDistinct(paths); err != nil {
-		return err
-	}
-	if spec.check != nil {
-		if err := spec.check(); err != nil {
-			return err
-		}
-	}
-	ins, closeIns, err := openInputs(names, std.in)
-	if err != nil {
-		return err
-	}
-	defer closeIns()
-	sk := &skipped{what: spec.what}
-	w, commit, abort, err := openOut("-o", out, std.out)
-	if err != nil {
-		return err
-	}
-	defer abort()
-	commitSkipped := func() error { return nil }
-	if skippedOut != "" {
-		f, commit, abort, err := openOut("--skipped", skippedOut, std.out)
-		if err != nil {
-			return err
-		}
-		defer abort()
-		skw := bufio.NewWriterSize(f, 64<<10)
-		sk.jsonl = skw
-		commitSkipped = func() error { return errors.Join(skw.Flush(), commit()) }
-	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	res, err := spec.convert(ins, bw, sk)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err != nil {
-		if len(ins) == 1 && !strings.HasPrefix(err.Error(), ins[0].name+":") {
-			err = fmt.Errorf("%s: %w", ins[0].name, err)
-		}
-		return err
-	}
-	fmt.Fprintf(std.err, "replay: %s\n", res.summary)
-	strictErr := sk.report(std.err, strict)
-	if err := commitSkipped(); err != nil { // complete: the skips explain a failure below
-		return fmt.Errorf("--skipped: %w", err)
-	}
-	if res.written == 0 {
-		return noPairs(sk, res.empty)
-	}
-	if strictErr != nil {
-		return strictErr
-	}
-	if err := commit(); err != nil {
-		return fmt.Errorf("-o: %w", err)
-	}
-	return nil
-}
-
-// openInputs opens the files named ("-": stdin); close closes them.
-func openInputs(names []string, stdin io.Reader) (ins []importInput, close func(), err error) {
-	var files []*os.File
-	close = func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}
-	for _, name := range names {
-		if name == "-" {
-			ins = append(ins, importInput{"standard input", stdin})
-			continue
-		}
-		f, err := os.Open(name)
-		if err != nil {
-			close()
-			return nil, nil, err
-		}
-		files = append(files, f)
-		ins = append(ins, importInput{name, f})
-	}
-	return ins, close, nil
-}
-
-// noPairs says why an import wrote nothing.
-func noPairs(sk *skipped, why string) error {
-	switch {
-	case why != "":
-	case sk.n > 0:
-		why = fmt.Sprintf("%d %s skipped, and nothing else to write (see above)", sk.n, sk.plural())
-	default:
-		why = "the input holds none"
-	}
-	return fmt.Errorf("no pair written: %s", why)
-}
-
-// openOut opens an output file, whole or nothing (outfile); "" and "-"
-// are stdout, written as it goes.
-func openOut(flag, path string, stdout io.Writer) (w io.Writer, commit func() error, abort func(), err error) {
-	if path == "" || path == "-" {
-		return stdout, func() error { return nil }, func() {}, nil
-	}
-	f, err := outfile.Create(path)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%s: %w", flag, err)
-	}
-	return f, f.Commit, f.Abort, nil
 }

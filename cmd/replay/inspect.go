@@ -1,19 +1,14 @@
 package main
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/replay-dev/replay/internal/run"
-	"github.com/replay-dev/replay/pkg/accesslog"
-	"github.com/replay-dev/replay/pkg/gor"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/sniff"
 	"github.com/spf13/cobra"
 )
 
@@ -48,10 +43,14 @@ show what a run would replay.`,
 			if err != nil {
 				return err
 			}
-			in := &prefixKeeper{r: std.in}
+			in, stdinHead := sniff.Keep(std.in)
 			f, err := run.OpenFileContext(cmd.Context(), file, in, rrpair.Options{Filter: flt})
 			if err != nil {
-				if hint := importHint(file, in.prefix); hint != "" {
+				head := sniff.Head(file)
+				if file == "-" {
+					head = stdinHead()
+				}
+				if hint := sniff.Hint(file, head); hint != "" {
 					return errors.New(hint)
 				}
 				return err
@@ -74,88 +73,4 @@ show what a run would replay.`,
 	filter = run.DefaultOptions().Filter
 	addFilterFlags(cmd.Flags(), &filter)
 	return cmd
-}
-
-// prefixKeeper passes reads through and keeps the first bytes read, so
-// that a file from standard input that is no traffic file can still be
-// told apart.
-type prefixKeeper struct {
-	r      io.Reader
-	prefix []byte
-}
-
-func (p *prefixKeeper) Read(b []byte) (int, error) {
-	n, err := p.r.Read(b)
-	if room := hintBytes - len(p.prefix); room > 0 {
-		p.prefix = append(p.prefix, b[:min(n, room)]...)
-	}
-	return n, err
-}
-
-// hintBytes is how much of a file importHint looks at.
-const hintBytes = 64 << 10
-
-// importHint says which import converts file, when its first bytes (from
-// standard input: prefix) are a HAR, a GoReplay capture or an access log
-// rather than RRPairs; else "".
-func importHint(file string, prefix []byte) string {
-	if file != "-" {
-		prefix = make([]byte, hintBytes)
-		f, err := os.Open(file)
-		if err != nil {
-			return ""
-		}
-		n, _ := io.ReadFull(f, prefix)
-		f.Close()
-		prefix = prefix[:n]
-	}
-	use := func(what, cmd string) string {
-		return fmt.Sprintf("%s is %s, not a traffic file (RRPair JSON Lines): convert it first: replay %s %s -o traffic.jsonl", file, what, cmd, file)
-	}
-	switch {
-	case looksHAR(prefix):
-		return use("a HAR file", "import har")
-	case gor.Looks(prefix):
-		return use("a GoReplay capture", "import gor")
-	}
-	inner, gzipped := prefix, len(prefix) >= 2 && prefix[0] == 0x1f && prefix[1] == 0x8b
-	if gzipped {
-		zr, err := gzip.NewReader(bytes.NewReader(prefix))
-		if err != nil {
-			return ""
-		}
-		inner = make([]byte, hintBytes)
-		n, _ := io.ReadFull(zr, inner)
-		inner = inner[:n]
-	}
-	line, _, _ := bytes.Cut(bytes.TrimPrefix(inner, []byte("\xef\xbb\xbf")), []byte("\n"))
-	if format, ok := accesslog.Looks(line); ok {
-		cmd := "import access-log"
-		switch format {
-		case "json":
-			cmd += " --format json"
-		case "custom":
-			cmd += " --format 'its log_format string'"
-		}
-		what := "an access log (" + format + ")"
-		if format == "custom" {
-			what = "an access log (a custom log_format)"
-		}
-		return use(what, cmd)
-	}
-	if gzipped {
-		return fmt.Sprintf("%s is gzip-compressed: replay reads traffic files uncompressed (gunzip it first); import gor and import access-log read .gz files as they are", file)
-	}
-	return ""
-}
-
-// looksHAR says whether b starts a JSON object whose first key is "log",
-// as HAR files do (after a byte-order mark, which some writers put).
-func looksHAR(b []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return false
-	}
-	tok, err := dec.Token()
-	return err == nil && tok == "log"
 }

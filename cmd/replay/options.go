@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/spf13/pflag"
@@ -77,11 +78,11 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.MarkHidden("cpuprofile")
 }
 
-// files are the files the run reads and writes, for checkDistinct.
-func (f *runFlags) files() []namedPath {
+// files are the files the run reads and writes, for outfile.CheckDistinct.
+func (f *runFlags) files() []outfile.Named {
 	o := &f.run
-	return append(f.report.paths("--out"), namedPath{"--file", o.File, false}, namedPath{"--transforms", o.Transforms.File, false},
-		namedPath{"--dump-failures", o.DumpFailures, true}, namedPath{"--cpuprofile", o.CPUProfile, true})
+	return append(f.report.paths("--out"), outfile.In("--file", o.File), outfile.In("--transforms", o.Transforms.File),
+		outfile.Out("--dump-failures", o.DumpFailures), outfile.Out("--cpuprofile", o.CPUProfile))
 }
 
 // addHTTPFlags adds the flags of where requests go and how they are sent.

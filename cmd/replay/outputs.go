@@ -168,9 +168,9 @@ func (w *outputs) close() {
 	}
 }
 
-// paths are the output files the flags name, for checkDistinct.
-func (o *reportOptions) paths(outFlag string) []namedPath {
-	return []namedPath{{outFlag, o.out, true}, {"--hgrm", o.hgrm, true}, {"--hlog", o.hlog, true}, {"--html", o.html, true}, {"--junit", o.junit, true}}
+// paths are the output files the flags name, for outfile.CheckDistinct.
+func (o *reportOptions) paths(outFlag string) []outfile.Named {
+	return []outfile.Named{outfile.Out(outFlag, o.out), outfile.Out("--hgrm", o.hgrm), outfile.Out("--hlog", o.hlog), outfile.Out("--html", o.html), outfile.Out("--junit", o.junit)}
 }
 
 // thresholdError is the error of a run whose thresholds did not hold: it

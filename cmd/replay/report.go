@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/spf13/cobra"
 )
@@ -21,7 +22,7 @@ side by side, such as the shards of a distributed run.`,
   replay report result.json --threshold 'p99<200ms' --junit thresholds.xml --hgrm latency.hgrm`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkDistinct(append(o.paths("--out"), namedPath{"FILE.json", args[0], false})); err != nil {
+			if err := outfile.CheckDistinct(append(o.paths("--out"), outfile.In("FILE.json", args[0]))); err != nil {
 				return err
 			}
 			s, err := readSummaryFile(args[0])
@@ -63,9 +64,9 @@ report is printed when the JSON goes to a file.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			files := o.paths("--output")
 			for _, path := range args {
-				files = append(files, namedPath{"FILE.json", path, false})
+				files = append(files, outfile.In("FILE.json", path))
 			}
-			if err := checkDistinct(files); err != nil {
+			if err := outfile.CheckDistinct(files); err != nil {
 				return err
 			}
 			var ss []*report.Summary

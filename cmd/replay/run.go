@@ -8,10 +8,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/sniff"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
@@ -88,7 +90,7 @@ func execute(ctx context.Context, f *runFlags, std stdio, log zerolog.Logger) er
 	default:
 		return flagError("--progress", "auto, bar, log or off", f.progress)
 	}
-	if err := checkDistinct(f.files()); err != nil {
+	if err := outfile.CheckDistinct(f.files()); err != nil {
 		return fmt.Errorf("%w\nnothing was sent", err)
 	}
 	o := f.run
@@ -120,7 +122,7 @@ func execute(ctx context.Context, f *runFlags, std stdio, log zerolog.Logger) er
 		var le *rrpair.LineError
 		var ve *rrpair.ValidationError
 		if (errors.As(err, &le) || errors.As(err, &ve)) && o.File != "-" { // a HAR, a capture or a log given to run
-			if hint := importHint(o.File, nil); hint != "" {
+			if hint := sniff.Hint(o.File, sniff.Head(o.File)); hint != "" {
 				return errors.New(hint)
 			}
 		}

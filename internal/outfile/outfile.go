@@ -1,7 +1,9 @@
 // Package outfile writes output files whole or not at all: the reports,
 // the summary, the failure dump and the converted files of every command
 // go through it, so that a refused start, a failure or a crash never leaves
-// a truncated file or destroys the previous one.
+// a truncated file or destroys the previous one. It also holds the rule
+// that keeps the user's files safe before any is opened: no output may be
+// the same file as an input or as another output (CheckDistinct).
 package outfile
 
 import (

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/replay-dev/replay/internal/plural"
 	"github.com/replay-dev/replay/internal/spool"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
@@ -54,6 +55,37 @@ type Stats struct {
 	Spread  int  // pairs whose time counts whole seconds, spread within theirs
 	Sorted  bool // the log was out of time order, and was sorted
 	Format  string
+}
+
+// Summary is the sentence that says what a conversion wrote, and what a
+// log does not have: "7 lines (combined), 6 pairs written: method, target,
+// time and status only (an access log keeps no headers or bodies); 1 line
+// held no HTTP request ("-", or bytes that are no request line), not kept".
+func (s Stats) Summary() string {
+	b := fmt.Sprintf("%s (%s), %s written: method, target, time and status only (an access log keeps no headers or bodies)",
+		plural.Count(s.Lines, "line"), s.Format, plural.Count(s.Written, "pair"))
+	if s.NotHTTP > 0 {
+		b += fmt.Sprintf("; %s held no HTTP request (\"-\", or bytes that are no request line), not kept", plural.Count(s.NotHTTP, "line"))
+	}
+	if s.Spread > 0 {
+		b += fmt.Sprintf("; %d times of whole seconds spread within their second", s.Spread)
+	}
+	if s.Sorted {
+		b += "; the log was out of time order: pairs sorted by time"
+	}
+	if s.NoHost > 0 {
+		b += fmt.Sprintf("; %d without a host (replay them with --target, or import with --host)", s.NoHost)
+	}
+	return b
+}
+
+// NothingWritten says why no pair was written when the lines, rather than
+// the skips, explain it: "none of the 3 lines holds an HTTP request"; else "".
+func (s Stats) NothingWritten() string {
+	if s.NotHTTP > 0 && s.NotHTTP == s.Lines {
+		return fmt.Sprintf("none of the %d lines holds an HTTP request", s.Lines)
+	}
+	return ""
 }
 
 // Skip receives a line that could not be converted: its number (from 1)
@@ -425,7 +457,7 @@ func parseTime(s string) (t time.Time, coarse bool, err error) {
 // Looks says whether line is a line of an access log (combined, common,
 // a JSON object with a request and a status and no "http" of an RRPair,
 // or "custom": another text line with a quoted request line), and which:
-// for inspect's hint.
+// for the sniffer, which tells formats apart.
 func Looks(line []byte) (format string, ok bool) {
 	line = bytes.TrimRight(line, "\r\n")
 	if len(line) > 0 && line[0] == '{' {

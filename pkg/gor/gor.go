@@ -34,10 +34,26 @@ const Separator = "🐵🙈🙉"
 
 // Stats say what a conversion did.
 type Stats struct {
+	Files    int // captures read (Merge's sources)
 	Records  int // records read, in all files
 	Written  int // pairs written
 	Replayed int // replayed responses (type 3), which a pair does not keep
 	NoHost   int // pairs written whose request had no Host (they replay with --target)
+}
+
+// Summary is the sentence that says what a conversion wrote and did not
+// keep: "3 files merged: 12 records, 6 pairs written, 0 replayed responses
+// not kept; 1 without a Host header (replay them with --target)", the
+// files named only when several were merged.
+func (s Stats) Summary() string {
+	summary := fmt.Sprintf("%d records, %d pairs written, %d replayed responses not kept", s.Records, s.Written, s.Replayed)
+	if s.Files > 1 {
+		summary = fmt.Sprintf("%d files merged: %s", s.Files, summary)
+	}
+	if s.NoHost > 0 {
+		summary += fmt.Sprintf("; %d without a Host header (replay them with --target)", s.NoHost)
+	}
+	return summary
 }
 
 // Skip receives a record that could not be converted: its number (from 1)
@@ -70,7 +86,7 @@ func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 // the pairs themselves wait in memory up to 8 MiB, then in a temporary
 // file.
 func Merge(srcs []Source, w io.Writer, skip func(src string, record int, why string)) (Stats, error) {
-	var st Stats
+	st := Stats{Files: len(srcs)}
 	heads := make([]*head, len(srcs))
 	for i, src := range srcs {
 		rr, err := newRecordReader(src.R)
@@ -381,7 +397,7 @@ func kept(name string) bool {
 
 // Looks says whether prefix, the first bytes of a file, is the start of a
 // GoReplay capture: a record's header line ("1 <id> <timestamp>...") or
-// a gzip-compressed one. For inspect's hint.
+// a gzip-compressed one. For the sniffer, which tells formats apart.
 func Looks(prefix []byte) bool {
 	if len(prefix) >= 2 && prefix[0] == 0x1f && prefix[1] == 0x8b {
 		zr, err := gzip.NewReader(bytes.NewReader(prefix))

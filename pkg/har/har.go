@@ -14,10 +14,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/replay-dev/replay/internal/plural"
 )
 
 // Stats say what a conversion did.
@@ -54,6 +58,47 @@ func (s *Stats) SkippedTotal() int {
 		n += k
 	}
 	return n
+}
+
+// Summary is the sentence that says what a conversion wrote, what it
+// skipped by reason, and what it wrote with a change:
+// "8 entries, 5 pairs written (3 recorded as HTTP/2 or 3); skipped 3:
+// cache 1, no-answer 1, websocket 1; dropped 1 request header field;
+// 1 body not captured, sent empty (entries 8)".
+func (s *Stats) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d entries, %d pairs written (%d recorded as HTTP/2 or 3)", s.Entries, s.Written, s.HTTP2)
+	if n := s.SkippedTotal(); n > 0 {
+		keys := slices.Sorted(maps.Keys(s.Skipped))
+		for i, k := range keys {
+			keys[i] = fmt.Sprintf("%s %d", k, s.Skipped[k])
+		}
+		fmt.Fprintf(&b, "; skipped %d: %s", n, strings.Join(keys, ", "))
+	}
+	var dropped []string
+	for _, d := range []struct {
+		n    int
+		what string
+	}{{s.BadHeaders, "request header field"}, {s.AnswerHeaders, "answer header field"}, {s.AnswersDropped, "recorded answer"}} {
+		if d.n > 0 {
+			dropped = append(dropped, plural.Count(d.n, d.what))
+		}
+	}
+	if len(dropped) > 0 {
+		fmt.Fprintf(&b, "; dropped %s", strings.Join(dropped, ", "))
+	}
+	if n := len(s.NoBody); n > 0 {
+		list := make([]string, 0, 5)
+		for _, e := range s.NoBody[:min(n, 5)] {
+			list = append(list, strconv.Itoa(e))
+		}
+		more := ""
+		if n > 5 {
+			more = fmt.Sprintf(" and %d more", n-5)
+		}
+		fmt.Fprintf(&b, "; %s not captured, sent empty (entries %s%s)", plural.Count(n, "body"), strings.Join(list, ", "), more)
+	}
+	return b.String()
 }
 
 // Skip receives an entry that could not be converted: its number in the
@@ -392,4 +437,16 @@ func describe(t json.Token) string {
 		return "null"
 	}
 	return fmt.Sprint(t)
+}
+
+// Looks says whether head, the first bytes of a file, starts a HAR: a
+// JSON object whose first key is "log", after a byte-order mark when a
+// writer put one. For the sniffer, which tells formats apart.
+func Looks(head []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(head, bom)))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	tok, err := dec.Token()
+	return err == nil && tok == "log"
 }
