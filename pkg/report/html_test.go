@@ -246,43 +246,10 @@ func TestHTMLSteps(t *testing.T) {
 	}
 }
 
-// TestLegendRowsDoNotOverlap: twelve series with long names wrap into
-// rows within the chart, no entry on top of another.
-func TestLegendRowsDoNotOverlap(t *testing.T) {
-	var names []string
-	for i := range 12 {
-		names = append(names, strings.Repeat("x", 10+3*i))
-	}
-	items, height := legendLayout(names)
-	if height < 30 {
-		t.Errorf("legend height %v: twelve long names should take more than one row", height)
-	}
-	for i, a := range items {
-		aw := 16 + 6.6*float64(len(names[i]))
-		if a.x+aw > chartW-chartRight+1 && a.x > chartLeft {
-			t.Errorf("entry %d runs past the chart: x %v, width %v", i, a.x, aw)
-		}
-		for j := i + 1; j < len(items); j++ {
-			b := items[j]
-			bw := 16 + 6.6*float64(len(names[j]))
-			if a.y == b.y && a.x < b.x+bw && b.x < a.x+aw {
-				t.Errorf("entries %d and %d overlap: %+v %+v", i, j, a, b)
-			}
-		}
-	}
-}
-
-// TestNiceSteps: axis ticks fall on 1, 2 or 5 times a power of ten.
-func TestNiceSteps(t *testing.T) {
-	for _, tc := range []struct {
-		span float64
-		n    int
-		want float64
-	}{{100, 4, 25 * 2}, {7, 6, 2}, {0.9, 4, 0.5}, {1234, 4, 500}, {5, 6, 1}, {60, 6, 10}} {
-		if got := niceStep(tc.span, tc.n); math.Abs(got-tc.want) > 1e-9 {
-			t.Errorf("niceStep(%v, %d) = %v, want %v", tc.span, tc.n, got, tc.want)
-		}
-	}
+// TestHTMLTicksAreNice: the y ticks of every chart fall on 1, 2 or 5
+// times a power of ten, multiples of their step (package chart's
+// NiceStep).
+func TestHTMLTicksAreNice(t *testing.T) {
 	var buf bytes.Buffer
 	if err := WriteHTML(&buf, htmlFixture(), nil); err != nil {
 		t.Fatal(err)
