@@ -11,7 +11,8 @@
 // WriteJSON and WriteText render it and return their write errors.
 //
 // The end-to-end section (Summary.E2E) is package e2e's Summary, built by
-// its Tracker; report renders, merges and checks thresholds on it.
+// its Tracker; report renders it and checks thresholds on it, and its merge
+// hands the sections to e2e.Merge.
 //
 // Every histogram in the package has the same geometry (microseconds,
 // lowest 1, highest 3 600 000 000 = one hour, 3 significant digits: package
