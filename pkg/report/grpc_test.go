@@ -206,7 +206,7 @@ func TestGRPCText(t *testing.T) {
 		}
 	}
 	var h bytes.Buffer
-	if err := WriteHTML(&h, s, nil); err != nil {
+	if err := WriteHTML(&h, s); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"<h2>gRPC status</h2>", "<td>NOT_FOUND</td><td>2</td>", "gRPC NOT_FOUND", "h2:2 http/1.1:2", "skipped (gRPC)"} {

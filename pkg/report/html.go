@@ -13,18 +13,16 @@ import (
 	"github.com/replay-dev/replay/pkg/chart"
 )
 
-// Setting is one line of the run's configuration shown in the HTML report.
-type Setting struct{ Name, Value string }
-
 // WriteHTML writes the report as one self-contained HTML file: no script,
 // no font, no CDN — the charts are inline SVG (package chart) — so it opens
 // offline. Charts: throughput and failures over time (those without an
 // answer by kind), latency percentiles over
 // time, the latency percentile distribution on HdrHistogram's log
 // 1/(1−p) axis, and answers by status class over time; then the endpoint,
-// error, threshold and comparison tables and the configuration.
-func WriteHTML(w io.Writer, s *Summary, config []Setting) error {
-	data := htmlData{S: s, Config: config, Started: s.Started.Format(time.RFC3339)}
+// error, threshold and comparison tables and the configuration (the run's
+// Settings, when the summary has them, and its counts).
+func WriteHTML(w io.Writer, s *Summary) error {
+	data := htmlData{S: s, Config: s.Settings, Started: s.Started.Format(time.RFC3339)}
 	data.Charts = append(data.Charts, throughputChart(s))
 	if c := e2eLatencyChart(s); c != "" {
 		data.Charts = append(data.Charts, c)

@@ -54,7 +54,9 @@ func htmlFixture() *Summary {
 
 func TestHTMLIsSelfContained(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, htmlFixture(), []Setting{{"target", "http://127.0.0.1:8080"}}); err != nil {
+	s := htmlFixture()
+	s.Settings = []Setting{{"target", "http://127.0.0.1:8080"}}
+	if err := WriteHTML(&buf, s); err != nil {
 		t.Fatal(err)
 	}
 	page := strings.ReplaceAll(buf.String(), `xmlns="http://www.w3.org/2000/svg"`, "")
@@ -85,7 +87,7 @@ func TestHTMLInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteHTML(f, htmlFixture(), nil); err != nil {
+	if err := WriteHTML(f, htmlFixture()); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -141,7 +143,7 @@ func TestHTMLEndToEnd(t *testing.T) {
 	}
 	s.E2E = tr.Summary(time.Second)
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, s, nil); err != nil {
+	if err := WriteHTML(&buf, s); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Sent and received over time", "events at processed", "End-to-end: send → seen by a sink",
@@ -157,7 +159,7 @@ func TestHTMLEndToEnd(t *testing.T) {
 // nothing was answered says so instead of showing a latency.
 func TestHTMLShowsFailuresWithoutAnswer(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, htmlFixture(), nil); err != nil {
+	if err := WriteHTML(&buf, htmlFixture()); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()
@@ -176,7 +178,7 @@ func TestHTMLShowsFailuresWithoutAnswer(t *testing.T) {
 		rs = append(rs, atSecond(base+int64(i), 0, 0, result.ErrConnect))
 	}
 	buf.Reset()
-	if err := WriteHTML(&buf, record(testEndpoints, rs).Summary(Meta{Run: result.Counters{Started: t0}}), nil); err != nil {
+	if err := WriteHTML(&buf, record(testEndpoints, rs).Summary(Meta{Run: result.Counters{Started: t0}})); err != nil {
 		t.Fatal(err)
 	}
 	if page := buf.String(); !strings.Contains(page, "latency: no request was answered") || strings.Contains(page, "latency p99") ||
@@ -227,7 +229,7 @@ func steppedFixture() *Summary {
 // table, and charts the end-to-end latency per second.
 func TestHTMLSteps(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, steppedFixture(), nil); err != nil {
+	if err := WriteHTML(&buf, steppedFixture()); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()
@@ -251,7 +253,7 @@ func TestHTMLSteps(t *testing.T) {
 // NiceStep).
 func TestHTMLTicksAreNice(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, htmlFixture(), nil); err != nil {
+	if err := WriteHTML(&buf, htmlFixture()); err != nil {
 		t.Fatal(err)
 	}
 	for _, svg := range strings.Split(buf.String(), "<svg")[1:] {
@@ -287,7 +289,7 @@ func TestHTMLStepsInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteHTML(f, steppedFixture(), nil); err != nil {
+	if err := WriteHTML(f, steppedFixture()); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -304,5 +306,24 @@ func TestHTMLStepsInChromium(t *testing.T) {
 	}
 	if n := strings.Count(string(dom), `<tr class="step">`); n != 3 {
 		t.Errorf("the rendered step table has %d rows, want 3", n)
+	}
+}
+
+// TestSettingsOnlyInHTML: the run's configuration travels in the summary
+// to the HTML report, and never into the summary JSON.
+func TestSettingsOnlyInHTML(t *testing.T) {
+	s := &Summary{Version: SummaryVersion, Started: t0, Settings: []Setting{{"target", "http://127.0.0.1:9"}}}
+	var page, js bytes.Buffer
+	if err := WriteHTML(&page, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&js, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), `<tr><td>target</td><td style="text-align:left">http://127.0.0.1:9</td></tr>`) {
+		t.Error("the HTML report lacks the setting")
+	}
+	if strings.Contains(js.String(), "127.0.0.1:9") || strings.Contains(js.String(), "ettings") {
+		t.Errorf("the summary JSON has the settings:\n%s", js.String())
 	}
 }

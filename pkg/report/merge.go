@@ -471,18 +471,6 @@ func mergeHistogram(h *hdrhistogram.Histogram, enc string, i int, what string) e
 	return nil
 }
 
-// WriteHgrm writes the latency distribution (from due time) in
-// HdrHistogram's percentile format (.hgrm), in milliseconds, readable by its
-// plotter.
-func WriteHgrm(w io.Writer, s *Summary) error {
-	h, err := DecodeHistogram(s.Histogram)
-	if err != nil {
-		return err
-	}
-	_, err = h.PercentilesPrint(w, 5, 1000) // µs -> ms
-	return err
-}
-
 // mergeTransforms adds the counts of b to a, by name, keeping a's order
 // and adding b's new names after.
 func mergeTransforms(a, b []Transform) []Transform {

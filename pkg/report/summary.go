@@ -130,7 +130,15 @@ type Summary struct {
 	// with one) that had requests fail without an answer: its latencies
 	// include their time to failure, which version 1 did not keep apart.
 	LatencyWithFailed bool `json:"latency_includes_failed,omitempty"`
+
+	// Settings are the run's configuration as the HTML report shows it
+	// (the target, the load, the file...). They are not written to the
+	// JSON: a summary read back, or merged, has none.
+	Settings []Setting `json:"-"`
 }
+
+// Setting is one line of the run's configuration shown in the HTML report.
+type Setting struct{ Name, Value string }
 
 // Transform is what one rewrite did over the run (result.TransformCount):
 // the summary's "transforms" entries.
