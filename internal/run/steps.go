@@ -3,7 +3,7 @@ package run
 import (
 	"time"
 
-	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/replay-dev/replay/pkg/vu"
 )
 
@@ -29,9 +29,9 @@ func stepEnds(cfg *vu.Config) []time.Duration {
 // stepPlans describes the run's steps for its summary: their length and
 // target (a ramp from the previous target, or from --rate or --vus for the
 // first), with what the VUs counted in each.
-func stepPlans(cfg *vu.Config, counts []vu.StepCount) []report.StepPlan {
+func stepPlans(cfg *vu.Config, counts []vu.StepCount) []recording.StepPlan {
 	ends := stepEnds(cfg)
-	plans := make([]report.StepPlan, len(ends))
+	plans := make([]recording.StepPlan, len(ends))
 	prev := cfg.Rate
 	if cfg.Model == vu.Closed {
 		prev = float64(cfg.VUs)
@@ -39,7 +39,7 @@ func stepPlans(cfg *vu.Config, counts []vu.StepCount) []report.StepPlan {
 	var at time.Duration
 	for i, end := range ends {
 		st := cfg.Stages[i]
-		p := report.StepPlan{Duration: end - at, From: prev, To: st.Target, Ramp: !st.Hold && prev != st.Target, VUs: cfg.Model == vu.Closed}
+		p := recording.StepPlan{Duration: end - at, From: prev, To: st.Target, Ramp: !st.Hold && prev != st.Target, VUs: cfg.Model == vu.Closed}
 		if !p.Ramp {
 			p.From = st.Target
 		}

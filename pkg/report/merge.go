@@ -52,7 +52,7 @@ func upgradeV1(s *Summary) {
 		s.Endpoints[i].Answered = sumCounts(s.Endpoints[i].Status)
 	}
 	s.WallS = s.DurationS + s.WaitS
-	s.RPS, s.Throughput = rates(s.Answered, s.Succeeded, s.WallS)
+	s.SetRates()
 	if sumCounts(s.Errors) > 0 {
 		s.LatencyWithFailed = true
 	}
@@ -66,7 +66,7 @@ func connectionsByProtocol(s *Summary) map[string]int64 {
 	}
 	m := map[string]int64{}
 	if s.Connections > 0 {
-		m[protoNames[result.ProtoHTTP1]] = s.Connections
+		m[ProtocolName(result.ProtoHTTP1)] = s.Connections
 	}
 	return m
 }
@@ -371,7 +371,7 @@ func (m *merger) finish(n int) (*Summary, error) {
 	out.DurationS = m.lastDue.Sub(out.Started).Seconds()
 	out.WaitS = max(m.end.Sub(m.lastDue).Seconds(), 0)
 	out.WallS = max(m.end.Sub(out.Started).Seconds(), 0)
-	out.RPS, out.Throughput = rates(out.Answered, out.Succeeded, out.WallS)
+	out.SetRates()
 	if out.DurationS > 0 {
 		out.IterationRate = float64(out.Iterations) / out.DurationS
 	}
@@ -412,18 +412,15 @@ func (m *merger) finishCompare() *Compare {
 	if cmp == nil {
 		return nil
 	}
-	cmp.MatchPct = pct(cmp.Matched, cmp.Compared)
 	cmp.Endpoints = []EndpointMatch{}
 	for _, name := range m.cmpOrder {
-		e := m.cmpEndpoints[name]
-		e.MatchPct = pct(e.Matched, e.Compared)
-		cmp.Endpoints = append(cmp.Endpoints, *e)
+		cmp.Endpoints = append(cmp.Endpoints, *m.cmpEndpoints[name])
 	}
 	cmp.Mismatches = []Mismatch{}
 	for _, mm := range m.mismatches {
 		cmp.Mismatches = append(cmp.Mismatches, *mm)
 	}
-	cmp.Mismatches = sortMismatches(cmp.Mismatches)
+	cmp.Finish()
 	return cmp
 }
 
@@ -431,8 +428,7 @@ func (m *merger) finishIntervals() {
 	out := m.out
 	for _, im := range m.intervals {
 		h := im.hist
-		im.iv.Latency = IntervalLatency{P50: msOf(h.ValueAtQuantile(50)), P90: msOf(h.ValueAtQuantile(90)),
-			P99: msOf(h.ValueAtQuantile(99)), Max: msOf(h.Max())}
+		im.iv.Latency = IntervalLatencyOf(h)
 		im.iv.Histogram = encodeHistogram(h)
 		if im.failed != nil {
 			im.iv.FailedHistogram = encodeHistogram(im.failed)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/replay-dev/replay/internal/golden"
-	"github.com/replay-dev/replay/pkg/result"
 )
 
 // rateSummary is a hand-built summary of an arrival-rate run that shows
@@ -43,9 +42,9 @@ func TestWriteTextGolden(t *testing.T) {
 		s    *Summary
 	}{
 		{"rate", rateSummary()},
-		{"closed", record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0, VUs: 4}, Model: "closed"})},
-		{"empty", record(testEndpoints, nil).Summary(Meta{Run: result.Counters{Started: t0}, Model: "closed"})},
-		{"transforms", withTransforms(record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0, VUs: 4}, Model: "closed"}))},
+		{"closed", recorded(t, "closed")},
+		{"empty", recorded(t, "empty")},
+		{"transforms", withTransforms(recorded(t, "closed"))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
