@@ -31,9 +31,9 @@ func Label(v float64) string {
 	return s
 }
 
-// NiceStep is the 1, 2 or 5 times a power of ten closest above span/n:
+// niceStep is the 1, 2 or 5 times a power of ten closest above span/n:
 // the step of round ticks that cut span into at most about n parts.
-func NiceStep(span float64, n int) float64 {
+func niceStep(span float64, n int) float64 {
 	if span <= 0 {
 		return 1
 	}
@@ -47,9 +47,9 @@ func NiceStep(span float64, n int) float64 {
 	return 10 * p
 }
 
-// NiceCeil rounds v up to 1, 2 or 5 times a power of ten, for an axis that
+// niceCeil rounds v up to 1, 2 or 5 times a power of ten, for an axis that
 // ends on a round value; 1 for v ≤ 0.
-func NiceCeil(v float64) float64 {
+func niceCeil(v float64) float64 {
 	if v <= 0 {
 		return 1
 	}

@@ -40,13 +40,13 @@ func TestNiceSteps(t *testing.T) {
 		n    int
 		want float64
 	}{{100, 4, 25 * 2}, {7, 6, 2}, {0.9, 4, 0.5}, {1234, 4, 500}, {5, 6, 1}, {60, 6, 10}} {
-		if got := NiceStep(tc.span, tc.n); math.Abs(got-tc.want) > 1e-9 {
-			t.Errorf("NiceStep(%v, %d) = %v, want %v", tc.span, tc.n, got, tc.want)
+		if got := niceStep(tc.span, tc.n); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("niceStep(%v, %d) = %v, want %v", tc.span, tc.n, got, tc.want)
 		}
 	}
 	for _, tc := range []struct{ v, want float64 }{{0, 1}, {-3, 1}, {1, 1}, {1.2, 2}, {180, 200}, {201, 500}, {501, 1000}, {0.03, 0.05}} {
-		if got := NiceCeil(tc.v); math.Abs(got-tc.want) > 1e-9 {
-			t.Errorf("NiceCeil(%v) = %v, want %v", tc.v, got, tc.want)
+		if got := niceCeil(tc.v); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("niceCeil(%v) = %v, want %v", tc.v, got, tc.want)
 		}
 	}
 }

@@ -83,7 +83,7 @@ func (c *Curve) SVG() string {
 	if hi <= lo {
 		hi = lo + 1
 	}
-	maxX = NiceCeil(maxX)
+	maxX = niceCeil(maxX)
 	x := func(v float64) float64 { return padL + v/maxX*(curveW-padL-padR) }
 	y := func(v float64) float64 {
 		return curveH - padB - (math.Log10(max(v, math.Pow(10, lo)))-lo)/(hi-lo)*(curveH-padT-padB)

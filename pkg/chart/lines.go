@@ -109,7 +109,7 @@ func (c *Lines) SVG() string {
 			}
 		}
 	}
-	ystep := NiceStep(ymax, 4)
+	ystep := niceStep(ymax, 4)
 	ymax = math.Max(ystep, math.Ceil(ymax/ystep-1e-9)*ystep)
 	px := func(x float64) float64 { return left + (x-xmin)/(xmax-xmin)*(W-left-right) }
 	py := func(y float64) float64 { return bottomY - y/ymax*(bottomY-top) }
@@ -133,7 +133,7 @@ func (c *Lines) SVG() string {
 	}
 	fmt.Fprintf(&b, `<text x="12" y="%.1f" transform="rotate(-90 12 %.1f)" text-anchor="middle">%s</text>`, (bottomY+top)/2, (bottomY+top)/2, esc(c.YUnit))
 	// X ticks, at round values.
-	xstep := NiceStep(xmax-xmin, 6)
+	xstep := niceStep(xmax-xmin, 6)
 	for x := math.Ceil(xmin/xstep-1e-9) * xstep; x <= xmax*(1+1e-9)+1e-9; x += xstep {
 		fmt.Fprintf(&b, `<text class="xtick" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, px(x), bottomY+16, esc(c.XTick(x)))
 	}

@@ -198,8 +198,8 @@ func TestHTMLSteps(t *testing.T) {
 }
 
 // TestHTMLTicksAreNice: the y ticks of every chart fall on 1, 2 or 5
-// times a power of ten, multiples of their step (package chart's
-// NiceStep).
+// times a power of ten, multiples of their step (package chart's round
+// ticks).
 func TestHTMLTicksAreNice(t *testing.T) {
 	var buf bytes.Buffer
 	if err := WriteHTML(&buf, htmlFixture(t)); err != nil {
