@@ -110,11 +110,11 @@ func (w *outputs) write(text, json io.Writer, s *report.Summary) error {
 			return err
 		}
 	}
+	s.Settings = w.config // for the HTML report
 	for _, f := range []struct {
 		file   *outfile.File
-		render func(io.Writer, *report.Summary) error
-	}{{w.hgrm, report.WriteHgrm}, {w.hlog, report.WriteHlog}, {w.junit, report.WriteJUnit}, {w.out, report.WriteJSON},
-		{w.html, func(out io.Writer, s *report.Summary) error { return report.WriteHTML(out, s, w.config) }}} {
+		render report.Renderer
+	}{{w.hgrm, report.WriteHgrm}, {w.hlog, report.WriteHlog}, {w.junit, report.WriteJUnit}, {w.out, report.WriteJSON}, {w.html, report.WriteHTML}} {
 		if f.file == nil {
 			continue
 		}

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/rs/zerolog"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
@@ -15,7 +15,7 @@ import (
 
 // progressSources are what the live display reads.
 type progressSources struct {
-	live func() report.Live
+	live func() recording.Live
 	vus  func() (int, int64)
 	// open says the run is an open model (--rate, --stages with rates,
 	// --pace recorded): the line then shows dropped iterations, and the

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/rs/zerolog"
 )
@@ -47,9 +48,9 @@ func TestProgressBar(t *testing.T) {
 	var buf bytes.Buffer
 	n := int64(0)
 	src := progressSources{
-		live: func() report.Live {
+		live: func() recording.Live {
 			n += 100
-			return report.Live{Requests: n, LastInterval: &report.Interval{Latency: report.IntervalLatency{P99: 4.2}}}
+			return recording.Live{Requests: n, LastInterval: &report.Interval{Latency: report.IntervalLatency{P99: 4.2}}}
 		},
 		vus: func() (int, int64) { return 7, 3 },
 	}
@@ -72,7 +73,7 @@ func TestProgressBar(t *testing.T) {
 func TestProgressBarOpenModel(t *testing.T) {
 	var buf bytes.Buffer
 	src := progressSources{
-		live:    func() report.Live { return report.Live{Requests: 400, Failed: 10} },
+		live:    func() recording.Live { return recording.Live{Requests: 400, Failed: 10} },
 		vus:     func() (int, int64) { return 9, 1 },
 		open:    true,
 		dropped: func() int64 { return 12 },

@@ -58,7 +58,7 @@ synchronised.`,
 				return err
 			}
 			if !quiet {
-				if err := report.WriteE2EText(io.out, sum.E2E); err != nil {
+				if err := report.WriteE2EText(io.out, sum); err != nil {
 					return err
 				}
 			}

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"math"
 	"sort"
 	"strings"
+
+	"github.com/replay-dev/replay/pkg/chart"
 )
 
 // Headline says in one line what the search found.
@@ -79,12 +80,6 @@ func WriteJSON(w io.Writer, r *Result) error {
 	return enc.Encode(r)
 }
 
-// chart geometry of WriteHTML, in SVG units.
-const (
-	chartW, chartH         = 760, 360
-	padL, padR, padT, padB = 64, 20, 20, 48
-)
-
 // WriteHTML writes the search as one self-contained HTML page: the curve
 // of achieved rate against latency (p50 and p99, log scale) as an inline
 // SVG, a mark at the sustainable rate, and the table of steps. No script,
@@ -117,49 +112,22 @@ td.l,th.l{text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}.generator_lim
 }
 
 // writeChart draws achieved rate (x, linear) against latency (y, log10):
-// a p99 and a p50 point per step, coloured by verdict, and a vertical line
-// at the sustainable rate.
+// the curve through the steps in order of target rate, a line for p99 and
+// one, dashed, for p50 (a rate held twice shows its last hold); a p99 and
+// a p50 point per step, coloured by verdict; and a vertical line at the
+// sustainable rate.
 func writeChart(b *strings.Builder, r *Result) {
 	if len(r.Steps) == 0 {
 		return
 	}
-	maxX, minY, maxY := 0.0, math.Inf(1), 0.0
+	c := chart.Curve{Label: "achieved rate against latency", XLabel: "achieved rate (iterations/s)", YUnit: "ms",
+		Legend: "● p99  ○ p50 · green pass, red fail, amber generator limit"}
 	for _, st := range r.Steps {
-		maxX = max(maxX, st.Achieved, st.Target)
-		for _, v := range []float64{st.Latency.P50, st.Latency.P99} {
-			if v > 0 {
-				minY, maxY = min(minY, v), max(maxY, v)
-			}
-		}
+		c.XTo = max(c.XTo, st.Target)
 	}
-	if maxY == 0 {
-		minY, maxY = 1, 10
-	}
-	lo, hi := math.Floor(math.Log10(minY)), math.Ceil(math.Log10(maxY))
-	if hi <= lo {
-		hi = lo + 1
-	}
-	maxX = niceCeil(maxX)
-	x := func(v float64) float64 { return padL + v/maxX*(chartW-padL-padR) }
-	y := func(v float64) float64 {
-		return chartH - padB - (math.Log10(max(v, math.Pow(10, lo)))-lo)/(hi-lo)*(chartH-padT-padB)
-	}
-	fmt.Fprintf(b, `<h2>Achieved rate against latency</h2><svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="achieved rate against latency">`, chartW, chartH)
-	for e := lo; e <= hi; e++ { // one grid line a decade
-		v := math.Pow(10, e)
-		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/><text x="%d" y="%.1f" text-anchor="end">%s ms</text>`, padL, chartW-padR, y(v), y(v), padL-6, y(v)+4, trimFloat(v))
-	}
-	for i := 0; i <= 5; i++ {
-		v := maxX * float64(i) / 5
-		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#eee"/><text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(v), x(v), padT, chartH-padB, x(v), chartH-padB+16, trimFloat(v))
-	}
-	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">achieved rate (iterations/s)</text>`, (chartW+padL)/2, chartH-8)
 	if r.Sustainable > 0 {
-		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#1a7f37" stroke-dasharray="4 3"/><text x="%.1f" y="%d">sustainable %s/s</text>`,
-			x(r.Sustainable), x(r.Sustainable), padT, chartH-padB, x(r.Sustainable)+4, padT+12, formatRate(r.Sustainable))
+		c.Marks = []chart.Mark{{X: r.Sustainable, Color: "#1a7f37", Label: fmt.Sprintf("sustainable %s/s", formatRate(r.Sustainable))}}
 	}
-	// The curve: the steps in order of target rate, one line for p99 and
-	// one for p50 (a rate held twice shows its last hold).
 	byTarget := map[float64]Step{}
 	for _, st := range r.Steps {
 		byTarget[st.Target] = st
@@ -169,42 +137,20 @@ func writeChart(b *strings.Builder, r *Result) {
 		targets = append(targets, t)
 	}
 	sort.Float64s(targets)
-	for _, line := range []struct {
-		of   func(Latency) float64
-		dash string
-	}{{func(l Latency) float64 { return l.P99 }, ""}, {func(l Latency) float64 { return l.P50 }, ` stroke-dasharray="3 3"`}} {
-		var pts []string
-		for _, t := range targets {
-			st := byTarget[t]
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(st.Achieved), y(line.of(st.Latency))))
-		}
-		fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="#888"%s/>`, strings.Join(pts, " "), line.dash)
+	p99, p50 := chart.Path{Color: "#888"}, chart.Path{Color: "#888", Dash: "3 3"}
+	for _, t := range targets {
+		st := byTarget[t]
+		p99.X, p99.Y = append(p99.X, st.Achieved), append(p99.Y, st.Latency.P99)
+		p50.X, p50.Y = append(p50.X, st.Achieved), append(p50.Y, st.Latency.P50)
 	}
+	c.Lines = []chart.Path{p99, p50}
 	colour := map[Verdict]string{Pass: "#1a7f37", Fail: "#cf222e", GeneratorLimit: "#9a6700"}
 	for _, st := range r.Steps {
-		c := colour[st.Verdict]
-		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="5" fill="%s"><title>step %d, target %s/s: p99 %.2f ms</title></circle>`, x(st.Achieved), y(st.Latency.P99), c, st.N, formatRate(st.Target), st.Latency.P99)
-		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="4" fill="none" stroke="%s"><title>step %d, target %s/s: p50 %.2f ms</title></circle>`, x(st.Achieved), y(st.Latency.P50), c, st.N, formatRate(st.Target), st.Latency.P50)
+		col := colour[st.Verdict]
+		c.Points = append(c.Points,
+			chart.Point{X: st.Achieved, Y: st.Latency.P99, Color: col, Title: fmt.Sprintf("step %d, target %s/s: p99 %.2f ms", st.N, formatRate(st.Target), st.Latency.P99)},
+			chart.Point{X: st.Achieved, Y: st.Latency.P50, Color: col, Hollow: true, Title: fmt.Sprintf("step %d, target %s/s: p50 %.2f ms", st.N, formatRate(st.Target), st.Latency.P50)})
 	}
-	fmt.Fprintf(b, `<text x="%d" y="%d">● p99  ○ p50 · green pass, red fail, amber generator limit</text></svg>`, padL+8, chartH-padB-8)
-}
-
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten, for round axis
-// ticks.
-func niceCeil(v float64) float64 {
-	if v <= 0 {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= v {
-			return m * p
-		}
-	}
-	return 10 * p
-}
-
-// trimFloat writes v without trailing zeros.
-func trimFloat(v float64) string {
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
+	b.WriteString("<h2>Achieved rate against latency</h2>")
+	b.WriteString(c.SVG())
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/internal/transport/http2"
-	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/transform"
@@ -49,7 +49,7 @@ func hotPath(b *testing.B, transforms string) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	rec := report.NewRecorder(f.Endpoints())
+	rec := recording.NewRecorder(f.Endpoints())
 	// The transport a run builds: HTTP/2 where it may, here HTTP/1.1.
 	tr, err := http2.New(http2.Options{HTTP1: http1.Options{Target: srv.URL(), Timeout: 10 * time.Second}})
 	if err != nil {
@@ -74,7 +74,7 @@ func hotPath(b *testing.B, transforms string) {
 	}
 	rec.Close()
 	b.StopTimer()
-	if s := rec.Summary(report.Meta{Model: "closed"}); s.Succeeded != int64(2*b.N) {
+	if s := rec.Summary(recording.Meta{Model: "closed"}); s.Succeeded != int64(2*b.N) {
 		b.Fatalf("succeeded %d of %d", s.Succeeded, 2*b.N)
 	}
 	if chain != nil {

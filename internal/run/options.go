@@ -7,6 +7,7 @@ import (
 	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/internal/transport/http2"
 	"github.com/replay-dev/replay/pkg/e2e"
+	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transform"
@@ -253,7 +254,7 @@ type Plan struct {
 // Each is safe to call from any goroutine while the run goes, and after.
 type LiveSources struct {
 	// Recorder has the results so far.
-	Recorder interface{ Live() report.Live }
+	Recorder interface{ Live() recording.Live }
 	// VUs returns how many VUs the run has started and how many requests
 	// are in flight.
 	VUs func() (vus int, inFlight int64)
@@ -267,7 +268,7 @@ type LiveSources struct {
 	Model string
 	// Buckets returns the latency so far as a histogram's cumulative
 	// buckets (metrics).
-	Buckets func(bounds []float64) report.Buckets
+	Buckets func(bounds []float64) recording.Buckets
 	// Target returns the stage (from 1; 0 without --stages) and the rate
 	// an arrival-rate run asks for now; ok is false for other models.
 	Target func() (step int, rate float64, ok bool)

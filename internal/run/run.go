@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/outfile"
+	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -126,14 +127,14 @@ type runner struct {
 	file     *rrpair.File
 	plan     *schedule.Schedule
 	pool     *vu.Pool
-	chain    *transform.Chain // nil without transforms
-	track    *tracking        // nil unless requests are stamped
-	comparer *report.Comparer // nil without Compare
-	rec      *report.Recorder
-	dump     *report.FailureDump // nil without DumpFailures
-	dumpFile *outfile.File       // the dump's file, until put in place
-	guard    *faultGuard         // the transport, guarded against a truncated file
-	runVUs   int                 // the most VUs of the whole run, before the shard's share
+	chain    *transform.Chain    // nil without transforms
+	track    *tracking           // nil unless requests are stamped
+	comparer *recording.Comparer // nil without Compare
+	rec      *recording.Recorder
+	dump     *recording.FailureDump // nil without DumpFailures
+	dumpFile *outfile.File          // the dump's file, until put in place
+	guard    *faultGuard            // the transport, guarded against a truncated file
+	runVUs   int                    // the most VUs of the whole run, before the shard's share
 
 	stopWatch func() // the threshold watcher's, or nil
 	stopLive  func() // Pass.Live's, or nil
@@ -189,7 +190,7 @@ func (r *runner) build() error {
 		}
 	}
 	if c := r.o.Compare; c.Mode != "" {
-		r.comparer = report.NewComparer(r.file.Endpoints(), c.Mode == "body", c.Ignore, c.Headers)
+		r.comparer = recording.NewComparer(r.file.Endpoints(), c.Mode == "body", c.Ignore, c.Headers)
 		r.pool.Observers = append(r.pool.Observers, r.comparer)
 		r.pool.DecodeResponses = true
 	}
@@ -226,7 +227,7 @@ func (r *runner) start(ctx context.Context) (context.Context, error) {
 	if r.chain != nil {
 		r.log.Info().Strs("transforms", r.chain.Names()).Msg("rewriting requests")
 	}
-	r.rec = report.NewRecorder(r.file.Endpoints())
+	r.rec = recording.NewRecorder(r.file.Endpoints())
 	r.startSteps()
 	r.pool.Sink = r.rec
 	r.onClose(r.rec.Close)
@@ -247,7 +248,7 @@ func (r *runner) openDump() error {
 	}
 	r.dumpFile = f
 	r.onClose(f.Abort) // after commitDump, it does nothing
-	r.dump = report.NewFailureDump(f, r.file.Endpoints(), r.o.DumpMax)
+	r.dump = recording.NewFailureDump(f, r.file.Endpoints(), r.o.DumpMax)
 	r.pool.Failures = r.dump
 	return nil
 }
@@ -416,7 +417,7 @@ func (r *runner) stopCause(ctx, runCtx context.Context, st result.Counters) erro
 // iteration sent nothing: nothing to judge).
 func (r *runner) summary(ctx context.Context, st result.Counters) *report.Summary {
 	cfg := &r.pool.Config
-	sum := r.rec.Summary(report.Meta{Run: st, Model: cfg.Model.String(), TargetRate: targetRate(cfg, r.plan, st), LateAfter: cfg.LateAfter,
+	sum := r.rec.Summary(recording.Meta{Run: st, Model: cfg.Model.String(), TargetRate: targetRate(cfg, r.plan, st), LateAfter: cfg.LateAfter,
 		Steps: stepPlans(r.plan, r.pool.Steps())})
 	if r.comparer != nil {
 		sum.Compare = r.comparer.Result()

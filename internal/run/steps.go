@@ -3,7 +3,7 @@ package run
 import (
 	"time"
 
-	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/vu"
 )
@@ -11,11 +11,11 @@ import (
 // stepPlans describes the run's steps for its summary: the schedule's
 // steps (their length and target: a ramp from the previous target, or
 // from --rate or --vus for the first), with what the VUs counted in each.
-func stepPlans(plan *schedule.Schedule, counts []vu.StepCount) []report.StepPlan {
+func stepPlans(plan *schedule.Schedule, counts []vu.StepCount) []recording.StepPlan {
 	steps := plan.Steps()
-	plans := make([]report.StepPlan, len(steps))
+	plans := make([]recording.StepPlan, len(steps))
 	for i, st := range steps {
-		p := report.StepPlan{Duration: st.End - st.Start, From: st.From, To: st.To, Ramp: st.Ramp, VUs: plan.Model() == schedule.Closed}
+		p := recording.StepPlan{Duration: st.End - st.Start, From: st.From, To: st.To, Ramp: st.Ramp, VUs: plan.Model() == schedule.Closed}
 		if i < len(counts) {
 			p.Began, p.Dropped, p.Late = counts[i].Began, counts[i].Dropped, counts[i].Late
 		}

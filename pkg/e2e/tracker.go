@@ -274,8 +274,8 @@ func (t *Tracker) Drain(ctx context.Context, lastSend time.Time, drain, idle tim
 // prove loss (LossKnown): then it is lost. No sink proves loss today, so
 // lost is 0 and present for the summaries written before pending was.
 //
-// Shards' and standalone sinks' sections merge (report.Merge) by stage
-// name, histograms exactly.
+// Shards' and standalone sinks' sections merge (Merge) by stage name,
+// histograms exactly.
 type Summary struct {
 	Sent      int64   `json:"sent"`       // requests stamped with an ID
 	Accepted  int64   `json:"accepted"`   // of those, answered below 400: events expected downstream

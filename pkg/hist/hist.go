@@ -157,3 +157,22 @@ func SecondsUpTo[V any](open map[int64]V, upTo int64) []int64 {
 	slices.Sort(secs)
 	return secs
 }
+
+// MergeEncoded adds the histogram enc, as Encode writes it, into h: what a
+// merge of summaries does with each of theirs. An empty enc (a summary
+// written before the histogram was kept) adds nothing. It fails for enc
+// that does not decode (wrapping ErrGeometry for another geometry) and for
+// values h could not hold.
+func MergeEncoded(h *hdrhistogram.Histogram, enc string) error {
+	if enc == "" {
+		return nil
+	}
+	src, err := Decode(enc)
+	if err != nil {
+		return err
+	}
+	if dropped := h.Merge(src); dropped != 0 {
+		return fmt.Errorf("%d values out of range", dropped)
+	}
+	return nil
+}

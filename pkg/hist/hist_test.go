@@ -75,3 +75,29 @@ func TestLatencyOf(t *testing.T) {
 		}
 	}
 }
+
+func TestMergeEncoded(t *testing.T) {
+	a, b := New(), New()
+	RecordNanos(a, 1e6)
+	RecordNanos(b, 2e6)
+	RecordNanos(b, 3e6)
+	h := New()
+	for _, enc := range []string{Encode(a), "", Encode(b)} {
+		if err := MergeEncoded(h, enc); err != nil {
+			t.Fatalf("%.10q: %v", enc, err)
+		}
+	}
+	if h.TotalCount() != 3 || h.Max() < 2999 || h.Min() > 1001 {
+		t.Errorf("merged: %d values from %d to %d µs, want 3 from 1000 to 3000", h.TotalCount(), h.Min(), h.Max())
+	}
+	foreign, err := hdrhistogram.New(1, 1000, 2).Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := MergeEncoded(h, string(foreign)); !errors.Is(err, ErrGeometry) {
+		t.Errorf("another geometry: got %v, want %v", err, ErrGeometry)
+	}
+	if err := MergeEncoded(h, "HISTFAAAAnot"); err == nil || h.TotalCount() != 3 {
+		t.Errorf("a corrupt histogram: %v, %d values; want an error and nothing added", err, h.TotalCount())
+	}
+}

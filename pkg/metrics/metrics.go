@@ -19,15 +19,15 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/pkg/e2e"
-	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/recording"
 )
 
 // Sources are where the numbers come from. Only Recorder is required; a
 // family whose source is nil is not written.
 type Sources struct {
-	Recorder interface{ Live() report.Live }
+	Recorder interface{ Live() recording.Live }
 	// Buckets returns the latency's cumulative buckets at bounds.
-	Buckets func(bounds []float64) report.Buckets
+	Buckets func(bounds []float64) recording.Buckets
 	// VUs reports the VUs started and the requests in flight.
 	VUs func() (vus int, inFlight int64)
 	// Dropped and Late count the iterations an open model dropped and the

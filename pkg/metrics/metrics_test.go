@@ -11,13 +11,13 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/replay-dev/replay/pkg/e2e"
-	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/replay-dev/replay/pkg/result"
 )
 
-type fakeRecorder struct{ live report.Live }
+type fakeRecorder struct{ live recording.Live }
 
-func (f fakeRecorder) Live() report.Live { return f.live }
+func (f fakeRecorder) Live() recording.Live { return f.live }
 
 // scrape gets /metrics from s and parses it with Prometheus's own parser,
 // which refuses a sample whose family is typed otherwise, a histogram
@@ -76,7 +76,7 @@ next:
 // come from a real recorder and agree with its percentiles, and today's
 // quantiles stay, typed as a summary.
 func TestMetricsExposition(t *testing.T) {
-	rec := report.NewRecorder([]string{"POST /events"})
+	rec := recording.NewRecorder([]string{"POST /events"})
 	for i := 1; i <= 1000; i++ { // 1 ms .. 1 s, one each
 		rec.Record(result.Result{Due: 0, Sent: 0, End: int64(i) * 1e6, Status: 202})
 	}
@@ -167,7 +167,7 @@ func TestMetricsSet(t *testing.T) {
 	if fams, _ := scrape(t, s); len(fams) != 0 {
 		t.Errorf("before Set: %d families, want none", len(fams))
 	}
-	s.Set(Sources{Recorder: fakeRecorder{report.Live{Requests: 10}}, Target: func() (int, float64, bool) { return 3, 150, true }})
+	s.Set(Sources{Recorder: fakeRecorder{recording.Live{Requests: 10}}, Target: func() (int, float64, bool) { return 3, 150, true }})
 	fams, _ := scrape(t, s)
 	if value(t, fams, "replay_requests_total") != 10 || value(t, fams, "replay_step") != 3 || value(t, fams, "replay_target_rate") != 150 {
 		t.Errorf("after Set: %v", fams)

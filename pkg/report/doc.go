@@ -1,19 +1,25 @@
-// Package report owns what a run measured and how it is shown: the async
-// Recorder that folds every result.Result into HDR histograms and counters, the
-// plain-data Summary built from them (the "run --out" JSON contract of
-// DESIGN.md), the renderers that write a Summary (JSON, text, HTML, .hgrm,
-// .hlog, JUnit), thresholds, the exact merge of shard summaries, failure
-// dumps, and the Comparer that checks live answers against the recorded
-// ones. It sees the engine only through package result: it never imports
-// the VUs or a transport.
+// Package report owns a run's outcome as plain data and how it is shown:
+// the Summary (the "run --out" JSON contract of DESIGN.md) and
+// ReadSummary, the exact merge of summaries made side by side (Merge),
+// thresholds on a summary from one table of metrics (ParseThreshold,
+// Evaluate), and the renderers of a Summary, one a file and each a
+// Renderer: WriteJSON, WriteText, WriteHTML, WriteHgrm, WriteHlog,
+// WriteJUnit and WriteE2EText. WriteInspect renders a traffic file's
+// statistics (rrpair.Stats).
 //
-// Data and rendering are kept apart: a Summary does not print itself;
-// WriteJSON and WriteText render it and return their write errors.
+// A Summary is made elsewhere: from a run's results by package
+// recording's Recorder, or read back from its JSON. report imports neither
+// the recorder nor the VUs nor a transport.
+//
+// Data and rendering are kept apart: a Summary does not print itself; the
+// renderers write it and return their write errors. The HTML report's
+// charts are drawn by package chart.
 //
 // The end-to-end section (Summary.E2E) is package e2e's Summary, built by
-// its Tracker; report renders, merges and checks thresholds on it.
+// its Tracker; report renders it and checks thresholds on it, and its merge
+// hands the sections to e2e.Merge.
 //
-// Every histogram in the package has the same geometry (microseconds,
+// Every histogram in a Summary has the same geometry (microseconds,
 // lowest 1, highest 3 600 000 000 = one hour, 3 significant digits: package
 // hist), so any two of them merge exactly.
 package report

@@ -42,7 +42,7 @@ func TestE2EText(t *testing.T) {
 	tr.Seen(id(7, 0, 3, start), "processed", start)
 	tr.Seen([]byte("evt-1"), "processed", start)
 	var buf bytes.Buffer
-	if err := WriteE2EText(&buf, tr.Summary(0)); err != nil {
+	if err := WriteE2EText(&buf, &Summary{E2E: tr.Summary(0)}); err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, "e2e.golden", buf.Bytes())
@@ -84,7 +84,7 @@ func TestE2ELossText(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := WriteE2EText(&buf, tt.e); err != nil {
+			if err := WriteE2EText(&buf, &Summary{E2E: tt.e}); err != nil {
 				t.Fatal(err)
 			}
 			for _, want := range tt.want {
@@ -94,7 +94,7 @@ func TestE2ELossText(t *testing.T) {
 			}
 			s := &Summary{Version: SummaryVersion, Started: start, E2E: tt.e}
 			buf.Reset()
-			if err := WriteHTML(&buf, s, nil); err != nil {
+			if err := WriteHTML(&buf, s); err != nil {
 				t.Fatal(err)
 			}
 			for _, want := range tt.wantHTML {

@@ -25,10 +25,6 @@ var ErrGeometry = hist.ErrGeometry
 // holds about 190 KB of counts.
 func newHistogram() *hdrhistogram.Histogram { return hist.New() }
 
-// recordNanos records a duration given in nanoseconds into h (see
-// hist.RecordNanos): rounded to the microsecond, clamped to the geometry.
-func recordNanos(h *hdrhistogram.Histogram, ns int64) (clamped bool) { return hist.RecordNanos(h, ns) }
-
 // encodeHistogram returns h in the HdrHistogram V2 compressed encoding, as
 // base64 text starting "HISTF".
 func encodeHistogram(h *hdrhistogram.Histogram) string { return hist.Encode(h) }

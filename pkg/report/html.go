@@ -9,20 +9,20 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/replay-dev/replay/pkg/chart"
 )
 
-// Setting is one line of the run's configuration shown in the HTML report.
-type Setting struct{ Name, Value string }
-
 // WriteHTML writes the report as one self-contained HTML file: no script,
-// no font, no CDN — the charts are inline SVG drawn here — so it opens
+// no font, no CDN — the charts are inline SVG (package chart) — so it opens
 // offline. Charts: throughput and failures over time (those without an
 // answer by kind), latency percentiles over
 // time, the latency percentile distribution on HdrHistogram's log
 // 1/(1−p) axis, and answers by status class over time; then the endpoint,
-// error, threshold and comparison tables and the configuration.
-func WriteHTML(w io.Writer, s *Summary, config []Setting) error {
-	data := htmlData{S: s, Config: config, Started: s.Started.Format(time.RFC3339)}
+// error, threshold and comparison tables and the configuration (the run's
+// Settings, when the summary has them, and its counts).
+func WriteHTML(w io.Writer, s *Summary) error {
+	data := htmlData{S: s, Config: s.Settings, Started: s.Started.Format(time.RFC3339)}
 	data.Charts = append(data.Charts, throughputChart(s))
 	if c := e2eLatencyChart(s); c != "" {
 		data.Charts = append(data.Charts, c)
@@ -148,157 +148,10 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 </body></html>
 `))
 
-// series is one line of a chart; a dashed one is a reference (a target),
-// not a measurement.
-type series struct {
-	name   string
-	color  string
-	ys     []float64
-	dashed bool
-}
-
-// band is a shaded stretch of a time chart's x axis: a step of --stages.
-type band struct {
-	x0, x1 float64
-	label  string
-}
-
-var palette = []string{"#2f6fdf", "#d9480f", "#2b8a3e", "#ae3ec9", "#e67700", "#c92a2a", "#0b7285", "#5c940d", "#862e9c", "#495057"}
-
-// Chart geometry, in SVG units.
-const chartW, chartH, chartLeft, chartRight, chartBottom = 1040.0, 260.0, 64.0, 16.0, 40.0
-
-// legendItem is where one legend entry goes.
-type legendItem struct{ x, y float64 }
-
-// legendLayout places the legend entries of names in rows under the title,
-// wrapping within the chart's width so that no two overlap, and returns
-// where each goes and the height the rows take.
-func legendLayout(names []string) ([]legendItem, float64) {
-	const rowH, gap, charW = 15.0, 18.0, 6.6
-	out := make([]legendItem, len(names))
-	x, y := chartLeft, 34.0 // under the title
-	for i, n := range names {
-		w := 16 + charW*float64(len([]rune(n)))
-		if x > chartLeft && x+w > chartW-chartRight {
-			x, y = chartLeft, y+rowH
-		}
-		out[i] = legendItem{x, y}
-		x += w + gap
-	}
-	if len(names) == 0 {
-		return out, 0
-	}
-	return out, y - 34 + rowH
-}
-
-// niceStep is the 1, 2 or 5 times a power of ten closest above span/n:
-// the step of round ticks that cut span into at most about n parts.
-func niceStep(span float64, n int) float64 {
-	if span <= 0 {
-		return 1
-	}
-	raw := span / float64(n)
-	p := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5} {
-		if raw <= m*p*(1+1e-9) {
-			return m * p
-		}
-	}
-	return 10 * p
-}
-
-// lineChart draws series over xs as an SVG with axes, round ticks (1, 2, 5
-// times a power of ten), units, a legend in rows that never overlap, and
-// bands shaded behind the lines.
-func lineChart(title, xLabel, yUnit string, xs []float64, ss []series, xTick func(float64) string, bands ...band) template.HTML {
-	const W, H, left, right, bottom = chartW, chartH, chartLeft, chartRight, chartBottom
-	names := make([]string, len(ss))
-	for i, s := range ss {
-		names[i] = s.name
-	}
-	legend, legendH := legendLayout(names)
-	top := 36 + legendH
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s">`, W, H+legendH, W, H+legendH, template.HTMLEscapeString(title))
-	fmt.Fprintf(&b, `<text x="%.0f" y="14" style="font-weight:600;font-size:13px">%s</text>`, left, template.HTMLEscapeString(title))
-	if len(xs) == 0 {
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">no data</text></svg>`, W/2, H/2)
-		return template.HTML(b.String())
-	}
-	bottomY := H + legendH - bottom
-	xmin, xmax := xs[0], xs[len(xs)-1]
-	for _, bd := range bands {
-		xmax = math.Max(xmax, bd.x1)
-	}
-	if xmax == xmin {
-		xmax = xmin + 1
-	}
-	ymax := 0.0
-	for _, s := range ss {
-		for _, y := range s.ys {
-			if !math.IsNaN(y) {
-				ymax = math.Max(ymax, y)
-			}
-		}
-	}
-	ystep := niceStep(ymax, 4)
-	ymax = math.Max(ystep, math.Ceil(ymax/ystep-1e-9)*ystep)
-	px := func(x float64) float64 { return left + (x-xmin)/(xmax-xmin)*(W-left-right) }
-	py := func(y float64) float64 { return bottomY - y/ymax*(bottomY-top) }
-	// Bands (steps), behind everything.
-	for i, bd := range bands {
-		x0, x1 := px(math.Max(bd.x0, xmin)), px(math.Min(bd.x1, xmax))
-		if x1 <= x0 {
-			continue
-		}
-		fill := "#eef1f8"
-		if i%2 == 1 {
-			fill = "#f8f9fc"
-		}
-		fmt.Fprintf(&b, `<rect class="step-band" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x0, top, x1-x0, bottomY-top, fill)
-		fmt.Fprintf(&b, `<text class="step-label" x="%.1f" y="%.1f" style="fill:#6b7285">%s</text>`, x0+4, top+12, template.HTMLEscapeString(bd.label))
-	}
-	// Grid and y ticks.
-	for y := 0.0; y <= ymax*(1+1e-9); y += ystep {
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e6e8ef"/>`, left, W-right, py(y), py(y))
-		fmt.Fprintf(&b, `<text class="ytick" x="%.1f" y="%.1f" text-anchor="end">%s</text>`, left-6, py(y)+4, trimFloat(y))
-	}
-	fmt.Fprintf(&b, `<text x="12" y="%.1f" transform="rotate(-90 12 %.1f)" text-anchor="middle">%s</text>`, (bottomY+top)/2, (bottomY+top)/2, template.HTMLEscapeString(yUnit))
-	// X ticks, at round values.
-	xstep := niceStep(xmax-xmin, 6)
-	for x := math.Ceil(xmin/xstep-1e-9) * xstep; x <= xmax*(1+1e-9)+1e-9; x += xstep {
-		fmt.Fprintf(&b, `<text class="xtick" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, px(x), bottomY+16, template.HTMLEscapeString(xTick(x)))
-	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, (W+left)/2, H+legendH-6, template.HTMLEscapeString(xLabel))
-	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#8a90a0"/>`, left, W-right, bottomY, bottomY)
-	// Lines and legend.
-	for i, s := range ss {
-		var pts []string
-		for j, y := range s.ys {
-			if j < len(xs) && !math.IsNaN(y) {
-				pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(xs[j]), py(y)))
-			}
-		}
-		dash := ""
-		if s.dashed {
-			dash = ` stroke-dasharray="6 4"`
-		}
-		fmt.Fprintf(&b, `<polyline class="series" fill="none" stroke="%s" stroke-width="1.8"%s points="%s"/>`, s.color, dash, strings.Join(pts, " "))
-		l := legend[i]
-		fmt.Fprintf(&b, `<rect class="legend" x="%.1f" y="%.1f" width="12" height="3" fill="%s"/><text x="%.1f" y="%.1f">%s</text>`, l.x, l.y-4, s.color, l.x+16, l.y, template.HTMLEscapeString(s.name))
-	}
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String())
-}
-
-func trimFloat(v float64) string {
-	s := fmt.Sprintf("%.3f", v)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	if s == "-0" {
-		return "0"
-	}
-	return s
+// lineChart draws a time or distribution chart (chart.Lines) for the page.
+func lineChart(title, xLabel, yUnit string, xs []float64, ss []chart.Series, xTick func(float64) string, bands ...chart.Band) template.HTML {
+	c := chart.Lines{Title: title, XLabel: xLabel, YUnit: yUnit, X: xs, Series: ss, XTick: xTick, Bands: bands}
+	return template.HTML(c.SVG())
 }
 
 func elapsedTicks(s *Summary) ([]float64, func(float64) string) {
@@ -314,7 +167,7 @@ func elapsedTicks(s *Summary) ([]float64, func(float64) string) {
 }
 
 // elapsedTick labels a tick of an elapsed-seconds axis.
-func elapsedTick(x float64) string { return trimFloat(math.Round(x*10)/10) + "s" }
+func elapsedTick(x float64) string { return chart.Label(math.Round(x*10)/10) + "s" }
 
 // stepOffset is where the run's start lies on an elapsed axis that starts
 // at Unix second t0 (the first interval's).
@@ -324,11 +177,11 @@ func stepOffset(s *Summary, t0 int64) float64 {
 
 // stepBands are the steps of --stages as bands of an elapsed axis that
 // starts at Unix second t0.
-func stepBands(s *Summary, t0 int64) []band {
+func stepBands(s *Summary, t0 int64) []chart.Band {
 	off := stepOffset(s, t0)
-	bands := make([]band, 0, len(s.Steps))
+	bands := make([]chart.Band, 0, len(s.Steps))
 	for _, st := range s.Steps {
-		bands = append(bands, band{off + st.StartS, off + st.StartS + st.DurationS, fmt.Sprintf("step %d: %s", st.Step, st.Target)})
+		bands = append(bands, chart.Band{From: off + st.StartS, To: off + st.StartS + st.DurationS, Label: fmt.Sprintf("step %d: %s", st.Step, st.Target)})
 	}
 	return bands
 }
@@ -336,7 +189,7 @@ func stepBands(s *Summary, t0 int64) []band {
 // targetSeries is the target rate of an open-model run at each x (elapsed
 // seconds from Unix second t0), dashed: a constant --rate, or the steps'
 // targets, a ramp moving linearly; nil for a closed model.
-func targetSeries(s *Summary, xs []float64, t0 int64) []series {
+func targetSeries(s *Summary, xs []float64, t0 int64) []chart.Series {
 	var at func(x float64) float64
 	switch {
 	case len(s.Steps) > 0 && s.Steps[0].Unit == "rate":
@@ -360,7 +213,7 @@ func targetSeries(s *Summary, xs []float64, t0 int64) []series {
 	for i, x := range xs {
 		ys[i] = at(x + 0.5) // a point stands for its whole second
 	}
-	return []series{{"target (iterations / s)", "#495057", ys, true}}
+	return []chart.Series{{Name: "target (iterations / s)", Color: "#495057", Y: ys, Dashed: true}}
 }
 
 // chartT0 is the Unix second the time charts start at.
@@ -386,7 +239,7 @@ func throughputChart(s *Summary) template.HTML {
 		label = "failed (≥400, gRPC error or error)"
 	}
 	t0 := chartT0(s)
-	ss := []series{{"requests", palette[0], req, false}, {label, palette[5], fail, false}}
+	ss := []chart.Series{{Name: "requests", Color: chart.Palette[0], Y: req}, {Name: label, Color: chart.Palette[5], Y: fail}}
 	ss = append(append(ss, failedSeries(s)...), targetSeries(s, xs, t0)...)
 	return lineChart("Throughput and failures over time", "elapsed", "requests / s",
 		xs, ss, tick, stepBands(s, t0)...)
@@ -394,13 +247,13 @@ func throughputChart(s *Summary) template.HTML {
 
 // failedSeries are the requests that failed without an answer, per second,
 // one series per error kind (timeout, connect, ...), in kind order.
-func failedSeries(s *Summary) []series {
+func failedSeries(s *Summary) []chart.Series {
 	return keyedSeries(s, "no answer: ", 2, func(iv *Interval) map[string]int64 { return iv.Failed })
 }
 
 // keyedSeries are one series per key of the intervals' counts by key
-// (of), in key order, named prefix+key, colored from palette[first] on.
-func keyedSeries(s *Summary, prefix string, first int, of func(*Interval) map[string]int64) []series {
+// (of), in key order, named prefix+key, colored from chart.Palette[first] on.
+func keyedSeries(s *Summary, prefix string, first int, of func(*Interval) map[string]int64) []chart.Series {
 	var keys []string
 	for i := range s.Intervals {
 		for k := range of(&s.Intervals[i]) {
@@ -410,13 +263,13 @@ func keyedSeries(s *Summary, prefix string, first int, of func(*Interval) map[st
 		}
 	}
 	slices.Sort(keys)
-	ss := make([]series, 0, len(keys))
+	ss := make([]chart.Series, 0, len(keys))
 	for i, k := range keys {
 		ys := make([]float64, len(s.Intervals))
 		for j := range s.Intervals {
 			ys[j] = float64(of(&s.Intervals[j])[k])
 		}
-		ss = append(ss, series{prefix + k, palette[(first+i)%len(palette)], ys, false})
+		ss = append(ss, chart.Series{Name: prefix + k, Color: chart.Palette[(first+i)%len(chart.Palette)], Y: ys})
 	}
 	return ss
 }
@@ -451,13 +304,13 @@ func sentReceivedChart(s *Summary) template.HTML {
 	for _, iv := range s.Intervals {
 		sent[at[iv.T]] = float64(iv.Requests)
 	}
-	ss := []series{{"requests sent", palette[0], sent, false}}
+	ss := []chart.Series{{Name: "requests sent", Color: chart.Palette[0], Y: sent}}
 	for k, st := range s.E2E.Stages {
 		recv := make([]float64, len(ts))
 		for _, iv := range st.Intervals {
 			recv[at[iv.T]] = float64(iv.Received)
 		}
-		ss = append(ss, series{"events at " + st.Name, palette[(k+1)%len(palette)], recv, false})
+		ss = append(ss, chart.Series{Name: "events at " + st.Name, Color: chart.Palette[(k+1)%len(chart.Palette)], Y: recv})
 	}
 	ss = append(ss, targetSeries(s, xs, ts[0])...)
 	return lineChart("Sent and received over time", "elapsed", "per second", xs, ss, elapsedTick, stepBands(s, ts[0])...)
@@ -470,7 +323,7 @@ func latencyChart(s *Summary) template.HTML {
 		p50[i], p90[i], p99[i], mx[i] = iv.Latency.P50, iv.Latency.P90, iv.Latency.P99, iv.Latency.Max
 	}
 	return lineChart("Latency from due time, per second", "elapsed", "ms",
-		xs, []series{{"p50", palette[0], p50, false}, {"p90", palette[2], p90, false}, {"p99", palette[1], p99, false}, {"max", palette[3], mx, false}},
+		xs, []chart.Series{{Name: "p50", Color: chart.Palette[0], Y: p50}, {Name: "p90", Color: chart.Palette[2], Y: p90}, {Name: "p99", Color: chart.Palette[1], Y: p99}, {Name: "max", Color: chart.Palette[3], Y: mx}},
 		tick, stepBands(s, chartT0(s))...)
 }
 
@@ -495,15 +348,15 @@ func distributionChart(s *Summary) template.HTML {
 	}
 	tick := func(x float64) string {
 		p := 100 * (1 - math.Pow(10, -x))
-		return strings.TrimSuffix(trimFloat(p), ".") + "%"
+		return strings.TrimSuffix(chart.Label(p), ".") + "%"
 	}
 	return lineChart("Latency by percentile (HdrHistogram's 1/(1−p) axis)", "percentile", "ms",
-		xs, []series{{"latency (from due)", palette[1], lat, false}, {"service time", palette[0], svc, false}}, tick)
+		xs, []chart.Series{{Name: "latency (from due)", Color: chart.Palette[1], Y: lat}, {Name: "service time", Color: chart.Palette[0], Y: svc}}, tick)
 }
 
 func statusChart(s *Summary) template.HTML {
 	xs, tick := elapsedTicks(s)
-	var ss []series
+	var ss []chart.Series
 	for c, class := range []string{"2xx", "3xx", "4xx", "5xx"} {
 		ys := make([]float64, len(xs))
 		any := false
@@ -512,7 +365,7 @@ func statusChart(s *Summary) template.HTML {
 			any = any || ys[i] > 0
 		}
 		if any {
-			ss = append(ss, series{class, palette[[]int{2, 0, 4, 5}[c]], ys, false})
+			ss = append(ss, chart.Series{Name: class, Color: chart.Palette[[]int{2, 0, 4, 5}[c]], Y: ys})
 		}
 	}
 	return lineChart("Answers by status class over time (by code: the table below)", "elapsed", "answers / s",
@@ -527,7 +380,7 @@ func vusChart(s *Summary) template.HTML {
 	for i, iv := range s.Intervals {
 		ys[i] = float64(iv.VUs)
 	}
-	ss := []series{{"VUs (finished a request in the second)", palette[0], ys, false}}
+	ss := []chart.Series{{Name: "VUs (finished a request in the second)", Color: chart.Palette[0], Y: ys}}
 	t0 := chartT0(s)
 	if len(s.Steps) > 0 && s.Steps[0].Unit == "vus" {
 		off := stepOffset(s, t0)
@@ -540,7 +393,7 @@ func vusChart(s *Summary) template.HTML {
 				}
 			}
 		}
-		ss = append(ss, series{"target VUs", "#495057", target, true})
+		ss = append(ss, chart.Series{Name: "target VUs", Color: "#495057", Y: target, Dashed: true})
 	}
 	return lineChart("VUs over time", "elapsed", "VUs", xs, ss, tick, stepBands(s, t0)...)
 }
@@ -575,7 +428,7 @@ func e2eLatencyChart(s *Summary) template.HTML {
 	for i, t := range ts {
 		at[t], xs[i] = i, float64(t-t0)
 	}
-	var ss []series
+	var ss []chart.Series
 	for k, st := range s.E2E.Stages {
 		p50, p90, p99 := nanSeries(len(ts)), nanSeries(len(ts)), nanSeries(len(ts))
 		for _, iv := range st.Intervals {
@@ -584,9 +437,9 @@ func e2eLatencyChart(s *Summary) template.HTML {
 				p50[i], p90[i], p99[i] = iv.Latency.P50, iv.Latency.P90, iv.Latency.P99
 			}
 		}
-		c := palette[(3*k)%len(palette)]
-		ss = append(ss, series{st.Name + " p50", c, p50, false}, series{st.Name + " p90", palette[(3*k+1)%len(palette)], p90, false},
-			series{st.Name + " p99", palette[(3*k+2)%len(palette)], p99, false})
+		c := chart.Palette[(3*k)%len(chart.Palette)]
+		ss = append(ss, chart.Series{Name: st.Name + " p50", Color: c, Y: p50}, chart.Series{Name: st.Name + " p90", Color: chart.Palette[(3*k+1)%len(chart.Palette)], Y: p90},
+			chart.Series{Name: st.Name + " p99", Color: chart.Palette[(3*k+2)%len(chart.Palette)], Y: p99})
 	}
 	return lineChart("End-to-end latency per second (send → seen, by the second first seen)", "elapsed", "ms", xs, ss, elapsedTick, stepBands(s, t0)...)
 }
@@ -603,6 +456,6 @@ func nanSeries(n int) []float64 {
 // grpcSeries are the answers to gRPC calls per second, one series per
 // grpc-status name (OK, NOT_FOUND, ...), in name order; colors follow the
 // first n series'.
-func grpcSeries(s *Summary, n int) []series {
+func grpcSeries(s *Summary, n int) []chart.Series {
 	return keyedSeries(s, "gRPC ", n+1, func(iv *Interval) map[string]int64 { return iv.GRPCStatus })
 }

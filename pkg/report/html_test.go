@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/pkg/e2e"
-	"github.com/replay-dev/replay/pkg/result"
 )
 
 // chromium finds Debian's chromium. Without it the test skips loudly,
@@ -33,20 +32,8 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-func htmlFixture() *Summary {
-	base := t0.Unix()
-	var rs []result.Result
-	for sec := int64(0); sec < 6; sec++ {
-		for i := int64(0); i < 50+sec*10; i++ {
-			status := uint16(200)
-			if i%17 == 0 {
-				status = 503
-			}
-			rs = append(rs, atSecond(base+sec, 1+i%9+sec, status, result.ErrNone))
-		}
-		rs = append(rs, atSecond(base+sec, 0, 0, result.ErrTimeout))
-	}
-	s := record(testEndpoints, rs).Summary(Meta{Run: result.Counters{Started: t0}, Model: "closed"})
+func htmlFixture(t *testing.T) *Summary {
+	s := recorded(t, "html")
 	th, _ := ParseThreshold("p99<5ms")
 	Evaluate(s, []Threshold{th})
 	return s
@@ -54,7 +41,9 @@ func htmlFixture() *Summary {
 
 func TestHTMLIsSelfContained(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, htmlFixture(), []Setting{{"target", "http://127.0.0.1:8080"}}); err != nil {
+	s := htmlFixture(t)
+	s.Settings = []Setting{{"target", "http://127.0.0.1:8080"}}
+	if err := WriteHTML(&buf, s); err != nil {
 		t.Fatal(err)
 	}
 	page := strings.ReplaceAll(buf.String(), `xmlns="http://www.w3.org/2000/svg"`, "")
@@ -85,7 +74,7 @@ func TestHTMLInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteHTML(f, htmlFixture(), nil); err != nil {
+	if err := WriteHTML(f, htmlFixture(t)); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -131,7 +120,7 @@ func TestHTMLInChromium(t *testing.T) {
 }
 
 func TestHTMLEndToEnd(t *testing.T) {
-	s := htmlFixture()
+	s := htmlFixture(t)
 	start := s.Started
 	tr := e2e.NewTracker(3, 1, start, nil)
 	for seq := range uint64(20) {
@@ -141,7 +130,7 @@ func TestHTMLEndToEnd(t *testing.T) {
 	}
 	s.E2E = tr.Summary(time.Second)
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, s, nil); err != nil {
+	if err := WriteHTML(&buf, s); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Sent and received over time", "events at processed", "End-to-end: send → seen by a sink",
@@ -157,7 +146,7 @@ func TestHTMLEndToEnd(t *testing.T) {
 // nothing was answered says so instead of showing a latency.
 func TestHTMLShowsFailuresWithoutAnswer(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, htmlFixture(), nil); err != nil {
+	if err := WriteHTML(&buf, htmlFixture(t)); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()
@@ -170,13 +159,8 @@ func TestHTMLShowsFailuresWithoutAnswer(t *testing.T) {
 		t.Error("the report does not show answered against failed without an answer")
 	}
 
-	base := t0.Unix()
-	var rs []result.Result
-	for i := range 5 {
-		rs = append(rs, atSecond(base+int64(i), 0, 0, result.ErrConnect))
-	}
 	buf.Reset()
-	if err := WriteHTML(&buf, record(testEndpoints, rs).Summary(Meta{Run: result.Counters{Started: t0}}), nil); err != nil {
+	if err := WriteHTML(&buf, recorded(t, "unanswered")); err != nil {
 		t.Fatal(err)
 	}
 	if page := buf.String(); !strings.Contains(page, "latency: no request was answered") || strings.Contains(page, "latency p99") ||
@@ -185,49 +169,16 @@ func TestHTMLShowsFailuresWithoutAnswer(t *testing.T) {
 	}
 }
 
-// steppedFixture is htmlFixture's results recorded as a three-step
-// arrival rate (a hold, a ramp, a hold), followed to a sink.
-func steppedFixture() *Summary {
-	base := t0.Unix()
-	var rs []result.Result
-	for sec := int64(0); sec < 6; sec++ {
-		for i := int64(0); i < 40+sec*20; i++ {
-			rs = append(rs, atSecond(base+sec, 1+i%7+sec, 200, result.ErrNone))
-		}
-	}
-	r := NewRecorder(testEndpoints)
-	r.Steps([]time.Duration{2 * time.Second, 4 * time.Second, 6 * time.Second})
-	r.Start(t0)
-	for _, res := range rs {
-		r.Record(res)
-	}
-	r.Close()
-	tr := e2e.NewTracker(3, 1, t0, nil)
-	for seq := range uint64(30) {
-		tr.Stamped(0)
-		tr.Accepted(0, seq)
-		sent := t0.Add(time.Duration(seq) * 200 * time.Millisecond)
-		tr.Seen(e2e.AppendID(nil, e2e.ID{Nonce: 3, Seq: seq, Sent: sent.UnixMicro()}), "queued", sent.Add(time.Duration(seq)*time.Millisecond))
-	}
-	plan := []StepPlan{
-		{Duration: 2 * time.Second, From: 40, To: 40, Began: 100},
-		{Duration: 2 * time.Second, From: 40, To: 100, Ramp: true, Began: 180},
-		{Duration: 2 * time.Second, From: 100, To: 100, Began: 260, Dropped: 3},
-	}
-	s := r.Summary(Meta{Run: result.Counters{Started: t0}, Model: "rate", Steps: plan})
-	s.E2E = tr.Summary(time.Second)
-	for i := range s.Steps { // what the run fills from the tracker's StepStages
-		s.Steps[i].E2E = []StepE2E{{Stage: "queued", Events: 10, Latency: Latency{P50: float64(i + 1), P99: float64(10 * (i + 1))}}}
-	}
-	return s
-}
+// steppedFixture is the recorded run of a three-step arrival rate (a hold,
+// a ramp, a hold), followed to a sink.
+func steppedFixture(t *testing.T) *Summary { return recorded(t, "stepped") }
 
 // TestHTMLSteps: a stepped run shades its steps on every time chart, draws
 // its target rate dashed on the throughput chart, lists the steps in a
 // table, and charts the end-to-end latency per second.
 func TestHTMLSteps(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, steppedFixture(), nil); err != nil {
+	if err := WriteHTML(&buf, steppedFixture(t)); err != nil {
 		t.Fatal(err)
 	}
 	page := buf.String()
@@ -246,45 +197,12 @@ func TestHTMLSteps(t *testing.T) {
 	}
 }
 
-// TestLegendRowsDoNotOverlap: twelve series with long names wrap into
-// rows within the chart, no entry on top of another.
-func TestLegendRowsDoNotOverlap(t *testing.T) {
-	var names []string
-	for i := range 12 {
-		names = append(names, strings.Repeat("x", 10+3*i))
-	}
-	items, height := legendLayout(names)
-	if height < 30 {
-		t.Errorf("legend height %v: twelve long names should take more than one row", height)
-	}
-	for i, a := range items {
-		aw := 16 + 6.6*float64(len(names[i]))
-		if a.x+aw > chartW-chartRight+1 && a.x > chartLeft {
-			t.Errorf("entry %d runs past the chart: x %v, width %v", i, a.x, aw)
-		}
-		for j := i + 1; j < len(items); j++ {
-			b := items[j]
-			bw := 16 + 6.6*float64(len(names[j]))
-			if a.y == b.y && a.x < b.x+bw && b.x < a.x+aw {
-				t.Errorf("entries %d and %d overlap: %+v %+v", i, j, a, b)
-			}
-		}
-	}
-}
-
-// TestNiceSteps: axis ticks fall on 1, 2 or 5 times a power of ten.
-func TestNiceSteps(t *testing.T) {
-	for _, tc := range []struct {
-		span float64
-		n    int
-		want float64
-	}{{100, 4, 25 * 2}, {7, 6, 2}, {0.9, 4, 0.5}, {1234, 4, 500}, {5, 6, 1}, {60, 6, 10}} {
-		if got := niceStep(tc.span, tc.n); math.Abs(got-tc.want) > 1e-9 {
-			t.Errorf("niceStep(%v, %d) = %v, want %v", tc.span, tc.n, got, tc.want)
-		}
-	}
+// TestHTMLTicksAreNice: the y ticks of every chart fall on 1, 2 or 5
+// times a power of ten, multiples of their step (package chart's round
+// ticks).
+func TestHTMLTicksAreNice(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteHTML(&buf, htmlFixture(), nil); err != nil {
+	if err := WriteHTML(&buf, htmlFixture(t)); err != nil {
 		t.Fatal(err)
 	}
 	for _, svg := range strings.Split(buf.String(), "<svg")[1:] {
@@ -320,7 +238,7 @@ func TestHTMLStepsInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteHTML(f, steppedFixture(), nil); err != nil {
+	if err := WriteHTML(f, steppedFixture(t)); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -337,5 +255,24 @@ func TestHTMLStepsInChromium(t *testing.T) {
 	}
 	if n := strings.Count(string(dom), `<tr class="step">`); n != 3 {
 		t.Errorf("the rendered step table has %d rows, want 3", n)
+	}
+}
+
+// TestSettingsOnlyInHTML: the run's configuration travels in the summary
+// to the HTML report, and never into the summary JSON.
+func TestSettingsOnlyInHTML(t *testing.T) {
+	s := &Summary{Version: SummaryVersion, Started: t0, Settings: []Setting{{"target", "http://127.0.0.1:9"}}}
+	var page, js bytes.Buffer
+	if err := WriteHTML(&page, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&js, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), `<tr><td>target</td><td style="text-align:left">http://127.0.0.1:9</td></tr>`) {
+		t.Error("the HTML report lacks the setting")
+	}
+	if strings.Contains(js.String(), "127.0.0.1:9") || strings.Contains(js.String(), "ettings") {
+		t.Errorf("the summary JSON has the settings:\n%s", js.String())
 	}
 }

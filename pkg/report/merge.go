@@ -10,6 +10,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/replay-dev/replay/pkg/e2e"
+	"github.com/replay-dev/replay/pkg/hist"
 	"github.com/replay-dev/replay/pkg/result"
 )
 
@@ -51,7 +52,7 @@ func upgradeV1(s *Summary) {
 		s.Endpoints[i].Answered = sumCounts(s.Endpoints[i].Status)
 	}
 	s.WallS = s.DurationS + s.WaitS
-	s.RPS, s.Throughput = rates(s.Answered, s.Succeeded, s.WallS)
+	s.SetRates()
 	if sumCounts(s.Errors) > 0 {
 		s.LatencyWithFailed = true
 	}
@@ -65,7 +66,7 @@ func connectionsByProtocol(s *Summary) map[string]int64 {
 	}
 	m := map[string]int64{}
 	if s.Connections > 0 {
-		m[protoNames[result.ProtoHTTP1]] = s.Connections
+		m[ProtocolName(result.ProtoHTTP1)] = s.Connections
 	}
 	return m
 }
@@ -136,7 +137,7 @@ type merger struct {
 	cmpEndpoints map[string]*EndpointMatch
 	cmpOrder     []string
 	mismatches   map[string]*Mismatch
-	e2es         []indexedE2E
+	e2es         []*e2e.Summary // by summary, nil where it has none
 	summaries    []*Summary
 }
 
@@ -168,9 +169,7 @@ func (m *merger) add(i int, s *Summary, spans bool) error {
 	}
 	m.summaries = append(m.summaries, s)
 	m.addCounts(s)
-	if s.E2E != nil {
-		m.e2es = append(m.e2es, indexedE2E{i, s.E2E})
-	}
+	m.e2es = append(m.e2es, s.E2E)
 	m.addSchedule(s)
 	m.addCompare(s.Compare)
 	if err := m.addIntervals(i, s.Intervals); err != nil {
@@ -372,7 +371,7 @@ func (m *merger) finish(n int) (*Summary, error) {
 	out.DurationS = m.lastDue.Sub(out.Started).Seconds()
 	out.WaitS = max(m.end.Sub(m.lastDue).Seconds(), 0)
 	out.WallS = max(m.end.Sub(out.Started).Seconds(), 0)
-	out.RPS, out.Throughput = rates(out.Answered, out.Succeeded, out.WallS)
+	out.SetRates()
 	if out.DurationS > 0 {
 		out.IterationRate = float64(out.Iterations) / out.DurationS
 	}
@@ -386,13 +385,11 @@ func (m *merger) finish(n int) (*Summary, error) {
 		out.Schedule = sched
 	}
 	out.Compare = m.finishCompare()
-	if len(m.e2es) > 0 {
-		e, err := mergeE2E(m.e2es)
-		if err != nil {
-			return nil, err
-		}
-		out.E2E = e
+	e, err := e2e.Merge(m.e2es)
+	if err != nil {
+		return nil, err
 	}
+	out.E2E = e
 	m.finishIntervals()
 	steps, err := mergeSteps(m.summaries)
 	if err != nil {
@@ -415,18 +412,15 @@ func (m *merger) finishCompare() *Compare {
 	if cmp == nil {
 		return nil
 	}
-	cmp.MatchPct = pct(cmp.Matched, cmp.Compared)
 	cmp.Endpoints = []EndpointMatch{}
 	for _, name := range m.cmpOrder {
-		e := m.cmpEndpoints[name]
-		e.MatchPct = pct(e.Matched, e.Compared)
-		cmp.Endpoints = append(cmp.Endpoints, *e)
+		cmp.Endpoints = append(cmp.Endpoints, *m.cmpEndpoints[name])
 	}
 	cmp.Mismatches = []Mismatch{}
 	for _, mm := range m.mismatches {
 		cmp.Mismatches = append(cmp.Mismatches, *mm)
 	}
-	cmp.Mismatches = sortMismatches(cmp.Mismatches)
+	cmp.Finish()
 	return cmp
 }
 
@@ -434,8 +428,7 @@ func (m *merger) finishIntervals() {
 	out := m.out
 	for _, im := range m.intervals {
 		h := im.hist
-		im.iv.Latency = IntervalLatency{P50: msOf(h.ValueAtQuantile(50)), P90: msOf(h.ValueAtQuantile(90)),
-			P99: msOf(h.ValueAtQuantile(99)), Max: msOf(h.Max())}
+		im.iv.Latency = IntervalLatencyOf(h)
 		im.iv.Histogram = encodeHistogram(h)
 		if im.failed != nil {
 			im.iv.FailedHistogram = encodeHistogram(im.failed)
@@ -468,29 +461,10 @@ func addOptCounts(dst, src map[string]int64) map[string]int64 {
 
 // mergeHistogram adds the encoded histogram enc (of summary i) into h.
 func mergeHistogram(h *hdrhistogram.Histogram, enc string, i int, what string) error {
-	if enc == "" {
-		return nil
-	}
-	src, err := DecodeHistogram(enc)
-	if err != nil {
+	if err := hist.MergeEncoded(h, enc); err != nil {
 		return fmt.Errorf("merge: summary %d, %s: %w", i+1, what, err)
 	}
-	if dropped := h.Merge(src); dropped != 0 {
-		return fmt.Errorf("merge: summary %d, %s: %d values out of range", i+1, what, dropped)
-	}
 	return nil
-}
-
-// WriteHgrm writes the latency distribution (from due time) in
-// HdrHistogram's percentile format (.hgrm), in milliseconds, readable by its
-// plotter.
-func WriteHgrm(w io.Writer, s *Summary) error {
-	h, err := DecodeHistogram(s.Histogram)
-	if err != nil {
-		return err
-	}
-	_, err = h.PercentilesPrint(w, 5, 1000) // µs -> ms
-	return err
 }
 
 // mergeTransforms adds the counts of b to a, by name, keeping a's order
@@ -509,146 +483,4 @@ next:
 		a = append(a, t)
 	}
 	return a
-}
-
-// indexedE2E is the end-to-end section of summary i of a merge.
-type indexedE2E struct {
-	i int
-	e *e2e.Summary
-}
-
-// mergeE2E adds up the end-to-end sections of shards (or of runs and
-// standalone sinks): counts by stage name, histograms merged exactly,
-// per-second counts added. Loss is known only if every section knew it
-// (a standalone sink's never does); else what no sink saw is pending, and
-// the lost of a section that did not know loss (a summary written before
-// pending was) counts as pending.
-func mergeE2E(es []indexedE2E) (*e2e.Summary, error) {
-	out := &e2e.Summary{LossKnown: len(es) > 0}
-	type stageMerge struct {
-		st   e2e.Stage
-		hist *hdrhistogram.Histogram
-		secs map[int64]*secondMerge
-	}
-	var order []*stageMerge
-	byName := map[string]*stageMerge{}
-	deltas := newDeltaMerge()
-	for _, ie := range es {
-		e := ie.e
-		if err := deltas.add(ie.i, e); err != nil {
-			return nil, err
-		}
-		out.Sent += e.Sent
-		out.Accepted += e.Accepted
-		out.Foreign += e.Foreign
-		out.DrainS = max(out.DrainS, e.DrainS)
-		out.LossKnown = out.LossKnown && e.LossKnown
-		for _, st := range e.Stages {
-			m := byName[st.Name]
-			if m == nil {
-				m = &stageMerge{st: e2e.Stage{Name: st.Name}, hist: newHistogram(), secs: map[int64]*secondMerge{}}
-				byName[st.Name] = m
-				order = append(order, m)
-			}
-			if err := mergeHistogram(m.hist, st.Histogram, ie.i, "e2e stage "+st.Name); err != nil {
-				return nil, err
-			}
-			m.st.Received += st.Received
-			m.st.Unique += st.Unique
-			m.st.Duplicates += st.Duplicates
-			m.st.Pending += st.Pending
-			if e.LossKnown {
-				m.st.Lost += st.Lost
-			} else {
-				m.st.Pending += st.Lost
-			}
-			for _, iv := range st.Intervals {
-				if err := mergeSecond(m.secs, iv, ie.i, st.Name); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	for _, m := range order {
-		// Shards that ran their own sinks counted what they missed; a
-		// standalone sink's summary knows nothing of what was
-		// accepted, which the runs' accepted events tell.
-		unseen := max(m.st.Pending+m.st.Lost, out.Accepted-m.st.Unique)
-		m.st.SetUnseen(unseen, out.Accepted, out.LossKnown)
-		m.st.Latency = latencyOf(m.hist)
-		m.st.Histogram = encodeHistogram(m.hist)
-		for t, sm := range m.secs {
-			iv := e2e.Interval{T: t, Received: sm.received}
-			if sm.hist != nil {
-				lat := latencyOf(sm.hist)
-				iv.Latency, iv.Histogram = &lat, encodeHistogram(sm.hist)
-			}
-			m.st.Intervals = append(m.st.Intervals, iv)
-		}
-		sort.Slice(m.st.Intervals, func(i, j int) bool { return m.st.Intervals[i].T < m.st.Intervals[j].T })
-		out.Stages = append(out.Stages, m.st)
-	}
-	deltas.finish(out)
-	return out, nil
-}
-
-// deltaMerge merges the --e2e-deltas of summaries by pair of stages.
-type deltaMerge struct {
-	order []*e2e.Delta
-	hists map[[2]string]*hdrhistogram.Histogram
-	byKey map[[2]string]*e2e.Delta
-	peak  int
-}
-
-func newDeltaMerge() *deltaMerge {
-	return &deltaMerge{hists: map[[2]string]*hdrhistogram.Histogram{}, byKey: map[[2]string]*e2e.Delta{}}
-}
-
-func (d *deltaMerge) add(i int, e *e2e.Summary) error {
-	d.peak += e.DeltasPeakInFlight // shards follow their own events
-	for _, dl := range e.Deltas {
-		k := [2]string{dl.From, dl.To}
-		if d.byKey[k] == nil {
-			d.byKey[k], d.hists[k] = &e2e.Delta{From: dl.From, To: dl.To}, newHistogram()
-			d.order = append(d.order, d.byKey[k])
-		}
-		d.byKey[k].Events += dl.Events
-		if err := mergeHistogram(d.hists[k], dl.Histogram, i, "e2e delta "+dl.From+"→"+dl.To); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (d *deltaMerge) finish(out *e2e.Summary) {
-	out.DeltasPeakInFlight = d.peak
-	for _, dl := range d.order {
-		h := d.hists[[2]string{dl.From, dl.To}]
-		dl.Latency, dl.Histogram = latencyOf(h), encodeHistogram(h)
-		out.Deltas = append(out.Deltas, *dl)
-	}
-}
-
-// secondMerge is one second of an e2e stage in a merge; hist is nil while
-// no summary had a histogram for it (summaries before per-second latency).
-type secondMerge struct {
-	received int64
-	hist     *hdrhistogram.Histogram
-}
-
-// mergeSecond adds one second of stage of summary i into secs.
-func mergeSecond(secs map[int64]*secondMerge, iv e2e.Interval, i int, stage string) error {
-	sm := secs[iv.T]
-	if sm == nil {
-		sm = &secondMerge{}
-		secs[iv.T] = sm
-	}
-	sm.received += iv.Received
-	if iv.Histogram == "" {
-		return nil
-	}
-	if sm.hist == nil {
-		sm.hist = newHistogram()
-	}
-	return mergeHistogram(sm.hist, iv.Histogram, i, fmt.Sprintf("e2e stage %s, second %d", stage, iv.T))
 }

@@ -8,12 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
-func skippedSummary(sk *Skipped) *Summary {
-	s := record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0, VUs: 4}, Model: "closed"})
+func skippedSummary(t *testing.T, sk *Skipped) *Summary {
+	s := recorded(t, "closed")
 	s.Skipped = sk
 	return s
 }
@@ -21,7 +20,7 @@ func skippedSummary(sk *Skipped) *Summary {
 func TestSkippedInJSONAndText(t *testing.T) {
 	sk := &Skipped{Protocol: map[string]int{"postgres": 12, "mysql": 2}, ResponseOnly: 3, DirectionOut: 7}
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, skippedSummary(sk)); err != nil {
+	if err := WriteJSON(&buf, skippedSummary(t, sk)); err != nil {
 		t.Fatal(err)
 	}
 	var raw struct {
@@ -44,7 +43,7 @@ func TestSkippedInJSONAndText(t *testing.T) {
 	}
 
 	buf.Reset()
-	if err := WriteText(&buf, skippedSummary(sk)); err != nil {
+	if err := WriteText(&buf, skippedSummary(t, sk)); err != nil {
 		t.Fatal(err)
 	}
 	if !regexp.MustCompile(`(?m)^Skipped +\[lines of the file not replayed\] +24: postgres 12, mysql 2, response_only 3, direction_out 7$`).Match(buf.Bytes()) {
@@ -52,14 +51,14 @@ func TestSkippedInJSONAndText(t *testing.T) {
 	}
 
 	buf.Reset()
-	if err := WriteJSON(&buf, skippedSummary(nil)); err != nil {
+	if err := WriteJSON(&buf, skippedSummary(t, nil)); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(buf.String(), `"skipped"`) {
 		t.Error("a summary with nothing skipped has a skipped section")
 	}
 	buf.Reset()
-	WriteText(&buf, skippedSummary(nil))
+	WriteText(&buf, skippedSummary(t, nil))
 	if strings.Contains(buf.String(), "Skipped") {
 		t.Error("a summary with nothing skipped has a Skipped line")
 	}
@@ -70,10 +69,10 @@ func TestSkippedInJSONAndText(t *testing.T) {
 // section, changes nothing.
 func TestMergeTakesSkippedOnce(t *testing.T) {
 	shard := func() *Summary {
-		return skippedSummary(&Skipped{Protocol: map[string]int{"postgres": 12}, ResponseOnly: 3, DirectionOut: 7})
+		return skippedSummary(t, &Skipped{Protocol: map[string]int{"postgres": 12}, ResponseOnly: 3, DirectionOut: 7})
 	}
 	var parts []*Summary
-	for _, s := range []*Summary{shard(), shard(), shard(), skippedSummary(nil)} {
+	for _, s := range []*Summary{shard(), shard(), shard(), skippedSummary(t, nil)} {
 		var buf bytes.Buffer
 		if err := WriteJSON(&buf, s); err != nil {
 			t.Fatal(err)
@@ -96,7 +95,7 @@ func TestMergeTakesSkippedOnce(t *testing.T) {
 		t.Errorf("requests: got %d, want %d (the counts of requests add)", m.Requests, 4*parts[0].Requests)
 	}
 	// Runs over different files: the largest count of each kind, never a sum.
-	other := skippedSummary(&Skipped{Protocol: map[string]int{"postgres": 5, "redis": 1}, DirectionOut: 9})
+	other := skippedSummary(t, &Skipped{Protocol: map[string]int{"postgres": 5, "redis": 1}, DirectionOut: 9})
 	m, err = Merge([]*Summary{shard(), other})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +104,7 @@ func TestMergeTakesSkippedOnce(t *testing.T) {
 	if !reflect.DeepEqual(m.Skipped, want) {
 		t.Errorf("merged skipped: got %+v, want %+v", m.Skipped, want)
 	}
-	if m, _ := Merge([]*Summary{skippedSummary(nil), skippedSummary(nil)}); m.Skipped != nil {
+	if m, _ := Merge([]*Summary{skippedSummary(t, nil), skippedSummary(t, nil)}); m.Skipped != nil {
 		t.Errorf("merged skipped of summaries without one: got %+v, want none", m.Skipped)
 	}
 }

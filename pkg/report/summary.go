@@ -1,7 +1,6 @@
 package report
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -18,25 +17,11 @@ import (
 // (wall_s). ReadSummary reads versions 1 and 2.
 const SummaryVersion = 2
 
-// Meta is what a Summary needs to know about the run that the results do
-// not say: the engine's counters as they came, and the load asked for.
-type Meta struct {
-	// Run are the engine's counters; a zero Run.Started means the earliest
-	// due time.
-	Run        result.Counters
-	Model      string   // load model: "closed", "rate" or "recorded"
-	TargetRate *float64 // requested iterations per second; nil without a rate
-	// LateAfter is the lateness past which Run.Late counts a request.
-	LateAfter time.Duration
-	// Steps are the run's --stages, in order (see Recorder.Steps); nil
-	// without stages.
-	Steps []StepPlan
-}
-
 // Summary is the outcome of a run as plain data: the summary JSON of
 // DESIGN.md ("run --out"), a contract users script against and shards
 // merge through. Fields may be added; renaming or dropping one needs a new
-// Version. Render it with WriteJSON or WriteText.
+// Version. A Recorder (package recording) makes one from a run; render it
+// with a Renderer (WriteJSON, WriteText, ...).
 //
 // Times are in the unit their name says (_s seconds, _ms milliseconds);
 // latencies come from the µs histograms, so they carry HDR precision (3
@@ -47,7 +32,7 @@ type Summary struct {
 	DurationS  float64   `json:"duration_s"`  // issuing: last due time − Started (last end − Started if that is ≤ 0)
 	WaitS      float64   `json:"wait_s"`      // last end − (Started + DurationS): waiting for the last answers
 	WallS      float64   `json:"wall_s"`      // last end (answer or error) − Started: what rates divide by
-	Model      string    `json:"model"`       // Meta.Model
+	Model      string    `json:"model"`       // load model: closed, rate, recorded (mixed in a merge of several; sink for a standalone sink)
 	TargetRate *float64  `json:"target_rate"` // null without a rate
 	Requests   int64     `json:"requests"`    // requests begun: Succeeded + Failed
 	Succeeded  int64     `json:"succeeded"`   // HTTP status below 400; gRPC: grpc-status 0
@@ -55,10 +40,10 @@ type Summary struct {
 	Answered   int64     `json:"answered"`    // requests that got an answer, whatever its status: Requests − Σ Errors
 	RPS        float64   `json:"rps"`         // Answered / WallS
 	Throughput float64   `json:"throughput"`  // Succeeded / WallS
-	Dropped    int64     `json:"dropped"`     // Meta.Dropped; never part of Requests
-	Late       int64     `json:"late"`        // Meta.Late
+	Dropped    int64     `json:"dropped"`     // iterations an open model could not start; never part of Requests
+	Late       int64     `json:"late"`        // requests begun more than --late-after past their due time
 	Reconnects int64     `json:"reconnects"`  // connections opened to replace one of the same VU
-	VUsMax     int       `json:"vus_max"`     // Meta.VUsMax
+	VUsMax     int       `json:"vus_max"`     // the most VUs the run had
 	BytesIn    int64     `json:"bytes_in"`    // response bytes read
 	BytesOut   int64     `json:"bytes_out"`   // request bytes written
 
@@ -130,7 +115,15 @@ type Summary struct {
 	// with one) that had requests fail without an answer: its latencies
 	// include their time to failure, which version 1 did not keep apart.
 	LatencyWithFailed bool `json:"latency_includes_failed,omitempty"`
+
+	// Settings are the run's configuration as the HTML report shows it
+	// (the target, the load, the file...). They are not written to the
+	// JSON: a summary read back, or merged, has none.
+	Settings []Setting `json:"-"`
 }
+
+// Setting is one line of the run's configuration shown in the HTML report.
+type Setting struct{ Name, Value string }
 
 // Transform is what one rewrite did over the run (result.TransformCount):
 // the summary's "transforms" entries.
@@ -196,174 +189,24 @@ type Endpoint struct {
 	Histogram  string           `json:"histogram"` // its latency histogram, so endpoints merge exactly
 }
 
-// Summary closes r if Close was not called, waits until every result is
-// folded, and returns the summary of the run described by m.
-func (r *Recorder) Summary(m Meta) *Summary {
-	r.Close()
-	f := r.f
-	// Closing the last intervals writes what Live reads: a metrics
-	// scrape may come while the summary is made.
-	r.mu.Lock()
-	f.closeIntervals(f.newestSec)
-	r.mu.Unlock()
-
-	started := m.Run.Started
-	if started.IsZero() && f.seen {
-		started = time.Unix(0, f.minDue)
+// SetRates sets RPS (answered requests a second) and Throughput
+// (succeeded requests a second) over the wall time; zero without one.
+func (s *Summary) SetRates() {
+	s.RPS, s.Throughput = 0, 0
+	if s.WallS > 0 {
+		s.RPS, s.Throughput = float64(s.Answered)/s.WallS, float64(s.Succeeded)/s.WallS
 	}
-	s := &Summary{
-		Version:     SummaryVersion,
-		Started:     started.UTC(),
-		Model:       m.Model,
-		TargetRate:  m.TargetRate,
-		Requests:    f.requests,
-		Succeeded:   f.succeeded,
-		Failed:      f.failed,
-		Answered:    f.answered,
-		Dropped:     m.Run.Dropped,
-		Late:        m.Run.Late,
-		Reconnects:  f.reconnects,
-		Backoffs:    m.Run.Backoffs,
-		VUsMax:      m.Run.VUs,
-		BytesIn:     f.bytesIn,
-		BytesOut:    f.bytesOut,
-		Connections: f.connections,
-		Downgraded:  f.downgraded,
-		Upgraded:    f.upgraded,
-		Retried:     f.retried,
-		Unsent:      f.unsent,
-		Redirects:   f.redirects,
-		Clamped:     f.clamped,
-		Iterations:  m.Run.Iterations,
-		OutOfOrder:  m.Run.OutOfOrder,
-
-		Unsolicited:   f.unsolicited,
-		RedirectLimit: f.redirectLimit,
-
-		Latency:       latencyOf(f.latency),
-		Service:       latencyOf(f.service),
-		Status:        make(map[string]int64, len(f.status)),
-		StatusLatency: make(map[string]Latency, len(f.status)),
-		Errors:        errorCounts(&f.errors),
-		GRPCStatus:    grpcCounts(f.grpc),
-		Endpoints:     []Endpoint{},
-
-		ConnectionsByProtocol: protoCounts(&f.connsByProto),
-
-		Histogram:        encodeHistogram(f.latency),
-		ServiceHistogram: encodeHistogram(f.service),
-		Intervals:        f.intervals,
-	}
-
-	if f.seen {
-		// vegeta's definitions: the run issues until the last request was
-		// due, then waits for the last answers. Rates run over the whole
-		// wall time, waiting included: a SUT that answers a burst and then
-		// hangs until the requests time out is not fast.
-		start := started.UnixNano()
-		dur := f.maxDue - start
-		if dur <= 0 { // one request, or all due at the start
-			dur = f.maxEnd - start
-		}
-		dur = max(dur, 0)
-		wait := max(f.maxEnd-(start+dur), 0)
-		s.DurationS = float64(dur) / 1e9
-		s.WaitS = float64(wait) / 1e9
-		s.WallS = float64(dur+wait) / 1e9
-		s.RPS, s.Throughput = rates(s.Answered, s.Succeeded, s.WallS)
-		if dur > 0 {
-			s.IterationRate = float64(m.Run.Iterations) / s.DurationS
-		}
-	}
-	var stopped time.Duration
-	if m.Run.Interrupted && !m.Run.Stopped.IsZero() {
-		stopped = max(m.Run.Stopped.Sub(started), time.Nanosecond)
-	}
-	s.Steps = f.stepSummaries(m.Steps, stopped)
-	if p := f.phases; p != nil {
-		s.Timings = &Timings{
-			Connecting: latencyOf(p[phaseConnect]), TLSHandshaking: latencyOf(p[phaseTLS]),
-			Sending: latencyOf(p[phaseSend]), Waiting: latencyOf(p[phaseWait]), Receiving: latencyOf(p[phaseReceive]),
-		}
-	}
-	if m.Model == "rate" || m.Model == "recorded" {
-		s.Schedule = &Schedule{
-			Scheduled: m.Run.Scheduled, LagMeanMS: durMS(m.Run.LagMean), LagMaxMS: durMS(m.Run.LagMax), LateAfterMS: durMS(m.LateAfter),
-			LagP50MS: durMS(m.Run.LagP50), LagP99MS: durMS(m.Run.LagP99),
-		}
-	}
-
-	for code, st := range f.status {
-		k := strconv.Itoa(int(code))
-		s.Status[k] = st.count
-		s.StatusLatency[k] = latencyOf(st.latency)
-	}
-	for i, ep := range f.endpoints {
-		if ep == nil || ep.requests == 0 {
-			continue
-		}
-		e := Endpoint{
-			Name:       f.names[i],
-			Requests:   ep.requests,
-			Succeeded:  ep.succeeded,
-			Failed:     ep.failed,
-			Answered:   ep.answered,
-			Latency:    latencyOf(ep.latency),
-			Status:     make(map[string]int64, len(ep.status)),
-			Errors:     errorCounts(&ep.errors),
-			GRPCStatus: grpcCounts(ep.grpc),
-			Histogram:  encodeHistogram(ep.latency),
-		}
-		for code, n := range ep.status {
-			e.Status[strconv.Itoa(int(code))] = n
-		}
-		s.Endpoints = append(s.Endpoints, e)
-	}
-	return s
 }
 
-// rates returns rps (answered requests a second) and throughput
-// (succeeded requests a second) over wall seconds; zero without a wall time.
-func rates(answered, succeeded int64, wall float64) (rps, throughput float64) {
-	if wall <= 0 {
-		return 0, 0
+// ProtocolName is the key of "connections_by_protocol" for connections of
+// protocol p (result.Result.Proto): its ALPN name. A connection whose
+// result does not name its protocol (0) is HTTP/1.1: the one protocol of
+// the transports that came before Result.Proto.
+func ProtocolName(p uint8) string {
+	if p == result.ProtoHTTP2 {
+		return "h2"
 	}
-	return float64(answered) / wall, float64(succeeded) / wall
-}
-
-// errorCounts returns the non-zero counts of errs by kind name.
-func errorCounts(errs *[result.NumErrorKinds]int64) map[string]int64 {
-	m := make(map[string]int64)
-	for k, n := range errs {
-		if k != int(result.ErrNone) && n != 0 {
-			m[result.ErrorKind(k).String()] = n
-		}
-	}
-	return m
-}
-
-// grpcCounts returns the gRPC answers by code name; nil when there were
-// none, so that the summary leaves grpc_status out.
-func grpcCounts(codes map[uint8]int64) map[string]int64 {
-	if len(codes) == 0 {
-		return nil
-	}
-	m := make(map[string]int64, len(codes))
-	for c, n := range codes {
-		m[result.GRPCCodeName(c)] = n
-	}
-	return m
-}
-
-// protoCounts returns the connections opened by protocol name.
-func protoCounts(by *[3]int64) map[string]int64 {
-	m := make(map[string]int64)
-	for p, n := range by {
-		if n != 0 && protoNames[p] != "" {
-			m[protoNames[p]] = n
-		}
-	}
-	return m
+	return "http/1.1"
 }
 
 // latencyOf summarizes a µs histogram in milliseconds.
@@ -371,5 +214,3 @@ func latencyOf(h *hdrhistogram.Histogram) Latency { return hist.LatencyOf(h) }
 
 // msOf converts µs to ms.
 func msOf(us int64) float64 { return float64(us) / 1000 }
-
-func durMS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -2,17 +2,12 @@ package report
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
-
-	"github.com/replay-dev/replay/pkg/e2e"
 )
 
 // WriteText writes s as a report for people, in the spirit of vegeta's
@@ -269,25 +264,6 @@ func formatCounts(m map[string]int64, sep string) string {
 	return strings.Join(countList(m), sep)
 }
 
-// countList returns counts as key:count, the largest first (ties by key).
-func countList(m map[string]int64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if c := cmp.Compare(m[b], m[a]); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	})
-	list := make([]string, len(keys))
-	for i, k := range keys {
-		list[i] = k + ":" + strconv.FormatInt(m[k], 10)
-	}
-	return list
-}
-
 // formatModel gives the load model and its target rate, if any.
 func formatModel(model string, rate *float64) string {
 	if model == "" {
@@ -301,91 +277,6 @@ func formatModel(model string, rate *float64) string {
 
 // formatSeconds formats a duration given in seconds; see formatMillis.
 func formatSeconds(s float64) string { return formatMillis(s * 1000) }
-
-// formatMillis formats a duration given in milliseconds with about three
-// significant digits in a unit that suits it: 0s, 210µs, 1.23ms, 12.3ms,
-// 123ms, 1.23s, 12.3s, then whole seconds as in 2m5s. Trailing zeros are
-// dropped: 3s, 1.2ms.
-func formatMillis(ms float64) string {
-	us := math.Round(ms * 1000)
-	switch {
-	case us <= 0:
-		return "0s"
-	case us < 1000:
-		return strconv.FormatFloat(us, 'f', 0, 64) + "µs"
-	case ms < 999.5:
-		return sig3(ms) + "ms"
-	case ms < 59_950:
-		return sig3(ms/1000) + "s"
-	default:
-		return time.Duration(math.Round(ms/1000) * float64(time.Second)).String()
-	}
-}
-
-// sig3 formats v (from 1 to below 1000) with three significant digits,
-// trailing zeros dropped.
-func sig3(v float64) string {
-	decimals := 0
-	switch {
-	case v < 9.995:
-		decimals = 2
-	case v < 99.95:
-		decimals = 1
-	}
-	s := strconv.FormatFloat(v, 'f', decimals, 64)
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	return s
-}
-
-// WriteE2EText writes the end-to-end section alone (replay sink).
-func WriteE2EText(w io.Writer, e *e2e.Summary) error {
-	var buf bytes.Buffer
-	writeE2E(&buf, e)
-	_, err := w.Write(buf.Bytes())
-	return err
-}
-
-// writeE2E writes the end-to-end section: events followed to the sinks.
-func writeE2E(buf *bytes.Buffer, e *e2e.Summary) {
-	if e.Sent == 0 && e.Accepted == 0 { // a standalone sink's
-		fmt.Fprintf(buf, "\nEnd-to-end (send → seen by this sink)")
-	} else {
-		fmt.Fprintf(buf, "\nEnd-to-end (send → seen by a sink): %d events sent, %d accepted by the API", e.Sent, e.Accepted)
-	}
-	if e.Foreign > 0 {
-		fmt.Fprintf(buf, ", %d foreign IDs seen", e.Foreign)
-	}
-	fmt.Fprintf(buf, "; waited %s for the last\n", formatMillis(e.DrainS*1000))
-	if len(e.Stages) == 0 {
-		buf.WriteString("  no event was seen: does the SUT pass the ID along, and does it reach the sink?\n")
-		return
-	}
-	// What a stage did not see is pending, unless the sinks prove loss.
-	missed, missedPct := "pending", func(st e2e.Stage) (int64, float64) { return st.Pending, st.PendingPct }
-	if e.LossKnown {
-		missed, missedPct = "lost", func(st e2e.Stage) (int64, float64) { return st.Lost, st.LostPct }
-	}
-	rows := [][]string{{"stage", "unique", "dup", missed, missed + "%", "p50", "p90", "p99", "max"}}
-	for _, st := range e.Stages {
-		n, p := missedPct(st)
-		rows = append(rows, []string{st.Name, strconv.FormatInt(st.Unique, 10), strconv.FormatInt(st.Duplicates, 10),
-			strconv.FormatInt(n, 10), fmt.Sprintf("%.2f%%", p),
-			formatMillis(st.Latency.P50), formatMillis(st.Latency.P90), formatMillis(st.Latency.P99), formatMillis(st.Latency.Max)})
-	}
-	writeTable(buf, rows, false)
-	writeLossNote(buf, e)
-	if len(e.Deltas) > 0 {
-		fmt.Fprintf(buf, "  between stages (--e2e-deltas; at most %d events followed at once)\n", e.DeltasPeakInFlight)
-		rows := [][]string{{"from → to", "events", "p50", "p90", "p99", "max"}}
-		for _, d := range e.Deltas {
-			rows = append(rows, []string{d.From + " → " + d.To, strconv.FormatInt(d.Events, 10),
-				formatMillis(d.Latency.P50), formatMillis(d.Latency.P90), formatMillis(d.Latency.P99), formatMillis(d.Latency.Max)})
-		}
-		writeTable(buf, rows, false)
-	}
-}
 
 // writeSteps writes the steps' table: target and achieved rate, dropped
 // and late, errors, latency from due and service time, and the end-to-end
@@ -424,51 +315,6 @@ func writeSteps(buf *bytes.Buffer, steps []Step) {
 		rows = append(rows, row)
 	}
 	writeTable(buf, rows, false)
-}
-
-// writeLossNote says what the end-to-end counts can tell of loss.
-func writeLossNote(buf *bytes.Buffer, e *e2e.Summary) {
-	switch {
-	case e.LossKnown:
-		return
-	case e.Sent == 0 && e.Accepted == 0: // a standalone sink's
-		buf.WriteString("  loss not known: this sink cannot tell that an event will never come; merge with the runs' summaries for pending events\n")
-	case e.Pending() > 0:
-		fmt.Fprintf(buf, "  %d events pending (accepted, not seen by the end of the drain): loss not known, as no sink can prove it; try a longer --drain\n", e.Pending())
-	}
-}
-
-// writeTable writes rows as columns: the first left-aligned, the others
-// right-aligned, the last one left-aligned when lastLeft.
-func writeTable(buf *bytes.Buffer, rows [][]string, lastLeft bool) {
-	width := make([]int, len(rows[0]))
-	for _, row := range rows {
-		for i, cell := range row {
-			width[i] = max(width[i], len([]rune(cell)))
-		}
-	}
-	last := len(width) - 1
-	for _, row := range rows {
-		buf.WriteString("  ")
-		for i, cell := range row {
-			switch i {
-			case 0:
-				fmt.Fprintf(buf, "%-*s", width[i], cell)
-			case last:
-				if lastLeft {
-					buf.WriteString(cell)
-				} else {
-					fmt.Fprintf(buf, "%*s", width[i], cell)
-				}
-			default:
-				fmt.Fprintf(buf, "%*s", width[i], cell)
-			}
-			if i != last {
-				buf.WriteString("  ")
-			}
-		}
-		buf.WriteByte('\n')
-	}
 }
 
 // writeLagWarning says when the scheduler's own lateness is large against

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/replay-dev/replay/internal/golden"
-	"github.com/replay-dev/replay/pkg/result"
 )
 
 // rateSummary is a hand-built summary of an arrival-rate run that shows
@@ -43,9 +42,9 @@ func TestWriteTextGolden(t *testing.T) {
 		s    *Summary
 	}{
 		{"rate", rateSummary()},
-		{"closed", record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0, VUs: 4}, Model: "closed"})},
-		{"empty", record(testEndpoints, nil).Summary(Meta{Run: result.Counters{Started: t0}, Model: "closed"})},
-		{"transforms", withTransforms(record(testEndpoints, fixture()).Summary(Meta{Run: result.Counters{Started: t0, VUs: 4}, Model: "closed"}))},
+		{"closed", recorded(t, "closed")},
+		{"empty", recorded(t, "empty")},
+		{"transforms", withTransforms(recorded(t, "closed"))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,42 +53,6 @@ func TestWriteTextGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden.Check(t, tt.name+".golden", buf.Bytes())
-		})
-	}
-}
-
-func TestFormatMillis(t *testing.T) {
-	tests := []struct {
-		ms   float64
-		want string
-	}{
-		{0, "0s"},
-		{-1, "0s"},
-		{0.0004, "0s"},
-		{0.001, "1µs"},
-		{0.21, "210µs"},
-		{0.9996, "1ms"},
-		{1, "1ms"},
-		{1.234, "1.23ms"},
-		{1.2, "1.2ms"},
-		{12.34, "12.3ms"},
-		{99.96, "100ms"},
-		{123.4, "123ms"},
-		{999.4, "999ms"},
-		{999.6, "1s"},
-		{3000, "3s"},
-		{3010, "3.01s"},
-		{12_345, "12.3s"},
-		{59_949, "59.9s"},
-		{59_951, "1m0s"},
-		{125_400, "2m5s"},
-		{3_600_000, "1h0m0s"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.want, func(t *testing.T) {
-			if got := formatMillis(tt.ms); got != tt.want {
-				t.Errorf("formatMillis(%v): got %q, want %q", tt.ms, got, tt.want)
-			}
 		})
 	}
 }

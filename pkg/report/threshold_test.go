@@ -164,3 +164,51 @@ func TestE2EThresholds(t *testing.T) {
 		t.Error("an endpoint's e2e threshold parsed")
 	}
 }
+
+// TestThresholdMessages pins the messages that list what the table of
+// metrics takes, word for word: they are built from the table.
+func TestThresholdMessages(t *testing.T) {
+	for _, tt := range []struct{ expr, want string }{
+		{"cpu<50%", `threshold "cpu<50%": unknown metric "cpu", want a latency statistic (p99, service p95, e2e.p99, ...), errors, rps, throughput, iteration_rate, dropped, late, match, pending, lost or duplicates`},
+		{"step 2: match>99%", `threshold "step 2: match>99%": per step, only latency, service, e2e latency, errors%, rps, throughput, iteration_rate, dropped, late are known`},
+		{"POST /events: rps>5", `threshold "POST /events: rps>5": per endpoint, only latency, errors and match are known`},
+		{"latency p97<5ms", `threshold "latency p97<5ms": unknown statistic "p97", want one of min mean p50 p90 p95 p99 p999 max`},
+		{"rps>5%", `threshold "rps>5%": want a number after >, got "5%"`},
+	} {
+		if _, err := ParseThreshold(tt.expr); err == nil || err.Error() != tt.want {
+			t.Errorf("%q: got %v\nwant %s", tt.expr, err, tt.want)
+		}
+	}
+}
+
+// TestHopeless: only a threshold that bounds from above, on the whole run,
+// a count that only grows (errors as a count, dropped, late) can become
+// hopeless, once the count breaks it.
+func TestHopeless(t *testing.T) {
+	for _, tt := range []struct {
+		expr                  string
+		failed, dropped, late int64
+		want                  bool
+	}{
+		{"errors<10", 10, 0, 0, true},
+		{"errors<10", 9, 99, 99, false},
+		{"errors<=10", 10, 0, 0, false},
+		{"errors<=10", 11, 0, 0, true},
+		{"dropped<=0", 0, 1, 0, true},
+		{"late<5", 0, 0, 5, true},
+		{"errors<1%", 1000, 0, 0, false},        // a share may fall again
+		{"errors>10", 1000, 0, 0, false},        // a bound from below
+		{"step 1: errors<1", 1000, 0, 0, false}, // a step's count is not the live one
+		{"POST /events: errors<1", 1000, 0, 0, false},
+		{"p99<1ms", 1000, 1000, 1000, false},
+		{"pending<1", 1000, 1000, 1000, false},
+	} {
+		th, err := ParseThreshold(tt.expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := th.Hopeless(tt.failed, tt.dropped, tt.late); got != tt.want {
+			t.Errorf("%s with %d failed, %d dropped, %d late: hopeless %v, want %v", tt.expr, tt.failed, tt.dropped, tt.late, got, tt.want)
+		}
+	}
+}

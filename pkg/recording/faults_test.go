@@ -1,4 +1,4 @@
-package report
+package recording
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 )
 
@@ -27,17 +28,17 @@ func TestFaultCounters(t *testing.T) {
 		t.Fatalf("got unsolicited %d, redirect_limit %d; want 3 and 1", s.Unsolicited, s.RedirectLimit)
 	}
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, s); err != nil {
+	if err := report.WriteJSON(&buf, s); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), `"unsolicited": 3`) || !strings.Contains(buf.String(), `"redirect_limit": 1`) {
 		t.Errorf("JSON lacks the counters: %s", buf.String())
 	}
-	back, err := ReadSummary(&buf)
+	back, err := report.ReadSummary(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Merge([]*Summary{back, s})
+	m, err := report.Merge([]*report.Summary{back, s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestFaultCounters(t *testing.T) {
 		t.Errorf("merged: unsolicited %d, redirect_limit %d; want 6 and 2", m.Unsolicited, m.RedirectLimit)
 	}
 	var text bytes.Buffer
-	if err := WriteText(&text, s); err != nil {
+	if err := report.WriteText(&text, s); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(text.String(), "Unsolicited") || !strings.Contains(text.String(), "Redirect limit") {

@@ -1,10 +1,11 @@
-package report
+package recording
 
 import (
 	"sync/atomic"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/replay-dev/replay/pkg/hist"
+	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
@@ -43,7 +44,7 @@ type fold struct {
 	// Per-second intervals: the open ones, by Unix second, and the closed
 	// ones, compressed.
 	open                  map[int64]*intervalFold
-	intervals             []Interval
+	intervals             []report.Interval
 	closedUpTo, newestSec int64
 	spare                 hist.Pool // the histograms of closed intervals, for new ones
 
@@ -80,8 +81,8 @@ type statusFold struct {
 // newFold returns an empty fold for the endpoint table names.
 func newFold(names []string) *fold {
 	f := &fold{
-		latency: newHistogram(),
-		service: newHistogram(),
+		latency: hist.New(),
+		service: hist.New(),
 		status:  make(map[uint16]*statusFold),
 		grpc:    make(map[uint8]int64),
 		open:    make(map[int64]*intervalFold),
@@ -115,8 +116,8 @@ func (f *fold) add(r result.Result) {
 	service := r.End - r.Sent
 	answered := r.Err == result.ErrNone
 	if answered {
-		c1 := recordNanos(f.latency, latency)
-		c2 := recordNanos(f.service, service)
+		c1 := hist.RecordNanos(f.latency, latency)
+		c2 := hist.RecordNanos(f.service, service)
 		if c1 || c2 {
 			f.clamped++
 		}
@@ -168,11 +169,11 @@ func (f *fold) add(r result.Result) {
 	if kind == 0 {
 		s := f.status[r.Status]
 		if s == nil {
-			s = &statusFold{latency: newHistogram()}
+			s = &statusFold{latency: hist.New()}
 			f.status[r.Status] = s
 		}
 		s.count++
-		recordNanos(s.latency, latency)
+		hist.RecordNanos(s.latency, latency)
 		if r.GRPC {
 			f.grpc[r.GRPCStatus]++
 		}
@@ -196,7 +197,7 @@ func (f *fold) add(r result.Result) {
 			}
 			ep.grpc[r.GRPCStatus]++
 		}
-		recordNanos(ep.latency, latency)
+		hist.RecordNanos(ep.latency, latency)
 	} else {
 		ep.errors[kind]++
 	}
@@ -226,10 +227,6 @@ func protoIndex(p uint8) int {
 	return int(result.ProtoHTTP1)
 }
 
-// protoNames are the keys of "connections_by_protocol", by Result.Proto:
-// the ALPN names.
-var protoNames = [...]string{result.ProtoHTTP1: "http/1.1", result.ProtoHTTP2: "h2"}
-
 // endpoint returns the share of endpoint index i, creating it on first use;
 // an index outside the table is the "other" endpoint.
 func (f *fold) endpoint(i uint16) *endpointFold {
@@ -239,7 +236,7 @@ func (f *fold) endpoint(i uint16) *endpointFold {
 	}
 	ep := f.endpoints[idx]
 	if ep == nil {
-		ep = &endpointFold{status: make(map[uint16]int64), latency: newHistogram()}
+		ep = &endpointFold{status: make(map[uint16]int64), latency: hist.New()}
 		f.endpoints[idx] = ep
 	}
 	return ep
@@ -270,20 +267,20 @@ func (f *fold) addPhases(r *result.Result) {
 	if f.phases == nil {
 		f.phases = new([numPhases]*hdrhistogram.Histogram)
 		for i := range f.phases {
-			f.phases[i] = newHistogram()
+			f.phases[i] = hist.New()
 		}
 	}
 	if r.Connected {
-		recordNanos(f.phases[phaseConnect], r.ConnectNs)
+		hist.RecordNanos(f.phases[phaseConnect], r.ConnectNs)
 		if r.TLSNs != 0 {
-			recordNanos(f.phases[phaseTLS], r.TLSNs)
+			hist.RecordNanos(f.phases[phaseTLS], r.TLSNs)
 		}
 	}
 	if r.Written {
-		recordNanos(f.phases[phaseSend], r.SendNs)
+		hist.RecordNanos(f.phases[phaseSend], r.SendNs)
 	}
 	if r.Err == result.ErrNone {
-		recordNanos(f.phases[phaseWait], r.WaitNs)
-		recordNanos(f.phases[phaseReceive], r.ReceiveNs)
+		hist.RecordNanos(f.phases[phaseWait], r.WaitNs)
+		hist.RecordNanos(f.phases[phaseReceive], r.ReceiveNs)
 	}
 }

@@ -1,4 +1,4 @@
-package report
+package recording
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 )
 
@@ -61,7 +62,7 @@ func TestIntervals(t *testing.T) {
 		if iv.Latency.P99 < w.p99Within[0] || iv.Latency.P99 > w.p99Within[1] {
 			t.Errorf("interval %d: p99 %v, want in %v", i, iv.Latency.P99, w.p99Within)
 		}
-		if h, err := DecodeHistogram(iv.Histogram); err != nil || h.TotalCount() != iv.Requests-iv.Errors {
+		if h, err := report.DecodeHistogram(iv.Histogram); err != nil || h.TotalCount() != iv.Requests-iv.Errors {
 			t.Errorf("interval %d: histogram %v, %d values", i, err, h.TotalCount())
 		}
 	}
@@ -71,7 +72,7 @@ func TestIntervals(t *testing.T) {
 	// Two halves merge into the same intervals.
 	a := record(testEndpoints, rs[:8]).Summary(Meta{Run: result.Counters{Started: t0}})
 	b := record(testEndpoints, rs[8:]).Summary(Meta{Run: result.Counters{Started: t0}})
-	m, err := Merge([]*Summary{a, b})
+	m, err := report.Merge([]*report.Summary{a, b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestIntervals(t *testing.T) {
 	if m.Intervals[0].T != base || m.Intervals[0].Requests != 10 || total != int64(len(rs)) {
 		t.Errorf("merged intervals: %+v", m.Intervals)
 	}
-	if fh, err := DecodeHistogram(m.Intervals[1].FailedHistogram); err != nil || m.Intervals[1].Failed["timeout"] != 1 || fh.TotalCount() != 1 {
+	if fh, err := report.DecodeHistogram(m.Intervals[1].FailedHistogram); err != nil || m.Intervals[1].Failed["timeout"] != 1 || fh.TotalCount() != 1 {
 		t.Errorf("merged interval 1: failed %v, histogram %v", m.Intervals[1].Failed, err)
 	}
 
@@ -92,7 +93,7 @@ func TestIntervals(t *testing.T) {
 // checkFailedTimeline checks the one timeout of TestIntervals: it stays on
 // the timeline beside the answers, counted by kind in its second (the
 // second interval), with its time to failure.
-func checkFailedTimeline(t *testing.T, s *Summary) {
+func checkFailedTimeline(t *testing.T, s *report.Summary) {
 	t.Helper()
 	for i, iv := range s.Intervals {
 		wantFailed := map[int]int64{1: 1}[i]
@@ -104,10 +105,10 @@ func checkFailedTimeline(t *testing.T, s *Summary) {
 
 // checkHlog checks the .hlog of TestIntervals: a latency histogram a
 // second, and the timeout's time to failure tagged "failed".
-func checkHlog(t *testing.T, s *Summary) {
+func checkHlog(t *testing.T, s *report.Summary) {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := WriteHlog(&buf, s); err != nil {
+	if err := report.WriteHlog(&buf, s); err != nil {
 		t.Fatal(err)
 	}
 	r := hdrhistogram.NewHistogramLogReader(&buf)
@@ -169,7 +170,7 @@ func TestTimeoutsOnTheTimeline(t *testing.T) {
 		}
 	}
 	var buf bytes.Buffer
-	if err := WriteHlog(&buf, s); err != nil {
+	if err := report.WriteHlog(&buf, s); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(buf.String(), "Tag=failed,"); n != 2 {

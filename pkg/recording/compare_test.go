@@ -1,9 +1,10 @@
-package report
+package recording
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result/resulttest"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
@@ -70,15 +71,15 @@ func TestComparer(t *testing.T) {
 	if r.Compared != 14 || r.Matched != 10 || r.Endpoints[1].MatchPct != 0 || r.Endpoints[0].MatchPct != 100 || r.Mismatches[0].Count != 4 {
 		t.Errorf("got %+v", r)
 	}
-	s := &Summary{Compare: r}
-	th, err := ParseThreshold("match>99%")
+	s := &report.Summary{Compare: r}
+	th, err := report.ParseThreshold("match>99%")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if Evaluate(s, []Threshold{th}) || !strings.HasPrefix(s.Thresholds[0].Threshold, "match") {
+	if report.Evaluate(s, []report.Threshold{th}) || !strings.HasPrefix(s.Thresholds[0].Threshold, "match") {
 		t.Errorf("match>99%% passed at %v%%", r.MatchPct)
 	}
-	if !NeedsCompare([]Threshold{th}) {
+	if !report.NeedsCompare([]report.Threshold{th}) {
 		t.Error("NeedsCompare is false for match")
 	}
 }

@@ -1,9 +1,11 @@
-package report
+package recording
 
 import (
 	"sync"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/hist"
+	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 )
 
@@ -86,10 +88,10 @@ type Live struct {
 	BytesIn, BytesOut           int64
 	Errors                      map[string]int64 // by kind
 	StatusClass                 [6]int64         // [1] = 1xx ... [5] = 5xx; [0] other
-	Latency                     Latency          // from due time, since the start
+	Latency                     report.Latency   // from due time, since the start
 	// LastInterval is the newest closed second (intervals close about two
 	// seconds after they end); nil before the first.
-	LastInterval *Interval
+	LastInterval *report.Interval
 }
 
 // Live returns the recorder's counts so far, at most drainEvery late. It is
@@ -102,7 +104,7 @@ func (r *Recorder) Live() Live {
 	l := Live{
 		Requests: f.requests, Succeeded: f.succeeded, Failed: f.failed,
 		BytesIn: f.bytesIn, BytesOut: f.bytesOut,
-		Errors: errorCounts(&f.errors), Latency: latencyOf(f.latency),
+		Errors: errorCounts(&f.errors), Latency: hist.LatencyOf(f.latency),
 	}
 	if n := len(f.intervals); n > 0 {
 		last := f.intervals[n-1]

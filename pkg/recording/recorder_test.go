@@ -1,4 +1,4 @@
-package report
+package recording
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 )
 
@@ -121,7 +122,7 @@ func TestRecorderCounts(t *testing.T) {
 
 // checkInvariants checks what DESIGN.md's Counting promises of every
 // summary.
-func checkInvariants(t *testing.T, s *Summary) {
+func checkInvariants(t *testing.T, s *report.Summary) {
 	t.Helper()
 	t.Run("requests = succeeded + failed", func(t *testing.T) {
 		if s.Requests != s.Succeeded+s.Failed {
@@ -168,7 +169,7 @@ func checkInvariants(t *testing.T, s *Summary) {
 			t.Errorf("answered: got %d, want requests %d − errors %d = the status counts %d", s.Answered, s.Requests, sum(s.Errors), sum(s.Status))
 		}
 		for name, enc := range map[string]string{"histogram": s.Histogram, "service_histogram": s.ServiceHistogram} {
-			h, err := DecodeHistogram(enc)
+			h, err := report.DecodeHistogram(enc)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -177,7 +178,7 @@ func checkInvariants(t *testing.T, s *Summary) {
 			}
 		}
 		for _, e := range s.Endpoints {
-			h, err := DecodeHistogram(e.Histogram)
+			h, err := report.DecodeHistogram(e.Histogram)
 			if err != nil || h.TotalCount() != e.Answered || e.Answered != sum(e.Status) {
 				t.Errorf("endpoint %s: histogram %v, %d values; answered %d, status counts %d", e.Name, err, h.TotalCount(), e.Answered, sum(e.Status))
 			}

@@ -1,4 +1,4 @@
-package report
+package recording
 
 import (
 	"encoding/base64"

@@ -1,0 +1,126 @@
+package chart
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Curve is a chart of measured points and the lines through them: x
+// linear from 0 to a round value, y on a log scale by whole decades (a
+// grid line and a tick a decade). A y of 0 or less sits on the x axis; a
+// chart whose points all have one has the decades 1 to 10.
+type Curve struct {
+	Label  string // what the chart shows, for assistive technology
+	XLabel string // under the x axis
+	YUnit  string // after each y tick: "ms"
+	// XTo is a value the x axis reaches at least (a target no point
+	// achieved).
+	XTo    float64
+	Lines  []Path
+	Points []Point
+	Marks  []Mark
+	// Legend is a line of text at the bottom left of the plot.
+	Legend string
+}
+
+// Path is a line through points of a Curve, in the order given.
+type Path struct {
+	X, Y  []float64
+	Color string
+	Dash  string // stroke-dasharray ("3 3"); "" for a solid line
+}
+
+// Point is one measured point of a Curve: a dot (radius 5), or with
+// Hollow a ring (radius 4), whose title shows on hover.
+type Point struct {
+	X, Y   float64
+	Color  string
+	Hollow bool
+	Title  string
+}
+
+// Mark is a vertical dashed line across a Curve's plot at X, labelled at
+// its top.
+type Mark struct {
+	X     float64
+	Color string
+	Label string
+}
+
+// Geometry of a Curve, in SVG units: its size and the margins of its plot.
+const (
+	curveW, curveH         = 760, 360
+	padL, padR, padT, padB = 64, 20, 20, 48
+)
+
+// SVG draws the chart as one svg element: the decades' grid and ticks, five
+// x ticks, the marks, the lines (polylines), the points (circles) and the
+// legend, in that order.
+func (c *Curve) SVG() string {
+	maxX, minY, maxY := c.XTo, math.Inf(1), 0.0
+	see := func(x, y float64) {
+		maxX = max(maxX, x)
+		if y > 0 {
+			minY, maxY = min(minY, y), max(maxY, y)
+		}
+	}
+	for _, p := range c.Points {
+		see(p.X, p.Y)
+	}
+	for _, l := range c.Lines {
+		for i := range min(len(l.X), len(l.Y)) {
+			see(l.X[i], l.Y[i])
+		}
+	}
+	for _, m := range c.Marks {
+		maxX = max(maxX, m.X)
+	}
+	if maxY == 0 {
+		minY, maxY = 1, 10
+	}
+	lo, hi := math.Floor(math.Log10(minY)), math.Ceil(math.Log10(maxY))
+	if hi <= lo {
+		hi = lo + 1
+	}
+	maxX = niceCeil(maxX)
+	x := func(v float64) float64 { return padL + v/maxX*(curveW-padL-padR) }
+	y := func(v float64) float64 {
+		return curveH - padB - (math.Log10(max(v, math.Pow(10, lo)))-lo)/(hi-lo)*(curveH-padT-padB)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="%s">`, curveW, curveH, esc(c.Label))
+	for e := lo; e <= hi; e++ { // one grid line a decade
+		v := math.Pow(10, e)
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/><text x="%d" y="%.1f" text-anchor="end">%s %s</text>`, padL, curveW-padR, y(v), y(v), padL-6, y(v)+4, Label(v), esc(c.YUnit))
+	}
+	for i := 0; i <= 5; i++ {
+		v := maxX * float64(i) / 5
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#eee"/><text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(v), x(v), padT, curveH-padB, x(v), curveH-padB+16, Label(v))
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`, (curveW+padL)/2, curveH-8, esc(c.XLabel))
+	for _, m := range c.Marks {
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="%s" stroke-dasharray="4 3"/><text x="%.1f" y="%d">%s</text>`,
+			x(m.X), x(m.X), padT, curveH-padB, m.Color, x(m.X)+4, padT+12, esc(m.Label))
+	}
+	for _, l := range c.Lines {
+		var pts []string
+		for i := range min(len(l.X), len(l.Y)) {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(l.X[i]), y(l.Y[i])))
+		}
+		dash := ""
+		if l.Dash != "" {
+			dash = fmt.Sprintf(` stroke-dasharray="%s"`, l.Dash)
+		}
+		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s"%s/>`, strings.Join(pts, " "), l.Color, dash)
+	}
+	for _, p := range c.Points {
+		if p.Hollow {
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4" fill="none" stroke="%s"><title>%s</title></circle>`, x(p.X), y(p.Y), p.Color, esc(p.Title))
+		} else {
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="5" fill="%s"><title>%s</title></circle>`, x(p.X), y(p.Y), p.Color, esc(p.Title))
+		}
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text></svg>`, padL+8, curveH-padB-8, esc(c.Legend))
+	return b.String()
+}

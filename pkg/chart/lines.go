@@ -1,0 +1,160 @@
+package chart
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Lines is a line chart: series over a shared x axis, both axes linear,
+// the y axis from 0. It has a title, round ticks on both axes (1, 2 or 5
+// times a power of ten), the y unit beside the y axis, the x label under
+// it, a legend in rows under the title that never overlap, and bands
+// shaded behind the lines with their labels.
+type Lines struct {
+	Title  string
+	XLabel string
+	YUnit  string
+	// X are the points' x values, ascending; a chart without any says
+	// "no data".
+	X      []float64
+	Series []Series
+	// XTick labels an x tick (Label, or "12s", "99.9%").
+	XTick func(x float64) string
+	// Bands are shaded behind everything; the x axis reaches the end of
+	// the last.
+	Bands []Band
+}
+
+// Series is one line of a Lines chart.
+type Series struct {
+	Name  string // in the legend
+	Color string
+	// Y has a value per X; NaN is no point: the line joins the points on
+	// either side.
+	Y []float64
+	// Dashed draws a reference (a target), not a measurement.
+	Dashed bool
+}
+
+// Band is a shaded stretch of a Lines chart's x axis with its label: a
+// step of --stages. Bands alternate between two shades; each draws as a
+// rect of class "step-band" and its label as a text of class "step-label".
+type Band struct {
+	From, To float64
+	Label    string
+}
+
+// Geometry of a Lines chart, in SVG units: its width, its height without
+// the legend, and the margins left, right and below the plot.
+const width, height, marginLeft, marginRight, marginBottom = 1040.0, 260.0, 64.0, 16.0, 40.0
+
+// legendItem is where one legend entry goes.
+type legendItem struct{ x, y float64 }
+
+// legendLayout places the legend entries of names in rows under the title,
+// wrapping within the chart's width so that no two overlap, and returns
+// where each goes and the height the rows take.
+func legendLayout(names []string) ([]legendItem, float64) {
+	const rowH, gap, charW = 15.0, 18.0, 6.6
+	out := make([]legendItem, len(names))
+	x, y := marginLeft, 34.0 // under the title
+	for i, n := range names {
+		w := 16 + charW*float64(len([]rune(n)))
+		if x > marginLeft && x+w > width-marginRight {
+			x, y = marginLeft, y+rowH
+		}
+		out[i] = legendItem{x, y}
+		x += w + gap
+	}
+	if len(names) == 0 {
+		return out, 0
+	}
+	return out, y - 34 + rowH
+}
+
+// SVG draws the chart as one svg element (role img, labelled by its
+// title). The series draw as polylines of class "series", the y ticks as
+// texts of class "ytick", the x ticks of class "xtick", the legend's
+// swatches as rects of class "legend".
+func (c *Lines) SVG() string {
+	const W, H, left, right, bottom = width, height, marginLeft, marginRight, marginBottom
+	names := make([]string, len(c.Series))
+	for i, s := range c.Series {
+		names[i] = s.Name
+	}
+	legend, legendH := legendLayout(names)
+	top := 36 + legendH
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s">`, W, H+legendH, W, H+legendH, esc(c.Title))
+	fmt.Fprintf(&b, `<text x="%.0f" y="14" style="font-weight:600;font-size:13px">%s</text>`, left, esc(c.Title))
+	xs := c.X
+	if len(xs) == 0 {
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">no data</text></svg>`, W/2, H/2)
+		return b.String()
+	}
+	bottomY := H + legendH - bottom
+	xmin, xmax := xs[0], xs[len(xs)-1]
+	for _, bd := range c.Bands {
+		xmax = math.Max(xmax, bd.To)
+	}
+	if xmax == xmin {
+		xmax = xmin + 1
+	}
+	ymax := 0.0
+	for _, s := range c.Series {
+		for _, y := range s.Y {
+			if !math.IsNaN(y) {
+				ymax = math.Max(ymax, y)
+			}
+		}
+	}
+	ystep := niceStep(ymax, 4)
+	ymax = math.Max(ystep, math.Ceil(ymax/ystep-1e-9)*ystep)
+	px := func(x float64) float64 { return left + (x-xmin)/(xmax-xmin)*(W-left-right) }
+	py := func(y float64) float64 { return bottomY - y/ymax*(bottomY-top) }
+	// Bands (steps), behind everything.
+	for i, bd := range c.Bands {
+		x0, x1 := px(math.Max(bd.From, xmin)), px(math.Min(bd.To, xmax))
+		if x1 <= x0 {
+			continue
+		}
+		fill := "#eef1f8"
+		if i%2 == 1 {
+			fill = "#f8f9fc"
+		}
+		fmt.Fprintf(&b, `<rect class="step-band" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x0, top, x1-x0, bottomY-top, fill)
+		fmt.Fprintf(&b, `<text class="step-label" x="%.1f" y="%.1f" style="fill:#6b7285">%s</text>`, x0+4, top+12, esc(bd.Label))
+	}
+	// Grid and y ticks.
+	for y := 0.0; y <= ymax*(1+1e-9); y += ystep {
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e6e8ef"/>`, left, W-right, py(y), py(y))
+		fmt.Fprintf(&b, `<text class="ytick" x="%.1f" y="%.1f" text-anchor="end">%s</text>`, left-6, py(y)+4, Label(y))
+	}
+	fmt.Fprintf(&b, `<text x="12" y="%.1f" transform="rotate(-90 12 %.1f)" text-anchor="middle">%s</text>`, (bottomY+top)/2, (bottomY+top)/2, esc(c.YUnit))
+	// X ticks, at round values.
+	xstep := niceStep(xmax-xmin, 6)
+	for x := math.Ceil(xmin/xstep-1e-9) * xstep; x <= xmax*(1+1e-9)+1e-9; x += xstep {
+		fmt.Fprintf(&b, `<text class="xtick" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, px(x), bottomY+16, esc(c.XTick(x)))
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, (W+left)/2, H+legendH-6, esc(c.XLabel))
+	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#8a90a0"/>`, left, W-right, bottomY, bottomY)
+	// Lines and legend.
+	for i, s := range c.Series {
+		var pts []string
+		for j, y := range s.Y {
+			if j < len(xs) && !math.IsNaN(y) {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(xs[j]), py(y)))
+			}
+		}
+		dash := ""
+		if s.Dashed {
+			dash = ` stroke-dasharray="6 4"`
+		}
+		fmt.Fprintf(&b, `<polyline class="series" fill="none" stroke="%s" stroke-width="1.8"%s points="%s"/>`, s.Color, dash, strings.Join(pts, " "))
+		l := legend[i]
+		fmt.Fprintf(&b, `<rect class="legend" x="%.1f" y="%.1f" width="12" height="3" fill="%s"/><text x="%.1f" y="%.1f">%s</text>`, l.x, l.y-4, s.Color, l.x+16, l.y, esc(s.Name))
+	}
+	b.WriteString(`</svg>`)
+	return b.String()
+}
