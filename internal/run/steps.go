@@ -25,18 +25,17 @@ func stepPlans(plan *schedule.Schedule, counts []vu.StepCount) []recording.StepP
 }
 
 // startSteps has the recorder (and the end-to-end tracker) count by step:
-// it gives them the steps' ends, and has the VUs tell them when the run
+// it gives them the run's schedule, and has the VUs tell them when the run
 // starts, the origin of the steps.
 func (r *runner) startSteps() {
-	ends := r.plan.Ends()
-	if len(ends) == 0 {
+	if len(r.plan.Ends()) == 0 {
 		return
 	}
-	r.rec.Steps(ends)
+	r.rec.Steps(r.plan)
 	r.pool.Config.OnStart = func(t time.Time) {
 		r.rec.Start(t)
 		if r.track != nil {
-			r.track.tracker.SetSteps(t, ends)
+			r.track.tracker.SetSteps(t, r.plan)
 		}
 	}
 }

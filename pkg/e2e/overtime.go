@@ -5,7 +5,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/replay-dev/replay/pkg/hist"
-	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/schedule"
 )
 
 // Per-second latency: a stage keeps the histograms of the seconds still
@@ -55,32 +55,30 @@ func (st *stageScore) closeSeconds(upTo int64) {
 }
 
 // SetSteps tells the tracker the run's steps (--stages): it started at
-// start and step i ends ends[i] after it. The end-to-end latency of each
-// event is then also kept per step its request was sent in (StepStages).
-func (t *Tracker) SetSteps(start time.Time, ends []time.Duration) {
+// start, and its steps are plan's. The end-to-end latency of each event is
+// then also kept per step its request was sent in (StepStages).
+func (t *Tracker) SetSteps(start time.Time, plan *schedule.Schedule) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.stepBase = start.UnixNano()
-	t.stepEnds = make([]int64, len(ends))
-	for i, e := range ends {
-		t.stepEnds[i] = int64(e)
-	}
+	t.plan = plan
+	t.nSteps = len(plan.Ends())
 }
 
-// stepOf returns the step an event sent at Unix µs sent belongs to; t.mu
-// is held and steps are set.
+// stepOf returns the step an event sent at Unix µs sent belongs to
+// (schedule.Schedule.StepOf); t.mu is held and steps are set.
 func (t *Tracker) stepOf(sent int64) int {
-	return result.StepOf(t.stepEnds, sent*int64(time.Microsecond)-t.stepBase)
+	return t.plan.StepOf(time.Duration(sent*int64(time.Microsecond) - t.stepBase))
 }
 
 // recordStep folds latency ns of an event sent at Unix µs sent into its
 // step's histogram of stage st; t.mu is held.
 func (t *Tracker) recordStep(st *stageScore, sent, ns int64) {
-	if len(t.stepEnds) == 0 {
+	if t.nSteps == 0 {
 		return
 	}
 	if st.steps == nil {
-		st.steps = make([]*hdrhistogram.Histogram, len(t.stepEnds))
+		st.steps = make([]*hdrhistogram.Histogram, t.nSteps)
 	}
 	i := t.stepOf(sent)
 	if st.steps[i] == nil {
@@ -101,7 +99,7 @@ type StepStage struct {
 func (t *Tracker) StepStages() []StepStage {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.stepEnds) == 0 {
+	if t.nSteps == 0 {
 		return nil
 	}
 	out := make([]StepStage, 0, len(t.stages))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/replay-dev/replay/pkg/hist"
+	"github.com/replay-dev/replay/pkg/schedule"
 )
 
 // maxStages bounds the stages a Tracker keeps; later ones are counted
@@ -45,10 +46,11 @@ type Tracker struct {
 	foreign  int64 // IDs seen that this run did not send
 	lastSeen time.Time
 
-	// Steps (SetSteps): the run's start, Unix ns, and where each step
-	// ends after it, ns (result.StepOf).
+	// Steps (SetSteps): the run's start, Unix ns, the schedule that says
+	// which step an offset from it falls in, and how many steps it has.
 	stepBase int64
-	stepEnds []int64
+	plan     *schedule.Schedule
+	nSteps   int
 
 	// Deltas (Deltas): the events in flight, the histograms by pair of
 	// stage indexes in the order first met, the window.

@@ -67,7 +67,7 @@ func steppedSummary() *report.Summary {
 		}
 	}
 	r := NewRecorder(testEndpoints)
-	r.Steps([]time.Duration{2 * time.Second, 4 * time.Second, 6 * time.Second})
+	r.Steps(stepsEndingAt(2*time.Second, 4*time.Second, 6*time.Second))
 	r.Start(t0)
 	for _, res := range rs {
 		r.Record(res)

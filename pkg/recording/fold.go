@@ -8,6 +8,7 @@ import (
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/schedule"
 )
 
 // fold is the state a Recorder accumulates: HDR histograms and counters.
@@ -51,12 +52,12 @@ type fold struct {
 	// Phase timings (--timings): nil until the first result that has them.
 	phases *[numPhases]*hdrhistogram.Histogram
 
-	// Steps (--stages): where each ends, as an offset from base (the
-	// run's start, Unix ns, set by Recorder.Start), and their shares.
-	// Empty without stages.
-	stepEnds []int64
-	steps    []stepFold
-	base     atomic.Int64
+	// Steps (--stages): the schedule that says which step an offset from
+	// base (the run's start, Unix ns, set by Recorder.Start) falls in, and
+	// the steps' shares. Empty without stages.
+	plan  *schedule.Schedule
+	steps []stepFold
+	base  atomic.Int64
 
 	seen                   bool // a result has been folded: the times below are set
 	minDue, maxDue, maxEnd int64

@@ -8,6 +8,7 @@ import (
 	"github.com/replay-dev/replay/pkg/hist"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/schedule"
 )
 
 // StepPlan is what a summary needs to know of one step that the results do
@@ -30,16 +31,16 @@ type stepFold struct {
 	latency, service                      *hdrhistogram.Histogram
 }
 
-// Steps tells the recorder the steps of the run: ends[i] is the offset from
-// the start (Start) at which step i ends. Call it before the first Record.
-func (r *Recorder) Steps(ends []time.Duration) {
+// Steps tells the recorder the steps of the run: the steps of plan, as
+// offsets from the start (Start). A result counts in the step its due time
+// falls in (schedule.Schedule.StepOf). Call it before the first Record.
+func (r *Recorder) Steps(plan *schedule.Schedule) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f := r.f
-	f.stepEnds = make([]int64, len(ends))
-	f.steps = make([]stepFold, len(ends))
-	for i, e := range ends {
-		f.stepEnds[i] = int64(e)
+	f.plan = plan
+	f.steps = make([]stepFold, len(plan.Ends()))
+	for i := range f.steps {
 		f.steps[i] = stepFold{status: map[uint16]int64{}, latency: hist.New(), service: hist.New()}
 	}
 }
@@ -53,7 +54,7 @@ func (r *Recorder) Start(t time.Time) { r.f.base.Store(t.UnixNano()) }
 // stepOf returns the index of the step due (Unix ns) falls in: a due time
 // past the last step belongs to the last, one before the start to the
 // first.
-func (f *fold) stepOf(due int64) int { return result.StepOf(f.stepEnds, due-f.base.Load()) }
+func (f *fold) stepOf(due int64) int { return f.plan.StepOf(time.Duration(due - f.base.Load())) }
 
 // addStep folds r into its step. It allocates only at a step's first
 // meeting with a status.

@@ -9,11 +9,23 @@ import (
 	"github.com/replay-dev/replay/pkg/hist"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/schedule"
 )
 
-// stepEndsTest splits the fixture's second (due times 0 to 990 ms) into
-// three steps.
-var stepEndsTest = []time.Duration{300 * time.Millisecond, 600 * time.Millisecond, time.Second}
+// stepsTest splits the fixture's second (due times 0 to 990 ms) into
+// three steps, ending at 300 ms, 600 ms and 1 s.
+var stepsTest = stepsEndingAt(300*time.Millisecond, 600*time.Millisecond, time.Second)
+
+// stepsEndingAt is the schedule of an arrival rate whose steps end at ends.
+func stepsEndingAt(ends ...time.Duration) *schedule.Schedule {
+	l := schedule.Load{Model: schedule.Rate, VUs: 1}
+	var at time.Duration
+	for _, e := range ends {
+		l.Stages = append(l.Stages, schedule.Stage{Duration: e - at, Target: 100, Hold: true})
+		at = e
+	}
+	return schedule.New(l)
+}
 
 var stepPlanTest = []StepPlan{
 	{Duration: 300 * time.Millisecond, From: 100, To: 100, Began: 30},
@@ -24,7 +36,7 @@ var stepPlanTest = []StepPlan{
 // recordSteps records rs into a recorder that counts by stepEndsTest.
 func recordSteps(rs []result.Result) *Recorder {
 	r := NewRecorder(testEndpoints)
-	r.Steps(stepEndsTest)
+	r.Steps(stepsTest)
 	r.Start(t0)
 	for _, res := range rs {
 		r.Record(res)
@@ -47,7 +59,7 @@ func TestSteps(t *testing.T) {
 		var n, failed int64
 		for _, r := range rs {
 			off := time.Duration(r.Due - t0.UnixNano())
-			if (i > 0 && off < stepEndsTest[i-1]) || (i < 2 && off >= stepEndsTest[i]) {
+			if (i > 0 && off < stepsTest.Ends()[i-1]) || (i < 2 && off >= stepsTest.Ends()[i]) {
 				continue
 			}
 			n++
@@ -179,7 +191,7 @@ func TestStepThresholds(t *testing.T) {
 func TestFoldStepsDoNotAllocate(t *testing.T) {
 	rs := benchResults()
 	f := newFold(testEndpoints)
-	f.stepEnds = []int64{int64(300 * time.Millisecond), int64(time.Second)}
+	f.plan = stepsEndingAt(300*time.Millisecond, time.Second)
 	f.steps = []stepFold{{status: map[uint16]int64{}, latency: hist.New(), service: hist.New()},
 		{status: map[uint16]int64{}, latency: hist.New(), service: hist.New()}}
 	f.base.Store(t0.UnixNano())

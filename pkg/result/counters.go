@@ -45,18 +45,3 @@ type TransformCount struct {
 	// length-prefixed protobuf, not text. Its header work still applied.
 	SkippedGRPC int64 `json:"skipped_grpc,omitempty"`
 }
-
-// StepOf returns the step of --stages that a time off (ns after the run's
-// start) falls in, given where each step ends (ns after the start): one
-// rule for the VUs' counts, the recorder and the end-to-end tracker (a
-// request belongs to the step its iteration was due in). A time past the
-// last step (a session's later request) belongs to the last; one before
-// the start, to the first. It allocates nothing.
-func StepOf(ends []int64, off int64) int {
-	for i, end := range ends {
-		if off < end {
-			return i
-		}
-	}
-	return len(ends) - 1
-}

@@ -331,3 +331,14 @@ func FuzzParseStages(f *testing.F) {
 		}
 	})
 }
+
+// StepOf's boundaries: a step ends where the next begins; before the
+// start is the first step, after the end the last.
+func TestStepOfBoundaries(t *testing.T) {
+	s := New(Load{Model: Rate, VUs: 1, Stages: []Stage{{Duration: 100, Target: 1, Hold: true}, {Duration: 100, Target: 1, Hold: true}, {Duration: 100, Target: 1, Hold: true}}})
+	for off, want := range map[time.Duration]int{-5: 0, 0: 0, 99: 0, 100: 1, 199: 1, 200: 2, 299: 2, 300: 2, 1000: 2} {
+		if got := s.StepOf(off); got != want {
+			t.Errorf("StepOf(%d) = %d, want %d", off, got, want)
+		}
+	}
+}
