@@ -4,66 +4,13 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 
-	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/convert"
 	"github.com/replay-dev/replay/pkg/export"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/spf13/cobra"
 )
-
-// writeOut has write fill -o (or stdout) and log its skips, says on
-// stderr the summary write returned and what it skipped, and puts -o in
-// place only when all of that succeeded (convert.Finish: a refused export
-// leaves the previous -o as it was). in is the file read, which -o must
-// not be.
-func writeOut(std stdio, in, out string, strict bool, write func(io.Writer, *convert.SkipLog) (summary string, err error)) error {
-	if err := outfile.CheckDistinct([]outfile.Named{outfile.Out("-o", out), outfile.In("-f", in)}); err != nil {
-		return err
-	}
-	w, err := convert.Create("-o", out, std.out)
-	if err != nil {
-		return err
-	}
-	defer w.Abort()
-	sk := convert.NewSkipLog("line")
-	summary, err := write(w, sk)
-	if err != nil {
-		return err
-	}
-	return convert.Finish(std.err, summary, sk, strict, w)
-}
-
-// writeK6Files has write fill a k6 script at out and its data beside it
-// (script.data.json, which the script names as dataRef), says what it
-// wrote and skipped, and puts both in place when complete and not refused
-// by --strict: the data first, so that the script never names data not
-// there. in is the traffic file, which neither may be.
-func writeK6Files(std stdio, out, in string, strict bool, write func(script, data io.Writer, dataRef string, sk *convert.SkipLog) (export.Stats, error)) error {
-	dataPath := strings.TrimSuffix(out, filepath.Ext(out)) + ".data.json"
-	if err := outfile.CheckDistinct([]outfile.Named{outfile.Out("-o", out), outfile.Out("-o (its data)", dataPath), outfile.In("-f", in)}); err != nil {
-		return err
-	}
-	script, err := convert.Create("-o", out, nil)
-	if err != nil {
-		return err
-	}
-	defer script.Abort()
-	data, err := convert.Create("-o", dataPath, nil)
-	if err != nil {
-		return err
-	}
-	defer data.Abort()
-	sk := convert.NewSkipLog("line")
-	st, err := write(script, data, "./"+filepath.Base(dataPath), sk)
-	if err != nil {
-		return err
-	}
-	summary := fmt.Sprintf("wrote %s and %s: %d iterations, %d requests%s", out, dataPath, st.Iterations, st.Requests, grpcSkipped(st))
-	return convert.Finish(std.err, summary, sk, strict, data, script)
-}
 
 func newExportCmd(std stdio) *cobra.Command {
 	cmd := &cobra.Command{
@@ -120,7 +67,7 @@ without --think recorded. gRPC pairs are skipped and counted.`,
 				return err
 			}
 			defer f.Close()
-			return writeK6Files(std, out, file, strict, func(script, data io.Writer, dataRef string, sk *convert.SkipLog) (export.Stats, error) {
+			return convert.ExportK6(std.err, out, file, strict, func(script, data io.Writer, dataRef string, sk *convert.SkipLog) (export.Stats, error) {
 				return export.K6(script, data, dataRef, f, load.Target, filepath.Base(file), k6Load, sk.Add)
 			})
 		},
@@ -148,9 +95,9 @@ without --think recorded. gRPC pairs are skipped and counted.`,
 				return err
 			}
 			defer f.Close()
-			return writeOut(std, file, out, strict, func(w io.Writer, sk *convert.SkipLog) (string, error) {
+			return convert.Export(std.out, std.err, file, out, strict, func(w io.Writer, sk *convert.SkipLog) (string, error) {
 				st, err := export.Vegeta(w, f, target, sk.Add)
-				return fmt.Sprintf("wrote %d targets%s", st.Requests, grpcSkipped(st)), err
+				return fmt.Sprintf("wrote %d targets%s", st.Requests, st.GRPCSkipped()), err
 			})
 		},
 	}
@@ -160,16 +107,4 @@ without --think recorded. gRPC pairs are skipped and counted.`,
 	vegeta.Flags().BoolVar(&strict, "strict", false, "fail when any pair cannot be exported")
 	cmd.AddCommand(k6, vegeta)
 	return cmd
-}
-
-// grpcSkipped is the summary line's word on the gRPC pairs an export
-// skipped: none, or "; N gRPC pairs skipped".
-func grpcSkipped(st export.Stats) string {
-	switch st.GRPC {
-	case 0:
-		return ""
-	case 1:
-		return "; 1 gRPC pair skipped"
-	}
-	return fmt.Sprintf("; %d gRPC pairs skipped", st.GRPC)
 }

@@ -104,17 +104,12 @@ func findMax(ctx context.Context, f *findMaxFlags, std stdio, log zerolog.Logger
 	if err := f.check(); err != nil {
 		return fmt.Errorf("%w\nnothing was sent", err)
 	}
-	outs, err := f.createOutputs()
+	type out = outfile.Output[*capacity.Result]
+	files, err := outfile.CreateSet(out{Flag: "--out", Path: f.out, Write: capacity.WriteJSON}, out{Flag: "--html", Path: f.html, Write: capacity.WriteHTML})
 	if err != nil {
 		return fmt.Errorf("%w\nnothing was sent", err)
 	}
-	defer func() {
-		for _, o := range outs {
-			if o.file != nil {
-				o.file.Abort()
-			}
-		}
-	}()
+	defer files.Close()
 	var srv *metrics.Server
 	if f.metrics != "" {
 		if srv, err = metrics.Listen(f.metrics, metrics.Sources{}); err != nil {
@@ -140,7 +135,7 @@ func findMax(ctx context.Context, f *findMaxFlags, std stdio, log zerolog.Logger
 	if res == nil {
 		return err
 	}
-	if werr := writeSearch(outs, std.out, f.quiet, res); werr != nil {
+	if werr := writeSearch(files, std.out, f.quiet, res); werr != nil {
 		return errors.Join(err, werr)
 	}
 	if err != nil {
@@ -169,52 +164,15 @@ func (f *findMaxFlags) check() error {
 	return outfile.CheckDistinct([]outfile.Named{outfile.In("--file", f.Run.File), outfile.In("--transforms", f.Run.Transforms.File), outfile.Out("--out", f.out), outfile.Out("--html", f.html)})
 }
 
-// searchOutput is one report file of a search and its renderer.
-type searchOutput struct {
-	file   *outfile.File
-	render func(io.Writer, *capacity.Result) error
-}
-
-// createOutputs creates the report files, before anything is sent.
-func (f *findMaxFlags) createOutputs() ([]searchOutput, error) {
-	var outs []searchOutput
-	for _, o := range []struct {
-		flag, path string
-		render     func(io.Writer, *capacity.Result) error
-	}{{"--out", f.out, capacity.WriteJSON}, {"--html", f.html, capacity.WriteHTML}} {
-		if o.path == "" {
-			continue
-		}
-		file, err := outfile.Create(o.path)
-		if err != nil {
-			for _, done := range outs {
-				done.file.Abort()
-			}
-			return nil, fmt.Errorf("%s: %w", o.flag, err)
-		}
-		outs = append(outs, searchOutput{file, o.render})
-	}
-	return outs, nil
-}
-
 // writeSearch writes the text report and the files, and puts them in
 // place.
-func writeSearch(outs []searchOutput, text io.Writer, quiet bool, res *capacity.Result) error {
+func writeSearch(files *outfile.Set[*capacity.Result], text io.Writer, quiet bool, res *capacity.Result) error {
 	if !quiet {
 		if err := capacity.WriteText(text, res); err != nil {
 			return err
 		}
 	}
-	for i, o := range outs {
-		if err := o.render(o.file, res); err != nil {
-			return fmt.Errorf("write %s: %w", o.file.Path(), err)
-		}
-		if err := o.file.Commit(); err != nil {
-			return err
-		}
-		outs[i].file = nil
-	}
-	return nil
+	return files.Write(res)
 }
 
 // stepProgress shows one run of a step as --progress says.

@@ -37,63 +37,33 @@ func (o *reportOptions) addFlags(fs *pflag.FlagSet, outFlag string) {
 }
 
 // outputs are the report files, created before any traffic so that a bad
-// path fails first; each is written to a temporary file put in place when
-// complete (outFile), so that a run that ends before its reports leaves
-// the previous files as they were.
+// path fails first, and put in place together once written (outfile.Set),
+// so that a run that ends before its reports leaves the previous files as
+// they were.
 type outputs struct {
-	opts      *reportOptions
-	out, hgrm *outfile.File
-	hlog      *outfile.File
-	html      *outfile.File
-	junit     *outfile.File
-	// config is the run's configuration, shown in the HTML report.
-	config []report.Setting
-}
-
-// parseThresholds checks the --threshold expressions.
-func (o *reportOptions) parseThresholds() ([]report.Threshold, error) {
-	var ts []report.Threshold
-	for _, expr := range o.thresholds {
-		t, err := report.ParseThreshold(expr)
-		if err != nil {
-			return nil, fmt.Errorf("--threshold: %w", err)
-		}
-		ts = append(ts, t)
-	}
-	return ts, nil
+	opts  *reportOptions
+	files *outfile.Set[*report.Summary]
 }
 
 // judge checks the --threshold expressions against s, a saved or merged
 // summary: its verdict, in s.Thresholds (a run judges its own).
 func (o *reportOptions) judge(s *report.Summary) error {
-	ts, err := o.parseThresholds()
-	if err != nil {
-		return err
-	}
-	if err := report.CheckEndpoints(ts, endpointNames(s)); err != nil {
+	if err := report.Judge(s, o.thresholds); err != nil {
 		return fmt.Errorf("--threshold: %w", err)
 	}
-	report.Evaluate(s, ts)
 	return nil
 }
 
 // open creates the output files. Close the outputs when done.
 func (o *reportOptions) open(outName string) (*outputs, error) {
-	var err error
-	w := &outputs{opts: o}
-	for _, f := range []struct {
-		flag, path string
-		file       **outfile.File
-	}{{outName, o.out, &w.out}, {"--hgrm", o.hgrm, &w.hgrm}, {"--hlog", o.hlog, &w.hlog}, {"--html", o.html, &w.html}, {"--junit", o.junit, &w.junit}} {
-		if f.path == "" {
-			continue
-		}
-		if *f.file, err = outfile.Create(f.path); err != nil {
-			w.close()
-			return nil, fmt.Errorf("%s: %w", f.flag, err)
-		}
+	type out = outfile.Output[*report.Summary]
+	files, err := outfile.CreateSet(out{Flag: outName, Path: o.out, Write: report.WriteJSON}, out{Flag: "--hgrm", Path: o.hgrm, Write: report.WriteHgrm},
+		out{Flag: "--hlog", Path: o.hlog, Write: report.WriteHlog}, out{Flag: "--html", Path: o.html, Write: report.WriteHTML},
+		out{Flag: "--junit", Path: o.junit, Write: report.WriteJUnit})
+	if err != nil {
+		return nil, err
 	}
-	return w, nil
+	return &outputs{opts: o, files: files}, nil
 }
 
 // write writes every report: the text to text unless --quiet, the
@@ -110,63 +80,18 @@ func (w *outputs) write(text, json io.Writer, s *report.Summary) error {
 			return err
 		}
 	}
-	s.Settings = w.config // for the HTML report
-	for _, f := range []struct {
-		file   *outfile.File
-		render report.Renderer
-	}{{w.hgrm, report.WriteHgrm}, {w.hlog, report.WriteHlog}, {w.junit, report.WriteJUnit}, {w.out, report.WriteJSON}, {w.html, report.WriteHTML}} {
-		if f.file == nil {
-			continue
-		}
-		if err := f.render(f.file, s); err != nil {
-			return fmt.Errorf("write %s: %w", f.file.Path(), err)
-		}
-	}
-	if err := w.commit(); err != nil {
+	if err := w.files.Write(s); err != nil {
 		return err
 	}
-	var failed []string
-	for _, t := range s.Thresholds {
-		if !t.Pass {
-			failed = append(failed, fmt.Sprintf("%s (measured %.3f %s)", t.Name(), t.Measured, t.Unit))
-		}
-	}
-	if len(failed) > 0 {
+	if failed := s.FailedThresholds(); len(failed) > 0 {
 		return thresholdError{failed}
 	}
 	return nil
 }
 
-// files are the output files open.
-func (w *outputs) files() []**outfile.File {
-	return []**outfile.File{&w.out, &w.hgrm, &w.hlog, &w.html, &w.junit}
-}
-
-// commit puts every file in place, returning the first error (a write
-// that failed late).
-func (w *outputs) commit() error {
-	var first error
-	for _, f := range w.files() {
-		if *f != nil {
-			if err := (*f).Commit(); err != nil && first == nil {
-				first = err
-			}
-			*f = nil
-		}
-	}
-	return first
-}
-
-// close drops the files not committed: the files asked for stay as they
+// close drops the files not written: the files asked for stay as they
 // were.
-func (w *outputs) close() {
-	for _, f := range w.files() {
-		if *f != nil {
-			(*f).Abort()
-			*f = nil
-		}
-	}
-}
+func (w *outputs) close() { w.files.Close() }
 
 // paths are the output files the flags name, for outfile.CheckDistinct.
 func (o *reportOptions) paths(outFlag string) []outfile.Named {

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/spf13/cobra"
@@ -25,7 +22,7 @@ side by side, such as the shards of a distributed run.`,
 			if err := outfile.CheckDistinct(append(o.paths("--out"), outfile.In("FILE.json", args[0]))); err != nil {
 				return err
 			}
-			s, err := readSummaryFile(args[0])
+			s, err := report.ReadSummaryFile(args[0])
 			if err != nil {
 				return err
 			}
@@ -71,7 +68,7 @@ report is printed when the JSON goes to a file.`,
 			}
 			var ss []*report.Summary
 			for _, path := range args {
-				s, err := readSummaryFile(path)
+				s, err := report.ReadSummaryFile(path)
 				if err != nil {
 					return err
 				}
@@ -98,25 +95,4 @@ report is printed when the JSON goes to a file.`,
 	}
 	o.addFlags(cmd.Flags(), "output")
 	return cmd
-}
-
-func readSummaryFile(path string) (*report.Summary, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	s, err := report.ReadSummary(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return s, nil
-}
-
-func endpointNames(s *report.Summary) []string {
-	names := make([]string, len(s.Endpoints))
-	for i, e := range s.Endpoints {
-		names[i] = e.Name
-	}
-	return names
 }

@@ -100,9 +100,6 @@ func execute(ctx context.Context, f *runFlags, std stdio, log zerolog.Logger) er
 	o.Ready = func(p run.Plan) error {
 		var err error
 		outs, err = f.report.open("--out")
-		if err == nil {
-			outs.config = p.Settings
-		}
 		return err
 	}
 	var srv *metrics.Server

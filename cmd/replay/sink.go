@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/rs/zerolog"
@@ -42,11 +43,11 @@ synchronised.`,
 			}
 			// The summary file is created first: a bad path must not
 			// cost a session.
-			outs, err := (&reportOptions{out: out}).open("--out")
+			files, err := outfile.CreateSet(outfile.Output[*report.Summary]{Flag: "--out", Path: out, Write: report.WriteJSON})
 			if err != nil {
 				return err
 			}
-			defer outs.close()
+			defer files.Close()
 			ctx := cmd.Context()
 			if duration > 0 {
 				var cancel context.CancelFunc
@@ -62,12 +63,7 @@ synchronised.`,
 					return err
 				}
 			}
-			if outs.out != nil {
-				if err := report.WriteJSON(outs.out, sum); err != nil {
-					return fmt.Errorf("--out: %w", err)
-				}
-			}
-			if err := outs.commit(); err != nil {
+			if err := files.Write(sum); err != nil {
 				return fmt.Errorf("--out: %w", err)
 			}
 			return nil

@@ -224,13 +224,9 @@ func parseTime(flag, s string) (time.Time, error) {
 
 // parseThresholds checks the --threshold expressions.
 func parseThresholds(exprs []string) ([]report.Threshold, error) {
-	var ts []report.Threshold
-	for _, expr := range exprs {
-		t, err := report.ParseThreshold(expr)
-		if err != nil {
-			return nil, fmt.Errorf("--threshold: %w", err)
-		}
-		ts = append(ts, t)
+	ts, err := report.ParseThresholds(exprs)
+	if err != nil {
+		return nil, fmt.Errorf("--threshold: %w", err)
 	}
 	return ts, nil
 }

@@ -433,6 +433,7 @@ func (r *runner) summary(ctx context.Context, st result.Counters) *report.Summar
 	if r.pass.Judge && !r.empty() {
 		report.Evaluate(sum, r.pr.p.thresholds)
 	}
+	sum.Settings = settings(r.file, cfg, r.o)
 	return sum
 }
 

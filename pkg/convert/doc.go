@@ -1,7 +1,7 @@
 // Package convert holds the rules every converting command shares, so
-// that each importer is only its format: the import job (Import), and the
-// output, the skip log and the ending (Create, SkipLog, Finish) that the
-// exports use too. "Converting command" is
+// that each importer is only its format: the import job (Import), the
+// export jobs (Export, ExportK6), and the output, the skip log and the
+// ending (Create, SkipLog, Finish) both use. "Converting command" is
 // DESIGN.md's word for import and export; "import" itself is a Go
 // keyword.
 //

@@ -404,3 +404,15 @@ export default function () {
   }
 }
 `
+
+// GRPCSkipped is a summary line's word on the gRPC pairs an export
+// skipped: none, or "; N gRPC pairs skipped".
+func (st Stats) GRPCSkipped() string {
+	switch st.GRPC {
+	case 0:
+		return ""
+	case 1:
+		return "; 1 gRPC pair skipped"
+	}
+	return fmt.Sprintf("; %d gRPC pairs skipped", st.GRPC)
+}
