@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/replay-dev/replay/internal/transport"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/transport"
 )
 
 // Options configure the transport: where requests go, how connections are

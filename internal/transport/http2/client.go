@@ -6,10 +6,10 @@ import (
 	"net"
 	"time"
 
-	"github.com/replay-dev/replay/internal/transport"
 	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/transport"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )

@@ -15,9 +15,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/replay-dev/replay/internal/transport"
 	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/transport"
 )
 
 // The values of --http2.

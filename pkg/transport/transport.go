@@ -1,10 +1,14 @@
 // Package transport is the boundary between the virtual users and a wire
 // protocol: the interfaces through which a VU sends one request and reads
-// its answer, without knowing how (dialing, TLS, proxies, framing, error
-// classification and redirects belong to the protocol's own package, one
-// per protocol: transport/http1, and transport/http2 on the connections
-// http1 dials). The scheduler in pkg/vu calls only these interfaces, so
-// that a protocol is added beside the others without touching it.
+// its answer, without knowing how, and what every protocol shares that is
+// not about connections (the redirect rule, the limits on what is kept of
+// an answer). Beneath it, transport/conn is the connection layer (where a
+// request goes, dialing, TLS, proxies, reconnects, the hard stop);
+// transport/http1 and transport/http2 speak their protocol on it, beside
+// each other; transport/negotiate chooses between them per connection and
+// is the Transport a run builds. The scheduler in pkg/vu calls only these
+// interfaces, so that a protocol is added beside the others without
+// touching it.
 package transport
 
 import (
