@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/replay-dev/replay/internal/transport/http1"
-	"github.com/replay-dev/replay/internal/transport/http2"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/transport"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"github.com/replay-dev/replay/pkg/transport/negotiate"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 )
@@ -26,24 +27,23 @@ func vuConfig(o *Options, m *loadModel, log zerolog.Logger) vu.Config {
 }
 
 // transportOptions are the transport's options: the one place that maps
-// options onto http2.Options (HTTP/2 where it can, HTTP/1.1 elsewhere).
-func transportOptions(o *Options, hostMap map[string]string) http2.Options {
+// options onto negotiate.Options (HTTP/2 where it can, HTTP/1.1 elsewhere).
+func transportOptions(o *Options, hostMap map[string]string) negotiate.Options {
 	h := &o.HTTP
-	return http2.Options{HTTP2: h.HTTP2, H2C: h.H2C, HTTP1: http1.Options{
+	return negotiate.Options{HTTP2: h.HTTP2, H2C: h.H2C, Conn: conn.Options{
 		Target: o.Load.Target, HostMap: hostMap, KeepHost: h.KeepHost, NoConnectionReuse: h.NoConnectionReuse,
 		Timeout: h.Timeout, Insecure: h.Insecure, CA: h.CA, Cert: h.Cert, Key: h.Key, ServerName: h.ServerName,
 		Proxy: h.Proxy, Timings: h.Timings, MaxConnDuration: h.MaxConnDuration,
-		MaxBody: h.MaxAnswerBody, MaxHeaderBytes: h.MaxHeaderBytes,
-	}}
+	}, Answer: transport.AnswerOptions{MaxBody: h.MaxAnswerBody, MaxHeaderBytes: h.MaxHeaderBytes}}
 }
 
 // configure builds the configuration of the VUs and of the transport and
 // checks both (no side effects; every error at once, each naming its
 // flag), then fills the VUs' defaults. It is the one place either is
 // checked. The transport is built once the run knows whether anything
-// reads the answers' bodies (prepare), by http2.New, which reads the TLS
-// files.
-func configure(o *Options, p *parsed) (vu.Config, http2.Options, error) {
+// reads the answers' bodies (prepare), by negotiate.New, which reads the
+// TLS files.
+func configure(o *Options, p *parsed) (vu.Config, negotiate.Options, error) {
 	cfg := vuConfig(o, &p.load, o.Log)
 	topt := transportOptions(o, p.hostMap)
 	if err := errors.Join(cfg.Validate(), topt.Validate()); err != nil {
@@ -104,7 +104,7 @@ func (l Load) Shape() (Shape, error) {
 // (scheme://host[:port], http or https), or returns nil: for commands
 // that take a target without replaying.
 func CheckTarget(s string) error {
-	return http1.CheckTarget(s)
+	return conn.CheckTarget(s)
 }
 
 // planned is how long a run with cfg issues: its duration, or its

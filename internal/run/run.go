@@ -21,11 +21,11 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/outfile"
-	"github.com/replay-dev/replay/internal/transport/http2"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transform"
+	"github.com/replay-dev/replay/pkg/transport/negotiate"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 )
@@ -132,8 +132,8 @@ func prepare(ctx context.Context, o *Options) (*runner, error) {
 	}
 	// When nothing reads the answers' bodies they are dropped as they
 	// arrive, so that memory is bounded by the VUs, not by the answers.
-	topt.HTTP1.DiscardBodies = !r.readsBodies()
-	tr, err := http2.New(topt)
+	topt.Answer.DiscardBodies = !r.readsBodies()
+	tr, err := negotiate.New(topt)
 	if err != nil {
 		r.close()
 		return nil, err
