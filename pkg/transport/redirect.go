@@ -11,7 +11,7 @@ import (
 // being followed, which req.URI may point into until the next Follow, so
 // each client has its own. Following a Location that is a path allocates
 // nothing once its buffer has grown; a URL or a relative reference is
-// resolved by net/url.
+// resolved by net/url, as browsers would.
 type Redirector struct {
 	loc []byte // the Location being followed
 }
@@ -40,7 +40,7 @@ func (r *Redirector) Follow(req *rrpair.Request, status int, loc []byte) bool {
 		return false
 	}
 	if s := status; (s == 303 || s == 301 || s == 302) && string(req.Method) != "HEAD" {
-		req.Method, req.Body = []byte("GET"), nil
+		req.Method, req.Body = methodGET, nil
 		hs := req.Headers[:0]
 		for _, h := range req.Headers {
 			if !rrpair.EqualFold(h.Name, "content-length") && !rrpair.EqualFold(h.Name, "content-type") {
@@ -51,6 +51,11 @@ func (r *Redirector) Follow(req *rrpair.Request, status int, loc []byte) bool {
 	}
 	return true
 }
+
+// methodGET is the method of a request a 301, 302 or 303 turns into a
+// GET: shared by every request, never written (its capacity is its
+// length, so that an append copies).
+var methodGET = []byte("GET")[:3:3]
 
 // resolve points req at r.loc, a URL or a reference relative to the
 // current one, and reports whether it is one to follow: http or https,

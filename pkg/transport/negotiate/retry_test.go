@@ -1,12 +1,18 @@
 package negotiate
 
 import (
+	"errors"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/replay-dev/replay/internal/h2test"
 	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/replaytest"
 	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transport/conn"
 )
 
@@ -60,4 +66,48 @@ func TestGoAwayAndResets(t *testing.T) {
 	if got := strings.Join(names, " "); got != wantList {
 		t.Errorf("header list %q, want %q", got, wantList)
 	}
+}
+
+// TestRetryThatCannotConnect: a request the SUT declared unprocessed
+// whose retry finds the SUT gone fails as a connect error, retried, and
+// its failure report names where it went and why.
+func TestRetryThatCannotConnect(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	srv := &h2test.Raw{Script: func(int64) h2test.Action { return h2test.Refuse }}
+	done := make(chan struct{})
+	go func() { // one connection, then no more
+		defer close(done)
+		c, err := ln.Accept()
+		ln.Close()
+		if err == nil {
+			srv.Serve(c)
+			c.Close()
+		}
+	}()
+	tr, err := New(Options{Conn: conn.Options{Target: "http://" + addr, Timeout: 5 * time.Second}, H2C: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := replaytest.OpenLines(t, h2test.PairLine("GET", "/p", "", "", nil))
+	if err := tr.Check(f); err != nil {
+		t.Fatal(err)
+	}
+	var p rrpair.Pair
+	if err := f.NewCursor().Decode(0, &p); err != nil {
+		t.Fatal(err)
+	}
+	c := tr.NewClient(0, func() int64 { return time.Now().UnixNano() })
+	defer c.Close()
+	var res result.Result
+	if a := c.Do(&p.Req, &p, &res); a != nil || res.Err != result.ErrConnect || !res.Retried {
+		t.Errorf("got %+v; want a connect error on the retry", res)
+	}
+	if gotAddr, head, _, err := c.Failure(); gotAddr != addr || head != nil || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("Failure: %q, head %q, %v; want %s, no head, connection refused", gotAddr, head, err, addr)
+	}
+	<-done
 }
