@@ -327,10 +327,11 @@ func (l *Line) Waiting() bool {
 // neither did).
 func (l *Line) Failure() (addr string, err error) { return l.addr, l.err }
 
-// Interrupt cuts whatever the Line is doing off (resolving, connecting,
-// a read or a write on its connection) and makes every later Connect fail
-// as result.ErrCancelled: the hard stop. Safe to call from any goroutine,
-// more than once.
+// Interrupt cuts whatever the Line is doing off (resolving, connecting, a
+// TLS handshake, a read or a write on its connection), and everything
+// after: a connection made later is cut at once, and every failure is
+// then a cancellation (Connect's kind, Kind). The hard stop. Safe to call
+// from any goroutine, more than once.
 func (l *Line) Interrupt() {
 	l.cut.Store(true)
 	l.cancel()
