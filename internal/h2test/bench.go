@@ -11,7 +11,7 @@ import (
 	"github.com/replay-dev/replay/pkg/transport"
 )
 
-// benchLines are the requests of Do and AllocsPerRequest.
+// benchLines are the requests of BenchDo and AllocsPerRequest.
 var benchLines = []struct{ name, line string }{
 	{"GET", PairLine("GET", "/items/42?x=1", "2", `{"accept":["application/json"],"user-agent":["app/1.0"],"x-request-id":["abc-123"]}`, nil)},
 	{"POST", PairLine("POST", "/events", "2", `{"content-type":["application/json"],"authorization":["Bearer abc.def.ghi"]}`, []byte(`{"type":"click","n":1}`))},
@@ -37,10 +37,10 @@ func benchClient(t testing.TB, newTransport func(target string) transport.Transp
 	return c, p
 }
 
-// Do benchmarks one HTTP/2 request (a GET, a POST, a gRPC call) and its
+// BenchDo benchmarks one HTTP/2 request (a GET, a POST, a gRPC call) and its
 // answer on a kept connection, over the transport newTransport makes for
 // a cleartext HTTP/2 target that allocates nothing.
-func Do(b *testing.B, newTransport func(target string) transport.Transport) {
+func BenchDo(b *testing.B, newTransport func(target string) transport.Transport) {
 	for _, bl := range benchLines {
 		b.Run(bl.name, func(b *testing.B) {
 			c, p := benchClient(b, newTransport, bl.line)
@@ -56,7 +56,7 @@ func Do(b *testing.B, newTransport func(target string) transport.Transport) {
 	}
 }
 
-// AllocsPerRequest holds the steady state of the requests of Do to at
+// AllocsPerRequest holds the steady state of the requests of BenchDo to at
 // most most allocations a request.
 func AllocsPerRequest(t *testing.T, newTransport func(target string) transport.Transport, most float64) {
 	for _, bl := range benchLines {

@@ -98,7 +98,7 @@ func TestWireFidelity(t *testing.T) {
 	}
 	// Both connection modes: with --no-connection-reuse every request goes
 	// out on a new connection, written early by the dialer (whose early
-	// write TestDialConn checks), the rest and a large body after it.
+	// write conn's TestDialConn checks), the rest and a large body after it.
 	for _, noReuse := range []bool{false, true} {
 		srv := loopback.NewRaw(t, nil)
 		sink, _ := runPool(t, openLines(t, lines...), vu.Config{}, Options{Conn: conn.Options{Target: srv.URL(), NoConnectionReuse: noReuse}})

@@ -18,7 +18,7 @@ func benchTransport(t testing.TB) func(target string) transport.Transport {
 
 // BenchmarkDo is one HTTP/2 request and its answer on a kept connection,
 // against a loopback server that allocates nothing.
-func BenchmarkDo(b *testing.B) { h2test.Do(b, benchTransport(b)) }
+func BenchmarkDo(b *testing.B) { h2test.BenchDo(b, benchTransport(b)) }
 
 // TestAllocsPerRequest holds the steady state to at most 2 allocations a
 // request (the framer's HEADERS frame is one).
