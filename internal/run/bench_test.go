@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/transport/http1"
-	"github.com/replay-dev/replay/internal/transport/http2"
 	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/transform"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"github.com/replay-dev/replay/pkg/transport/negotiate"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 )
@@ -51,7 +51,7 @@ func hotPath(b *testing.B, transforms string) {
 	defer f.Close()
 	rec := recording.NewRecorder(f.Endpoints())
 	// The transport a run builds: HTTP/2 where it may, here HTTP/1.1.
-	tr, err := http2.New(http2.Options{HTTP1: http1.Options{Target: srv.URL(), Timeout: 10 * time.Second}})
+	tr, err := negotiate.New(negotiate.Options{Conn: conn.Options{Target: srv.URL(), Timeout: 10 * time.Second}})
 	if err != nil {
 		b.Fatal(err)
 	}

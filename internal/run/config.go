@@ -3,12 +3,13 @@ package run
 import (
 	"fmt"
 
-	"github.com/replay-dev/replay/internal/transport/http1"
-	"github.com/replay-dev/replay/internal/transport/http2"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/schedule"
+	"github.com/replay-dev/replay/pkg/transport"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"github.com/replay-dev/replay/pkg/transport/negotiate"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 )
@@ -21,15 +22,15 @@ func vuConfig(o *Options, load schedule.Load, log zerolog.Logger) vu.Config {
 }
 
 // transportOptions are the transport's options: the one place that maps
-// options onto http2.Options (HTTP/2 where it can, HTTP/1.1 elsewhere).
-func transportOptions(o *Options, hostMap map[string]string) http2.Options {
+// options onto negotiate.Options (HTTP/2 where it can, HTTP/1.1
+// elsewhere).
+func transportOptions(o *Options, hostMap map[string]string) negotiate.Options {
 	h := &o.HTTP
-	return http2.Options{HTTP2: h.HTTP2, H2C: h.H2C, HTTP1: http1.Options{
+	return negotiate.Options{HTTP2: h.HTTP2, H2C: h.H2C, Conn: conn.Options{
 		Target: o.Load.Target, HostMap: hostMap, KeepHost: h.KeepHost, NoConnectionReuse: h.NoConnectionReuse,
 		Timeout: h.Timeout, Insecure: h.Insecure, CA: h.CA, Cert: h.Cert, Key: h.Key, ServerName: h.ServerName,
 		Proxy: h.Proxy, Timings: h.Timings, MaxConnDuration: h.MaxConnDuration,
-		MaxBody: h.MaxAnswerBody, MaxHeaderBytes: h.MaxHeaderBytes,
-	}}
+	}, Answer: transport.AnswerOptions{MaxBody: h.MaxAnswerBody, MaxHeaderBytes: h.MaxHeaderBytes}}
 }
 
 // configure checks the configuration of the VUs for load and fills its
@@ -65,7 +66,7 @@ func (l Load) Typed() (schedule.Load, error) {
 // (scheme://host[:port], http or https), or returns nil: for commands
 // that take a target without replaying.
 func CheckTarget(s string) error {
-	return http1.CheckTarget(s)
+	return conn.CheckTarget(s)
 }
 
 // targetRate is the rate an arrival-rate run asked for: --rate, or with

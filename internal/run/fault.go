@@ -4,9 +4,9 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 
-	"github.com/replay-dev/replay/internal/transport"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/transport"
 )
 
 // faultGuard wraps a transport so that a client reading a pair's bytes

@@ -4,27 +4,28 @@ import (
 	"io"
 	"time"
 
-	"github.com/replay-dev/replay/internal/transport/http1"
-	"github.com/replay-dev/replay/internal/transport/http2"
 	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transform"
+	"github.com/replay-dev/replay/pkg/transport"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"github.com/replay-dev/replay/pkg/transport/negotiate"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
 )
 
 // Defaults of the options (DefaultOptions), as the flags show them.
 const (
-	DefaultTimeout   = http1.DefaultTimeout
+	DefaultTimeout   = conn.DefaultTimeout
 	DefaultGrace     = vu.DefaultGrace
 	DefaultLateAfter = vu.DefaultLateAfter
 	DefaultCookies   = transform.CookiesAuto
 	// DefaultMaxAnswerBody and DefaultMaxHeaderBytes bound what is kept
 	// of an answer.
-	DefaultMaxAnswerBody  = http1.DefaultMaxBody
-	DefaultMaxHeaderBytes = http1.DefaultMaxHeaderBytes
+	DefaultMaxAnswerBody  = transport.DefaultMaxBody
+	DefaultMaxHeaderBytes = transport.DefaultMaxHeaderBytes
 )
 
 // Options are one run as a user asks for it: the flags of replay run, as
@@ -229,7 +230,7 @@ type Compare struct {
 func DefaultOptions() Options {
 	return Options{
 		Load:       Load{VUs: 1, Speed: 1, LateAfter: DefaultLateAfter},
-		HTTP:       HTTP{Timeout: DefaultTimeout, HTTP2: http2.Auto, MaxAnswerBody: DefaultMaxAnswerBody, MaxHeaderBytes: DefaultMaxHeaderBytes},
+		HTTP:       HTTP{Timeout: DefaultTimeout, HTTP2: negotiate.Auto, MaxAnswerBody: DefaultMaxAnswerBody, MaxHeaderBytes: DefaultMaxHeaderBytes},
 		Transforms: Transforms{Cookies: DefaultCookies},
 		Events:     Events{Header: "ce-id", JSON: "id", Drain: 30 * time.Second, DrainIdle: time.Second},
 		Filter:     Filter{Sample: 1, Seed: 1},

@@ -7,12 +7,12 @@ import (
 	"io"
 	"time"
 
-	"github.com/replay-dev/replay/internal/transport"
-	"github.com/replay-dev/replay/internal/transport/http2"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/transform"
+	"github.com/replay-dev/replay/pkg/transport"
+	"github.com/replay-dev/replay/pkg/transport/negotiate"
 )
 
 // Prepared is a run made ready once: every option checked, the traffic
@@ -75,7 +75,7 @@ func checkLoad(o *Options, load schedule.Load) error {
 // checked, the transforms compiled, the transport built. When nothing
 // reads the answers' bodies, the transport drops them as they arrive, so
 // that memory is bounded by the VUs, not by the answers.
-func (pr *Prepared) build(topt http2.Options) error {
+func (pr *Prepared) build(topt negotiate.Options) error {
 	p := pr.p
 	if err := report.CheckEndpoints(p.thresholds, pr.file.Endpoints()); err != nil {
 		return fmt.Errorf("--threshold: %w", err)
@@ -91,8 +91,8 @@ func (pr *Prepared) build(topt http2.Options) error {
 	if prog.Len() > 0 || p.stamp != nil {
 		pr.prog = prog
 	}
-	topt.HTTP1.DiscardBodies = !pr.readsBodies()
-	tr, err := http2.New(topt)
+	topt.Answer.DiscardBodies = !pr.readsBodies()
+	tr, err := negotiate.New(topt)
 	if err != nil {
 		return err
 	}

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/schedule"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"github.com/replay-dev/replay/pkg/transport/http1"
 )
 
 // refusedURL is a loopback address nothing listens on.
@@ -30,7 +31,7 @@ func refusedURL(t *testing.T) string {
 // at once, and the waits are counted.
 func TestConnectBackoffClosed(t *testing.T) {
 	f := openLines(t, manyLines(3)...)
-	sink, st := runPool(t, f, Config{Load: schedule.Load{VUs: 1, Walk: schedule.Loop, Duration: 500 * time.Millisecond}}, http1.Options{Target: refusedURL(t)})
+	sink, st := runPool(t, f, Config{Load: schedule.Load{VUs: 1, Walk: schedule.Loop, Duration: 500 * time.Millisecond}}, http1.Options{Conn: conn.Options{Target: refusedURL(t)}})
 	n := len(sink.Results())
 	// 1+2+4+...+64 ms then 100 ms each: about 10 requests in 500 ms.
 	if n > 30 || n < 5 {
@@ -50,7 +51,7 @@ func TestConnectBackoffClosed(t *testing.T) {
 func TestConnectBackoffRateCountsEverything(t *testing.T) {
 	f := openLines(t, manyLines(3)...)
 	sink, st := runPool(t, f, Config{Load: schedule.Load{Model: schedule.Rate, Rate: 200, VUs: 1, MaxVUs: 2, Walk: schedule.Loop, Duration: 500 * time.Millisecond}},
-		http1.Options{Target: refusedURL(t)})
+		http1.Options{Conn: conn.Options{Target: refusedURL(t)}})
 	n := int64(len(sink.Results()))
 	if st.Scheduled < 80 {
 		t.Errorf("got %d iterations due in 500ms at 200/s, want about 100", st.Scheduled)
@@ -76,7 +77,7 @@ func TestLagDistribution(t *testing.T) {
 	defer srv.Close()
 	f := openLines(t, manyLines(3)...)
 	_, st := runPool(t, f, Config{Load: schedule.Load{Model: schedule.Rate, Rate: 500, VUs: 5, Walk: schedule.Loop, Duration: 300 * time.Millisecond}},
-		http1.Options{Target: srv.URL()})
+		http1.Options{Conn: conn.Options{Target: srv.URL()}})
 	if st.LagP50 <= 0 || st.LagP50 > st.LagP99 || st.LagP99 > st.LagMax+time.Millisecond {
 		t.Errorf("lag: got p50 %v, p99 %v, max %v; want 0 < p50 ≤ p99 ≤ max", st.LagP50, st.LagP99, st.LagMax)
 	}
@@ -132,7 +133,7 @@ func TestConnectBackoffResets(t *testing.T) {
 		srv.Serve(ln)
 	}()
 	f := openLines(t, manyLines(3)...)
-	sink, st := runPool(t, f, Config{Load: schedule.Load{VUs: 1, Walk: schedule.Loop, Iterations: 2000, Duration: 1500 * time.Millisecond}}, http1.Options{Target: url})
+	sink, st := runPool(t, f, Config{Load: schedule.Load{VUs: 1, Walk: schedule.Loop, Iterations: 2000, Duration: 1500 * time.Millisecond}}, http1.Options{Conn: conn.Options{Target: url}})
 	ok := sink.Count(func(r result.Result) bool { return r.Err == result.ErrNone })
 	// Without the reset, each request would wait 100 ms: about 13 answers.
 	if ok < 100 {

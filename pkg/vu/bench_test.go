@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/schedule"
+	"github.com/replay-dev/replay/pkg/transport"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"github.com/replay-dev/replay/pkg/transport/http1"
 	"github.com/rs/zerolog"
 )
 
@@ -42,7 +44,7 @@ func BenchmarkRequest(b *testing.B) {
 			url := srv.URL()
 			f := openLines(b, tc.line)
 			p := &Pool{File: f, Sink: nopSink{}, Config: Config{Load: schedule.Load{VUs: 1, Walk: schedule.Loop}, Log: zerolog.Nop()},
-				Transport: newTransport(b, http1.Options{Target: url, Timeout: 10 * time.Second, Timings: tc.timings, DiscardBodies: tc.discard})}
+				Transport: newTransport(b, http1.Options{Conn: conn.Options{Target: url, Timeout: 10 * time.Second, Timings: tc.timings}, Answer: transport.AnswerOptions{DiscardBodies: tc.discard}})}
 			p.Config.Iterations = int64(b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -79,7 +81,7 @@ func rateAccuracy(b *testing.B, rate float64, precise bool) {
 	f := openLines(b, line("GET", "/", "", nil))
 	const d = 2 * time.Second
 	for b.Loop() {
-		p := &Pool{File: f, Sink: nopSink{}, Config: Config{Load: schedule.Load{Model: schedule.Rate, Rate: rate, VUs: 50, MaxVUs: 500, Walk: schedule.Loop, Duration: d}, Log: zerolog.Nop(), PrecisePacing: precise}, Transport: newTransport(b, http1.Options{Target: srv.URL(), Timeout: 10 * time.Second})}
+		p := &Pool{File: f, Sink: nopSink{}, Config: Config{Load: schedule.Load{Model: schedule.Rate, Rate: rate, VUs: 50, MaxVUs: 500, Walk: schedule.Loop, Duration: d}, Log: zerolog.Nop(), PrecisePacing: precise}, Transport: newTransport(b, http1.Options{Conn: conn.Options{Target: srv.URL(), Timeout: 10 * time.Second}})}
 		st, err := p.Run(context.Background())
 		if err != nil {
 			b.Fatal(err)

@@ -7,8 +7,9 @@ import (
 	"testing"
 
 	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/schedule"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"github.com/replay-dev/replay/pkg/transport/http1"
 	"github.com/rs/zerolog"
 )
 
@@ -23,14 +24,14 @@ func TestDryRunMatchesTheWire(t *testing.T) {
 	}
 	f := openLines(t, lines...)
 	var out bytes.Buffer
-	p := &Pool{File: f, Config: Config{Load: schedule.Load{VUs: 1}, Log: zerolog.Nop()}, Transport: newTransport(t, http1.Options{Target: srv.URL()})}
+	p := &Pool{File: f, Config: Config{Load: schedule.Load{VUs: 1}, Log: zerolog.Nop()}, Transport: newTransport(t, http1.Options{Conn: conn.Options{Target: srv.URL()}})}
 	if err := p.DryRun(&out, 10); err != nil {
 		t.Fatal(err)
 	}
 	if n := srv.Conns(); n != 0 {
 		t.Fatalf("a dry run opened %d connections", n)
 	}
-	runPool(t, f, Config{}, http1.Options{Target: srv.URL()})
+	runPool(t, f, Config{}, http1.Options{Conn: conn.Options{Target: srv.URL()}})
 	var want bytes.Buffer
 	for i, req := range srv.Requests() {
 		want.WriteString(regexp.MustCompile(`(?m)^### .*$`).FindAllString(out.String(), -1)[i] + "\n")

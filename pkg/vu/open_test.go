@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/schedule"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"github.com/replay-dev/replay/pkg/transport/http1"
 )
 
 // tsLine is a pair recorded at offset from a fixed time, in session (or none).
@@ -34,7 +35,7 @@ func percentile(vals []int64, p float64) time.Duration {
 func TestRateDeliversItsRate(t *testing.T) {
 	srv := loopback.NewRaw(t, nil)
 	start := time.Now()
-	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{Load: schedule.Load{Model: schedule.Rate, Rate: 200, VUs: 2, Walk: schedule.Loop, Duration: time.Second}}, http1.Options{Target: srv.URL()})
+	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{Load: schedule.Load{Model: schedule.Rate, Rate: 200, VUs: 2, Walk: schedule.Loop, Duration: time.Second}}, http1.Options{Conn: conn.Options{Target: srv.URL()}})
 	took := time.Since(start)
 	// The last slots may be cut by the stop if the box is busy at the end:
 	// the exact count is for the benchmark (BenchmarkRateAccuracy).
@@ -57,7 +58,7 @@ func TestRateDropsWhenThePoolIsFull(t *testing.T) {
 		return loopback.Action{Status: 200, Stall: 100 * time.Millisecond}
 	})
 	start := time.Now()
-	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{Load: schedule.Load{Model: schedule.Rate, Rate: 200, VUs: 1, MaxVUs: 2, Walk: schedule.Loop, Duration: time.Second}}, http1.Options{Target: srv.URL()})
+	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{Load: schedule.Load{Model: schedule.Rate, Rate: 200, VUs: 1, MaxVUs: 2, Walk: schedule.Loop, Duration: time.Second}}, http1.Options{Conn: conn.Options{Target: srv.URL()}})
 	took := time.Since(start)
 	if st.VUs != 2 {
 		t.Errorf("used %d VUs, want the pool to grow to --max-vus 2", st.VUs)
@@ -87,7 +88,7 @@ func TestCoordinatedOmission(t *testing.T) {
 		lines = append(lines, tsLine(fmt.Sprintf("/r/%d", i), time.Duration(i)*10*time.Millisecond, "s"))
 	}
 	f := openLines(t, lines...)
-	sink, st := runPool(t, f, Config{Load: schedule.Load{Model: schedule.Recorded, VUs: 1}}, http1.Options{Target: srv.URL()})
+	sink, st := runPool(t, f, Config{Load: schedule.Load{Model: schedule.Recorded, VUs: 1}}, http1.Options{Conn: conn.Options{Target: srv.URL()}})
 	var lat, svc []int64
 	for _, r := range sink.Results() {
 		lat = append(lat, r.End-r.Due)
@@ -106,7 +107,7 @@ func TestCoordinatedOmission(t *testing.T) {
 		t.Errorf("late %d, want the requests due during the stall counted", st.Late)
 	}
 
-	closed, _ := runPool(t, f, Config{Load: schedule.Load{VUs: 1}}, http1.Options{Target: srv.URL()})
+	closed, _ := runPool(t, f, Config{Load: schedule.Load{VUs: 1}}, http1.Options{Conn: conn.Options{Target: srv.URL()}})
 	lat = lat[:0]
 	for _, r := range closed.Results() {
 		lat = append(lat, r.End-r.Due)
@@ -125,7 +126,7 @@ func TestRecordedPacingKeepsTheGaps(t *testing.T) {
 	}
 	// Listed out of time order: scheduled by time, and counted.
 	lines[1], lines[2] = lines[2], lines[1]
-	_, st := runPool(t, openLines(t, lines...), Config{Load: schedule.Load{Model: schedule.Recorded, Speed: 2, VUs: 1}}, http1.Options{Target: srv.URL()})
+	_, st := runPool(t, openLines(t, lines...), Config{Load: schedule.Load{Model: schedule.Recorded, Speed: 2, VUs: 1}}, http1.Options{Conn: conn.Options{Target: srv.URL()}})
 	at := srv.Arrivals()
 	if len(at) != 4 {
 		t.Fatalf("got %d requests, want 4", len(at))
@@ -148,7 +149,7 @@ func TestRecordedPacingKeepsTheGaps(t *testing.T) {
 func TestThinkRecorded(t *testing.T) {
 	srv := loopback.NewRaw(t, nil)
 	f := openLines(t, tsLine("/a", 0, "s"), tsLine("/b", 300*time.Millisecond, "s"))
-	runPool(t, f, Config{Load: schedule.Load{VUs: 1, Think: true}}, http1.Options{Target: srv.URL()})
+	runPool(t, f, Config{Load: schedule.Load{VUs: 1, Think: true}}, http1.Options{Conn: conn.Options{Target: srv.URL()}})
 	at := srv.Arrivals()
 	if len(at) != 2 {
 		t.Fatalf("got %d requests", len(at))
@@ -156,7 +157,7 @@ func TestThinkRecorded(t *testing.T) {
 	if gap := at[1].Sub(at[0]); gap < 280*time.Millisecond || gap > 600*time.Millisecond {
 		t.Errorf("think: gap %v, want the recorded 300ms", gap)
 	}
-	runPool(t, f, Config{Load: schedule.Load{VUs: 1}}, http1.Options{Target: srv.URL()})
+	runPool(t, f, Config{Load: schedule.Load{VUs: 1}}, http1.Options{Conn: conn.Options{Target: srv.URL()}})
 	at = srv.Arrivals()
 	if gap := at[3].Sub(at[2]); gap > 200*time.Millisecond {
 		t.Errorf("without think: gap %v, want back to back", gap)
@@ -170,7 +171,7 @@ func TestVUStages(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{Load: schedule.Load{VUs: 1, Walk: schedule.Loop, Stages: stages}}, http1.Options{Target: srv.URL()})
+	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{Load: schedule.Load{VUs: 1, Walk: schedule.Loop, Stages: stages}}, http1.Options{Conn: conn.Options{Target: srv.URL()}})
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("800ms of stages took %v", took)
 	}

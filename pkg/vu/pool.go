@@ -9,10 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/replay-dev/replay/internal/transport"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/schedule"
+	"github.com/replay-dev/replay/pkg/transport"
 )
 
 // Rewriter changes an outgoing request in place before it is sent (the

@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/schedule"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"github.com/replay-dev/replay/pkg/transport/http1"
 	"github.com/rs/zerolog"
 )
 
@@ -64,7 +65,7 @@ func TestRewriterAndObserver(t *testing.T) {
 	f := openLines(t, session("a", "/1"), session("a", "/2"), session("b", "/3"))
 	g := &tagger{inIter: map[int]int{}}
 	p := &Pool{File: f, Config: Config{Load: schedule.Load{VUs: 1}, FollowRedirects: 3, Log: zerolog.Nop()},
-		Transport: newTransport(t, http1.Options{Target: srv.URL(), Timeout: 5 * time.Second}),
+		Transport: newTransport(t, http1.Options{Conn: conn.Options{Target: srv.URL(), Timeout: 5 * time.Second}}),
 		Sink:      &collect{}, Rewriter: g, Observers: []result.Observer{g}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -107,7 +108,7 @@ func TestRedirectLimit(t *testing.T) {
 	var log bytes.Buffer
 	sink := &collect{}
 	p := &Pool{File: f, Config: Config{Load: schedule.Load{VUs: 1}, FollowRedirects: 1, Log: zerolog.New(&log)},
-		Transport: newTransport(t, http1.Options{Target: srv.URL(), Timeout: 5 * time.Second}), Sink: sink}
+		Transport: newTransport(t, http1.Options{Conn: conn.Options{Target: srv.URL(), Timeout: 5 * time.Second}}), Sink: sink}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := p.Run(ctx); err != nil {

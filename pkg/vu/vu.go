@@ -3,10 +3,10 @@ package vu
 import (
 	"time"
 
-	"github.com/replay-dev/replay/internal/transport"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/schedule"
+	"github.com/replay-dev/replay/pkg/transport"
 )
 
 // vu is one virtual user. Everything in it is owned by its goroutine,

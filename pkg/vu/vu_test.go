@@ -11,10 +11,11 @@ import (
 
 	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/internal/replaytest"
-	"github.com/replay-dev/replay/internal/transport/http1"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/schedule"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"github.com/replay-dev/replay/pkg/transport/http1"
 	"github.com/rs/zerolog"
 )
 
@@ -35,8 +36,8 @@ func runPool(t testing.TB, f *rrpair.File, cfg Config, o http1.Options) (*collec
 	if cfg.VUs == 0 {
 		cfg.VUs = 1
 	}
-	if o.Timeout == 0 {
-		o.Timeout = 5 * time.Second
+	if o.Conn.Timeout == 0 {
+		o.Conn.Timeout = 5 * time.Second
 	}
 	cfg.Log = zerolog.Nop()
 	if err := cfg.Validate(); err != nil {
@@ -77,7 +78,7 @@ func TestOneConnectionPerVU(t *testing.T) {
 		return loopback.Action{Status: 200, Body: "ok", Stall: time.Millisecond}
 	})
 	const vus = 5
-	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{Load: schedule.Load{VUs: vus, Walk: schedule.Loop, Iterations: 300}}, http1.Options{Target: srv.URL()})
+	sink, st := runPool(t, openLines(t, manyLines(10)...), Config{Load: schedule.Load{VUs: vus, Walk: schedule.Loop, Iterations: 300}}, http1.Options{Conn: conn.Options{Target: srv.URL()}})
 	if st.Iterations != 300 || len(sink.Results()) != 300 {
 		t.Fatalf("got %d iterations, %d results; want 300", st.Iterations, len(sink.Results()))
 	}
@@ -98,7 +99,7 @@ func TestOnceRunsEveryIterationOnce(t *testing.T) {
 	lines := manyLines(40)
 	lines[3] = `{"tags":{"session":"s"},` + lines[3][1:]
 	lines[30] = `{"tags":{"session":"s"},` + lines[30][1:]
-	sink, st := runPool(t, openLines(t, lines...), Config{Load: schedule.Load{VUs: 4}}, http1.Options{Target: srv.URL()})
+	sink, st := runPool(t, openLines(t, lines...), Config{Load: schedule.Load{VUs: 4}}, http1.Options{Conn: conn.Options{Target: srv.URL()}})
 	if st.Iterations != 39 {
 		t.Errorf("got %d iterations, want 39", st.Iterations)
 	}
@@ -119,7 +120,7 @@ func TestOnceRunsEveryIterationOnce(t *testing.T) {
 func TestLoopDurationStops(t *testing.T) {
 	srv := loopback.NewRaw(t, nil)
 	start := time.Now()
-	sink, st := runPool(t, openLines(t, manyLines(3)...), Config{Load: schedule.Load{VUs: 2, Walk: schedule.Loop, Duration: 300 * time.Millisecond}}, http1.Options{Target: srv.URL()})
+	sink, st := runPool(t, openLines(t, manyLines(3)...), Config{Load: schedule.Load{VUs: 2, Walk: schedule.Loop, Duration: 300 * time.Millisecond}}, http1.Options{Conn: conn.Options{Target: srv.URL()}})
 	took := time.Since(start)
 	if took < 300*time.Millisecond || took > 5*time.Second {
 		t.Errorf("run took %v, want about 300ms", took)
@@ -142,7 +143,7 @@ func TestStopLetsInFlightFinishThenCancels(t *testing.T) {
 	f := openLines(t, manyLines(4)...)
 	sink := &collect{}
 	p := &Pool{File: f, Sink: sink, Config: Config{Load: schedule.Load{VUs: 2, Walk: schedule.Loop}, Grace: 300 * time.Millisecond, Log: zerolog.Nop()},
-		Transport: newTransport(t, http1.Options{Target: srv.URL(), Timeout: 20 * time.Second})}
+		Transport: newTransport(t, http1.Options{Conn: conn.Options{Target: srv.URL(), Timeout: 20 * time.Second}})}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	start := time.Now()
@@ -207,7 +208,7 @@ func TestNoIterationRefused(t *testing.T) {
 		t.Fatalf("shard 1/2 of one pair has %d iterations, want 0", n)
 	}
 	for _, cfg := range []Config{{Load: schedule.Load{VUs: 1}}, {Load: schedule.Load{VUs: 1, Model: schedule.Rate, Rate: 100, Duration: time.Second}}} {
-		p := &Pool{File: f, Config: cfg, Sink: &collect{}, Transport: newTransport(t, http1.Options{Target: "http://127.0.0.1:1"})}
+		p := &Pool{File: f, Config: cfg, Sink: &collect{}, Transport: newTransport(t, http1.Options{Conn: conn.Options{Target: "http://127.0.0.1:1"}})}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, err := p.Run(ctx)
 		cancel()

@@ -1,0 +1,347 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// tcpDialer opens a VU's TCP connections itself: a non-blocking socket put
+// in the runtime's poller through os.File. net.Dialer costs about 9 CPU-µs
+// a dial on top of the system calls (a resolution, a context and its
+// AfterFunc, a deadline timer, a park for the connect, getpeername and
+// getsockname), which --no-connection-reuse pays on every request. Here a
+// dial is socket, TCP_NODELAY, connect, getpeername to learn whether the
+// handshake is done (it always is on loopback, where connect completes it)
+// or the request's first write, fcntl and the poller's registration; only a
+// handshake still under way parks the VU.
+//
+// Resolutions are kept per VU for dnsTTL, and dropped when no address of a
+// name could be reached, so that a moved service is found again.
+type tcpDialer struct {
+	hard    *atomic.Bool            // the Line's Interrupt: the hard stop
+	dialing atomic.Pointer[os.File] // a handshake under way, for interrupt
+
+	addr  string // the last address resolved, its addresses and until when
+	ras   []remoteAddr
+	until int64
+
+	soErr   error              // set by connected
+	checked func(uintptr) bool // connected, bound once
+
+	clock  func() int64 // the run's clock
+	sentAt int64        // when the last dial wrote its first bytes
+}
+
+// dnsTTL is how long a VU keeps a resolved name, as k6 does by default.
+const dnsTTL = 5 * time.Minute
+
+// minAttempt is the least time an address gets when a name has several
+// and the dial's time is shared among them (net.Dialer's floor).
+const minAttempt = 2 * time.Second
+
+// remoteAddr is one address a name resolved to.
+type remoteAddr struct {
+	family int
+	sa     syscall.Sockaddr
+	tcp    *net.TCPAddr
+}
+
+func newTCPDialer(hard *atomic.Bool, clock func() int64) *tcpDialer {
+	d := &tcpDialer{hard: hard, clock: clock}
+	d.checked = d.connected
+	return d
+}
+
+// dial connects to addr (host:port) by the wall-clock deadline; ctx (the
+// Line's Interrupt) bounds a resolution.
+//
+// first, when not empty, is written as soon as connect returns, before the
+// socket joins the poller: on loopback the handshake is done by then, and
+// the request reaches the server with its connection, which then wakes once
+// for both rather than twice. sent is how much of first went out, at
+// d.sentAt; a handshake still under way sends nothing early.
+func (d *tcpDialer) dial(ctx context.Context, addr string, deadline time.Time, first []byte) (c net.Conn, sent int, err error) {
+	if now := d.clock(); addr != d.addr || now >= d.until {
+		ras, err := resolve(ctx, addr, deadline)
+		if err != nil {
+			return nil, 0, &net.OpError{Op: "dial", Net: "tcp", Err: err}
+		}
+		d.addr, d.ras, d.until = addr, ras, now+int64(dnsTTL)
+	}
+	var firstErr error
+	for i, ra := range d.ras {
+		attempt := deadline
+		if left := len(d.ras) - i; left > 1 {
+			share := time.Until(deadline) / time.Duration(left)
+			attempt = time.Now().Add(max(share, min(minAttempt, time.Until(deadline))))
+		}
+		c, sent, err := d.dialOne(ra, attempt, first)
+		if err == nil {
+			return c, sent, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+		if d.hard.Load() || !time.Now().Before(deadline) {
+			break
+		}
+	}
+	d.addr = "" // resolve again next time
+	return nil, 0, firstErr
+}
+
+// dialOne connects to one address, and writes first early when it can.
+func (d *tcpDialer) dialOne(ra remoteAddr, deadline time.Time, first []byte) (net.Conn, int, error) {
+	fail := func(call string, err error) error {
+		return &net.OpError{Op: "dial", Net: "tcp", Addr: ra.tcp, Err: os.NewSyscallError(call, err)}
+	}
+	fd, err := syscall.Socket(ra.family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, syscall.IPPROTO_TCP)
+	if err != nil {
+		return nil, 0, fail("socket", err)
+	}
+	if err := syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1); err != nil {
+		syscall.Close(fd)
+		return nil, 0, fail("setsockopt", err)
+	}
+	switch err := syscall.Connect(fd, ra.sa); err {
+	case nil, syscall.EINPROGRESS, syscall.EALREADY, syscall.EINTR:
+	default:
+		syscall.Close(fd)
+		return nil, 0, fail("connect", err)
+	}
+	sent, done := 0, false
+	if len(first) > 0 {
+		// A write succeeds only on a connected socket: it proves the
+		// handshake done. It fails with EAGAIN while the handshake is under
+		// way, and with the connect's error when that failed.
+		d.sentAt = d.clock()
+		n, werr := syscall.Write(fd, first)
+		switch {
+		case werr == nil:
+			sent, done = n, true
+		case werr == syscall.ECONNRESET || werr == syscall.EPIPE:
+			// Reset (or shut) by a peer that accepted: connected, then
+			// broken, not refused. The next write says how.
+			done = true
+		case werr != syscall.EAGAIN && werr != syscall.EINTR:
+			if ok, _ := handshake(fd); !ok {
+				syscall.Close(fd)
+				return nil, 0, fail("connect", werr)
+			}
+			done = true // connected, then broken: the next write says how
+		}
+	}
+	if !done {
+		if done, err = handshake(fd); err != nil {
+			syscall.Close(fd)
+			return nil, 0, fail("connect", err)
+		}
+	}
+	f := os.NewFile(uintptr(fd), "tcp")
+	if !done {
+		if err := d.wait(f, deadline); err != nil {
+			f.Close()
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil, 0, &net.OpError{Op: "dial", Net: "tcp", Addr: ra.tcp, Err: os.ErrDeadlineExceeded}
+			}
+			return nil, 0, fail("connect", err)
+		}
+	}
+	return &tcpConn{f: f, raddr: ra.tcp}, sent, nil
+}
+
+// wait parks until the handshake on f ends, the deadline passes or the
+// Line's Interrupt cuts it.
+func (d *tcpDialer) wait(f *os.File, deadline time.Time) error {
+	// The deadline goes on before f is published, so that a cut from
+	// interrupt is never overwritten by it.
+	f.SetWriteDeadline(deadline)
+	d.dialing.Store(f)
+	defer d.dialing.Store(nil)
+	if d.hard.Load() {
+		f.SetDeadline(time.Unix(1, 0))
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	d.soErr = nil
+	if err := rc.Write(d.checked); err != nil {
+		return err
+	}
+	return d.soErr
+}
+
+// connected is the RawConn callback of wait: true once the handshake has
+// ended, with soErr set when it failed. It reads the state rather than
+// trusting the poller's wake-up, which may be spurious.
+func (d *tcpDialer) connected(fd uintptr) bool {
+	done, err := handshake(int(fd))
+	d.soErr = err
+	return done || err != nil
+}
+
+// interrupt cuts off a handshake under way: called from the stopper.
+func (d *tcpDialer) interrupt() {
+	if f := d.dialing.Load(); f != nil {
+		f.SetDeadline(time.Unix(1, 0))
+	}
+}
+
+// handshake says whether the connect on fd has ended; err is why it failed.
+// A connected socket has a peer; one without has its error, or none while
+// the handshake is under way. One reset since it connected counts as
+// connected.
+func handshake(fd int) (done bool, err error) {
+	var rsa syscall.RawSockaddrAny
+	n := uint32(syscall.SizeofSockaddrAny)
+	_, _, errno := syscall.RawSyscall(syscall.SYS_GETPEERNAME, uintptr(fd),
+		uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)))
+	if errno == 0 {
+		return true, nil
+	}
+	if errno != syscall.ENOTCONN {
+		return false, errno
+	}
+	switch n, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ERROR); {
+	case err != nil:
+		return false, err
+	case syscall.Errno(n) == syscall.ECONNRESET:
+		// Reset by a peer that had accepted (a refused connect is
+		// ECONNREFUSED): it was made, then broken; the first write says so.
+		return true, nil
+	case n != 0:
+		return false, syscall.Errno(n)
+	}
+	return false, nil
+}
+
+// resolve turns host:port into its addresses: at once for an IP address,
+// else through the system resolver by the deadline.
+func resolve(ctx context.Context, addr string, deadline time.Time) ([]remoteAddr, error) {
+	if ap, err := netip.ParseAddrPort(addr); err == nil {
+		ra, err := newRemoteAddr(ap)
+		if err != nil {
+			return nil, err
+		}
+		return []remoteAddr{ra}, nil
+	}
+	host, service, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	port, err := net.DefaultResolver.LookupPort(ctx, "tcp", service)
+	if err != nil {
+		return nil, err
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil, err
+	}
+	var ras []remoteAddr
+	for _, ip := range ips {
+		if ra, err := newRemoteAddr(netip.AddrPortFrom(ip, uint16(port))); err == nil {
+			ras = append(ras, ra)
+		}
+	}
+	if len(ras) == 0 {
+		return nil, &net.AddrError{Err: "no usable address", Addr: host}
+	}
+	return ras, nil
+}
+
+func newRemoteAddr(ap netip.AddrPort) (remoteAddr, error) {
+	ip := ap.Addr().Unmap()
+	ra := remoteAddr{tcp: net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, ap.Port()))}
+	if ip.Is4() {
+		ra.family = syscall.AF_INET
+		ra.sa = &syscall.SockaddrInet4{Port: int(ap.Port()), Addr: ip.As4()}
+		return ra, nil
+	}
+	sa := &syscall.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16()}
+	if zone := ip.Zone(); zone != "" {
+		ifi, err := net.InterfaceByName(zone)
+		if err != nil {
+			return ra, err
+		}
+		sa.ZoneId = uint32(ifi.Index)
+	}
+	ra.family, ra.sa = syscall.AF_INET6, sa
+	return ra, nil
+}
+
+// tcpConn is a connection tcpDialer opened. Its errors read as net's do.
+type tcpConn struct {
+	f     *os.File
+	raddr *net.TCPAddr
+}
+
+func (c *tcpConn) Read(p []byte) (int, error) {
+	n, err := c.f.Read(p)
+	if err != nil && err != io.EOF {
+		err = c.opError("read", err)
+	}
+	return n, err
+}
+
+func (c *tcpConn) Write(p []byte) (int, error) {
+	n, err := c.f.Write(p)
+	if err != nil {
+		err = c.opError("write", err)
+	}
+	return n, err
+}
+
+func (c *tcpConn) Close() error {
+	if err := c.f.Close(); err != nil {
+		return c.opError("close", err)
+	}
+	return nil
+}
+
+func (c *tcpConn) RemoteAddr() net.Addr { return c.raddr }
+
+func (c *tcpConn) LocalAddr() net.Addr {
+	rc, err := c.f.SyscallConn()
+	if err != nil {
+		return &net.TCPAddr{}
+	}
+	var sa syscall.Sockaddr
+	rc.Control(func(fd uintptr) { sa, _ = syscall.Getsockname(int(fd)) })
+	switch sa := sa.(type) {
+	case *syscall.SockaddrInet4:
+		return &net.TCPAddr{IP: sa.Addr[:], Port: sa.Port}
+	case *syscall.SockaddrInet6:
+		return &net.TCPAddr{IP: sa.Addr[:], Port: sa.Port}
+	}
+	return &net.TCPAddr{}
+}
+
+func (c *tcpConn) SetDeadline(t time.Time) error      { return c.f.SetDeadline(t) }
+func (c *tcpConn) SetReadDeadline(t time.Time) error  { return c.f.SetReadDeadline(t) }
+func (c *tcpConn) SetWriteDeadline(t time.Time) error { return c.f.SetWriteDeadline(t) }
+
+// opError rewrites an os.File error as the net package's, so that failure
+// reports and error kinds read the same as for any connection.
+func (c *tcpConn) opError(op string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	if errors.Is(err, os.ErrClosed) {
+		err = net.ErrClosed
+	} else if errno, ok := err.(syscall.Errno); ok {
+		err = os.NewSyscallError(op, errno)
+	}
+	return &net.OpError{Op: op, Net: "tcp", Addr: c.raddr, Err: err}
+}

@@ -1,0 +1,361 @@
+package http1
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"net"
+
+	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/transport"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"github.com/valyala/fasthttp"
+)
+
+// A body up to this size is copied behind the head and sent in one write;
+// a larger one is written after the head from where it lies (the mapped
+// file, usually).
+const inlineBody = 16 << 10
+
+// Client is one VU's HTTP/1.1 client on its conn.Line, a
+// transport.Client. Everything in it is owned by the VU's goroutine; the
+// Line's Interrupt may come from another.
+type Client struct {
+	line    *conn.Line
+	now     func() int64            // the run's clock, Unix ns
+	a       transport.AnswerOptions // defaults filled
+	noReuse bool                    // --no-connection-reuse: a connection per request
+	timings bool
+
+	// The last request, for Failure and Redirect (the error is the Line's).
+	headLen int    // its head is wbuf[:headLen]; 0 if never sent
+	body    []byte // the body sent
+	status  int    // the answer's status; 0 without an answer
+	redir   transport.Redirector
+
+	resp fasthttp.Response
+	ans  answer // the view of resp lent to the caller
+
+	cn   *conn.Conn    // the connection br reads
+	br   *bufio.Reader // reused across connections
+	cr   countingReader
+	wbuf []byte
+}
+
+var _ transport.Client = (*Client)(nil)
+
+// NewClient makes a VU's HTTP/1.1 client on l, keeping of each answer
+// what a says (its zero limits meaning the defaults). Under
+// transport/negotiate, l is shared with the VU's HTTP/2 client: each
+// speaks on the connections that negotiated its protocol.
+func NewClient(l *conn.Line, a transport.AnswerOptions) *Client {
+	o := l.Options()
+	c := &Client{line: l, now: l.Clock(), a: a.WithDefaults(), noReuse: o.NoConnectionReuse, timings: o.Timings}
+	c.br = bufio.NewReaderSize(&c.cr, c.a.MaxHeaderBytes)
+	if c.timings {
+		c.cr.now = c.now
+	}
+	return c
+}
+
+// countingReader counts the bytes read from the socket and keeps the last
+// socket error, which fasthttp reports less precisely. It also watches the
+// head of each answer (reset by read): nothing is left buffered from an
+// earlier answer (keepOrClose), so an answer begins a read.
+type countingReader struct {
+	nc  net.Conn
+	n   int64
+	err error
+	// With timings: when the first byte of the answer arrived.
+	now   func() int64 // nil without timings
+	first int64
+	// The first bytes of the answer, for the status code fasthttp hides
+	// (it reads "000" as 200).
+	head  [16]byte
+	headN int
+	// headDone: the blank line ending the head has been seen; tail holds
+	// the last bytes before, for one split between two reads.
+	headDone bool
+	tail     [3]byte
+	tailN    int
+	// keepHead has the whole head kept in kept (answers to HEAD, whose
+	// Connection header keepOrClose reads again).
+	keepHead bool
+	kept     []byte
+}
+
+// errBareLF fails an answer whose head ends in a bare LF blank line, which
+// fasthttp would wait for forever (it looks for CRLF CRLF).
+var errBareLF = errors.New("answer head with bare LF line ends")
+
+// reset prepares for the next answer.
+func (c *countingReader) reset(keepHead bool) {
+	c.n, c.err, c.first, c.headN = 0, nil, 0, 0
+	c.headDone, c.tailN, c.keepHead, c.kept = false, 0, keepHead, c.kept[:0]
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.nc.Read(p)
+	c.n += int64(n)
+	if err != nil {
+		c.err = err
+	}
+	if n > 0 {
+		if c.first == 0 && c.now != nil {
+			c.first = c.now()
+		}
+		if c.headN < len(c.head) {
+			c.headN += copy(c.head[c.headN:], p[:n])
+		}
+		if !c.headDone {
+			if c.keepHead {
+				c.kept = append(c.kept, p[:n]...)
+			}
+			if c.scanHead(p[:n]) {
+				c.err = errBareLF
+				return n, errBareLF
+			}
+		}
+	}
+	return n, err
+}
+
+var (
+	crlfcrlf = []byte("\r\n\r\n")
+	lflf     = []byte("\n\n")
+)
+
+// scanHead looks in p, the bytes just read of an answer's head, for its
+// end, and reports a bare LF blank line before it.
+func (c *countingReader) scanHead(p []byte) (bareLF bool) {
+	if c.tailN > 0 { // the end split between two reads
+		var w [6]byte
+		k := copy(w[:], c.tail[:c.tailN])
+		k += copy(w[k:], p[:min(3, len(p))])
+		if i := bytes.Index(w[:k], crlfcrlf); i >= 0 {
+			c.headDone = true
+			return bytes.Contains(w[:i], lflf)
+		}
+		if bytes.Contains(w[:k], lflf) {
+			return true
+		}
+	}
+	if i := bytes.Index(p, crlfcrlf); i >= 0 {
+		c.headDone = true
+		return bytes.Contains(p[:i], lflf)
+	}
+	if bytes.Contains(p, lflf) {
+		return true
+	}
+	if len(p) >= 3 {
+		c.tailN = copy(c.tail[:], p[len(p)-3:])
+	} else { // keep the last three bytes of tail and p
+		var w [6]byte
+		k := copy(w[:], c.tail[:c.tailN])
+		k += copy(w[k:], p)
+		c.tailN = copy(c.tail[:], w[max(0, k-3):k])
+	}
+	return false
+}
+
+// Do implements transport.Client.
+func (c *Client) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) result.Answer {
+	res.Downgraded = pair.IsHTTP2()
+	c.headLen, c.status, c.body = 0, 0, req.Body
+	dst := c.line.Route(req)
+	c.wbuf = appendHead(c.wbuf[:0], req, dst.Host, c.noReuse)
+	c.headLen = len(c.wbuf)
+	body := req.Body
+	if len(body) <= inlineBody {
+		c.wbuf = append(c.wbuf, body...)
+		body = nil
+	}
+	cn, early, kind := c.line.Connect(&dst, res, &plain, c.wbuf)
+	if kind != result.ErrNone {
+		c.headLen = 0 // nothing was sent
+		res.Err = kind
+		res.End = c.now()
+		res.Sent = res.End
+		return nil
+	}
+	if cn != c.cn { // a new connection: nothing of the last one is left to read
+		c.cn, c.cr.nc = cn, cn.NC
+		c.br.Reset(&c.cr)
+	}
+	res.Proto = result.ProtoHTTP1
+	if !c.send(res, early, body) {
+		return nil
+	}
+	return c.read(req, res)
+}
+
+// plain is what HTTP/1.1 asks of a connection: no ALPN offered, no
+// protocol spoken by prior knowledge.
+var plain conn.Protocols
+
+// send writes the request on the connection, the first early bytes of it
+// gone already, and reports whether all of it went.
+func (c *Client) send(res *result.Result, early int, body []byte) bool {
+	c.line.Arm()
+	if early == 0 {
+		res.Sent = c.now()
+	}
+	n := early
+	var err error
+	if n < len(c.wbuf) {
+		var w int
+		w, err = c.cn.NC.Write(c.wbuf[n:])
+		n += w
+	}
+	if err == nil && body != nil {
+		var w int
+		w, err = c.cn.NC.Write(body)
+		n += w
+	}
+	res.BytesOut, res.Written = int64(n), n > 0
+	if c.timings {
+		res.SendNs = c.now() - res.Sent
+	}
+	if err != nil {
+		res.Err = c.classify(err, err)
+		res.End = c.now()
+		c.line.Drop(err)
+		return false
+	}
+	return true
+}
+
+// read reads the answer to req and returns its view, or nil.
+func (c *Client) read(req *rrpair.Request, res *result.Result) result.Answer {
+	a := &c.a
+	c.resp.Reset()
+	c.ans.reset(&c.resp, a.MaxBody, a.DiscardBodies)
+	head := string(req.Method) == "HEAD"
+	c.resp.SkipBody = head || a.DiscardBodies
+	c.cr.reset(head)
+	var err error
+	if a.DiscardBodies {
+		err = c.readDiscarding(head)
+	} else {
+		err = c.resp.ReadLimitBody(c.br, a.MaxBody)
+	}
+	res.End = c.now()
+	res.BytesIn = c.cr.n
+	if first := c.cr.first; first != 0 {
+		res.WaitNs = first - (res.Sent + res.SendNs)
+		res.ReceiveNs = res.End - first
+	}
+	if err != nil {
+		res.Err = c.classify(c.cr.err, err)
+		c.line.Drop(err)
+		return nil
+	}
+	status := c.resp.StatusCode()
+	if status < 100 || status > 599 || c.cr.zeroStatus() {
+		res.Err = result.ErrOther
+		c.line.Drop(errStatus)
+		return nil
+	}
+	c.status = status
+	res.Status = uint16(status)
+	c.keepOrClose(res, head)
+	return &c.ans
+}
+
+// errStatus is the failure of an answer whose status line is outside
+// 100–599: its framing cannot be trusted, so its connection is closed.
+var errStatus = errors.New("status code outside 100-599")
+
+// zeroStatus reports an answer whose status line says "000", which
+// fasthttp reads as 200.
+func (c *countingReader) zeroStatus() bool {
+	b := c.head[:c.headN]
+	i := bytes.IndexByte(b, ' ')
+	if i < 0 {
+		return false
+	}
+	for i < len(b) && b[i] == ' ' {
+		i++
+	}
+	return bytes.HasPrefix(b[i:], []byte("000"))
+}
+
+// keepOrClose keeps the connection after a complete answer, or closes it:
+// when asked to (--no-connection-reuse, Connection: close, HTTP/1.0), when
+// the answer's body ran to the end of the connection, and when the SUT
+// sent more than the answer (res.Unsolicited: bytes no request asked for,
+// which would be read as the next request's answer). An answer that has no
+// body by definition (to a HEAD, 204, 304, an interim status) needs no
+// Content-Length to keep it; 101 switches protocols, so it closes too.
+func (c *Client) keepOrClose(res *result.Result, head bool) {
+	h := &c.resp.Header
+	status := int(res.Status)
+	bodyless := head || noBody(status) && status != 101
+	closing := h.ConnectionClose()
+	if closing && head && h.ContentLength() == -2 {
+		// fasthttp closes after any answer without a length, not knowing
+		// it answers a HEAD: was it asked to?
+		closing = saysClose(c.cr.kept)
+	}
+	switch {
+	case c.noReuse || closing || !h.IsHTTP11() || status == 101,
+		h.ContentLength() == -2 && !bodyless:
+		c.line.Drop(nil)
+	case c.br.Buffered() > 0:
+		res.Unsolicited = true
+		c.line.Drop(errUnsolicited)
+	default:
+		c.line.Idle(res.End)
+	}
+}
+
+// saysClose reports a "Connection: close" in the answer head at the start
+// of b.
+func saysClose(b []byte) bool {
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i <= 1 { // the blank line, or no more
+			return false
+		}
+		name, value, ok := bytes.Cut(bytes.TrimRight(b[:i], "\r"), []byte(":"))
+		b = b[i+1:]
+		if !ok || !rrpair.EqualFold(bytes.TrimSpace(name), "connection") {
+			continue
+		}
+		for tok := range bytes.SplitSeq(value, []byte(",")) {
+			if rrpair.EqualFold(bytes.TrimSpace(tok), "close") {
+				return true
+			}
+		}
+	}
+}
+
+// errUnsolicited says why a connection was closed after an answer: the SUT
+// sent bytes no request asked for.
+var errUnsolicited = errors.New("unsolicited bytes after a complete answer")
+
+// Redirect implements transport.Client: the redirect rule
+// (transport.Redirector) on the last answer's status and Location.
+func (c *Client) Redirect(req *rrpair.Request) bool {
+	if c.status == 0 { // no answer
+		return false
+	}
+	return c.redir.Follow(req, c.status, c.resp.Header.Peek("Location"))
+}
+
+// Failure implements transport.Client.
+func (c *Client) Failure() (addr string, head, body []byte, err error) {
+	if c.headLen > 0 {
+		head = c.wbuf[:c.headLen]
+	}
+	addr, err = c.line.Failure()
+	return addr, head, c.body, err
+}
+
+// Interrupt implements transport.Client: the Line's, called from the
+// stopper when the grace expires, from another goroutine.
+func (c *Client) Interrupt() { c.line.Interrupt() }
+
+// Close implements transport.Client: it closes the Line.
+func (c *Client) Close() { c.line.Close() }

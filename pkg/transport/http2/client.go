@@ -1,0 +1,191 @@
+package http2
+
+import (
+	"bufio"
+	"net"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/transport"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// The client's side of an HTTP/2 connection: what its SETTINGS say and
+// the connection window it opens (the README's "HTTP/2 and gRPC").
+const (
+	// ourStreamWindow is SETTINGS_INITIAL_WINDOW_SIZE: how much of an
+	// answer's body the SUT may send before a WINDOW_UPDATE.
+	ourStreamWindow = 4 << 20
+	// ourConnWindow is the connection's receive window, raised from
+	// 65535 by a WINDOW_UPDATE right after the preface.
+	ourConnWindow = 16 << 20
+	// ourTableSize is the HPACK table for the answers' headers (the
+	// protocol's default, not sent).
+	ourTableSize = 4096
+	// maxStreamID is the last stream a connection can open.
+	maxStreamID = 1<<31 - 1
+	// flushAt bounds what is buffered before a write, for large bodies.
+	flushAt = 64 << 10
+	// internBudget bounds the bytes of the header strings a client keeps
+	// for its HPACK encoder's table, internMax each one.
+	internBudget = 256 << 10
+	internMax    = 1024
+	// idleProbe: a connection that sat this long since its last answer
+	// is settled (settle) before a stream opens on it, as HTTP/1.1 does.
+	idleProbe = time.Millisecond
+)
+
+// Client is one VU's HTTP/2 client on its conn.Line: the Line owns the
+// connection (dial, TLS and its ALPN, the proxy tunnel, reconnect
+// counting, --max-conn-duration, Interrupt and Close), the client speaks
+// HTTP/2 on it. Everything here is owned by the VU's goroutine.
+type Client struct {
+	line    *conn.Line
+	now     func() int64
+	a       transport.AnswerOptions // defaults filled
+	noReuse bool                    // --no-connection-reuse: a connection per request
+	timings bool
+
+	// The last request, for Failure and Redirect.
+	answered bool
+	addr     string
+	body     []byte
+	lastErr  error
+	headOut  bool // its header list was written
+	wire     []byte
+	redir    transport.Redirector
+
+	// wfailed: the last write failed (the SUT closed the connection).
+	wfailed bool
+
+	// unprocessed: the SUT declared the last stream unprocessed (GOAWAY
+	// below it, REFUSED_STREAM): it may be sent again, once.
+	unprocessed bool
+
+	fl  fieldList
+	ans answer
+	cs  connState
+	st  stream
+
+	cr   countingReader
+	br   *bufio.Reader
+	out  outBuf // frames to write
+	hb   outBuf // the request's header block
+	fr   *http2.Framer
+	enc  *hpack.Encoder
+	dec  *hpack.Decoder
+	strs map[string]string // interned header strings for enc
+	kept int               // their bytes
+
+	// The header block being decoded: capture says it belongs to the
+	// stream; trailers that it follows the final headers; oversize that
+	// it passed the --max-header-bytes.
+	capture, trailers, oversize bool
+	blockBytes                  int
+}
+
+// NewClient makes a VU's HTTP/2 client on l, keeping of each answer what
+// a says (its zero limits meaning the defaults). Under
+// transport/negotiate, l is shared with the VU's HTTP/1.1 client.
+func NewClient(l *conn.Line, a transport.AnswerOptions) *Client {
+	o := l.Options()
+	c := &Client{line: l, now: l.Clock(), a: a.WithDefaults(), noReuse: o.NoConnectionReuse, timings: o.Timings, strs: make(map[string]string)}
+	c.br = bufio.NewReaderSize(&c.cr, 32<<10)
+	return c
+}
+
+// outBuf is an io.Writer that appends: the framer and the HPACK encoder
+// write into it, and it goes out in one write.
+type outBuf struct{ b []byte }
+
+func (o *outBuf) Write(p []byte) (int, error) {
+	o.b = append(o.b, p...)
+	return len(p), nil
+}
+
+// countingReader counts the bytes read from the connection.
+type countingReader struct {
+	nc  net.Conn
+	n   int64
+	now func() int64
+	at  int64 // when the last read returned bytes (with timings)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.nc.Read(p)
+	c.n += int64(n)
+	if n > 0 && c.now != nil {
+		c.at = c.now()
+	}
+	return n, err
+}
+
+// Connect makes sure the Line holds a connection to dst that speaks one
+// of p (conn.Line.Connect), and, when it speaks HTTP/2, one on which a new
+// stream may open: a connection the client speaks on that sat idle is
+// settled first (settle), and one the SUT said GOAWAY on, or out of
+// stream IDs, is dropped for a new one. The kind is result.ErrNone unless
+// the dial or the handshake failed.
+func (c *Client) Connect(dst *conn.Route, res *result.Result, p *conn.Protocols) (*conn.Conn, result.ErrorKind) {
+	var cn *conn.Conn
+	for range 2 {
+		var kind result.ErrorKind
+		cn, _, kind = c.line.Connect(dst, res, p, nil)
+		if kind != result.ErrNone {
+			return nil, kind
+		}
+		if cn.Proto != Proto || cn != c.cs.cn {
+			break
+		}
+		if c.now()-c.cs.last >= int64(idleProbe) {
+			c.settle(cn)
+		}
+		if !c.cs.goaway && c.cs.nextID <= maxStreamID {
+			break
+		}
+		c.line.Drop(nil) // no new stream may open on it: another connection
+	}
+	return cn, result.ErrNone
+}
+
+// Do sends req (the request of pair, rewritten; grpc says it is a gRPC
+// call) on a new stream of cn, a connection Connect returned that speaks
+// HTTP/2, with host as its :authority, and reads its answer, filling res
+// as transport.Client's Do says. A stream the SUT declared unprocessed
+// fails as result.ErrGoAway or result.ErrStreamReset, and Unprocessed
+// then says so.
+func (c *Client) Do(cn *conn.Conn, host []byte, req *rrpair.Request, pair *rrpair.Pair, res *result.Result, grpc bool) result.Answer {
+	c.answered, c.lastErr, c.unprocessed, c.headOut = false, nil, false, false
+	c.addr, c.body = cn.Addr, req.Body
+	if cn != c.cs.cn {
+		c.open(cn)
+	}
+	return c.exchange(cn, host, req, pair, res, grpc)
+}
+
+// Unprocessed reports that the SUT declared the stream of the last Do
+// unprocessed (GOAWAY below it, REFUSED_STREAM): the request may be sent
+// again, once, on a new connection.
+func (c *Client) Unprocessed() bool { return c.unprocessed }
+
+// Redirect is transport.Client's, for a request the last Do sent: the
+// redirect rule (transport.Redirector) on its answer.
+func (c *Client) Redirect(req *rrpair.Request) bool {
+	if !c.answered {
+		return false
+	}
+	return c.redir.Follow(req, c.ans.status, c.ans.Header("location"))
+}
+
+// Failure is transport.Client's, for a request the last Do sent: the head
+// is the header list as AppendRequest shows it.
+func (c *Client) Failure() (addr string, head, body []byte, err error) {
+	if c.headOut {
+		c.wire = c.fl.appendTo(c.wire[:0])
+		head = c.wire
+	}
+	return c.addr, head, c.body, c.lastErr
+}

@@ -1,0 +1,32 @@
+package negotiate
+
+import (
+	"testing"
+	"time"
+
+	"github.com/replay-dev/replay/internal/h2test"
+	"github.com/replay-dev/replay/pkg/transport"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+)
+
+// benchTransport is the transport a run builds, with --h2c, to target,
+// bodies discarded.
+func benchTransport(t testing.TB) func(target string) transport.Transport {
+	return func(target string) transport.Transport {
+		tr, err := New(Options{Conn: conn.Options{Target: target, Timeout: 5 * time.Second}, Answer: transport.AnswerOptions{DiscardBodies: true}, H2C: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+}
+
+// BenchmarkDo is one HTTP/2 request and its answer on a kept connection,
+// through the protocol choice, against a loopback server that allocates
+// nothing.
+func BenchmarkDo(b *testing.B) { h2test.BenchDo(b, benchTransport(b)) }
+
+// TestAllocsPerRequest holds the steady state through the protocol
+// choice to at most 2 allocations a request (the framer's HEADERS frame
+// is one): choosing costs nothing.
+func TestAllocsPerRequest(t *testing.T) { h2test.AllocsPerRequest(t, benchTransport(t), 2) }

@@ -1,0 +1,134 @@
+package negotiate
+
+import (
+	"fmt"
+
+	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/transport"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"github.com/replay-dev/replay/pkg/transport/http1"
+	"github.com/replay-dev/replay/pkg/transport/http2"
+)
+
+// took says which protocol took a request.
+type took uint8
+
+const (
+	tookNone  took = iota // none: the connection failed first
+	tookHTTP1             // HTTP/1.1
+	tookHTTP2             // HTTP/2
+	tookNoH2              // none: a gRPC call the connection could not carry
+)
+
+// client is one VU's transport.Client: its Line, and the HTTP/1.1 and
+// HTTP/2 clients that speak on it. Everything here is owned by the VU's
+// goroutine, except what Interrupt reaches through the Line.
+type client struct {
+	t    *Transport
+	now  func() int64
+	line *conn.Line
+	h1   *http1.Client
+	h2   *http2.Client // made when a request first may go as HTTP/2
+
+	// The last request, for Failure and Redirect: which protocol took it,
+	// its body, and why a gRPC call was refused.
+	took    took
+	body    []byte
+	refusal error
+}
+
+var _ transport.Client = (*client)(nil)
+
+// Do implements transport.Client: over HTTP/2 when the connection speaks
+// it, else over HTTP/1.1. A request the SUT declared unprocessed is sent
+// again, once, on a new connection (res.Retried).
+func (c *client) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) result.Answer {
+	if !c.t.offer && !c.t.h2c {
+		// Check saw no gRPC call (or refused the file): HTTP/1.1 only.
+		c.took = tookHTTP1
+		return c.h1.Do(req, pair, res)
+	}
+	if c.h2 == nil {
+		c.h2 = http2.NewClient(c.line, c.t.a)
+	}
+	grpc := pair.IsGRPC()
+	res.BytesOut, res.BytesIn, res.Written = 0, 0, false // the attempts add theirs
+	ans := c.try(req, pair, res, grpc)
+	if c.took == tookHTTP2 && c.h2.Unprocessed() && !c.line.Cut() {
+		c.line.Drop(nil)
+		again(res)
+		ans = c.try(req, pair, res, grpc)
+		res.Retried = true
+	}
+	return ans
+}
+
+// again clears what an attempt filled in res, for the retry; the bytes
+// and connections of both attempts are kept.
+func again(res *result.Result) {
+	res.Status, res.Err, res.GRPC, res.GRPCStatus = 0, result.ErrNone, false, 0
+	res.ConnectNs, res.TLSNs, res.SendNs, res.WaitNs, res.ReceiveNs = 0, 0, 0, 0, 0
+}
+
+// try is one attempt: connect (or keep the connection), and exchange the
+// request in the protocol the connection speaks.
+func (c *client) try(req *rrpair.Request, pair *rrpair.Pair, res *result.Result, grpc bool) result.Answer {
+	c.took, c.body = tookNone, req.Body
+	p := &c.t.plain
+	if c.t.offer || grpc && c.t.mode != Off {
+		p = &c.t.offering
+	}
+	dst := c.line.Route(req)
+	cn, kind := c.h2.Connect(&dst, res, p)
+	switch {
+	case kind != result.ErrNone:
+		res.Err = kind
+	case cn.Proto == http2.Proto:
+		c.took = tookHTTP2
+		return c.h2.Do(cn, dst.Host, req, pair, res, grpc)
+	case !grpc:
+		c.took = tookHTTP1
+		return c.h1.Do(req, pair, res)
+	default: // a gRPC call cannot be downgraded
+		c.took = tookNoH2
+		c.refusal = fmt.Errorf("the SUT at %s did not take HTTP/2 (ALPN chose %q): a gRPC call cannot go as HTTP/1.1", cn.Addr, cn.Proto)
+		res.Proto, res.Err = result.ProtoHTTP1, result.ErrNoHTTP2
+	}
+	res.End = c.now()
+	res.Sent = res.End
+	return nil
+}
+
+// Redirect implements transport.Client.
+func (c *client) Redirect(req *rrpair.Request) bool {
+	switch c.took {
+	case tookHTTP1:
+		return c.h1.Redirect(req)
+	case tookHTTP2:
+		return c.h2.Redirect(req)
+	}
+	return false
+}
+
+// Failure implements transport.Client: over HTTP/2 the head is the header
+// list as AppendWire shows it; a request no protocol took has none.
+func (c *client) Failure() (addr string, head, body []byte, err error) {
+	switch c.took {
+	case tookHTTP1:
+		return c.h1.Failure()
+	case tookHTTP2:
+		return c.h2.Failure()
+	}
+	addr, err = c.line.Failure()
+	if c.took == tookNoH2 {
+		err = c.refusal
+	}
+	return addr, nil, c.body, err
+}
+
+// Interrupt implements transport.Client: the Line's.
+func (c *client) Interrupt() { c.line.Interrupt() }
+
+// Close implements transport.Client.
+func (c *client) Close() { c.line.Close() }

@@ -1,0 +1,42 @@
+package negotiate
+
+import (
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/replay-dev/replay/internal/h2test"
+	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+)
+
+// TestGRPCOverTLS: with --http2 auto, a file of gRPC calls has the TLS
+// handshake offer h2 (grpc-go's handler behind Go's TLS HTTP/2 server).
+func TestGRPCOverTLS(t *testing.T) {
+	gs := grpc.NewServer()
+	hs := health.NewServer()
+	hs.SetServingStatus("svc", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+	srv := httptest.NewUnstartedServer(gs)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	tr, err := New(Options{Conn: conn.Options{Target: srv.URL, Insecure: true, Timeout: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := replaytest.OpenLines(t,
+		h2test.GRPCLine("/grpc.health.v1.Health/Check", h2test.HealthRequest("svc")),
+		h2test.GRPCLine("/grpc.health.v1.Health/Check", h2test.HealthRequest("nope")))
+	ex := h2test.DoAll(t, tr, f)
+	for i, want := range []uint8{0, 5} {
+		if r := ex[i].Res; r.Err != result.ErrNone || r.Proto != result.ProtoHTTP2 || !r.GRPC || r.GRPCStatus != want || !r.Connected != (i == 1) {
+			t.Errorf("call %d: %+v; want gRPC status %d over HTTP/2, on one connection", i, r, want)
+		}
+	}
+}
