@@ -1,0 +1,533 @@
+package replay_test
+
+// The contract of docs/architecture.md, held by a test: the arrows between
+// the rooms of the house (which package may import which), the one room
+// each outside library may enter, that nothing under pkg/ hands out a
+// type of internal/, and that cmd/replay stays thin. A change that breaks
+// one fails `go test`, naming the rule, the package and the import.
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/go/packages"
+)
+
+const module = "github.com/replay-dev/replay"
+
+// rule forbids the packages of From (module-relative; "x/..." is x and
+// every package under it) to import the packages of To: directly, or with
+// Deep through any chain of imports. To names module-relative packages
+// ("x/...") or, with a dot in the first element, outside modules by
+// prefix ("github.com/nats-io/..."); "project" is every package of the
+// module but From's own.
+type rule struct {
+	From []string
+	To   []string
+	Deep bool
+	Why  string
+}
+
+// contract is DESIGN.md's "Packages": arrows point from a room to what it
+// may import, and nothing points back up.
+var contract = []rule{
+	{From: []string{"pkg/rrpair"}, To: []string{"project"},
+		Why: "the file format imports nothing of the project"},
+	{From: []string{"pkg/schedule", "pkg/chart", "pkg/hist"}, To: []string{"project"},
+		Why: "arithmetic and drawing shared by every room import nothing of the project"},
+	{From: []string{"pkg/result/..."}, To: []string{"pkg/vu/...", "pkg/transport/...", "pkg/transform/...", "pkg/report/...", "pkg/recording/...", "pkg/e2e/...", "internal/..."},
+		Why: "the vocabulary of a run's results sits below everything that emits or reads them"},
+	{From: []string{"pkg/vu/..."}, To: []string{"pkg/transform/...", "pkg/report/...", "pkg/recording/...", "pkg/e2e/...",
+		"pkg/transport/conn/...", "pkg/transport/http1/...", "pkg/transport/http2/...", "pkg/transport/negotiate/...", "internal/..."},
+		Why: "the VUs call the transport, the rewriter and the observers through interfaces"},
+	{From: []string{"pkg/report/..."}, To: []string{"pkg/vu/...", "pkg/recording/...", "pkg/transport/...", "internal/..."},
+		Why: "the report renders and judges plain data; it never sees the engine"},
+	{From: []string{"pkg/recording/..."}, To: []string{"pkg/vu/...", "pkg/transport/...", "internal/..."},
+		Why: "the hot-path consumers see the engine only through pkg/result"},
+	{From: []string{"pkg/transport/http2/..."}, To: []string{"pkg/transport/http1/...", "pkg/transport/negotiate/..."},
+		Why: "HTTP/2 stands beside HTTP/1.1 on the connection layer, not on it"},
+	{From: []string{"pkg/transport/http1/..."}, To: []string{"pkg/transport/http2/...", "pkg/transport/negotiate/..."},
+		Why: "HTTP/1.1 stands beside HTTP/2 on the connection layer"},
+	{From: []string{"pkg/transport/conn/..."}, To: []string{"pkg/transport/http1/...", "pkg/transport/http2/...", "pkg/transport/negotiate/..."},
+		Why: "the connection layer belongs to no protocol"},
+	{From: []string{"pkg/transport/..."}, To: []string{"pkg/vu/...", "pkg/transform/...", "pkg/report/...", "pkg/recording/...", "pkg/e2e/...", "internal/run/...", "internal/capacity/..."},
+		Why: "the transport sits below the VUs"},
+	{From: []string{"pkg/transform/...", "pkg/report/...", "pkg/recording/..."}, To: []string{"github.com/redis/...", "github.com/nats-io/..."}, Deep: true,
+		Why: "only pkg/e2e/sink links the Redis and NATS clients"},
+	{From: []string{"pkg/rrpair/...", "pkg/har/...", "pkg/gor/...", "pkg/accesslog/..."}, To: []string{"pkg/sniff/...", "pkg/convert/..."},
+		Why: "the format packages sit below the sniffer and the import job that ask them"},
+	{From: []string{"cmd/..."}, To: []string{"pkg/vu/...", "pkg/transport/..."},
+		Why: "the commands hand options to the run; they never drive the VUs or the transport"},
+	{From: []string{"internal/..."}, To: []string{"cmd/..."},
+		Why: "nothing imports a command"},
+}
+
+// onlyIn names, for each outside library, the rooms that may import it
+// directly (non-test code).
+var onlyIn = map[string][]string{
+	// The HTTP/1.1 client, and the servers: the demo SUT and its worker,
+	// the HTTP sink, and the recording and mock servers' listening side.
+	"github.com/valyala/fasthttp": {"pkg/transport/http1", "pkg/demo", "pkg/e2e/sink", "pkg/capture", "pkg/mock"},
+	"github.com/redis/go-redis":   {"pkg/e2e/sink"},
+	"github.com/nats-io":          {"pkg/e2e/sink"},
+	"github.com/spf13/cobra":      {"cmd/replay"},
+}
+
+// The thin command: at most this many lines of non-test Go, and no
+// function over this cyclomatic complexity (gocyclo's count).
+const (
+	cmdDir           = "cmd/replay"
+	cmdMaxLines      = 1800
+	cmdMaxCyclomatic = 15
+)
+
+// TestArchitecture holds the contract against the module's packages.
+func TestArchitecture(t *testing.T) {
+	pkgs := loadModule(t)
+	byPath := map[string]*packages.Package{}
+	for _, p := range pkgs {
+		byPath[rel(p.PkgPath)] = p
+	}
+	t.Run("arrows", func(t *testing.T) {
+		for _, v := range checkArrows(byPath, contract) {
+			t.Error(v)
+		}
+	})
+	t.Run("outside libraries", func(t *testing.T) {
+		for _, v := range checkOnlyIn(byPath, onlyIn) {
+			t.Error(v)
+		}
+	})
+	t.Run("no internal type exported from pkg", func(t *testing.T) {
+		for _, v := range checkExports(byPath) {
+			t.Error(v)
+		}
+	})
+	t.Run("cmd is thin", func(t *testing.T) {
+		for _, v := range checkThin(t, cmdDir, cmdMaxLines, cmdMaxCyclomatic) {
+			t.Error(v)
+		}
+	})
+}
+
+// TestContractNamesRealPackages: a rule about a package that does not
+// exist holds trivially, so every package the contract names by path (a
+// pattern's root) must be in the module: renaming a room means renaming
+// it here too.
+func TestContractNamesRealPackages(t *testing.T) {
+	pkgs := loadModule(t)
+	have := map[string]bool{}
+	for _, p := range pkgs {
+		have[rel(p.PkgPath)] = true
+	}
+	named := map[string]bool{}
+	for _, r := range contract {
+		for _, p := range append(slices.Clone(r.From), r.To...) {
+			if p != "project" && !outside(p) {
+				named[strings.TrimSuffix(p, "/...")] = true
+			}
+		}
+	}
+	for lib, rooms := range onlyIn {
+		_ = lib
+		for _, p := range rooms {
+			if p != "pkg/mock" { // the mock server is about to land (issue "Stand in for the dependencies")
+				named[p] = true
+			}
+		}
+	}
+	named[cmdDir] = true
+	for p := range named {
+		if !have[p] && !haveUnder(have, p) {
+			t.Errorf("the contract names %s, which is not a package of the module: update the contract with the house", p)
+		}
+	}
+}
+
+var (
+	loaded    []*packages.Package
+	loadErr   error
+	loadedDir string
+)
+
+// loadModule loads every package of the module (non-test code) with its
+// imports and types, once for the test binary.
+func loadModule(t *testing.T) []*packages.Package {
+	t.Helper()
+	if loaded == nil && loadErr == nil {
+		cfg := &packages.Config{Mode: packages.NeedName | packages.NeedImports | packages.NeedDeps | packages.NeedTypes | packages.NeedFiles}
+		loaded, loadErr = packages.Load(cfg, module+"/...")
+		if loadErr == nil {
+			packages.Visit(loaded, nil, func(p *packages.Package) {
+				for _, e := range p.Errors {
+					if loadErr == nil {
+						loadErr = fmt.Errorf("%s: %v", p.PkgPath, e)
+					}
+				}
+			})
+		}
+	}
+	if loadErr != nil {
+		t.Fatalf("load the module's packages: %v", loadErr)
+	}
+	return loaded
+}
+
+// rel is a package path relative to the module; outside packages stay
+// whole.
+func rel(path string) string {
+	if path == module {
+		return "."
+	}
+	if r, ok := strings.CutPrefix(path, module+"/"); ok {
+		return r
+	}
+	return path
+}
+
+// outside reports whether a path names an outside module: a dot in its
+// first element.
+func outside(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return strings.Contains(first, ".") && first != "."
+}
+
+// matches reports whether path (relative) is one of patterns.
+func matches(path string, patterns []string) bool {
+	for _, p := range patterns {
+		if root, ok := strings.CutSuffix(p, "/..."); ok {
+			if path == root || strings.HasPrefix(path, root+"/") {
+				return true
+			}
+		} else if path == p {
+			return true
+		}
+	}
+	return false
+}
+
+// checkArrows returns a line for each import the rules forbid.
+func checkArrows(byPath map[string]*packages.Package, rules []rule) []string {
+	inProject := func(path string) bool { _, ok := byPath[path]; return ok }
+	var out []string
+	for _, from := range sortedKeys(byPath) {
+		p := byPath[from]
+		for _, r := range rules {
+			if !matches(from, r.From) {
+				continue
+			}
+			forbidden := func(to string) bool {
+				if slices.Contains(r.To, "project") && inProject(to) && !matches(to, r.From) && to != "." {
+					return true
+				}
+				return matches(to, r.To)
+			}
+			for _, imp := range sortedKeys(p.Imports) {
+				if to := rel(imp); forbidden(to) {
+					out = append(out, fmt.Sprintf("%s imports %s: %s", from, to, r.Why))
+				}
+			}
+			if r.Deep {
+				if chain := findPath(p, forbidden); chain != nil {
+					out = append(out, fmt.Sprintf("%s depends on %s (%s): %s", from, chain[len(chain)-1], strings.Join(chain, " → "), r.Why))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// findPath returns a chain of imports from p to a package forbidden
+// says yes to, or nil.
+func findPath(p *packages.Package, forbidden func(string) bool) []string {
+	seen := map[string]bool{}
+	var walk func(p *packages.Package, chain []string) []string
+	walk = func(p *packages.Package, chain []string) []string {
+		for _, imp := range sortedKeys(p.Imports) {
+			if seen[imp] {
+				continue
+			}
+			seen[imp] = true
+			next := append(slices.Clone(chain), rel(imp))
+			if forbidden(rel(imp)) {
+				return next
+			}
+			if c := walk(p.Imports[imp], next); c != nil {
+				return c
+			}
+		}
+		return nil
+	}
+	return walk(p, []string{rel(p.PkgPath)})
+}
+
+// checkOnlyIn returns a line for each direct import of an outside library
+// from a room not allowed to.
+func checkOnlyIn(byPath map[string]*packages.Package, allowed map[string][]string) []string {
+	var out []string
+	for _, from := range sortedKeys(byPath) {
+		if outside(from) {
+			continue
+		}
+		for _, imp := range sortedKeys(byPath[from].Imports) {
+			for _, lib := range sortedKeys(allowed) {
+				if (imp == lib || strings.HasPrefix(imp, lib+"/")) && !matches(from, allowed[lib]) {
+					out = append(out, fmt.Sprintf("%s imports %s, which only %s may import", from, imp, strings.Join(allowed[lib], ", ")))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// checkExports returns a line for each exported identifier of a package
+// under pkg/ whose type mentions a type declared under internal/: a
+// library user could not name it.
+func checkExports(byPath map[string]*packages.Package) []string {
+	var out []string
+	for _, path := range sortedKeys(byPath) {
+		p := byPath[path]
+		if !strings.HasPrefix(path, "pkg/") || p.Types == nil {
+			continue
+		}
+		scope := p.Types.Scope()
+		for _, name := range scope.Names() {
+			obj := scope.Lookup(name)
+			if !obj.Exported() {
+				continue
+			}
+			if in := internalIn(obj.Type(), map[types.Type]bool{}); in != "" {
+				out = append(out, fmt.Sprintf("%s.%s exposes %s, a type of internal/: export a type of pkg/ instead", path, name, in))
+			}
+		}
+	}
+	return out
+}
+
+// internalIn names a type declared under the module's internal/ that t
+// mentions in what a user of it sees (exported fields and methods,
+// parameters, results, elements), or "".
+func internalIn(t types.Type, seen map[types.Type]bool) string {
+	if seen[t] {
+		return ""
+	}
+	seen[t] = true
+	switch t := t.(type) {
+	case *types.Named:
+		if obj := t.Obj(); obj.Pkg() != nil && strings.HasPrefix(rel(obj.Pkg().Path()), "internal/") {
+			return rel(obj.Pkg().Path()) + "." + obj.Name()
+		}
+		if t.Obj().Pkg() == nil || outside(rel(t.Obj().Pkg().Path())) {
+			return "" // an outside or predeclared type: not the contract's business
+		}
+		for i := range t.NumMethods() {
+			if m := t.Method(i); m.Exported() {
+				if in := internalIn(m.Type(), seen); in != "" {
+					return in
+				}
+			}
+		}
+		for i := range t.TypeArgs().Len() {
+			if in := internalIn(t.TypeArgs().At(i), seen); in != "" {
+				return in
+			}
+		}
+		return internalIn(t.Underlying(), seen)
+	case *types.Struct:
+		for i := range t.NumFields() {
+			if f := t.Field(i); f.Exported() {
+				if in := internalIn(f.Type(), seen); in != "" {
+					return in
+				}
+			}
+		}
+	case *types.Pointer:
+		return internalIn(t.Elem(), seen)
+	case *types.Slice:
+		return internalIn(t.Elem(), seen)
+	case *types.Array:
+		return internalIn(t.Elem(), seen)
+	case *types.Map:
+		if in := internalIn(t.Key(), seen); in != "" {
+			return in
+		}
+		return internalIn(t.Elem(), seen)
+	case *types.Chan:
+		return internalIn(t.Elem(), seen)
+	case *types.Signature:
+		for _, tu := range []*types.Tuple{t.Params(), t.Results()} {
+			for i := range tu.Len() {
+				if in := internalIn(tu.At(i).Type(), seen); in != "" {
+					return in
+				}
+			}
+		}
+	case *types.Interface:
+		for i := range t.NumMethods() {
+			if m := t.Method(i); m.Exported() {
+				if in := internalIn(m.Type(), seen); in != "" {
+					return in
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// checkThin returns a line for cmd's non-test Go over maxLines lines, and
+// for each of its functions over maxCyclo.
+func checkThin(t *testing.T, dir string, maxLines, maxCyclo int) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	lines := 0
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines += strings.Count(string(src), "\n")
+		f, err := parser.ParseFile(fset, name, src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			if c := cyclomatic(fn); c > maxCyclo {
+				out = append(out, fmt.Sprintf("%s: %s has cyclomatic complexity %d, over %d: move the policy into a package", fset.Position(fn.Pos()), funcName(fn), c, maxCyclo))
+			}
+		}
+	}
+	if lines > maxLines {
+		out = append(out, fmt.Sprintf("%s has %d lines of non-test Go, over %d: the commands only map flags to options; move the rest into packages", dir, lines, maxLines))
+	}
+	return out
+}
+
+// cyclomatic is gocyclo's count: 1, plus one for each if, for, range,
+// non-default case and select clause, && and ||.
+func cyclomatic(fn *ast.FuncDecl) int {
+	c := 1
+	ast.Inspect(fn, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.IfStmt, *ast.ForStmt, *ast.RangeStmt:
+			c++
+		case *ast.CaseClause:
+			if n.List != nil {
+				c++
+			}
+		case *ast.CommClause:
+			if n.Comm != nil {
+				c++
+			}
+		case *ast.BinaryExpr:
+			if n.Op == token.LAND || n.Op == token.LOR {
+				c++
+			}
+		}
+		return true
+	})
+	return c
+}
+
+// funcName is a function's name, with its receiver's type for a method.
+func funcName(fn *ast.FuncDecl) string {
+	if fn.Recv == nil || len(fn.Recv.List) == 0 {
+		return fn.Name.Name
+	}
+	typ := fn.Recv.List[0].Type
+	if star, ok := typ.(*ast.StarExpr); ok {
+		typ = star.X
+	}
+	if id, ok := typ.(*ast.Ident); ok {
+		return "(" + id.Name + ")." + fn.Name.Name
+	}
+	return fn.Name.Name
+}
+
+// haveUnder reports whether the module has a package under dir.
+func haveUnder(have map[string]bool, dir string) bool {
+	for p := range have {
+		if strings.HasPrefix(p, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// TestContractCatches: the checks find what they are for, on a made-up
+// house: an arrow that runs back up, a chain to NATS, an outside library
+// in the wrong room, a command grown fat.
+func TestContractCatches(t *testing.T) {
+	pkg := func(path string, imports ...*packages.Package) *packages.Package {
+		p := &packages.Package{PkgPath: path, Imports: map[string]*packages.Package{}}
+		for _, imp := range imports {
+			p.Imports[imp.PkgPath] = imp
+		}
+		return p
+	}
+	nats := pkg("github.com/nats-io/nats.go")
+	fasthttp := pkg("github.com/valyala/fasthttp")
+	vu := pkg(module + "/pkg/vu")
+	sink := pkg(module+"/pkg/e2e/sink", nats, fasthttp)
+	e2e := pkg(module+"/pkg/e2e", sink)
+	house := map[string]*packages.Package{}
+	for _, p := range []*packages.Package{vu, sink, e2e, pkg(module+"/pkg/report", vu, e2e), pkg(module+"/pkg/transform", e2e), pkg(module+"/pkg/rrpair", pkg("strings")),
+		pkg(module+"/pkg/result", pkg(module+"/pkg/rrpair")), pkg(module+"/pkg/har", fasthttp)} {
+		house[rel(p.PkgPath)] = p
+	}
+	got := strings.Join(append(checkArrows(house, contract), checkOnlyIn(house, onlyIn)...), "\n")
+	for _, want := range []string{
+		"pkg/report imports pkg/vu: the report renders and judges plain data",
+		"pkg/transform depends on github.com/nats-io/nats.go (pkg/transform → pkg/e2e → pkg/e2e/sink → github.com/nats-io/nats.go)",
+		"pkg/report depends on github.com/nats-io/nats.go",
+		"pkg/har imports github.com/valyala/fasthttp, which only pkg/transport/http1, pkg/demo",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the checks missed %q; they said:\n%s", want, got)
+		}
+	}
+	for _, clean := range []string{"pkg/rrpair imports", "pkg/e2e/sink imports", "pkg/result imports"} {
+		if strings.Contains(got, clean) {
+			t.Errorf("the checks blamed an allowed import (%s):\n%s", clean, got)
+		}
+	}
+
+	dir := t.TempDir()
+	fat := "package main\n\nfunc f(a, b, c int) int {\n" + strings.Repeat("\tif a > b && b > c || c > a {\n\t\ta++\n\t}\n", 8) + "\treturn a\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "fat.go"), []byte(fat+strings.Repeat("// filler\n", 30)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	thin := strings.Join(checkThin(t, dir, 20, 15), "\n")
+	if !strings.Contains(thin, "f has cyclomatic complexity 25, over 15") || !strings.Contains(thin, "lines of non-test Go, over 20") {
+		t.Errorf("checkThin missed the fat command:\n%s", thin)
+	}
+}
