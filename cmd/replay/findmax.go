@@ -9,6 +9,7 @@ import (
 
 	"github.com/replay-dev/replay/internal/capacity"
 	"github.com/replay-dev/replay/internal/outfile"
+	"github.com/replay-dev/replay/internal/progress"
 	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -183,9 +184,9 @@ func (f *findMaxFlags) stepProgress(ctx context.Context, w io.Writer, sl capacit
 	tty := f.progress == "bar" || (f.progress == "auto" && isTerminal(w))
 	every := map[bool]time.Duration{true: time.Second, false: 5 * time.Second}[tty]
 	src := sl.Sources
-	ps := progressSources{live: src.Recorder.Live, vus: src.VUs, open: true, dropped: src.Dropped,
-		target: func() (int, float64, bool) { return sl.Step, sl.Rate, true }}
-	return startProgress(ctx, tty, w, every, src.Planned, ps, log.With().Int("step", sl.Step).Str("part", sl.Part).Logger())
+	ps := progress.Sources{Live: src.Recorder.Live, VUs: src.VUs, Open: true, Dropped: src.Dropped,
+		Target: func() (int, float64, bool) { return sl.Step, sl.Rate, true }}
+	return progress.Start(ctx, tty, w, every, src.Planned, ps, log.With().Int("step", sl.Step).Str("part", sl.Part).Logger())
 }
 
 // searchFailed is the error of a search whose start rate already failed:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/outfile"
+	"github.com/replay-dev/replay/internal/progress"
 	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/replay-dev/replay/pkg/report"
@@ -186,6 +187,6 @@ func (f *runFlags) startProgress(ctx context.Context, w io.Writer, src run.LiveS
 	if every <= 0 {
 		every = map[bool]time.Duration{true: time.Second, false: 5 * time.Second}[tty]
 	}
-	ps := progressSources{live: src.Recorder.Live, vus: src.VUs, open: src.Model == "rate" || src.Model == "recorded", dropped: src.Dropped, target: src.Target}
-	return startProgress(ctx, tty, w, every, src.Planned, ps, log)
+	ps := progress.Sources{Live: src.Recorder.Live, VUs: src.VUs, Open: src.Model == "rate" || src.Model == "recorded", Dropped: src.Dropped, Target: src.Target}
+	return progress.Start(ctx, tty, w, every, src.Planned, ps, log)
 }

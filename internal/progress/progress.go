@@ -1,4 +1,10 @@
-package main
+// Package progress shows a run while it goes: on a terminal a bar
+// (elapsed against the planned length, the current rate, p99 of the last
+// second, failures, VUs, and for an open model the target rate and dropped
+// iterations), elsewhere (CI, a pod) a structured log line every few
+// seconds, never carriage returns in a log. Whether the output is a
+// terminal is the command's to say.
+package progress
 
 import (
 	"context"
@@ -13,16 +19,17 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 )
 
-// progressSources are what the live display reads.
-type progressSources struct {
-	live func() recording.Live
-	vus  func() (int, int64)
-	// open says the run is an open model (--rate, --stages with rates,
+// Sources are what the live display reads; each may be called from any
+// goroutine while the run goes.
+type Sources struct {
+	Live func() recording.Live
+	VUs  func() (int, int64)
+	// Open says the run is an open model (--rate, --stages with rates,
 	// --pace recorded): the line then shows dropped iterations, and the
 	// target rate when target gives one.
-	open    bool
-	dropped func() int64
-	target  func() (step int, rate float64, ok bool)
+	Open    bool
+	Dropped func() int64
+	Target  func() (step int, rate float64, ok bool)
 }
 
 // progressLine is one look at a run under way.
@@ -49,14 +56,14 @@ func (p progressLine) errorPct() float64 {
 
 // sampler turns successive Live snapshots into progress lines.
 type sampler struct {
-	src      progressSources
+	src      Sources
 	start    time.Time
 	lastAt   time.Time
 	lastReqs int64
 }
 
 func (s *sampler) sample(now time.Time) progressLine {
-	l := s.src.live()
+	l := s.src.Live()
 	p := progressLine{elapsed: now.Sub(s.start), requests: l.Requests, failed: l.Failed, p99: -1}
 	if dt := now.Sub(s.lastAt).Seconds(); dt > 0 {
 		p.rps = float64(l.Requests-s.lastReqs) / dt
@@ -65,15 +72,15 @@ func (s *sampler) sample(now time.Time) progressLine {
 	if l.LastInterval != nil {
 		p.p99 = l.LastInterval.Latency.P99
 	}
-	if s.src.vus != nil {
-		p.vus, p.inFlight = s.src.vus()
+	if s.src.VUs != nil {
+		p.vus, p.inFlight = s.src.VUs()
 	}
-	p.open, p.target = s.src.open, -1
-	if s.src.dropped != nil {
-		p.dropped = s.src.dropped()
+	p.open, p.target = s.src.Open, -1
+	if s.src.Dropped != nil {
+		p.dropped = s.src.Dropped()
 	}
-	if s.src.target != nil {
-		if _, rate, ok := s.src.target(); ok {
+	if s.src.Target != nil {
+		if _, rate, ok := s.src.Target(); ok {
 			p.target = rate
 		}
 	}
@@ -96,12 +103,12 @@ func (p progressLine) String() string {
 	return fmt.Sprintf("%s p99 %s %s VUs %d", rate, p99, failed, p.vus)
 }
 
-// startProgress shows the run while it goes until stop is called: on a
-// terminal an mpb bar (elapsed / total when the run has a duration) with
-// the current rate, p99 of the last second, failures and VUs; elsewhere (CI,
-// a pod) a structured log line every few seconds — never carriage returns
-// in a log.
-func startProgress(ctx context.Context, tty bool, w io.Writer, every, total time.Duration, src progressSources, log zerolog.Logger) (stop func()) {
+// Start shows the run while it goes until stop is called, every so often:
+// with tty an mpb bar on w (elapsed / total when the run has a planned
+// length) with the current rate, p99 of the last second, failures and
+// VUs; without, a structured log line on log — never carriage returns in
+// a log.
+func Start(ctx context.Context, tty bool, w io.Writer, every, total time.Duration, src Sources, log zerolog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &sampler{src: src, start: time.Now(), lastAt: time.Now()}
 	show, done := logProgress(log), func() {}

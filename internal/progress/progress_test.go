@@ -1,0 +1,59 @@
+package progress
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/recording"
+	"github.com/replay-dev/replay/pkg/report"
+	"github.com/rs/zerolog"
+)
+
+// TestProgressBar renders the terminal display into a buffer.
+func TestProgressBar(t *testing.T) {
+	var buf bytes.Buffer
+	n := int64(0)
+	src := Sources{
+		Live: func() recording.Live {
+			n += 100
+			return recording.Live{Requests: n, LastInterval: &report.Interval{Latency: report.IntervalLatency{P99: 4.2}}}
+		},
+		VUs: func() (int, int64) { return 7, 3 },
+	}
+	stop := Start(context.Background(), true, &buf, 50*time.Millisecond, time.Second, src, zerolog.Nop())
+	time.Sleep(400 * time.Millisecond)
+	stop()
+	out := buf.String()
+	for _, want := range []string{"replay", "/1s", "p99 4.20ms", "VUs 7"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the bar lacks %q:\n%q", want, out)
+		}
+	}
+	if strings.Contains(out, "dropped") {
+		t.Errorf("a closed model's bar shows dropped iterations:\n%q", out)
+	}
+}
+
+// TestProgressBarOpenModel: an open model's bar shows the target rate,
+// dropped iterations and the error share.
+func TestProgressBarOpenModel(t *testing.T) {
+	var buf bytes.Buffer
+	src := Sources{
+		Live:    func() recording.Live { return recording.Live{Requests: 400, Failed: 10} },
+		VUs:     func() (int, int64) { return 9, 1 },
+		Open:    true,
+		Dropped: func() int64 { return 12 },
+		Target:  func() (int, float64, bool) { return 2, 400, true },
+	}
+	stop := Start(context.Background(), true, &buf, 50*time.Millisecond, time.Second, src, zerolog.Nop())
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	for _, want := range []string{"of 400/s", "failed 10 (2.50%)", "dropped 12", "VUs 9"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the bar lacks %q:\n%q", want, buf.String())
+		}
+	}
+}
