@@ -15,12 +15,15 @@ type Record struct {
 	Duration time.Duration // the recorded response time; 0: none
 	Protocol string        // "http" or "https" (l7protocol); "": none
 	Session  string        // tags.session; "": none
-	Version  string        // http.req.version ("1.1", "2"); "": none
-	Method   string
-	URI      string // path and query, raw
-	Host     string
-	Headers  []Field // in order; a name may repeat
-	Body     []byte
+	// Direction is "IN" (a request to the service) or "OUT" (the
+	// service's own call to a dependency); "": none, which means IN.
+	Direction string
+	Version   string // http.req.version ("1.1", "2"); "": none
+	Method    string
+	URI       string // path and query, raw
+	Host      string
+	Headers   []Field // in order; a name may repeat
+	Body      []byte
 	// The recorded answer; Status 0 writes none.
 	Status     int
 	ResHeaders []Field
@@ -61,6 +64,11 @@ func AppendLine(dst []byte, r *Record) []byte {
 		dst = append(dst, `"tags":{"session":`...)
 		dst = AppendJSONString(dst, r.Session)
 		dst = append(dst, "},"...)
+	}
+	if r.Direction != "" {
+		dst = append(dst, `"direction":`...)
+		dst = AppendJSONString(dst, r.Direction)
+		dst = append(dst, ',')
 	}
 	dst = append(dst, `"http":{"req":{"method":`...)
 	dst = AppendJSONString(dst, r.Method)
