@@ -96,7 +96,9 @@ func (k *tconn) send(fromClient bool, data string) []*tseg {
 }
 
 // ack adds a bare ACK from one side.
-func (k *tconn) ack(fromClient bool) *tseg { return k.seg(fromClient, k.next[side(fromClient)], ackFlag, nil) }
+func (k *tconn) ack(fromClient bool) *tseg {
+	return k.seg(fromClient, k.next[side(fromClient)], ackFlag, nil)
+}
 
 // close adds FIN from the client, FIN from the server, and the last ACK.
 func (k *tconn) close() {
@@ -108,7 +110,9 @@ func (k *tconn) close() {
 }
 
 // reset adds an RST from one side.
-func (k *tconn) reset(fromClient bool) { k.seg(fromClient, k.next[side(fromClient)], rstFlag|ackFlag, nil) }
+func (k *tconn) reset(fromClient bool) {
+	k.seg(fromClient, k.next[side(fromClient)], rstFlag|ackFlag, nil)
+}
 
 // drop takes segments out of the capture: the capture lost them.
 func (c *tcap) drop(ss ...*tseg) {

@@ -37,19 +37,19 @@ type conn struct {
 	// joined the connection mid-stream and only a segment that begins a
 	// message does (midStream: so too after a loss in the first bytes).
 	syn, midStream bool
-	proto     [2]proto // by direction
-	direction string   // "IN" or "OUT"
-	session   string
-	first     place // the packet of the first byte of data
-	seen      bool  // data was seen
-	last      int64 // capture time of the last packet
-	closed    bool
-	held      int64 // bytes held: segments out of order, messages under way
-	probe     [2][]byte
-	probeTS   [2]int64
-	probeAt   [2]place
-	h1        *h1conn
-	h2        *h2conn
+	proto          [2]proto // by direction
+	direction      string   // "IN" or "OUT"
+	session        string
+	first          place // the packet of the first byte of data
+	seen           bool  // data was seen
+	last           int64 // capture time of the last packet
+	closed         bool
+	held           int64 // bytes held: segments out of order, messages under way
+	probe          [2][]byte
+	probeTS        [2]int64
+	probeAt        [2]place
+	h1             *h1conn
+	h2             *h2conn
 }
 
 func newConn(a *assembler, key connKey, id int, at place) *conn {
