@@ -34,6 +34,7 @@ type tseg struct {
 	ts         time.Time
 	snap       int // the frame is captured up to this many bytes; 0: whole
 	iface      int // the pcapng interface
+	frag       int // the IP packet goes in fragments of this many bytes; 0: whole
 }
 
 // tconn is one TCP connection of a tcap.
@@ -156,13 +157,14 @@ func (c *tcap) pcap(link layers.LinkType) []byte {
 		c.t.Fatal(err)
 	}
 	for _, s := range c.segs {
-		frame := c.frame(link, s)
-		caplen := len(frame)
-		if s.snap > 0 {
-			caplen = min(caplen, s.snap)
-		}
-		if err := w.WritePacket(gopacket.CaptureInfo{Timestamp: s.ts, CaptureLength: caplen, Length: len(frame)}, frame[:caplen]); err != nil {
-			c.t.Fatal(err)
+		for _, frame := range c.frames(link, s) {
+			caplen := len(frame)
+			if s.snap > 0 {
+				caplen = min(caplen, s.snap)
+			}
+			if err := w.WritePacket(gopacket.CaptureInfo{Timestamp: s.ts, CaptureLength: caplen, Length: len(frame)}, frame[:caplen]); err != nil {
+				c.t.Fatal(err)
+			}
 		}
 	}
 	return buf.Bytes()
@@ -183,10 +185,11 @@ func (c *tcap) pcapng(links ...layers.LinkType) []byte {
 		}
 	}
 	for _, s := range c.segs {
-		frame := c.frame(links[s.iface], s)
-		ci := gopacket.CaptureInfo{Timestamp: s.ts, CaptureLength: len(frame), Length: len(frame), InterfaceIndex: s.iface}
-		if err := w.WritePacket(ci, frame); err != nil {
-			c.t.Fatal(err)
+		for _, frame := range c.frames(links[s.iface], s) {
+			ci := gopacket.CaptureInfo{Timestamp: s.ts, CaptureLength: len(frame), Length: len(frame), InterfaceIndex: s.iface}
+			if err := w.WritePacket(ci, frame); err != nil {
+				c.t.Fatal(err)
+			}
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -195,8 +198,9 @@ func (c *tcap) pcapng(links ...layers.LinkType) []byte {
 	return buf.Bytes()
 }
 
-// frame serializes a segment with the link layer of link.
-func (c *tcap) frame(link layers.LinkType, s *tseg) []byte {
+// frames serializes a segment with the link layer of link: one frame,
+// or one a fragment.
+func (c *tcap) frames(link layers.LinkType, s *tseg) [][]byte {
 	src, dst := s.k.client, s.k.server
 	if !s.fromClient {
 		src, dst = dst, src
@@ -215,7 +219,48 @@ func (c *tcap) frame(link layers.LinkType, s *tseg) []byte {
 		ip, ether = ip6, layers.EthernetTypeIPv6
 	}
 	pkt := serialize(c.t, ip, tcp, gopacket.Payload(s.payload))
-	return linkFrame(c.t, link, ether, pkt)
+	if s.frag == 0 {
+		return [][]byte{linkFrame(c.t, link, ether, pkt)}
+	}
+	var out [][]byte
+	for _, f := range fragments(c.t, pkt, s.frag) {
+		out = append(out, linkFrame(c.t, link, ether, f))
+	}
+	return out
+}
+
+// fragments cuts an IP packet (IPv4, or IPv6 with no extension header)
+// into fragments carrying size bytes of its payload each (a multiple of
+// 8), last first: fragments need not come in order.
+func fragments(t testing.TB, pkt []byte, size int) [][]byte {
+	var out [][]byte
+	if pkt[0]>>4 == 4 {
+		var ip layers.IPv4
+		if err := ip.DecodeFromBytes(pkt, gopacket.NilDecodeFeedback); err != nil {
+			t.Fatal(err)
+		}
+		for off := 0; off < len(ip.Payload); off += size {
+			end := min(off+size, len(ip.Payload))
+			f := ip
+			f.Id, f.FragOffset, f.Flags, f.Options = 7, uint16(off/8), 0, nil
+			if end < len(ip.Payload) {
+				f.Flags = layers.IPv4MoreFragments
+			}
+			out = append([][]byte{serialize(t, &f, gopacket.Payload(ip.Payload[off:end]))}, out...)
+		}
+		return out
+	}
+	var ip layers.IPv6
+	if err := ip.DecodeFromBytes(pkt, gopacket.NilDecodeFeedback); err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < len(ip.Payload); off += size {
+		end := min(off+size, len(ip.Payload))
+		h := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolIPv6Fragment, SrcIP: ip.SrcIP, DstIP: ip.DstIP}
+		fg := &layers.IPv6Fragment{NextHeader: layers.IPProtocolTCP, FragmentOffset: uint16(off / 8), MoreFragments: end < len(ip.Payload), Identification: 7}
+		out = append([][]byte{serialize(t, h, fg, gopacket.Payload(ip.Payload[off:end]))}, out...)
+	}
+	return out
 }
 
 // serialize writes layers with lengths and checksums filled in.
@@ -262,11 +307,8 @@ func linkFrame(t testing.TB, link layers.LinkType, ether layers.EthernetType, pk
 			fam = layers.ProtocolFamilyIPv6Darwin
 		}
 		return serialize(t, &layers.Loopback{Family: fam}, gopacket.Payload(pkt))
-	case layers.LinkTypeRaw, layers.LinkTypeIPv4, layers.LinkTypeIPv6:
-		return pkt
 	}
-	t.Fatalf("no frame for link type %v", link)
-	return nil
+	return pkt // raw IP, and the bytes of a link type the importer does not read
 }
 
 // vlanLink stands, in tests, for Ethernet frames with a VLAN tag (written

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/replay-dev/replay/internal/plural"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"golang.org/x/net/http2/hpack"
 )
@@ -99,7 +98,7 @@ func (h *h2conn) data(client bool, b []byte, ts int64, at place) { h.sideOf(clie
 
 func (h *h2conn) gap(client bool, n int, kind string, at place) {
 	s := h.sideOf(client)
-	s.lose(kind, fmt.Sprintf("%s the capture lost (packet %d)", plural.Count(n, "byte"), at.packet), at)
+	s.lose(kind, lostBytes(n, kind, at), at)
 }
 
 func (h *h2conn) end(bool, endKind) {}

@@ -83,14 +83,14 @@ type reader struct {
 func openReader(src Source, index int) (*reader, error) {
 	br := bufio.NewReaderSize(src.R, readBufferSize)
 	in := io.Reader(br)
-	gz := ""
+	gz := false
 	if head, _ := br.Peek(2); len(head) == 2 && head[0] == gzipMagic0 && head[1] == gzipMagic1 {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("gzip: %w", err)
 		}
 		zbr := bufio.NewReaderSize(zr, readBufferSize)
-		in, br, gz = zbr, zbr, "gzip-compressed "
+		in, br, gz = zbr, zbr, true
 	}
 	magic, _ := br.Peek(4)
 	format, ok := Looks(magic)
@@ -131,13 +131,18 @@ func linkName(l layers.LinkType) string {
 	return fmt.Sprintf("%d (%s)", uint16(l), name)
 }
 
-// notCapture is the error for an input whose first bytes are no capture.
-func notCapture(gz string, magic []byte) error {
-	if len(magic) == 0 {
-		return fmt.Errorf("%snot a packet capture: the input is empty", gz)
+// notCapture is the error for an input whose first bytes (once
+// gunzipped, gz) are no capture.
+func notCapture(gz bool, magic []byte) error {
+	starts := "it starts with"
+	if gz {
+		starts = "it is gzip-compressed, and starts with"
 	}
-	return fmt.Errorf("%snot a packet capture: it starts with % x (%q), where a pcap file starts with d4 c3 b2 a1, a1 b2 c3 d4, 4d 3c b2 a1 or a1 b2 3c 4d, and a pcapng file with 0a 0d 0d 0a",
-		gz, magic, printable(magic))
+	if len(magic) == 0 {
+		return errors.New("not a packet capture: the input is empty")
+	}
+	return fmt.Errorf("not a packet capture: %s % x (%q), where a pcap file starts with d4 c3 b2 a1, a1 b2 c3 d4, 4d 3c b2 a1 or a1 b2 3c 4d, and a pcapng file with 0a 0d 0d 0a",
+		starts, magic, printable(magic))
 }
 
 // printable is b with bytes outside printable ASCII as dots.
