@@ -428,7 +428,7 @@ func (h *h1conn) begin(m *rawhttp.Message, start int64, at place) *h1ex {
 // its body (why: what it took).
 func (h *h1conn) requestRead(x *h1ex, cut, why string, ts int64) {
 	if cut != "" {
-		h.requestLost(x, cut, "its body lost "+why, x.x.at, x.x.start)
+		h.requestLost(x, cut, "its body is missing "+why, x.x.at, x.x.start)
 		return
 	}
 	x.reqDone = true
