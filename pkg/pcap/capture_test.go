@@ -22,6 +22,7 @@ type tcap struct {
 	t     testing.TB
 	clock time.Time
 	segs  []*tseg
+	built []*tseg // every segment sent, even those the capture then lost
 }
 
 // tseg is one TCP segment of a tcap.
@@ -71,6 +72,7 @@ func side(fromClient bool) int {
 func (k *tconn) seg(fromClient bool, seq uint32, flags uint8, payload []byte) *tseg {
 	s := &tseg{k: k, fromClient: fromClient, seq: seq, ack: k.next[1-side(fromClient)], flags: flags, payload: payload, ts: k.c.tick()}
 	k.c.segs = append(k.c.segs, s)
+	k.c.built = append(k.c.built, s)
 	return s
 }
 
