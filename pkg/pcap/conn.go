@@ -291,11 +291,11 @@ func (c *conn) decide(dir int, final bool) {
 		c.tls(c.probeAt[dir])
 	case sawOther:
 		c.proto = [2]proto{protoNone, protoNone}
-		who := "client"
+		who := "client's"
 		if dir != c.client {
-			who = "server (first)"
+			who = "server's (the client sent nothing)"
 		}
-		c.a.out.skip(c.probeAt[dir], "not-http", fmt.Sprintf("a connection to %s whose %s's first bytes are % x (%q)", c.server(), who, p[:min(len(p), 8)], printable(p[:min(len(p), 8)])), false)
+		c.a.out.skip(c.probeAt[dir], "not-http", fmt.Sprintf("a connection to %s whose %s first bytes are % x (%q)", c.server(), who, p[:min(len(p), 8)], printable(p[:min(len(p), 8)])), false)
 	default:
 		c.start(v, true)
 	}
@@ -349,7 +349,10 @@ const (
 const preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 // sniffStart says what the first bytes p of a stream (from the client or
-// not) are.
+// not) are. A server's first bytes decide only when they are an HTTP/1.x
+// answer (a capture of the answers alone) or TLS: an HTTP/2 server may
+// speak first (its SETTINGS, before the client's preface), so the client's
+// bytes decide.
 func sniffStart(p []byte, client bool) saw {
 	switch {
 	case len(p) == 0:
@@ -357,16 +360,10 @@ func sniffStart(p []byte, client bool) saw {
 	case isTLSRecord(p):
 		return sawTLS
 	case !client:
-		if len(p) < len("HTTP/1.") {
-			if bytes.HasPrefix([]byte("HTTP/1."), p) {
-				return sawMore
-			}
-			return sawOther
-		}
 		if bytes.HasPrefix(p, []byte("HTTP/1.")) {
 			return sawH1
 		}
-		return sawOther
+		return sawMore
 	case len(p) < len(preface) && bytes.HasPrefix([]byte(preface), p):
 		return sawMore
 	case bytes.HasPrefix(p, []byte(preface)):

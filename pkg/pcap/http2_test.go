@@ -174,8 +174,9 @@ var h2Scenarios = []scenario{
 			g := func(path string) []string {
 				return reqFields("POST", path, "content-type", "application/grpc", "te", "trailers", "grpc-timeout", "5S")
 			}
+			k.send(false, sw.settings()) // grpc-go's server speaks first
 			k.send(true, preface+cw.settings()+cw.headers(1, false, 0, g("/grpc.health.v1.Health/Check")...)+cw.data(1, true, grpcMsg("\x0a\x03svc")))
-			k.send(false, sw.settings()+sw.settingsAck()+sw.headers(1, false, 0, ":status", "200", "content-type", "application/grpc")+
+			k.send(false, sw.settingsAck()+sw.headers(1, false, 0, ":status", "200", "content-type", "application/grpc")+
 				sw.data(1, false, grpcMsg("\x08\x01"))+sw.headers(1, true, 0, "grpc-status", "0", "grpc-message", ""))
 			k.send(true, cw.settingsAck()+cw.headers(3, false, 0, g("/test.Raw/Server")...)+cw.data(3, true, grpcMsg("in")))
 			k.send(false, sw.headers(3, false, 0, ":status", "200", "content-type", "application/grpc")+sw.data(3, false, grpcMsg("in-0"))+

@@ -171,7 +171,6 @@ func TestReplayHTTP1(t *testing.T) {
 	}
 }
 
-
 // TestReplayH2C: the h2c captures, imported and replayed over --h2c to a
 // Go HTTP/2 server on loopback: each request arrives with its target, its
 // headers and its body.

@@ -294,7 +294,8 @@ var h1Scenarios = []scenario{
 			o.send(true, get("/open"))
 		}},
 	{name: "TLS and other protocols", pairs: []string{"GET /plain -> 200"},
-		skips: []string{"tls: a TLS connection to 10.0.0.2:443", "not-http: a connection to 10.0.0.3:6379 whose client's first bytes are 2a 31 0d 0a"},
+		skips: []string{"tls: a TLS connection to 10.0.0.2:443", "not-http: a connection to 10.0.0.3:6379 whose client's first bytes are 2a 31 0d 0a",
+			"not-http: a connection to 10.0.0.4:25 whose client's first bytes are 45 48 4c 4f", "not-http: a connection to 10.0.0.4:25 whose server's (the client sent nothing) first bytes are 32 32 30 20"},
 		build: func(c *tcap) {
 			k := c.conn("10.0.0.1:40018", "10.0.0.2:443")
 			k.handshake()
@@ -306,6 +307,15 @@ var h1Scenarios = []scenario{
 			r.send(true, "*1\r\n$4\r\nPING\r\n")
 			r.send(false, "+PONG\r\n")
 			r.close()
+			for _, client := range []string{"10.0.0.1:40022", "10.0.0.1:40023"} {
+				m := c.conn(client, "10.0.0.4:25") // SMTP: the server speaks first
+				m.handshake()
+				m.send(false, "220 mail.example ESMTP\r\n")
+				if client == "10.0.0.1:40022" {
+					m.send(true, "EHLO client.example\r\n")
+				}
+				m.close()
+			}
 			p := c.conn("10.0.0.1:40020", "10.0.0.2:8080")
 			p.handshake()
 			p.send(true, get("/plain"))
@@ -313,7 +323,7 @@ var h1Scenarios = []scenario{
 			p.close()
 		},
 		check: func(t *testing.T, r imported) {
-			if r.lost != 1 || r.st.TLSPorts[443] != 1 || !strings.Contains(r.st.Summary(), "tls 1 (TLS connections, port 443; decrypting them is not built yet)") {
+			if r.lost != 1 || r.st.TLSPorts[443] != 1 || r.st.Skipped["not-http"] != 3 || !strings.Contains(r.st.Summary(), "tls 1 (TLS connections, port 443; decrypting them is not built yet)") {
 				t.Errorf("%s: %d lost, want the TLS connection only", r.st.Summary(), r.lost)
 			}
 		}},
