@@ -42,7 +42,10 @@ func tcpdump(t *testing.T, path string, ports ...string) (stop func() (dropped i
 	}
 	bin, err := exec.LookPath("tcpdump")
 	if err != nil {
-		cannot("tcpdump is not installed")
+		if _, serr := os.Stat("/usr/sbin/tcpdump"); serr != nil { // off a user's PATH on older Debian
+			cannot("tcpdump is not installed")
+		}
+		bin = "/usr/sbin/tcpdump"
 	}
 	filter := "tcp and (port " + strings.Join(ports, " or port ") + ")"
 	// --immediate-mode: packets reach the file as they come, not when the
