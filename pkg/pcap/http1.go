@@ -541,7 +541,11 @@ func (h *h1conn) tunnel(x *h1ex, m *rawhttp.Message) {
 	if m.Status == 101 {
 		what = "an upgrade to " + headerValue(m.Headers, "upgrade")
 	}
-	h.c.a.out.skip(x.x.at, "upgrade", fmt.Sprintf("%s %s on a connection to %s: what follows is not HTTP", x.method, x.req.Target+" ("+what+")", h.c.server()), false)
+	req := "a request"
+	if x.req != nil {
+		req = x.req.Method + " " + x.req.Target
+	}
+	h.c.a.out.skip(x.x.at, "upgrade", fmt.Sprintf("%s (%s) on a connection to %s: what follows is not HTTP", req, what, h.c.server()), false)
 	h.c.proto = [2]proto{protoNone, protoNone}
 	h.req.reset(h1Done)
 	h.res.reset(h1Done)

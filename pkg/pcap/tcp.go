@@ -209,9 +209,9 @@ func (h *half) add(s *segment) {
 	}
 	h.lastTS, h.lastAt = s.ts, s.at
 	fresh := true // the data starts where the segment does
-	if d := int32(seq - h.next); d < 0 {
+	if d := int64(int32(seq - h.next)); d < 0 {
 		n := len(data) + cut
-		if int(-d) >= n {
+		if -d >= int64(n) {
 			if n > 0 {
 				h.c.a.out.st.Retransmitted++
 			}
