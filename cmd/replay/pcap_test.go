@@ -39,6 +39,14 @@ func TestImportPcap(t *testing.T) {
 		t.Errorf("first request on the wire:\n%q\nwant it to start\n%q", first, want)
 	}
 
+	capture, err := os.ReadFile("../../pkg/pcap/testdata/h2c.pcapng")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = runMain(t, context.Background(), string(capture), "import", "pcap", "-") // tcpdump -w - | replay import pcap -
+	if r.code != 0 || !strings.HasPrefix(r.stdout, `{"ts":"2026-11-25T10:00:01.008Z"`) || strings.Count(r.stdout, "\n") != 9 {
+		t.Errorf("from standard input: exit %d, stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
 	r = runMain(t, context.Background(), "", "import", "pcap", "../../pkg/pcap/testdata/h2c.pcapng", "../../pkg/pcap/testdata/http1.pcap", "-o", filepath.Join(dir, "both.jsonl"))
 	if r.code != 0 || !strings.HasPrefix(r.stderr, "replay: 2 files merged: 164 packets, 10 connections, 21 pairs written") {
 		t.Errorf("two captures: exit %d, stderr:\n%s", r.code, r.stderr)
@@ -95,6 +103,13 @@ func TestImportPcapRefuses(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, `capture.gor: not a packet capture: it starts with 31 20 38 61 ("1 8a")`) ||
 		!strings.Contains(r.stderr, "capture.gor is a GoReplay capture: use replay import gor") {
 		t.Errorf("a GoReplay capture: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.pcap")
+	head, _ := os.ReadFile("../../pkg/pcap/testdata/http1.pcap")
+	os.WriteFile(empty, head[:24], 0o644) // a header and no packet
+	r = runMain(t, context.Background(), "", "import", "pcap", empty, "-o", empty+".jsonl")
+	if r.code != 1 || !strings.Contains(r.stderr, "no pair written: the capture holds no packet") {
+		t.Errorf("a capture of nothing: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 	r = runMain(t, context.Background(), "", "import", "gor", "../../pkg/pcap/testdata/http1.pcap")
 	if r.code != 1 || !strings.Contains(r.stderr, "http1.pcap is a packet capture (pcap): use replay import pcap") {

@@ -139,7 +139,7 @@ func Pcap(flags *PcapFlags) Importer {
 					sk.AddOffNetworkIn(file, packet, why)
 				}
 			})
-			return Result{Summary: st.Summary(), Written: st.Written}, err
+			return Result{Summary: st.Summary(), Written: st.Written, NothingWritten: st.NothingWritten()}, err
 		}}
 }
 

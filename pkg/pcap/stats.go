@@ -13,7 +13,7 @@ import (
 type Stats struct {
 	Files       int // captures read
 	Packets     int // packets read, in all files
-	Connections int // TCP connections seen
+	Connections int // TCP connections that carried data
 	Written     int // pairs written
 	// Kinds counts the pairs written by protocol and direction: "HTTP/1.1
 	// IN", "HTTP/2 IN", "gRPC OUT".
@@ -46,6 +46,18 @@ type Stats struct {
 	Dropped int64
 	// Cut names the files that end inside a packet.
 	Cut []string
+}
+
+// NothingWritten says why no pair was written when the capture held no
+// connection to read ("" when it did: its skips say why).
+func (s Stats) NothingWritten() string {
+	switch {
+	case s.Written > 0 || s.Connections > 0:
+		return ""
+	case s.Packets == 0:
+		return "the capture holds no packet"
+	}
+	return fmt.Sprintf("none of the capture's %s is part of a TCP connection that carried data", plural.Count(s.Packets, "packet"))
 }
 
 // count counts a packet that carried no TCP segment.
