@@ -181,6 +181,7 @@ func (s *h1side) parsed(ts int64) {
 		s.state = h1ChunkSize
 	case f.Length > 0:
 		s.state, s.remain = h1Body, f.Length
+		s.body = make([]byte, 0, min(f.Length, maxHead)) // grown as it comes, past 64 KiB
 	case f.Length == 0 || s.request:
 		s.complete(ts)
 	default:
@@ -241,10 +242,15 @@ func (s *h1side) complete(ts int64) {
 	}
 }
 
-// reset forgets the message under way and reads on in state.
+// reset forgets the message under way and reads on in state. The head's
+// and the line's buffers are kept for the next message (ParseHead copied
+// what it kept of them); the body went with the message.
 func (s *h1side) reset(state int) {
 	s.c().hold(-(len(s.head) + len(s.body) + len(s.line)))
-	s.head, s.body, s.line, s.msg, s.x, s.cut, s.cutWhy, s.remain = nil, nil, nil, nil, nil, "", "", 0
+	if cap(s.head) > 2*maxHead {
+		s.head = nil
+	}
+	s.head, s.body, s.line, s.msg, s.x, s.cut, s.cutWhy, s.remain = s.head[:0], nil, s.line[:0], nil, nil, "", "", 0
 	s.state = state
 }
 
@@ -619,7 +625,7 @@ func h1Record(q *rawhttp.Message, h2c bool) *rrpair.Record {
 // (a replay's VU owns its connection), and, for a request that asked to
 // upgrade to h2c, its Upgrade and HTTP2-Settings.
 func keptFields(fs []rrpair.Field, h2c bool) []rrpair.Field {
-	var out []rrpair.Field
+	out := make([]rrpair.Field, 0, len(fs))
 	for _, f := range fs {
 		if rrpair.ConnectionHeader(f.Name) || h2c && (strings.EqualFold(f.Name, "upgrade") || strings.EqualFold(f.Name, "http2-settings")) {
 			continue

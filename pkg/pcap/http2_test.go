@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gopacket/gopacket/layers"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -254,23 +253,4 @@ var h2Scenarios = []scenario{
 }
 
 // TestHTTP2 imports captures of cleartext HTTP/2 and gRPC.
-func TestHTTP2(t *testing.T) {
-	for _, sc := range h2Scenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			c := newCapture(t)
-			sc.build(c)
-			r := importOne(t, c.pcap(layers.LinkTypeEthernet))
-			if len(sc.pairs) == 0 {
-				if r.err == nil && len(r.pairs) > 0 {
-					t.Errorf("pairs %q, want none", shorts(r.pairs))
-				}
-			} else {
-				wantPairs(t, r, sc.pairs...)
-			}
-			wantSkips(t, r, sc.skips...)
-			if sc.check != nil {
-				sc.check(t, r)
-			}
-		})
-	}
-}
+func TestHTTP2(t *testing.T) { runScenarios(t, h2Scenarios) }

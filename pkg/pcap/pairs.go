@@ -20,6 +20,7 @@ type pairs struct {
 	skipFn Skip
 	names  []string // of the files, when several were read
 	sorted *spool.Sorter
+	check  rrpair.Checker
 	line   []byte
 	seq    int64 // requests begun: the order of pairs with the same time
 	err    error // the spool's first error: the conversion stops at it
@@ -79,7 +80,7 @@ func (p *pairs) write(c *conn, r *rrpair.Record, x exchange, proto string) {
 	}
 	r.Session = p.session(c, r)
 	var err error
-	p.line, err = rrpair.AppendChecked(p.line[:0], r)
+	p.line, err = p.check.AppendChecked(p.line[:0], r)
 	if err != nil {
 		p.skip(x.at, "invalid", err.Error(), true)
 		return

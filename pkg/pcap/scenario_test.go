@@ -353,8 +353,12 @@ func keep(ss []*tseg, f func(*tseg) bool) []*tseg {
 }
 
 // TestScenarios imports each capture of what real captures hold.
-func TestScenarios(t *testing.T) {
-	for _, sc := range h1Scenarios {
+func TestScenarios(t *testing.T) { runScenarios(t, h1Scenarios) }
+
+// runScenarios imports each scenario's capture and checks its pairs and
+// skips.
+func runScenarios(t *testing.T, scs []scenario) {
+	for _, sc := range scs {
 		t.Run(sc.name, func(t *testing.T) {
 			c := newCapture(t)
 			sc.build(c)

@@ -129,32 +129,19 @@ func (s Stats) Summary() string {
 			sep = ", "
 		}
 	}
-	var other []string
-	if s.Elsewhere > 0 {
-		other = append(other, plural.Count(s.Elsewhere, "connection")+" neither to nor from --service")
-	}
-	if s.Before > 0 {
-		other = append(other, plural.Count(s.Before, "answer")+" to requests made before the capture began")
-	}
-	if s.Retransmitted > 0 {
-		other = append(other, plural.Count(s.Retransmitted, "segment")+" retransmitted")
-	}
-	if s.Dropped > 0 {
-		other = append(other, fmt.Sprintf("%d bytes dropped over --max-buffer", s.Dropped))
-	}
-	if len(other) > 0 {
+	if other := said(
+		phrase{s.Elsewhere, "connection", " neither to nor from --service"},
+		phrase{s.Before, "answer", " to requests made before the capture began"},
+		phrase{s.Retransmitted, "segment", " retransmitted"},
+		phrase{int(s.Dropped), "byte", " dropped over --max-buffer"},
+	); len(other) > 0 {
 		b.WriteString("; " + strings.Join(other, ", "))
 	}
-	var notRead []string
-	if s.NotTCP > 0 {
-		notRead = append(notRead, plural.Count(s.NotTCP, "packet")+" not TCP")
-	}
-	if s.NotIP > 0 {
-		notRead = append(notRead, plural.Count(s.NotIP, "packet")+" not IP")
-	}
-	if s.Bad > 0 {
-		notRead = append(notRead, plural.Count(s.Bad, "packet")+" with headers cut short or invalid")
-	}
+	notRead := said(
+		phrase{s.NotTCP, "packet", " not TCP"},
+		phrase{s.NotIP, "packet", " not IP"},
+		phrase{s.Bad, "packet", " with headers cut short or invalid"},
+	)
 	for _, l := range slices.Sorted(maps.Keys(s.Links)) {
 		notRead = append(notRead, fmt.Sprintf("%s of link type %s", plural.Count(s.Links[l], "packet"), l))
 	}
@@ -165,6 +152,23 @@ func (s Stats) Summary() string {
 		b.WriteString("; " + c + ": the packets before it were read")
 	}
 	return b.String()
+}
+
+// phrase is a count and what it counts, said when it is not zero.
+type phrase struct {
+	n          int
+	noun, rest string
+}
+
+// said are the phrases whose count is not zero: "2 packets not TCP".
+func said(ps ...phrase) []string {
+	var out []string
+	for _, p := range ps {
+		if p.n > 0 {
+			out = append(out, plural.Count(p.n, p.noun)+p.rest)
+		}
+	}
+	return out
 }
 
 // counts lists m as "HTTP/1.1 IN 4, gRPC IN 1", the largest first.
