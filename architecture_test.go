@@ -63,7 +63,7 @@ var contract = []rule{
 		Why: "the transport sits below the VUs"},
 	{From: []string{"pkg/transform/...", "pkg/report/...", "pkg/recording/..."}, To: []string{"github.com/redis/...", "github.com/nats-io/..."}, Deep: true,
 		Why: "only pkg/e2e/sink links the Redis and NATS clients"},
-	{From: []string{"pkg/rrpair/...", "pkg/har/...", "pkg/gor/...", "pkg/accesslog/..."}, To: []string{"pkg/sniff/...", "pkg/convert/..."},
+	{From: []string{"pkg/rrpair/...", "pkg/har/...", "pkg/gor/...", "pkg/accesslog/...", "pkg/pcap/..."}, To: []string{"pkg/sniff/...", "pkg/convert/..."},
 		Why: "the format packages sit below the sniffer and the import job that ask them"},
 	{From: []string{"cmd/..."}, To: []string{"pkg/vu/...", "pkg/transport/..."},
 		Why: "the commands hand options to the run; they never drive the VUs or the transport"},
@@ -80,6 +80,9 @@ var onlyIn = map[string][]string{
 	"github.com/redis/go-redis":   {"pkg/e2e/sink"},
 	"github.com/nats-io":          {"pkg/e2e/sink"},
 	"github.com/spf13/cobra":      {"cmd/replay"},
+	// Packet captures: the pcap and pcapng readers, the link, IP and TCP
+	// layers, the IP defragmenters.
+	"github.com/gopacket/gopacket": {"pkg/pcap"},
 }
 
 // The thin command: at most this many lines of non-test Go, and no

@@ -169,6 +169,9 @@ func TestInspectImportHint(t *testing.T) {
 		"../../pkg/accesslog/testdata/nginx-combined.log": "is an access log (combined), not a traffic file",
 		"../../pkg/accesslog/testdata/nginx-json.log":     "replay import access-log --format json ",
 		"../../pkg/accesslog/testdata/nginx-custom.log":   "replay import access-log --format 'its log_format string' ",
+		"../../pkg/pcap/testdata/http1.pcap":              "is a packet capture (pcap), not a traffic file (RRPair JSON Lines): convert it first: replay import pcap ../../pkg/pcap/testdata/http1.pcap -o traffic.jsonl",
+		"../../pkg/pcap/testdata/h2c.pcapng":              "is a packet capture (pcapng), not a traffic file",
+		"../../pkg/pcap/testdata/lossy.pcap.gz":           "replay import pcap ",
 	} {
 		r := runMain(t, context.Background(), "", "inspect", file)
 		if r.code != 1 || !strings.Contains(r.stderr, want) {

@@ -9,7 +9,7 @@ import (
 func newImportCmd(std stdio) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import",
-		Short: "Convert a HAR, a GoReplay capture or an access log to RRPairs",
+		Short: "Convert a HAR, a GoReplay capture, an access log or a packet capture to RRPairs",
 	}
 	cmd.AddCommand(
 		importer(std, convert.HAR(), importSpec{
@@ -43,8 +43,43 @@ converted are skipped, reported on stderr with their file and number.`,
   replay import gor 'capture/requests_*.gor' -o traffic.jsonl`,
 		}),
 		accessLogImporter(std),
+		pcapImporter(std),
 	)
 	return cmd
+}
+
+// pcapImporter is import pcap.
+func pcapImporter(std stdio) *cobra.Command {
+	var flags convert.PcapFlags
+	return importer(std, convert.Pcap(&flags), importSpec{
+		use:   "pcap FILE...",
+		short: "Convert packet captures (tcpdump, Wireshark: pcap, pcapng) to RRPairs",
+		long: `Convert packet captures to RRPairs: the HTTP/1.x, cleartext HTTP/2 (h2c)
+and gRPC exchanges their TCP connections carried, each request with its
+answer. pcap and pcapng files (tcpdump -w, Wireshark, dumpcap, kubectl
+sniff), gzip-compressed or not; several files (a rotated capture, or
+captures of several hosts) are merged by packet time. Link types: Ethernet
+(VLAN tags too), Linux cooked (SLL, SLL2), raw IP, BSD loopback; IPv4 and
+IPv6, fragments reassembled. TCP is reassembled in sequence order;
+retransmissions and overlaps are read once; what the capture lost (a gap,
+a snap length that cut packets) skips the message it cut, and the stream
+is found again at the next request line. Requests keep their raw target,
+header names in their case and order, and body; a pair's time is its
+request's first byte, its duration runs to its answer's last byte, and
+pairs are written in request order. TLS connections, connections that are
+not HTTP, and all else that is not kept are counted and reported on
+stderr with their packet number.`,
+		example: `  tcpdump -i any -s 0 -w capture.pcap 'tcp port 8080'
+  replay import pcap capture.pcap --service 10.0.0.5:8080 -o traffic.jsonl
+  replay import pcap 'dump.pcap*' --session header:X-User-Id -o traffic.jsonl`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringArrayVar(&flags.Services, "service", nil, "the service's address, `IP:PORT` (repeatable): connections to it are IN, its own calls elsewhere OUT, the rest skipped (default: every connection IN)")
+			fs.StringVar(&flags.Session, "session", "connection", "the `SESSION` of a pair: connection, header:NAME, cookie:NAME or none")
+			fs.DurationVar(&flags.StreamTimeout, "stream-timeout", 0, "end connections idle this `LONG` in capture time, writing their requests still waiting without an answer (default 2m)")
+			fs.Int64Var(&flags.MaxBuffer, "max-buffer", 0, "bound to `BYTES` what is held for all connections (segments out of order, messages under way); over it the connection holding the most gives them up, counted (default 64 MiB)")
+			fs.StringVar(&flags.KeyLog, "keylog", "", "a TLS key log `FILE` (SSLKEYLOGFILE) to decrypt TLS connections with: not built yet, refused")
+		},
+	})
 }
 
 // accessLogImporter is import access-log.
@@ -105,8 +140,12 @@ func importer(std stdio, imp convert.Importer, spec importSpec) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the `FILE` to import (- for standard input)")
 	cmd.Flags().StringVarP(&job.Output, "output", "o", "", "write the RRPairs to `FILE` (default: standard output)")
-	cmd.Flags().StringVar(&job.Skipped, "skipped", "", "write every skipped "+imp.What+" to `FILE`, as JSON lines {\"index\": N, \"reason\": \"...\"}")
-	cmd.Flags().BoolVar(&job.Strict, "strict", false, "fail when any "+imp.What+" cannot be converted")
+	index := "N"
+	if imp.Item != "" {
+		index = "N (its " + imp.What + ")"
+	}
+	cmd.Flags().StringVar(&job.Skipped, "skipped", "", "write every skipped "+imp.SkipNoun()+" to `FILE`, as JSON lines {\"index\": "+index+", \"reason\": \"...\"}")
+	cmd.Flags().BoolVar(&job.Strict, "strict", false, "fail when any "+imp.SkipNoun()+" cannot be converted")
 	if spec.flags != nil {
 		spec.flags(cmd.Flags())
 	}

@@ -38,10 +38,9 @@ const maxHead = 64 << 10
 // "100-continue" gets "100 Continue" written to w, when w is not nil,
 // before its body is read.
 //
-// A parser, kept as one function on purpose (cyclomatic complexity over
-// 30): its branches follow RFC 9112's message framing in order (start line,
-// fields, then the body's length by HEAD/1xx/204/304, Transfer-Encoding,
-// Content-Length or close), which reads best top to bottom.
+// Its steps follow RFC 9112's message framing in order: the start line
+// and the fields (as ParseHead reads them), then the body's length by
+// HEAD/1xx/204/304, Transfer-Encoding, Content-Length or close.
 func Read(br *bufio.Reader, request bool, method string, w io.Writer) (*Message, error) {
 	m := &Message{}
 	var raw bytes.Buffer
@@ -55,22 +54,10 @@ func Read(br *bufio.Reader, request bool, method string, w io.Writer) (*Message,
 			return nil, err
 		}
 	}
-	f := strings.SplitN(line, " ", 3)
-	if request {
-		if len(f) != 3 || !strings.HasPrefix(f[2], "HTTP/1.") {
-			return nil, fmt.Errorf("request line %q: want METHOD TARGET HTTP/1.x", line)
-		}
-		m.Method, m.Target, m.Version = f[0], f[1], strings.TrimPrefix(f[2], "HTTP/")
-	} else {
-		if len(f) < 2 || !strings.HasPrefix(f[0], "HTTP/1.") {
-			return nil, fmt.Errorf("status line %q", line)
-		}
-		if m.Status, err = strconv.Atoi(f[1]); err != nil {
-			return nil, fmt.Errorf("status line %q", line)
-		}
-		m.Version = strings.TrimPrefix(f[0], "HTTP/")
+	if err := m.startLine(line, request); err != nil {
+		return nil, err
 	}
-	length, chunked := int64(-1), false
+	var fields []string
 	for {
 		h, err := readLine(br, &raw)
 		if err != nil {
@@ -82,34 +69,21 @@ func Read(br *bufio.Reader, request bool, method string, w io.Writer) (*Message,
 		if h == "" {
 			break
 		}
-		name, value, ok := strings.Cut(h, ":")
-		if !ok {
-			return nil, fmt.Errorf("header line %q", h)
-		}
-		value = strings.TrimSpace(value)
-		m.Headers = append(m.Headers, rrpair.Field{Name: name, Value: value})
-		switch strings.ToLower(name) {
-		case "content-length":
-			if length, err = strconv.ParseInt(value, 10, 64); err != nil || length < 0 {
-				return nil, fmt.Errorf("Content-Length %q", value)
-			}
-		case "transfer-encoding":
-			chunked = strings.Contains(strings.ToLower(value), "chunked")
-		case "connection":
-			m.Close = strings.EqualFold(value, "close")
-		}
+		fields = append(fields, h)
 	}
-	if m.Version == "1.0" && !hasToken(m.Headers, "connection", "keep-alive") {
-		m.Close = true
+	f, err := m.fields(fields)
+	if err != nil {
+		return nil, err
 	}
-	if request && w != nil && hasToken(m.Headers, "expect", "100-continue") {
+	length, chunked := f.Length, f.Chunked
+	if request && w != nil && HasToken(m.Headers, "expect", "100-continue") {
 		if _, err := io.WriteString(w, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 			return nil, err
 		}
 		m.Continued = true
 	}
 	switch {
-	case !request && (method == "HEAD" || m.Status/100 == 1 || m.Status == 204 || m.Status == 304):
+	case !request && NoBody(method, m.Status):
 	case chunked: // de-chunked into a slice of its own
 		if m.Body, err = readChunked(br, &raw); err != nil {
 			return nil, err
@@ -147,6 +121,87 @@ func ReadResponse(br *bufio.Reader, method string, interim func(*Message) error)
 			}
 		}
 	}
+}
+
+// NoBody says whether an answer with status to a request of method has
+// no body, whatever its head says (RFC 9112 §6.3): HEAD, 1xx, 204, 304.
+func NoBody(method string, status int) bool {
+	return method == "HEAD" || status/100 == 1 || status == 204 || status == 304
+}
+
+// Framing is how a message's body is delimited, as its head says.
+type Framing struct {
+	Length  int64 // Content-Length; -1: none
+	Chunked bool  // Transfer-Encoding: chunked (which wins over Length)
+}
+
+// ParseHead reads a message's head as it went by: its start line and its
+// fields, up to the blank line that ends it (lines end in CRLF or LF; a
+// head may hold the blank line or not). For a reader that frames messages
+// itself (a packet capture's, which gets them in pieces); the returned
+// Message has no Raw and no Body.
+func ParseHead(head []byte, request bool) (*Message, Framing, error) {
+	lines := strings.Split(strings.TrimRight(string(head), "\r\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r")
+	}
+	m := &Message{}
+	if err := m.startLine(lines[0], request); err != nil {
+		return nil, Framing{}, err
+	}
+	f, err := m.fields(lines[1:])
+	return m, f, err
+}
+
+// startLine reads a request or status line into m.
+func (m *Message) startLine(line string, request bool) error {
+	f := strings.SplitN(line, " ", 3)
+	if request {
+		if len(f) != 3 || !strings.HasPrefix(f[2], "HTTP/1.") {
+			return fmt.Errorf("request line %q: want METHOD TARGET HTTP/1.x", line)
+		}
+		m.Method, m.Target, m.Version = f[0], f[1], strings.TrimPrefix(f[2], "HTTP/")
+		return nil
+	}
+	if len(f) < 2 || !strings.HasPrefix(f[0], "HTTP/1.") {
+		return fmt.Errorf("status line %q", line)
+	}
+	var err error
+	if m.Status, err = strconv.Atoi(f[1]); err != nil {
+		return fmt.Errorf("status line %q", line)
+	}
+	m.Version = strings.TrimPrefix(f[0], "HTTP/")
+	return nil
+}
+
+// fields reads a head's field lines into m, and says how its body is
+// framed.
+func (m *Message) fields(lines []string) (Framing, error) {
+	f := Framing{Length: -1}
+	for _, h := range lines {
+		name, value, ok := strings.Cut(h, ":")
+		if !ok {
+			return f, fmt.Errorf("header line %q", h)
+		}
+		value = strings.TrimSpace(value)
+		m.Headers = append(m.Headers, rrpair.Field{Name: name, Value: value})
+		switch strings.ToLower(name) {
+		case "content-length":
+			n, err := strconv.ParseInt(value, 10, 64)
+			if err != nil || n < 0 {
+				return f, fmt.Errorf("Content-Length %q", value)
+			}
+			f.Length = n
+		case "transfer-encoding":
+			f.Chunked = strings.Contains(strings.ToLower(value), "chunked")
+		case "connection":
+			m.Close = strings.EqualFold(value, "close")
+		}
+	}
+	if m.Version == "1.0" && !HasToken(m.Headers, "connection", "keep-alive") {
+		m.Close = true
+	}
+	return f, nil
 }
 
 // readLine reads one line into raw and returns it without its line end.
@@ -200,7 +255,9 @@ func readChunked(br *bufio.Reader, raw *bytes.Buffer) ([]byte, error) {
 	}
 }
 
-func hasToken(hs []rrpair.Field, name, token string) bool {
+// HasToken says whether a field called name (in any case) holds token
+// (lower-case) in its value, in any case.
+func HasToken(hs []rrpair.Field, name, token string) bool {
 	for _, h := range hs {
 		if strings.EqualFold(h.Name, name) && strings.Contains(strings.ToLower(h.Value), token) {
 			return true

@@ -26,14 +26,15 @@
 // An importer plugs in with an Importer: its subcommand's name (as the
 // sniffer names it), what its skips number, whether it reads several
 // inputs, a check of its own options, and a Convert that calls the format
-// package. A packet-capture importer (pkg/pcap) would be, as AccessLog is:
+// package. The packet-capture importer (Pcap, over pkg/pcap) is the
+// fullest example:
 //
 //	func Pcap(flags *PcapFlags) Importer {
 //		var opt pcap.Options
-//		return Importer{Name: "pcap", What: "packet",
+//		return Importer{Name: "pcap", What: "packet", Several: true,
 //			Check: func() (err error) { opt, err = flags.options(); return err },
 //			Convert: func(ins []Input, w io.Writer, sk *SkipLog) (Result, error) {
-//				st, err := pcap.Convert(ins[0].R, w, opt, sk.Add)
+//				st, err := pcap.Convert(sources(ins), w, opt, skipTo(sk))
 //				return Result{Summary: st.Summary(), Written: st.Written}, err
 //			}}
 //	}

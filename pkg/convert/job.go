@@ -20,8 +20,12 @@ type Importer struct {
 	// an input the sniffer takes for another importer's is named so.
 	Name string
 	// What is what the converter numbers in its skips: "entry",
-	// "record", "line".
+	// "record", "line", "packet".
 	What string
+	// Item is what a skip is, when it is not one What ("item": a packet
+	// capture's skips are messages and connections, each placed by the
+	// packet it began in); "": What.
+	Item string
 	// Several says the importer reads several inputs into one output (and
 	// expands the glob patterns a shell left); else it reads one.
 	Several bool
@@ -31,6 +35,14 @@ type Importer struct {
 	// Convert converts ins (one, unless Several) to w, logging what it
 	// skips in sk.
 	Convert func(ins []Input, w io.Writer, sk *SkipLog) (Result, error)
+}
+
+// SkipNoun is what one skip of the importer is called: Item, else What.
+func (imp Importer) SkipNoun() string {
+	if imp.Item != "" {
+		return imp.Item
+	}
+	return imp.What
 }
 
 // Input is one input of an import: its name, as given (a path, or
@@ -192,6 +204,7 @@ func open(names []string, stdin io.Reader) (ins []Input, closeAll func(), err er
 // run converts ins as job says, once the files are checked and open.
 func (imp Importer) run(ins []Input, job Job) error {
 	sk := NewSkipLog(imp.What)
+	sk.item = imp.SkipNoun()
 	out, err := Create("-o", job.Output, job.Stdout)
 	if err != nil {
 		return err
@@ -275,7 +288,7 @@ func nothingWritten(sk *SkipLog, why string) error {
 	switch {
 	case why != "":
 	case sk.n > 0:
-		why = plural.Count(sk.n, sk.what) + " skipped, and nothing else to write (see above)"
+		why = plural.Count(sk.n, sk.item) + " skipped, and nothing else to write (see above)"
 	default:
 		why = "the input holds none"
 	}

@@ -21,6 +21,7 @@ const firstShown = 5
 // files were read). Called from one goroutine only.
 type SkipLog struct {
 	what string // what the converter numbers: "line", "entry", "record"
+	item string // what a skip is called in counts: what, or "item"
 	n    int
 	// offNetwork counts, among n, the skips that lose nothing (a HAR's
 	// cache hits and WebSockets never reached the network): listed and
@@ -33,7 +34,7 @@ type SkipLog struct {
 
 // NewSkipLog is an empty log of skipped items, each called what ("line",
 // "entry", "record") in its messages.
-func NewSkipLog(what string) *SkipLog { return &SkipLog{what: what} }
+func NewSkipLog(what string) *SkipLog { return &SkipLog{what: what, item: what} }
 
 // Add logs item number where (from 1), skipped because of why. Its
 // signature is the format packages' Skip.
@@ -44,6 +45,13 @@ func (s *SkipLog) Add(where int, why string) { s.AddIn("", where, why) }
 func (s *SkipLog) AddOffNetwork(where int, why string) {
 	s.offNetwork++
 	s.Add(where, why)
+}
+
+// AddOffNetworkIn is AddOffNetwork for a converter that reads several
+// files: file names the one where is in ("" for none).
+func (s *SkipLog) AddOffNetworkIn(file string, where int, why string) {
+	s.offNetwork++
+	s.AddIn(file, where, why)
 }
 
 // AddIn is Add for a converter that reads several files: file names the
@@ -80,12 +88,12 @@ func (s *SkipLog) Report(w io.Writer, strict bool) error {
 	if s.n == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "replay: skipped %s:\n  %s\n", plural.Count(s.n, s.what), strings.Join(s.first, "\n  "))
+	fmt.Fprintf(w, "replay: skipped %s:\n  %s\n", plural.Count(s.n, s.item), strings.Join(s.first, "\n  "))
 	if s.n > len(s.first) {
 		fmt.Fprintf(w, "  ... and %d more\n", s.n-len(s.first))
 	}
 	if lost := s.n - s.offNetwork; strict && lost > 0 {
-		return fmt.Errorf("--strict: %s could not be converted", plural.Count(lost, s.what))
+		return fmt.Errorf("--strict: %s could not be converted", plural.Count(lost, s.item))
 	}
 	return nil
 }

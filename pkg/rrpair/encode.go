@@ -15,12 +15,15 @@ type Record struct {
 	Duration time.Duration // the recorded response time; 0: none
 	Protocol string        // "http" or "https" (l7protocol); "": none
 	Session  string        // tags.session; "": none
-	Version  string        // http.req.version ("1.1", "2"); "": none
-	Method   string
-	URI      string // path and query, raw
-	Host     string
-	Headers  []Field // in order; a name may repeat
-	Body     []byte
+	// Direction is "IN" (a request to the service) or "OUT" (the
+	// service's own call to a dependency); "": none, which means IN.
+	Direction string
+	Version   string // http.req.version ("1.1", "2"); "": none
+	Method    string
+	URI       string // path and query, raw
+	Host      string
+	Headers   []Field // in order; a name may repeat
+	Body      []byte
 	// The recorded answer; Status 0 writes none.
 	Status     int
 	ResHeaders []Field
@@ -62,6 +65,11 @@ func AppendLine(dst []byte, r *Record) []byte {
 		dst = AppendJSONString(dst, r.Session)
 		dst = append(dst, "},"...)
 	}
+	if r.Direction != "" {
+		dst = append(dst, `"direction":`...)
+		dst = AppendJSONString(dst, r.Direction)
+		dst = append(dst, ',')
+	}
 	dst = append(dst, `"http":{"req":{"method":`...)
 	dst = AppendJSONString(dst, r.Method)
 	dst = append(dst, `,"uri":`...)
@@ -93,12 +101,33 @@ func AppendLine(dst []byte, r *Record) []byte {
 // dst comes back as it was, with the reason. Converters and the capture
 // proxy write through it, so that what they write always opens.
 func AppendChecked(dst []byte, r *Record) ([]byte, error) {
+	var c Checker
+	return c.AppendChecked(dst, r)
+}
+
+// Checker is AppendChecked and CheckLine with their memory kept from line
+// to line, for a converter that writes many lines (a packet capture's
+// million pairs). The zero Checker is ready; use it from one goroutine.
+type Checker struct {
+	d decoder
+	p Pair
+}
+
+// AppendChecked is the package's AppendChecked, reusing c's memory.
+func (c *Checker) AppendChecked(dst []byte, r *Record) ([]byte, error) {
 	n := len(dst)
 	dst = AppendLine(dst, r)
-	if err := CheckLine(dst[n:]); err != nil {
+	if err := c.CheckLine(dst[n:]); err != nil {
 		return dst[:n], err
 	}
 	return dst, nil
+}
+
+// CheckLine is the package's CheckLine, reusing c's memory.
+func (c *Checker) CheckLine(line []byte) error {
+	c.d.validate = true
+	_, err := c.d.decode(bytes.TrimSuffix(line, []byte("\n")), &c.p)
+	return err
 }
 
 // appendFields appends the fields hs as the object that key (with its
@@ -160,23 +189,28 @@ func appendBody(dst, body []byte) []byte {
 func AppendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
+	start := 0 // s[start:i] needs no escape: appended as a run
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		start = i + 1
+		switch c {
+		case '"', '\\':
 			dst = append(dst, '\\', c)
-		case c == '\n':
+		case '\n':
 			dst = append(dst, '\\', 'n')
-		case c == '\r':
+		case '\r':
 			dst = append(dst, '\\', 'r')
-		case c == '\t':
+		case '\t':
 			dst = append(dst, '\\', 't')
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		default:
-			dst = append(dst, c)
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 		}
 	}
+	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
 
@@ -184,10 +218,8 @@ func AppendJSONString(dst []byte, s string) []byte {
 // converters that skip, and report, what Open would refuse. A line Open
 // would skip (another protocol, a response-only record) passes.
 func CheckLine(line []byte) error {
-	d := decoder{validate: true}
-	var p Pair
-	_, err := d.decode(bytes.TrimSuffix(line, []byte("\n")), &p)
-	return err
+	var c Checker
+	return c.CheckLine(line)
 }
 
 // ConnectionHeader reports whether a header (name in any case) belongs to

@@ -18,7 +18,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 			ResHeaders: []Field{{"Set-Cookie", "a=1"}, {"Set-Cookie", "b=2"}},
 			ResBody:    []byte{0xff, 0x00, 0x10}},
 		{Method: "GET", URI: "/health"},
-		{Version: "2", Method: "POST", URI: "/grpc.health.v1.Health/Check", Headers: []Field{{"content-type", "application/grpc"}, {"te", "trailers"}},
+		{Direction: "IN", Version: "2", Method: "POST", URI: "/grpc.health.v1.Health/Check", Headers: []Field{{"content-type", "application/grpc"}, {"te", "trailers"}},
 			Body: []byte{0, 0, 0, 0, 0}, Status: 200, ResHeaders: []Field{{"content-type", "application/grpc"}},
 			ResTrailers: []Field{{"grpc-status", "5"}, {"grpc-message", "no such service"}}, ResBody: []byte{0, 0, 0, 0, 2, 8, 1}},
 		{Method: "PUT", URI: "/big", Body: bytes.Repeat([]byte("x"), maxTextBody+1)},
@@ -42,7 +42,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := Record{Method: string(p.Req.Method), URI: string(p.Req.URI), Host: string(p.Req.Host), Body: p.Req.Body,
-			Session: string(p.Session), Version: string(p.Version), Status: p.Res.Status, ResBody: p.Res.Body, Protocol: string(p.Req.Scheme)}
+			Session: string(p.Session), Direction: string(p.Direction), Version: string(p.Version), Status: p.Res.Status, ResBody: p.Res.Body, Protocol: string(p.Req.Scheme)}
 		if len(p.TS) > 0 {
 			got.TS, _ = p.Time()
 		}
@@ -79,7 +79,7 @@ func equalRecord(a, b Record) bool {
 		}
 		return true
 	}
-	return a.TS.Equal(b.TS) && a.Duration == b.Duration && a.Protocol == b.Protocol && a.Session == b.Session && a.Version == b.Version &&
+	return a.TS.Equal(b.TS) && a.Duration == b.Duration && a.Protocol == b.Protocol && a.Session == b.Session && a.Direction == b.Direction && a.Version == b.Version &&
 		a.Method == b.Method && a.URI == b.URI && a.Host == b.Host && bytes.Equal(a.Body, b.Body) && a.Status == b.Status &&
 		bytes.Equal(a.ResBody, b.ResBody) && same(a.Headers, b.Headers) && same(a.ResHeaders, b.ResHeaders) &&
 		same(a.ResTrailers, b.ResTrailers)

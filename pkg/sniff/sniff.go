@@ -1,6 +1,6 @@
 // Package sniff tells what a file is from its first bytes, and which
 // import converts it: the one place that asks every format package "is
-// this yours?" (har.Looks, gor.Looks, accesslog.Looks). It sits above the
+// this yours?" (pcap.Looks, har.Looks, gor.Looks, accesslog.Looks). It sits above the
 // format packages, which never import it. Its users are the commands
 // that are given a file of the wrong kind: inspect and run name the
 // import to use instead of a JSON error on line 1, and an import that
@@ -21,6 +21,7 @@ import (
 	"github.com/replay-dev/replay/pkg/accesslog"
 	"github.com/replay-dev/replay/pkg/gor"
 	"github.com/replay-dev/replay/pkg/har"
+	"github.com/replay-dev/replay/pkg/pcap"
 )
 
 // Size is how many of a file's first bytes the sniffer reads: 64 KiB, and
@@ -30,7 +31,7 @@ const Size = 64 << 10
 // Format is what a file's first bytes say it is.
 type Format struct {
 	// Import is the import subcommand that converts it ("har", "gor",
-	// "access-log"); "" when no import does.
+	// "access-log", "pcap"); "" when no import does.
 	Import string
 	// Flags are the flags that import needs for it: "--format json".
 	Flags string
@@ -52,10 +53,13 @@ func (f Format) Command() string {
 
 // Sniff says what head, a file's first bytes (Size of them, or all of a
 // shorter file), is. A HAR is recognized as it is (import har does not
-// read gzip); a GoReplay capture and an access log compressed or not; a
-// byte-order mark is passed over.
+// read gzip); a packet capture, a GoReplay capture and an access log
+// compressed or not; a byte-order mark is passed over.
 func Sniff(head []byte) Format {
 	gz := gzipped(head)
+	if format, ok := pcap.Looks(head); ok {
+		return Format{Import: "pcap", What: "a packet capture (" + format + ")", Gzip: gz}
+	}
 	switch {
 	case har.Looks(head):
 		return Format{Import: "har", What: "a HAR file", Gzip: gz}
@@ -107,7 +111,7 @@ func Hint(name string, head []byte) string {
 	case f.Import != "":
 		return fmt.Sprintf("%s is %s, not a traffic file (RRPair JSON Lines): convert it first: replay %s %s -o traffic.jsonl", name, f.What, f.Command(), name)
 	case f.Gzip:
-		return fmt.Sprintf("%s is gzip-compressed: replay reads traffic files uncompressed (gunzip it first); import gor and import access-log read .gz files as they are", name)
+		return fmt.Sprintf("%s is gzip-compressed: replay reads traffic files uncompressed (gunzip it first); import gor, import access-log and import pcap read .gz files as they are", name)
 	}
 	return ""
 }

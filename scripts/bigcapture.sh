@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# bigcapture.sh BIN — the speed and memory check of replay import pcap on a
+# large capture (make bigcapture; not run in CI). It writes a ~1 GiB pcap
+# outside the repository (a service's busy hour as tcpdump -s 0 writes it:
+# 10,000 keep-alive connections, 100 at a time, 100 exchanges each, a GET
+# with a browser's headers answered with ~500 bytes of JSON or a POST
+# answered 201, every packet ACKed: 1,000,000 requests), imports it, and
+# reports:
+#   - the wall time (target: under a minute)
+#   - the peak resident memory of the import (target: under 300 MB)
+# The capture is written by this script (Python's struct, by hand), not by
+# replay's own test writer: another writer of the format.
+# Env: CONNS=10000 PER_CONN=100 AT_ONCE=100 WORK=<dir, default a fresh /tmp dir>
+set -euo pipefail
+BIN=${1:?usage: bigcapture.sh path/to/replay}
+CONNS=${CONNS:-10000}
+PER_CONN=${PER_CONN:-100}
+AT_ONCE=${AT_ONCE:-100}
+WORK=${WORK:-$(mktemp -d /tmp/replay-bigcapture.XXXXXX)}
+mkdir -p "$WORK"
+FILE=$WORK/big.pcap
+
+if [ ! -s "$FILE" ]; then
+  echo "writing $CONNS connections × $PER_CONN exchanges to $FILE"
+  python3 - "$FILE" "$CONNS" "$PER_CONN" "$AT_ONCE" <<'PY'
+import struct, sys
+path, conns, per_conn, at_once = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+SYN, ACK, PSH, FIN = 0x02, 0x10, 0x08, 0x01
+server_ip, server_port = bytes([10, 0, 0, 5]), 8080
+mac = b"\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x00\x02\x08\x00"
+headers = (b"Host: shop.example:8080\r\nUser-Agent: Mozilla/5.0 (X11; Linux x86_64) Gecko/20100101 Firefox/146.0\r\n"
+           b"Accept: application/json\r\nAccept-Language: en-US,en;q=0.5\r\nAccept-Encoding: gzip, deflate\r\n"
+           b"Cookie: sid=8f14e45fceea167a5a36dedd4bea2543; theme=dark\r\n")
+t = [1796112000 * 1000000]  # microseconds
+out = open(path, "wb", buffering=8 << 20)
+out.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 262144, 1))
+
+def packet(src, sport, dst, dport, seq, ack, flags, payload=b""):
+    t[0] += 3
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40 + len(payload), 0, 0x4000, 64, 6, 0, src, dst)
+    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq & 0xffffffff, ack & 0xffffffff, 5 << 4, flags, 65535, 0, 0)
+    frame = mac + ip + tcp + payload
+    out.write(struct.pack("<IIII", t[0] // 1000000, t[0] % 1000000, len(frame), len(frame)))
+    out.write(frame)
+
+n = 0
+for group in range(0, conns, at_once):
+    cs = []
+    for i in range(group, min(group + at_once, conns)):
+        ip = bytes([10, 1, i >> 8 & 255, i & 255])
+        c = {"ip": ip, "port": 20000 + i % 40000, "cseq": 1000, "sseq": 90000}
+        packet(ip, c["port"], server_ip, server_port, c["cseq"] - 1, 0, SYN)
+        packet(server_ip, server_port, ip, c["port"], c["sseq"] - 1, c["cseq"], SYN | ACK)
+        packet(ip, c["port"], server_ip, server_port, c["cseq"], c["sseq"], ACK)
+        cs.append(c)
+    for _ in range(per_conn):
+        for c in cs:
+            n += 1
+            if n % 4 == 0:
+                body = b'{"product":%d,"quantity":1,"note":"%s"}' % (n, b"x" * 80)
+                req = b"POST /cart/items HTTP/1.1\r\n" + headers + b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+                res = b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\nLocation: /cart/items/%d\r\n\r\n" % n
+            else:
+                req = b"GET /products/%d?fields=all HTTP/1.1\r\n" % n + headers + b"\r\n"
+                body = b'{"id":%d,"name":"product %d","price":{"amount":1999,"currency":"EUR"},"stock":12,"description":"%s"}' % (n, n, b"lorem ipsum " * 30)
+                res = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nCache-Control: max-age=60\r\n\r\n" % len(body) + body
+            packet(c["ip"], c["port"], server_ip, server_port, c["cseq"], c["sseq"], PSH | ACK, req)
+            c["cseq"] += len(req)
+            packet(server_ip, server_port, c["ip"], c["port"], c["sseq"], c["cseq"], ACK)
+            packet(server_ip, server_port, c["ip"], c["port"], c["sseq"], c["cseq"], PSH | ACK, res)
+            c["sseq"] += len(res)
+            packet(c["ip"], c["port"], server_ip, server_port, c["cseq"], c["sseq"], ACK)
+    for c in cs:
+        packet(c["ip"], c["port"], server_ip, server_port, c["cseq"], c["sseq"], FIN | ACK)
+        packet(server_ip, server_port, c["ip"], c["port"], c["sseq"], c["cseq"] + 1, FIN | ACK)
+        packet(c["ip"], c["port"], server_ip, server_port, c["cseq"] + 1, c["sseq"] + 1, ACK)
+out.close()
+print("requests:", n)
+PY
+fi
+bytes=$(stat -c %s "$FILE")
+cat "$FILE" > /dev/null   # warm the page cache
+echo "capture: $((bytes >> 20)) MiB"
+/usr/bin/time -v "$BIN" import pcap "$FILE" -o "$WORK/traffic.jsonl" 2> "$WORK/import.err" || { cat "$WORK/import.err"; exit 1; }
+grep '^replay:' "$WORK/import.err"
+wall=$(grep 'Elapsed (wall clock)' "$WORK/import.err" | awk '{print $NF}')
+rss=$(grep 'Maximum resident set size' "$WORK/import.err" | awk '{print $NF}')
+cpu=$(grep 'Percent of CPU' "$WORK/import.err" | awk '{print $NF}')
+echo "import: wall $wall, CPU $cpu, peak resident $((rss >> 10)) MiB, output $(( $(stat -c %s "$WORK/traffic.jsonl") >> 20 )) MiB"
+echo "(files in $WORK; delete them when done)"
