@@ -42,7 +42,7 @@ var (
 	errFieldLine    = errors.New("a field line without a name and a colon")
 	errSpaceColon   = errors.New("whitespace between a field name and its colon (RFC 9112 §5.1: a recipient may not tell which field it is)")
 	errLengths      = errors.New("Content-Length values that disagree or are not numbers (RFC 9112 §6.3)")
-	errCoding       = errors.New("a transfer coding other than chunked, or chunked not alone (replay decodes none; curl refuses them too)")
+	errCoding       = errors.New("a transfer coding other than chunked, or chunked more than once (replay decodes none; RFC 9112 §6.1, and curl refuses all but identity)")
 	errCoding10     = errors.New("Transfer-Encoding in an HTTP/1.0 answer (RFC 9112 §6.1: faulty framing)")
 	errFoldFraming  = errors.New("obs-fold in Content-Length or Transfer-Encoding")
 	errInterimStorm = errors.New("more than 100 interim (1xx) answers before the final one")
