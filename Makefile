@@ -6,13 +6,21 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.7.0
 MODULES     := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test lint fuzz bench demo bigfile bigcapture peers image
+# The platforms replay builds for (go build and go vet, tests included, in
+# CI: a Unix-only call cannot land); the tests run on Linux.
+PLATFORMS   := linux/amd64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64 freebsd/amd64
+.PHONY: help build cross test lint fuzz bench demo bigfile bigcapture peers image
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/replay
 	$(GO) build -o bin/replay ./cmd/replay
+
+cross: ## go build and go vet for every platform replay ships on
+	@set -e; for p in $(PLATFORMS); do echo "== $$p"; \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -o /dev/null ./cmd/replay; \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./...; done
 
 test: ## run the tests of every module with the race detector
 	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) test -race -count=1 ./...); done

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 )
 
 // Exit codes (DESIGN.md).
@@ -21,13 +20,9 @@ type stopSignal struct{ sig os.Signal }
 
 func (s stopSignal) Error() string { return "stopped by " + s.sig.String() }
 
-// ExitCode is 130 for SIGINT and 143 for SIGTERM (128 + the signal number).
-func (s stopSignal) ExitCode() int {
-	if n, ok := s.sig.(syscall.Signal); ok {
-		return 128 + int(n)
-	}
-	return 130
-}
+// ExitCode is 130 for SIGINT and 143 for SIGTERM (128 + the signal
+// number; Windows' console events map to the same: signalExitCode).
+func (s stopSignal) ExitCode() int { return signalExitCode(s.sig) }
 
 // exitCoder is an error that carries its own exit code (a failed
 // threshold, say).

@@ -265,7 +265,10 @@ func TestEndlessAnswersBoundedMemory(t *testing.T) {
 	if in := sum["bytes_in"].(float64); in < 1<<20 {
 		t.Errorf("bytes_in: got %v, want the bytes streamed counted", in)
 	}
-	maxRSS := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+	maxRSS, ok := peakRSS(cmd.ProcessState)
+	if !ok {
+		t.Skip("no peak RSS to read on this platform")
+	}
 	t.Logf("max RSS %d MiB, %v MiB read", maxRSS>>20, int64(sum["bytes_in"].(float64))>>20)
 	if maxRSS > 200<<20 {
 		t.Errorf("max RSS %d MiB, want under 200 MiB", maxRSS>>20)

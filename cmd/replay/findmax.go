@@ -42,6 +42,11 @@ achieves less than the target; then bisect between the last rate held and the
 first that failed down to --precision, and confirm the best rate with a final
 hold. Each step is a warm-up run (--warmup, not judged) then a hold run
 (--hold, judged alone); connections are made again at the hold's start.
+When holds contradict each other (the confirmation fails a rate that
+passed: the SUT's capacity flaps), the search says "unstable" with both
+holds and reports no rate: hold longer than the SUT's own period.
+--budget counts each step at its longest (its runs, each with --grace or
+--timeout, and --drain): no step starts that could end past it.
 
 The result is the highest rate a hold sustained — never a rate not held —,
 the step where the SUT broke and by which threshold, and the curve of
@@ -50,8 +55,8 @@ generator cannot offer a rate (every --max-vus VU busy while the SUT answers
 in time, iterations begun late, local errors), it says "generator limit at
 R", not the SUT's capacity; reaching --max-rate or --budget says "at least R".
 
-Exit codes: 0 found (or at least R), 99 when even the start rate fails, 1 for
-errors. A search cannot be sharded: one process decides every step.`,
+Exit codes: 0 found (or at least R, or unstable), 99 when even the start
+rate fails, 1 for errors. A search cannot be sharded: one process decides every step.`,
 		Example: `  replay find-max -f traffic.jsonl --target http://127.0.0.1:8080 --threshold 'p99<200ms' --threshold 'errors<1%'
   replay find-max -f traffic.jsonl --target http://sut:8080 --start-rate 500/s --step-factor 1.5 --hold 1m --warmup 15s \
     --max-rate 20000/s --budget 45m --sut-cpus 4 --threshold 'p99<100ms' --out knee.json --html knee.html`,
@@ -87,7 +92,7 @@ errors. A search cannot be sharded: one process decides every step.`,
 	fs.DurationVar(&f.Warmup, "warmup", f.Warmup, "how long each rate runs before its hold, not judged (0: none)")
 	fs.Float64Var(&f.Search.Precision, "precision", f.Search.Precision, "bisect until the rate that failed is within this `FRACTION` above the best rate held")
 	fs.StringVar(&f.MaxRate, "max-rate", "", "never hold a `RATE` above this; reaching it reports \"at least\" it")
-	fs.DurationVar(&f.Search.Budget, "budget", f.Search.Budget, "start no step that would end past this time from the start (0: no budget); a search cut short reports \"at least\" its best rate")
+	fs.DurationVar(&f.Search.Budget, "budget", f.Search.Budget, "start no step that could end past this time from the start, counting each step at its longest (0: no budget); a search cut short reports \"at least\" its best rate")
 	fs.Float64Var(&f.Tolerance, "tolerance", f.Tolerance, "a hold keeps up when it achieves at least (1 − `FRACTION`) of its target rate")
 	fs.Float64Var(&f.SUTCPUs, "sut-cpus", 0, "the SUT's vCPUs: also report the sustainable rate per vCPU")
 	fs.StringArrayVar(&f.Thresholds, "threshold", nil, "a hold passes only if `EXPR` holds, as replay run's: p99<200ms, errors<1%, e2e.p99<2s, 'POST /events: p95<50ms' (repeatable; at least one)")

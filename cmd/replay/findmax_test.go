@@ -85,7 +85,11 @@ func findMaxArgs(t *testing.T, url string, extra ...string) []string {
 
 // TestFindMaxFindsAKnownCapacity searches a SUT of 4 workers holding each
 // request 10 ms (400/s): the sustainable rate found is within 15% of it,
-// confirmed, and the curve, its JSON and its chart say so.
+// confirmed, and the curve, its JSON and its chart say so. Holds of 1 s
+// are short for a rate a few percent over the knee: such a rate may pass
+// its narrowing hold and fail its confirmation on a busy machine, and the
+// search then says, rightly, that the SUT is unstable there; the holds it
+// names are then within 15% of the knee.
 func TestFindMaxFindsAKnownCapacity(t *testing.T) {
 	srv := newWorkersSUT(t, 4, 10*time.Millisecond)
 	dir := t.TempDir()
@@ -98,19 +102,32 @@ func TestFindMaxFindsAKnownCapacity(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	res := readSummary(t, out)
-	got, want := res["sustainable_rate"].(float64), srv.capacity()
-	if got < 0.85*want || got > 1.15*want {
+	want := srv.capacity()
+	near := func(rate float64) bool { return rate >= 0.85*want && rate <= 1.15*want }
+	broke, _ := res["broke"].(map[string]any)
+	if broke == nil || broke["phase"] != "ramp" || !strings.Contains(broke["reason"].(string), "p99<50ms") {
+		t.Errorf("broke %v: want the ramp step that failed p99<50ms", broke)
+	}
+	if html, _ := os.ReadFile(page); !strings.Contains(string(html), "<svg") {
+		t.Errorf("HTML report lacks its chart")
+	}
+	if res["outcome"] == "unstable" {
+		u := res["unstable"].(map[string]any)
+		passed, failed := u["passed"].(map[string]any)["target_rate"].(float64), u["failed"].(map[string]any)["target_rate"].(float64)
+		if !near(passed) || !near(failed) || res["sustainable_rate"].(float64) != 0 || !strings.Contains(r.stdout, "Unstable") {
+			t.Errorf("unstable between %v/s and %v/s, reporting %v/s: want both holds within 15%% of the SUT's %v/s, no rate", failed, passed, res["sustainable_rate"], want)
+		}
+		return
+	}
+	got := res["sustainable_rate"].(float64)
+	if !near(got) {
 		t.Errorf("sustainable rate %v/s, want within 15%% of the SUT's %v/s", got, want)
 	}
 	if res["outcome"] != "found" || res["confirmed"] != true {
 		t.Errorf("outcome %v, confirmed %v; want found, confirmed", res["outcome"], res["confirmed"])
 	}
-	if v := res["per_vcpu"].(float64); v != got/2 {
+	if v, _ := res["per_vcpu"].(float64); v != got/2 {
 		t.Errorf("per vCPU %v, want %v", v, got/2)
-	}
-	broke, _ := res["broke"].(map[string]any)
-	if broke == nil || broke["phase"] != "ramp" || !strings.Contains(broke["reason"].(string), "p99<50ms") {
-		t.Errorf("broke %v: want the ramp step that failed p99<50ms", broke)
 	}
 	steps := res["steps"].([]any)
 	last := steps[len(steps)-1].(map[string]any)
@@ -122,8 +139,8 @@ func TestFindMaxFindsAKnownCapacity(t *testing.T) {
 			t.Errorf("text report lacks %q", want)
 		}
 	}
-	if html, _ := os.ReadFile(page); !strings.Contains(string(html), "<svg") || !strings.Contains(string(html), "sustainable") {
-		t.Errorf("HTML report lacks its chart")
+	if html, _ := os.ReadFile(page); !strings.Contains(string(html), "sustainable") {
+		t.Errorf("HTML report lacks the sustainable rate's mark")
 	}
 }
 

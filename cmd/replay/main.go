@@ -6,13 +6,12 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"syscall"
 )
 
 func main() {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, stopSignals...) // per platform: signal_unix.go, signal_windows.go
 	go func() {
 		first := <-sigs
 		cancel(stopSignal{first}) // stop issuing, finish in flight, write reports

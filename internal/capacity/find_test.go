@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/rs/zerolog"
 )
@@ -93,4 +94,81 @@ func TestOptionsValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStepCost: a step's cost is its worst case: each run's schedule,
+// then --grace (or --timeout, when shorter), and the hold's --drain when
+// its requests are stamped for events.
+func TestStepCost(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		edit func(*Options)
+		want time.Duration
+	}{
+		{"defaults", func(*Options) {}, 10*time.Second + 10*time.Second + 30*time.Second + 10*time.Second + 2*run.Overhead},
+		{"timeout under grace", func(o *Options) { o.Run.HTTP.Timeout = 2 * time.Second },
+			10*time.Second + 2*time.Second + 30*time.Second + 2*time.Second + 2*run.Overhead},
+		{"no warm-up", func(o *Options) { o.Warmup = 0 }, 30*time.Second + 10*time.Second + run.Overhead},
+		{"events drained after the hold", func(o *Options) { o.Run.Events.HTTP = "127.0.0.1:0" },
+			10*time.Second + 10*time.Second + 30*time.Second + 10*time.Second + 30*time.Second + 2*run.Overhead},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := DefaultOptions()
+			o.Run.File, o.Thresholds = "traffic.jsonl", []string{"p99<10ms"}
+			tt.edit(&o)
+			if err := o.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if o.Search.StepCost != tt.want {
+				t.Errorf("step cost %v, want %v", o.Search.StepCost, tt.want)
+			}
+			o.Search.Budget = tt.want - time.Millisecond
+			if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--budget: want 0 (none) or room for one step at its longest ("+tt.want.String()) {
+				t.Errorf("a budget short of one step: %v, want it refused naming the step's cost", err)
+			}
+		})
+	}
+}
+
+// TestBudgetKept (finding 10): against a SUT whose answers are still on
+// their way at each run's stop, the search ends within --budget: it
+// counts each step's grace, where it used to count the warm-up and the
+// hold alone and overran (18.6 s for --budget 10s). A budget too small
+// for one step is refused before any traffic.
+func TestBudgetKept(t *testing.T) {
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		select {
+		case <-time.After(600 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(202)
+	}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "traffic.jsonl")
+	if err := os.WriteFile(path, []byte(`{"http":{"req":{"method":"GET","uri":"/","host":"recorded:80"}}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultOptions()
+	o.Run.File, o.Run.Load.Target, o.Run.Log, o.Log = path, srv.URL, zerolog.Nop(), zerolog.Nop()
+	o.Run.Grace, o.Run.HTTP.Timeout = time.Second, 5*time.Second
+	o.StartRate, o.Hold, o.Warmup, o.Tolerance = "20/s", 500*time.Millisecond, 0, 0.7
+	o.Thresholds = []string{"errors<50%"}
+
+	o.Search.Budget = time.Second
+	if _, err := Find(context.Background(), o); err == nil || !strings.Contains(err.Error(), "--budget") || served.Load() != 0 {
+		t.Fatalf("budget of 1s: %v, SUT served %d; want --budget refused before traffic", err, served.Load())
+	}
+	o.Search.Budget = 3 * time.Second
+	start := time.Now()
+	res, err := Find(context.Background(), o)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took > o.Search.Budget || res.Stopped != "budget" || len(res.Steps) == 0 {
+		t.Errorf("took %v for --budget %v (%d steps, stopped %q): want it kept", took, o.Search.Budget, len(res.Steps), res.Stopped)
+	}
+	t.Logf("%d steps in %v of a %v budget (a step's worst case %v)", len(res.Steps), took, o.Search.Budget, 500*time.Millisecond+time.Second+run.Overhead)
 }

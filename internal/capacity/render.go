@@ -23,6 +23,12 @@ func (r *Result) Headline() string {
 		return "no sustainable rate: even the start rate failed"
 	case GeneratorLimited:
 		return fmt.Sprintf("generator limit at %s/s: nothing was judged of the SUT", formatRate(r.GeneratorLimitAt))
+	case Unstable:
+		if u := r.Unsteady; u != nil {
+			return fmt.Sprintf("unstable: step %d held %s/s, step %d failed %s/s; no rate is reported (its capacity flaps: hold longer than its own period, --hold)",
+				u.Passed.N, formatRate(u.Passed.Target), u.Failed.N, formatRate(u.Failed.Target))
+		}
+		return "unstable: no rate is reported"
 	}
 	s := fmt.Sprintf("sustainable rate at least %s/s", formatRate(r.Sustainable))
 	switch {
@@ -31,16 +37,23 @@ func (r *Result) Headline() string {
 	case r.Stopped == "max rate":
 		s += " (--max-rate reached)"
 	case r.Stopped == "budget":
-		s += " (--budget spent)"
-	case r.Stopped == "confirmation failed":
-		s += " (held once, but its confirming hold failed: the SUT is unsteady here)"
+		s += " (--budget: no room left for another step)"
 	case r.Stopped == "interrupted":
 		s += " (interrupted)"
 	}
-	if r.FailedAt > 0 && r.Stopped != "confirmation failed" {
+	if r.FailedAt > 0 {
 		s += fmt.Sprintf("; it failed at %s/s", formatRate(r.FailedAt))
 	}
 	return s
+}
+
+// unsteadyLines are the two holds of an unstable search, as the text
+// report lists them.
+func (u *Unsteady) lines() []string {
+	return []string{
+		fmt.Sprintf("step %d (%s, %s/s): pass", u.Passed.N, u.Passed.Phase, formatRate(u.Passed.Target)),
+		fmt.Sprintf("step %d (%s, %s/s): fail: %s", u.Failed.N, u.Failed.Phase, formatRate(u.Failed.Target), u.Failed.Reason),
+	}
 }
 
 // WriteText writes the search as text: the curve, one line a step, then
@@ -64,6 +77,10 @@ func WriteText(w io.Writer, r *Result) error {
 	fmt.Fprintf(&b, "Result       %s\n", r.Headline())
 	if br := r.Broke; br != nil {
 		fmt.Fprintf(&b, "Broke at     step %d (%s/s): %s\n", br.N, formatRate(br.Target), br.Reason)
+	}
+	if u := r.Unsteady; u != nil {
+		l := u.lines()
+		fmt.Fprintf(&b, "Unstable     %s\n             %s\n", l[0], l[1])
 	}
 	if r.PerVCPU > 0 {
 		fmt.Fprintf(&b, "Per vCPU     %s/s (--sut-cpus %g)\n", formatRate(r.PerVCPU), r.SUTCPUs)
@@ -95,6 +112,10 @@ td.l,th.l{text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}.generator_lim
 	}
 	if br := r.Broke; br != nil {
 		fmt.Fprintf(&b, "<p>Broke at step %d (%s/s): %s</p>", br.N, formatRate(br.Target), html.EscapeString(br.Reason))
+	}
+	if u := r.Unsteady; u != nil {
+		l := u.lines()
+		fmt.Fprintf(&b, "<p>Unstable: %s; %s</p>", html.EscapeString(l[0]), html.EscapeString(l[1]))
 	}
 	if r.PerVCPU > 0 {
 		fmt.Fprintf(&b, "<p>Per vCPU: %s/s (%g vCPUs)</p>", formatRate(r.PerVCPU), r.SUTCPUs)

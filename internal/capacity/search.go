@@ -2,7 +2,11 @@
 // sustains (replay find-max): it steps the rate up from a start rate until
 // a step fails the user's thresholds, narrows between the last rate held
 // and the first that failed by bisection, confirms the best rate with a
-// final hold, and reports the curve of achieved rate against latency.
+// final hold, and reports the curve of achieved rate against latency. A
+// SUT whose holds contradict each other (a rate failed at or below one
+// that passed: its capacity flaps with a period of its own) is reported
+// unstable there, with both holds, rather than given a rate that depends
+// on where its flaps fell.
 //
 // The search (Search.Run) is pure arithmetic over a step function, so its
 // decisions are tested without a clock or a SUT. Find is the real search:
@@ -67,6 +71,10 @@ const (
 	GeneratorLimited Outcome = "generator_limit"
 	// Interrupted: a signal stopped the search.
 	Interrupted Outcome = "interrupted"
+	// Unstable: a hold failed at or below a rate another hold passed (a
+	// confirmation failed, usually): what the SUT sustains there depends
+	// on when it is asked, and no rate is reported.
+	Unstable Outcome = "unstable"
 )
 
 // Step is one step of the search: the hold of one rate, judged.
@@ -113,6 +121,9 @@ type Result struct {
 	// GeneratorLimitAt is the rate the generator could not offer; 0 when
 	// it never hit its limit.
 	GeneratorLimitAt float64 `json:"generator_limit_rate,omitempty"`
+	// Unsteady are the two holds that contradict each other, with
+	// Unstable: one passed a rate, the other failed it or a lower one.
+	Unsteady *Unsteady `json:"unstable,omitempty"`
 	// Stopped says why the search stopped before it failed the SUT: max
 	// rate, budget, generator limit, interrupted; "" otherwise.
 	Stopped   string  `json:"stopped,omitempty"`
@@ -124,6 +135,13 @@ type Result struct {
 	TookS   float64 `json:"took_s"`
 	// Params are how the search was asked for, for its reader.
 	Params *Params `json:"params,omitempty"`
+}
+
+// Unsteady are two holds that contradict each other: Failed's rate is at
+// or below Passed's.
+type Unsteady struct {
+	Passed Step `json:"passed"`
+	Failed Step `json:"failed"`
 }
 
 // Params are a search's settings as given, shown beside its result.
@@ -162,13 +180,14 @@ type Search struct {
 	StepFactor float64       // each ramp step multiplies the rate by this (> 1)
 	Precision  float64       // stop narrowing once (bad − good) ≤ Precision × good
 	MaxRate    float64       // never hold a rate above this; 0: no ceiling
-	Budget     time.Duration // start no step that would end past this; 0: no budget
-	// StepCost is how long one step takes at least (warm-up + hold), to
+	Budget     time.Duration // start no step that could end past this; 0: no budget
+	// StepCost is how long one step may take at most (its runs, each with
+	// the stop's grace and the drain after it: Options.Validate says), to
 	// tell whether a step still fits in the budget.
 	StepCost time.Duration
-	// Confirmations bounds the confirming holds that may fail before the
-	// search gives up confirming (each failure narrows again below).
-	Confirmations int
+	// Began is when the budget began (the search's start when zero):
+	// Find sets it before it prepares the run.
+	Began time.Time
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// OnStep, when set, is told of each step as it ends.
@@ -191,7 +210,7 @@ func (s *Search) Validate() error {
 		errs = append(errs, fmt.Errorf("--max-rate: want 0 (no ceiling) or at least --start-rate (%v/s), got %v/s", s.StartRate, s.MaxRate))
 	}
 	if s.Budget < 0 || (s.Budget > 0 && s.Budget < s.StepCost) {
-		errs = append(errs, fmt.Errorf("--budget: want 0 (none) or room for one step (warm-up + hold, %v), got %v", s.StepCost, s.Budget))
+		errs = append(errs, fmt.Errorf("--budget: want 0 (none) or room for one step at its longest (%v: the warm-up and the hold, each followed by --grace, or --timeout when shorter, and the hold by --drain when events are tracked), got %v", s.StepCost, s.Budget))
 	}
 	return errors.Join(errs...)
 }
@@ -202,9 +221,8 @@ type searcher struct {
 	step    StepFunc
 	began   time.Time
 	res     *Result
-	good    float64   // the highest rate held; 0: none
-	bad     float64   // the lowest rate failed; +Inf: none
-	held    []float64 // every rate that passed, in the order held
+	good    float64 // the highest rate held; 0: none
+	bad     float64 // the lowest rate failed; +Inf: none
 	stopped string
 }
 
@@ -215,8 +233,11 @@ func (s *Search) Run(ctx context.Context, step StepFunc) (*Result, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	now := s.now()
-	r := &searcher{s: s, step: step, began: now, bad: math.Inf(1), res: &Result{Precision: s.Precision, Steps: []Step{}}}
+	began := s.Began
+	if began.IsZero() {
+		began = s.now()
+	}
+	r := &searcher{s: s, step: step, began: began, bad: math.Inf(1), res: &Result{Precision: s.Precision, Steps: []Step{}}}
 	err := r.run(ctx)
 	r.finish()
 	return r.res, err
@@ -229,37 +250,28 @@ func (s *Search) now() time.Time {
 	return time.Now()
 }
 
-// run ramps, narrows and confirms.
+// run ramps, narrows and confirms. A confirming hold that fails makes the
+// SUT unstable at that rate (hold saw it pass before): the search ends
+// there, rather than step down to a rate whose pass may be as much a
+// matter of when it was held.
 func (r *searcher) run(ctx context.Context) error {
 	if done, err := r.ramp(ctx); done || err != nil {
 		return err
 	}
-	for tries := 0; ; tries++ {
-		if done, err := r.narrow(ctx); done || err != nil {
-			return err
-		}
-		st, ok, err := r.hold(ctx, Confirm, r.good)
-		if !ok || err != nil {
-			return err
-		}
-		switch st.Verdict {
-		case Pass:
-			r.res.Confirmed = true
-			return nil
-		case GeneratorLimit:
-			r.generatorLimit(r.good)
-			return nil
-		}
-		// The best rate failed its confirming hold: it is not sustainable.
-		// The next rate below it that passed becomes the best, and the
-		// search narrows again, unless it has confirmed enough.
-		r.bad = r.good
-		r.good = r.below(r.good)
-		if r.good == 0 || tries+1 >= max(r.s.Confirmations, 1) {
-			r.stopped = "confirmation failed"
-			return nil
-		}
+	if done, err := r.narrow(ctx); done || err != nil {
+		return err
 	}
+	st, ok, err := r.hold(ctx, Confirm, r.good)
+	if !ok || err != nil {
+		return err
+	}
+	switch st.Verdict {
+	case Pass:
+		r.res.Confirmed = true
+	case GeneratorLimit:
+		r.generatorLimit(r.good)
+	}
+	return nil
 }
 
 // ramp steps the rate up by the factor until a step fails; done means the
@@ -312,7 +324,8 @@ func (r *searcher) narrow(ctx context.Context) (done bool, err error) {
 }
 
 // hold runs one step at rate, unless the budget has no room for it or ctx
-// is done (ok false), and updates good and bad.
+// is done (ok false), and updates good and bad; a step that contradicts
+// an earlier one (unsteady) ends the search (ok false).
 func (r *searcher) hold(ctx context.Context, phase Phase, rate float64) (Step, bool, error) {
 	if err := ctx.Err(); err != nil {
 		r.stopped = "interrupted"
@@ -333,7 +346,6 @@ func (r *searcher) hold(ctx context.Context, phase Phase, rate float64) (Step, b
 	r.res.Steps = append(r.res.Steps, st)
 	switch st.Verdict {
 	case Pass:
-		r.held = append(r.held, rate)
 		r.good = max(r.good, rate)
 	case Fail:
 		r.bad = min(r.bad, rate)
@@ -341,24 +353,34 @@ func (r *searcher) hold(ctx context.Context, phase Phase, rate float64) (Step, b
 	if r.s.OnStep != nil {
 		r.s.OnStep(st)
 	}
+	if u := r.unsteady(); u != nil {
+		r.res.Unsteady, r.stopped = u, "unstable"
+		return st, false, nil
+	}
 	return st, true, nil
+}
+
+// unsteady finds two holds that contradict each other, the last step one
+// of them: a hold that failed at or below a rate another hold passed.
+// Their pass and fail depended on when they were held, not on the rate.
+func (r *searcher) unsteady() *Unsteady {
+	steps := r.res.Steps
+	last := steps[len(steps)-1]
+	for _, st := range steps[:len(steps)-1] {
+		switch {
+		case last.Verdict == Fail && st.Verdict == Pass && last.Target <= st.Target:
+			return &Unsteady{Passed: st, Failed: last}
+		case last.Verdict == Pass && st.Verdict == Fail && st.Target <= last.Target:
+			return &Unsteady{Passed: last, Failed: st}
+		}
+	}
+	return nil
 }
 
 // generatorLimit notes that the generator could not offer rate.
 func (r *searcher) generatorLimit(rate float64) {
 	r.res.GeneratorLimitAt = rate
 	r.stopped = "generator limit"
-}
-
-// below is the highest rate held below rate, or 0.
-func (r *searcher) below(rate float64) float64 {
-	best := 0.0
-	for _, h := range r.held {
-		if h < rate {
-			best = max(best, h)
-		}
-	}
-	return best
 }
 
 // finish fills the result's outcome from where the search ended.
@@ -370,6 +392,8 @@ func (r *searcher) finish() {
 	}
 	res.Stopped = r.stopped
 	switch {
+	case res.Unsteady != nil:
+		res.Outcome, res.Sustainable = Unstable, 0 // no rate: it would be the phase's
 	case r.stopped == "interrupted":
 		res.Outcome = Interrupted
 	case r.good == 0 && r.stopped == "generator limit":

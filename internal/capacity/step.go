@@ -62,7 +62,7 @@ type Options struct {
 // DefaultOptions are the options of replay find-max given no flag.
 func DefaultOptions() Options {
 	return Options{Run: run.DefaultOptions(), StartRate: "10/s", Warmup: 10 * time.Second, Hold: 30 * time.Second, Tolerance: DefaultTolerance,
-		Search: Search{StepFactor: 2, Precision: 0.05, Budget: 30 * time.Minute, Confirmations: 2}}
+		Search: Search{StepFactor: 2, Precision: 0.05, Budget: 30 * time.Minute}}
 }
 
 // Validate checks what a search needs beyond a run's options, and fills
@@ -85,7 +85,7 @@ func (o *Options) Validate() error {
 	if o.SUTCPUs < 0 {
 		return fmt.Errorf("--sut-cpus: want a number of vCPUs above 0, got %v", o.SUTCPUs)
 	}
-	o.Search.StepCost = o.Warmup + o.Hold
+	o.Search.StepCost = o.stepCost()
 	if err := o.Search.Validate(); err != nil {
 		return err
 	}
@@ -105,6 +105,19 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--tolerance: want a fraction from 0 to below 1 such as 0.1, got %v", o.Tolerance)
 	}
 	return nil
+}
+
+// stepCost is how long a step may take at most: its warm-up run and its
+// hold run, each of them its schedule, the stop's grace (or --timeout)
+// and a run's overhead, and the hold's drain when events are tracked
+// (run.Options.MostTime). The budget is held to it: no step starts that
+// could end past the budget.
+func (o *Options) stepCost() time.Duration {
+	cost := o.Run.MostTime(o.Hold, true)
+	if o.Warmup > 0 {
+		cost += o.Run.MostTime(o.Warmup, false)
+	}
+	return cost
 }
 
 // thresholds parses the thresholds: at least one, none on a step of
@@ -140,6 +153,9 @@ func (o *Options) params() *Params {
 // that could not be run, or the context's; the result so far comes with
 // the last two.
 func Find(ctx context.Context, o Options) (*Result, error) {
+	if o.Search.Began.IsZero() {
+		o.Search.Began = time.Now() // the budget counts the preparation too
+	}
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("%w\nnothing was sent", err)
 	}

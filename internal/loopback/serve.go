@@ -40,3 +40,24 @@ func Serve(t testing.TB, handle func(c net.Conn)) (addr string, conns *atomic.In
 	}()
 	return ln.Addr().String(), conns
 }
+
+// ServeClosing is Serve for servers that hold connections open (a
+// hostile peer waiting for the next request, or stalling): handle gets a
+// channel closed when the test ends, and the connections still open then
+// are closed before Serve waits for their handlers.
+func ServeClosing(t testing.TB, handle func(c net.Conn, quit <-chan struct{})) (addr string, conns *atomic.Int64) {
+	t.Helper()
+	quit := make(chan struct{})
+	var open sync.Map
+	addr, conns = Serve(t, func(c net.Conn) {
+		open.Store(c, nil)
+		defer open.Delete(c)
+		handle(c, quit)
+	})
+	// Registered after Serve's cleanup, so run before it.
+	t.Cleanup(func() {
+		close(quit)
+		open.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
+	})
+	return addr, conns
+}

@@ -73,7 +73,7 @@ func checkLossThresholds(ts []report.Threshold, set *sinkSet) error {
 // parseEvents checks the event options and returns the stamping options
 // (To unset; nil when requests are not stamped) and the sinks they name.
 func parseEvents(o *Events) (*transform.StampOptions, *sinkSet, error) {
-	if o.Correlate == "" && len(o.Only) == 0 && o.HTTP == "" && len(o.Redis)+len(o.NATS) == 0 {
+	if !o.Stamped() {
 		return nil, nil, nil
 	}
 	st := &transform.StampOptions{Only: o.Only}

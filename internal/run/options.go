@@ -191,6 +191,33 @@ type Events struct {
 	Deltas bool
 }
 
+// Stamped reports that requests carry a correlation ID, and a run then
+// tracks their events (and waits Drain for them after it).
+func (e *Events) Stamped() bool {
+	return e.Correlate != "" || len(e.Only) > 0 || e.HTTP != "" || len(e.Redis)+len(e.NATS) > 0
+}
+
+// Overhead is what a run adds to its schedule at most, beside the stop's
+// grace and the drain: spawning the VUs, folding the summary.
+const Overhead = 250 * time.Millisecond
+
+// MostTime is how long a run of o that issues for d may take at most:
+// d, then the in-flight requests' --grace (or --timeout, when shorter:
+// no request outlives it), then, when drained, --drain for the events
+// still on their way (runs whose requests are stamped), and Overhead.
+func (o *Options) MostTime(d time.Duration, drained bool) time.Duration {
+	t := d + Overhead
+	if timeout := o.HTTP.Timeout; timeout > 0 {
+		t += min(o.Grace, timeout)
+	} else {
+		t += o.Grace
+	}
+	if drained && o.Events.Stamped() {
+		t += o.Events.Drain
+	}
+	return t
+}
+
 // Filter chooses the pairs to replay (run and inspect).
 type Filter struct {
 	// Keep (all must match) and Drop (any may match) are KEY=VALUE rules:

@@ -33,6 +33,13 @@ const (
 	ErrGoAway      // the SUT sent GOAWAY and the request was in flight on a stream it may have processed
 	ErrFlowControl // the request body could not be sent within --timeout: the SUT's flow-control window stayed closed
 	ErrNoHTTP2     // HTTP/2 was needed (a gRPC pair, --h2c, --http2 on) and the SUT did not speak it
+	// ErrProtocol is an HTTP/2 answer RFC 9113 calls malformed (§8.1.1,
+	// §8.2: fields a client must not accept, a content-length the DATA
+	// disagrees with, a 101) or a connection error of the SUT's (a frame
+	// over the advertised size, data past a window, a bad header
+	// compression): the stream is reset, or the connection closed, as the
+	// RFC classes it. Appended, so that the numbers before it stay.
+	ErrProtocol
 	numErrorKinds
 )
 
@@ -41,7 +48,7 @@ const (
 const NumErrorKinds = int(numErrorKinds)
 
 var errorKindNames = [...]string{"", "connect", "timeout", "reset", "eof", "tls", "cancelled", "other", "local",
-	"stream_reset", "goaway", "flow_control", "no_http2"}
+	"stream_reset", "goaway", "flow_control", "no_http2", "protocol"}
 
 // String returns the kind's name as the summary spells it ("" for ErrNone).
 func (k ErrorKind) String() string {

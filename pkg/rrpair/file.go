@@ -10,11 +10,8 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // Options say how to open a file.
@@ -151,7 +148,7 @@ func OpenReaderContext(ctx context.Context, r io.Reader, name string, opt Option
 	}
 	defer tmp.Close()
 	if err := spool(ctx, tmp, r); err != nil {
-		if errors.Is(err, syscall.ENOSPC) {
+		if noSpace(err) {
 			return nil, fmt.Errorf("spool %s: no space left in %s for its copy (set TMPDIR to a larger file system, or pass a file with -f): %w", name, os.TempDir(), err)
 		}
 		return nil, fmt.Errorf("spool %s: %w", name, err)
@@ -159,19 +156,9 @@ func OpenReaderContext(ctx context.Context, r io.Reader, name string, opt Option
 	return openFD(tmp, name, opt)
 }
 
-// createSpool creates the spool's temporary file and unlinks it at once.
-// Tests replace it.
-var createSpool = func() (*os.File, error) {
-	tmp, err := os.CreateTemp("", "replay-spool-*.jsonl")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Remove(tmp.Name()); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	return tmp, nil
-}
+// createSpool creates the spool's temporary file, gone once closed
+// (newSpool, per platform). Tests replace it.
+var createSpool = newSpool
 
 // spool copies r into w until r ends, or ctx is done.
 func spool(ctx context.Context, w io.Writer, r io.Reader) error {
@@ -268,7 +255,10 @@ func mapFile(fd *os.File, name string) ([]byte, error) {
 	if st.Size() == 0 {
 		return nil, fmt.Errorf("%s: %w", name, ErrEmpty)
 	}
-	data, err := unix.Mmap(int(fd.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if int64(int(st.Size())) != st.Size() {
+		return nil, fmt.Errorf("%s: %d bytes, more than this platform can map", name, st.Size())
+	}
+	data, err := mmap(fd, int(st.Size()))
 	if err != nil {
 		return nil, fmt.Errorf("map %s: %w", name, err)
 	}
@@ -280,7 +270,7 @@ func (f *File) Close() error {
 	if f.mapped == nil {
 		return nil
 	}
-	err := unix.Munmap(f.mapped)
+	err := munmap(f.mapped)
 	f.mapped, f.data = nil, nil
 	return err
 }
@@ -288,8 +278,8 @@ func (f *File) Close() error {
 // index validates every line and builds the line, endpoint and session
 // indexes.
 func (f *File) index(opt Options) error {
-	_ = unix.Madvise(f.mapped, unix.MADV_SEQUENTIAL)
-	defer unix.Madvise(f.mapped, unix.MADV_NORMAL)
+	adviseSequential(f.mapped, true)
+	defer adviseSequential(f.mapped, false)
 
 	verr := &ValidationError{File: f.name}
 	epIDs := map[string]uint16{} // name -> provisional id

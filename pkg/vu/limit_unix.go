@@ -2,7 +2,10 @@
 
 package vu
 
-import "syscall"
+import (
+	"fmt"
+	"syscall"
+)
 
 // OpenFileLimit returns this process's limit on open files
 // (RLIMIT_NOFILE): the soft limit that applies, and the hard limit it may
@@ -13,4 +16,14 @@ func OpenFileLimit() (soft, hard uint64, ok bool) {
 		return 0, 0, false
 	}
 	return uint64(rl.Cur), uint64(rl.Max), true
+}
+
+// localHint says how to give the generator what it ran out of: file
+// descriptors (the open-file limit), local ports.
+func localHint() string {
+	soft, hard, ok := OpenFileLimit()
+	if !ok {
+		return "raise the open-file limit (ulimit -n, or the container's: docker run --ulimit nofile=N:N) or use fewer VUs; out of local ports, spread the load over more source addresses or processes"
+	}
+	return fmt.Sprintf("raise the open-file limit (RLIMIT_NOFILE %d, at most %d without privileges) with ulimit -n, or the container's (docker run --ulimit nofile=N:N), or use fewer VUs; out of local ports, spread the load over more processes", soft, hard)
 }

@@ -455,11 +455,9 @@ func (r *run) nextIteration(v *vu) (int, bool) {
 // requests that failed so are counted as errors "local", not the SUT's.
 func (r *run) logLocal() {
 	ev := r.cfg.Log.Error()
-	hint := "raise the open-file limit (ulimit -n, or the container's: docker run --ulimit nofile=N:N) or use fewer VUs; out of local ports, spread the load over more source addresses or processes"
 	if soft, hard, ok := OpenFileLimit(); ok {
 		ev = ev.Uint64("nofile_soft", soft).Uint64("nofile_hard", hard)
-		hint = fmt.Sprintf("raise the open-file limit (RLIMIT_NOFILE %d, at most %d without privileges) with ulimit -n, or the container's (docker run --ulimit nofile=N:N), or use fewer VUs; out of local ports, spread the load over more processes", soft, hard)
 	}
-	ev.Str("fix", hint).Msg("the generator ran out of its own resources (file descriptors, local ports or socket buffers): " +
+	ev.Str("fix", localHint()).Msg("the generator ran out of its own resources (file descriptors, local ports or socket buffers): " +
 		"those requests are counted as errors \"local\", not the SUT's")
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"syscall"
 
 	"github.com/replay-dev/replay/pkg/result"
 )
@@ -27,7 +26,7 @@ func KindOf(err error) result.ErrorKind {
 		return result.ErrLocal
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		return result.ErrTimeout
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED):
+	case isAny(err, resetErrnos):
 		return result.ErrReset
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return result.ErrEOF
@@ -49,8 +48,15 @@ func dialKind(err error) result.ErrorKind {
 
 // isLocal reports an error of this machine's limits rather than the
 // SUT's: out of file descriptors (per process or system-wide), of local
-// ports, or of socket buffers.
-func isLocal(err error) bool {
-	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
-		errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.ENOBUFS)
+// ports, or of socket buffers (localErrnos, per platform).
+func isLocal(err error) bool { return isAny(err, localErrnos) }
+
+// isAny reports err as one of errnos.
+func isAny(err error, errnos []error) bool {
+	for _, e := range errnos {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

@@ -41,6 +41,7 @@ type Client struct {
 	br   *bufio.Reader // reused across connections
 	cr   countingReader
 	wbuf []byte
+	norm []byte // a head given to fasthttp with one Content-Length (head.go)
 }
 
 var _ transport.Client = (*Client)(nil)
@@ -60,9 +61,7 @@ func NewClient(l *conn.Line, a transport.AnswerOptions) *Client {
 }
 
 // countingReader counts the bytes read from the socket and keeps the last
-// socket error, which fasthttp reports less precisely. It also watches the
-// head of each answer (reset by read): nothing is left buffered from an
-// earlier answer (keepOrClose), so an answer begins a read.
+// socket error, which fasthttp reports less precisely.
 type countingReader struct {
 	nc  net.Conn
 	n   int64
@@ -70,30 +69,10 @@ type countingReader struct {
 	// With timings: when the first byte of the answer arrived.
 	now   func() int64 // nil without timings
 	first int64
-	// The first bytes of the answer, for the status code fasthttp hides
-	// (it reads "000" as 200).
-	head  [16]byte
-	headN int
-	// headDone: the blank line ending the head has been seen; tail holds
-	// the last bytes before, for one split between two reads.
-	headDone bool
-	tail     [3]byte
-	tailN    int
-	// keepHead has the whole head kept in kept (answers to HEAD, whose
-	// Connection header keepOrClose reads again).
-	keepHead bool
-	kept     []byte
 }
-
-// errBareLF fails an answer whose head ends in a bare LF blank line, which
-// fasthttp would wait for forever (it looks for CRLF CRLF).
-var errBareLF = errors.New("answer head with bare LF line ends")
 
 // reset prepares for the next answer.
-func (c *countingReader) reset(keepHead bool) {
-	c.n, c.err, c.first, c.headN = 0, nil, 0, 0
-	c.headDone, c.tailN, c.keepHead, c.kept = false, 0, keepHead, c.kept[:0]
-}
+func (c *countingReader) reset() { c.n, c.err, c.first = 0, nil, 0 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.nc.Read(p)
@@ -101,62 +80,10 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	if err != nil {
 		c.err = err
 	}
-	if n > 0 {
-		if c.first == 0 && c.now != nil {
-			c.first = c.now()
-		}
-		if c.headN < len(c.head) {
-			c.headN += copy(c.head[c.headN:], p[:n])
-		}
-		if !c.headDone {
-			if c.keepHead {
-				c.kept = append(c.kept, p[:n]...)
-			}
-			if c.scanHead(p[:n]) {
-				c.err = errBareLF
-				return n, errBareLF
-			}
-		}
+	if n > 0 && c.first == 0 && c.now != nil {
+		c.first = c.now()
 	}
 	return n, err
-}
-
-var (
-	crlfcrlf = []byte("\r\n\r\n")
-	lflf     = []byte("\n\n")
-)
-
-// scanHead looks in p, the bytes just read of an answer's head, for its
-// end, and reports a bare LF blank line before it.
-func (c *countingReader) scanHead(p []byte) (bareLF bool) {
-	if c.tailN > 0 { // the end split between two reads
-		var w [6]byte
-		k := copy(w[:], c.tail[:c.tailN])
-		k += copy(w[k:], p[:min(3, len(p))])
-		if i := bytes.Index(w[:k], crlfcrlf); i >= 0 {
-			c.headDone = true
-			return bytes.Contains(w[:i], lflf)
-		}
-		if bytes.Contains(w[:k], lflf) {
-			return true
-		}
-	}
-	if i := bytes.Index(p, crlfcrlf); i >= 0 {
-		c.headDone = true
-		return bytes.Contains(p[:i], lflf)
-	}
-	if bytes.Contains(p, lflf) {
-		return true
-	}
-	if len(p) >= 3 {
-		c.tailN = copy(c.tail[:], p[len(p)-3:])
-	} else { // keep the last three bytes of tail and p
-		var w [6]byte
-		k := copy(w[:], c.tail[:c.tailN])
-		k += copy(w[k:], p)
-		c.tailN = copy(c.tail[:], w[max(0, k-3):k])
-	}
-	return false
 }
 
 // Do implements transport.Client.
@@ -226,19 +153,18 @@ func (c *Client) send(res *result.Result, early int, body []byte) bool {
 	return true
 }
 
-// read reads the answer to req and returns its view, or nil.
+// read reads the answer to req and returns its view, or nil: its head is
+// scanned first (head.go), then read with fasthttp.
 func (c *Client) read(req *rrpair.Request, res *result.Result) result.Answer {
 	a := &c.a
 	c.resp.Reset()
 	c.ans.reset(&c.resp, a.MaxBody, a.DiscardBodies)
-	head := string(req.Method) == "HEAD"
-	c.resp.SkipBody = head || a.DiscardBodies
-	c.cr.reset(head)
-	var err error
-	if a.DiscardBodies {
-		err = c.readDiscarding(head)
-	} else {
-		err = c.resp.ReadLimitBody(c.br, a.MaxBody)
+	isHead := string(req.Method) == "HEAD"
+	c.resp.SkipBody = isHead || a.DiscardBodies
+	c.cr.reset()
+	h, err := c.readHead(req)
+	if err == nil {
+		err = c.readAnswer(&h, isHead)
 	}
 	res.End = c.now()
 	res.BytesIn = c.cr.n
@@ -251,83 +177,61 @@ func (c *Client) read(req *rrpair.Request, res *result.Result) result.Answer {
 		c.line.Drop(err)
 		return nil
 	}
-	status := c.resp.StatusCode()
-	if status < 100 || status > 599 || c.cr.zeroStatus() {
-		res.Err = result.ErrOther
-		c.line.Drop(errStatus)
-		return nil
-	}
-	c.status = status
-	res.Status = uint16(status)
-	c.keepOrClose(res, head)
+	c.status = h.status
+	res.Status = uint16(h.status)
+	c.keepOrClose(res, &h, isHead)
 	return &c.ans
 }
 
-// errStatus is the failure of an answer whose status line is outside
-// 100–599: its framing cannot be trusted, so its connection is closed.
-var errStatus = errors.New("status code outside 100-599")
-
-// zeroStatus reports an answer whose status line says "000", which
-// fasthttp reads as 200.
-func (c *countingReader) zeroStatus() bool {
-	b := c.head[:c.headN]
-	i := bytes.IndexByte(b, ' ')
-	if i < 0 {
-		return false
+// readAnswer reads the answer whose head h the read buffer holds:
+// fasthttp reads it, or, for a head with one Content-Length given more
+// than once (which fasthttp refuses), a copy of it with the length once,
+// and the client reads its body.
+func (c *Client) readAnswer(h *head, isHead bool) error {
+	a := &c.a
+	if !h.sameLengths {
+		if a.DiscardBodies {
+			return c.readDiscarding(isHead)
+		}
+		return c.resp.ReadLimitBody(c.br, a.MaxBody)
 	}
-	for i < len(b) && b[i] == ' ' {
-		i++
+	b, _ := c.br.Peek(h.size)
+	c.norm = sameLengthHead(c.norm[:0], b, h.length)
+	if err := c.resp.Header.Read(bufio.NewReader(bytes.NewReader(c.norm))); err != nil {
+		return err
 	}
-	return bytes.HasPrefix(b[i:], []byte("000"))
+	c.br.Discard(h.size)
+	switch {
+	case isHead || noBody(h.status):
+		return nil
+	case a.DiscardBodies:
+		return c.discardBody()
+	}
+	return c.resp.ReadBody(c.br, a.MaxBody)
 }
 
 // keepOrClose keeps the connection after a complete answer, or closes it:
 // when asked to (--no-connection-reuse, Connection: close, HTTP/1.0), when
-// the answer's body ran to the end of the connection, and when the SUT
-// sent more than the answer (res.Unsolicited: bytes no request asked for,
-// which would be read as the next request's answer). An answer that has no
-// body by definition (to a HEAD, 204, 304, an interim status) needs no
-// Content-Length to keep it; 101 switches protocols, so it closes too.
-func (c *Client) keepOrClose(res *result.Result, head bool) {
-	h := &c.resp.Header
+// the answer's body ran to the end of the connection, when its head was
+// one the client takes but does not trust the connection after (head.go),
+// and when the SUT sent more than the answer (res.Unsolicited: bytes no
+// request asked for, which would be read as the next request's answer).
+// An answer that has no body by definition (to a HEAD, 204, 304, an
+// interim status) needs no Content-Length to keep it; 101 switches
+// protocols, so it closes too.
+func (c *Client) keepOrClose(res *result.Result, h *head, isHead bool) {
+	rh := &c.resp.Header
 	status := int(res.Status)
-	bodyless := head || noBody(status) && status != 101
-	closing := h.ConnectionClose()
-	if closing && head && h.ContentLength() == -2 {
-		// fasthttp closes after any answer without a length, not knowing
-		// it answers a HEAD: was it asked to?
-		closing = saysClose(c.cr.kept)
-	}
+	bodyless := isHead || noBody(status) && status != 101
 	switch {
-	case c.noReuse || closing || !h.IsHTTP11() || status == 101,
-		h.ContentLength() == -2 && !bodyless:
+	case c.noReuse || h.closes || !rh.IsHTTP11() || status == 101,
+		h.length < 0 && !h.chunked && !bodyless: // read to the close
 		c.line.Drop(nil)
 	case c.br.Buffered() > 0:
 		res.Unsolicited = true
 		c.line.Drop(errUnsolicited)
 	default:
 		c.line.Idle(res.End)
-	}
-}
-
-// saysClose reports a "Connection: close" in the answer head at the start
-// of b.
-func saysClose(b []byte) bool {
-	for {
-		i := bytes.IndexByte(b, '\n')
-		if i <= 1 { // the blank line, or no more
-			return false
-		}
-		name, value, ok := bytes.Cut(bytes.TrimRight(b[:i], "\r"), []byte(":"))
-		b = b[i+1:]
-		if !ok || !rrpair.EqualFold(bytes.TrimSpace(name), "connection") {
-			continue
-		}
-		for tok := range bytes.SplitSeq(value, []byte(",")) {
-			if rrpair.EqualFold(bytes.TrimSpace(tok), "close") {
-				return true
-			}
-		}
 	}
 }
 

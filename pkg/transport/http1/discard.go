@@ -16,10 +16,16 @@ func (c *Client) readDiscarding(head bool) error {
 	if err := c.resp.ReadLimitBody(c.br, 0); err != nil {
 		return err
 	}
-	h := &c.resp.Header
-	if head || noBody(h.StatusCode()) {
+	if head || noBody(c.resp.Header.StatusCode()) {
 		return nil
 	}
+	return c.discardBody()
+}
+
+// discardBody drops the body of the answer whose head c.resp holds, as
+// its framing says.
+func (c *Client) discardBody() error {
+	h := &c.resp.Header
 	switch n := h.ContentLength(); {
 	case n >= 0:
 		if _, err := c.br.Discard(n); err != nil {

@@ -1,8 +1,10 @@
 // Package http1 is HTTP/1.1 on a conn.Line: each VU's client writes the
 // recorded request as DESIGN.md's "Headers on the wire" says (wire.go),
-// reads the answer with fasthttp's parser (the only client-side fasthttp
-// of the project) while it watches the head for what fasthttp would
-// misread (a bare LF, a "000" status), discards bodies nobody reads,
+// scans each answer's head for what a browser or curl would refuse, what
+// fasthttp would misread or wait on (a bare LF, a "000" status, a 101
+// nobody asked for) and the leniencies kept (head.go), reads the answer
+// with fasthttp's parser (the only client-side fasthttp of the project),
+// discards bodies nobody reads,
 // keeps or closes the connection after each answer (and closes it on
 // bytes no request asked for), lends the answer as a result.Answer and
 // names what went wrong on top of the connection layer's kinds. The

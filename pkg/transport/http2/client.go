@@ -25,6 +25,9 @@ const (
 	// ourTableSize is the HPACK table for the answers' headers (the
 	// protocol's default, not sent).
 	ourTableSize = 4096
+	// ourMaxFrame is SETTINGS_MAX_FRAME_SIZE, the protocol's default, not
+	// sent: the largest frame the SUT may send.
+	ourMaxFrame = 16384
 	// maxStreamID is the last stream a connection can open.
 	maxStreamID = 1<<31 - 1
 	// flushAt bounds what is buffered before a write, for large bodies.
@@ -82,9 +85,15 @@ type Client struct {
 
 	// The header block being decoded: capture says it belongs to the
 	// stream; trailers that it follows the final headers; oversize that
-	// it passed the --max-header-bytes.
+	// it passed the --max-header-bytes; bad is the first thing wrong with
+	// it (malformed.go); regular and statusSeen that a regular field and
+	// :status came; conts counts its CONTINUATION frames, and blk holds
+	// it whole when it came in more than one frame.
 	capture, trailers, oversize bool
-	blockBytes                  int
+	regular, statusSeen         bool
+	bad                         *protoError
+	blockBytes, conts           int
+	blk                         []byte
 }
 
 // NewClient makes a VU's HTTP/2 client on l, keeping of each answer what

@@ -6,7 +6,9 @@
 // golang.org/x/net/http2's framer and HPACK, keeps to the SUT's windows,
 // reads the answer with its trailers, settles a connection that sat idle
 // (what the SUT sent meanwhile: SETTINGS, PING, GOAWAY), salvages the
-// frames sent before a close, and classifies stream resets, GOAWAY and
+// frames sent before a close, refuses what RFC 9113 makes a malformed
+// answer (resetting its stream) or a connection error (GOAWAY) as
+// malformed.go says, and classifies stream resets, GOAWAY and
 // flow-control stalls; a stream the SUT declared unprocessed (GOAWAY
 // below it, REFUSED_STREAM) is said so, for the one retry the protocol
 // choice (transport/negotiate) makes. gRPC pairs (rrpair.IsGRPC) go out

@@ -40,10 +40,15 @@ type stream struct {
 	gotHeaders  bool // the final (non-1xx) header block arrived
 	endOnBlock  bool // END_STREAM came on the header block under way
 	ended       bool // the SUT's END_STREAM
-	reset       bool
+	reset       bool // reset, by the SUT or by the client
 	code        http2.ErrCode
 	stalled     bool // waiting for a window to send the body
 	first       int64
+	head        bool  // the request is a HEAD
+	noContent   bool  // the answer has no content: to a HEAD, 204, 304 (RFC 9113 §8.1.1)
+	interim     int   // interim (1xx) answers so far
+	length      int64 // the answer's content-length; -1 without one
+	received    int64 // DATA payload received
 }
 
 // open starts HTTP/2 on a new connection: the preface, the client's
@@ -59,6 +64,10 @@ func (c *Client) open(cn *conn.Conn) {
 	c.out.b = append(c.out.b[:0], http2.ClientPreface...)
 	c.fr = http2.NewFramer(&c.out, c.br)
 	c.fr.SetReuseFrames()
+	// The client sends no SETTINGS_MAX_FRAME_SIZE: the SUT's frames may
+	// be 16384 bytes at most (RFC 9113 §4.2), and a larger one is a
+	// connection error read no further than its header.
+	c.fr.SetMaxReadFrameSize(ourMaxFrame)
 	c.enc = hpack.NewEncoder(&c.hb)
 	c.dec = hpack.NewDecoder(ourTableSize, c.onField)
 	c.dec.SetMaxStringLength(c.a.MaxHeaderBytes)
@@ -70,14 +79,13 @@ func (c *Client) open(cn *conn.Conn) {
 	c.fr.WriteWindowUpdate(0, ourConnWindow-65535)
 }
 
-// errors that name what went wrong on an HTTP/2 connection.
+// errors that name what went wrong on an HTTP/2 connection (the SUT's
+// violations of the protocol are malformed.go's).
 var (
-	errNotH2             = errors.New("the SUT did not answer the HTTP/2 preface with SETTINGS: it does not speak HTTP/2 (cleartext h2c needs prior knowledge on its side too)")
-	errPush              = errors.New("the SUT pushed a stream, which the client's SETTINGS forbid")
-	errNoStatus          = errors.New("answer without a :status in 100-599")
-	errLong              = errors.New("answer body longer than --max-answer-body")
-	errHeadLong          = errors.New("answer headers longer than --max-header-bytes")
-	errDataBeforeHeaders = errors.New("DATA before the answer's HEADERS")
+	errNotH2    = errors.New("the SUT did not answer the HTTP/2 preface with SETTINGS: it does not speak HTTP/2 (cleartext h2c needs prior knowledge on its side too)")
+	errStatus   = errors.New("answer with a :status outside 100-599")
+	errLong     = errors.New("answer body longer than --max-answer-body")
+	errHeadLong = errors.New("answer headers longer than --max-header-bytes")
 )
 
 // exchange sends req on a new stream of cn and reads its answer.
@@ -85,7 +93,7 @@ func (c *Client) exchange(cn *conn.Conn, host []byte, req *rrpair.Request, pair 
 	cs := &c.cs
 	c.line.Arm()
 	c.ans.reset(c.a.MaxBody, c.a.DiscardBodies)
-	c.st = stream{id: cs.nextID, sendWin: cs.peerWindow}
+	c.st = stream{id: cs.nextID, sendWin: cs.peerWindow, head: string(req.Method) == "HEAD", length: -1}
 	st := &c.st
 	cs.nextID += 2
 	c.cr.n = 0
@@ -134,12 +142,16 @@ func (c *Client) exchange(cn *conn.Conn, host []byte, req *rrpair.Request, pair 
 		res.WaitNs = st.first - (res.Sent + res.SendNs)
 		res.ReceiveNs = res.End - st.first
 	}
+	refusal, _ := err.(*protoError)
 	switch {
 	case c.unprocessedNow(): // whatever else went wrong, it may go again
 		c.unprocessed = true
 		res.Err = result.ErrGoAway
 		c.lastErr = fmt.Errorf("GOAWAY (%v, last stream %d) before stream %d was processed", cs.goCode, cs.lastID, st.id)
 		c.line.Drop(nil)
+		return nil
+	case refusal != nil && !c.line.Cut():
+		c.refuse(refusal, res)
 		return nil
 	case err != nil:
 		c.lastErr = err
@@ -157,7 +169,7 @@ func (c *Client) exchange(cn *conn.Conn, host []byte, req *rrpair.Request, pair 
 	status := c.ans.status
 	if status < 100 || status > 599 {
 		res.Err = result.ErrOther
-		c.lastErr = errNoStatus
+		c.lastErr = errStatus
 		c.line.Drop(nil)
 		return nil
 	}
@@ -175,6 +187,31 @@ func (c *Client) exchange(cn *conn.Conn, host []byte, req *rrpair.Request, pair 
 	}
 	c.answered = true
 	return &c.ans
+}
+
+// refuse fails the request for what e found, as the RFC classes it: a
+// connection error sends GOAWAY and closes the connection; a malformed
+// answer resets its stream, and the connection stays in use (the frames
+// of the stream still on their way are read and dropped).
+func (c *Client) refuse(e *protoError, res *result.Result) {
+	res.Err, c.lastErr = e.kind, e
+	if e.conn {
+		c.fr.WriteGoAway(0, e.code, nil)
+		c.flush(nil)
+		c.line.Drop(e)
+		return
+	}
+	c.st.reset = true
+	c.fr.WriteRSTStream(c.st.id, e.code)
+	switch {
+	case c.flush(nil) != nil:
+		c.line.Drop(e)
+	case c.cs.goaway || c.noReuse:
+		c.line.Drop(nil)
+	default:
+		c.cs.last = res.End
+		c.line.Idle(res.End)
+	}
 }
 
 // settle reads what the SUT sent on a kept connection while it sat idle
@@ -255,7 +292,7 @@ func (c *Client) failKind(err error) result.ErrorKind {
 		return k
 	}
 	if errors.As(err, &ce) || errors.As(err, &se) {
-		return result.ErrOther
+		return result.ErrProtocol
 	}
 	return result.ErrOther
 }
@@ -340,13 +377,14 @@ func (c *Client) flush(res *result.Result) error {
 }
 
 // step reads one frame and acts on it: the stream's answer, the SUT's
-// settings, pings, windows, resets and GOAWAY.
+// settings, pings, windows, resets and GOAWAY. A violation of the
+// protocol is a *protoError (malformed.go).
 func (c *Client) step() error {
 	f, err := c.fr.ReadFrame()
-	if err != nil {
-		return err
-	}
 	cs, st := &c.cs, &c.st
+	if err != nil {
+		return c.readError(err)
+	}
 	if !cs.settled {
 		if sf, ok := f.(*http2.SettingsFrame); !ok || sf.IsAck() {
 			return errNotH2
@@ -357,27 +395,24 @@ func (c *Client) step() error {
 	case *http2.DataFrame:
 		return c.data(f)
 	case *http2.HeadersFrame:
+		if c.idle(f.StreamID) {
+			return errIdleStream
+		}
 		c.capture = f.StreamID == st.id && !st.ended && !st.reset
 		if c.capture {
 			c.trailers, st.endOnBlock = st.gotHeaders, f.StreamEnded()
-			c.oversize, c.blockBytes = false, 0
+			c.oversize, c.blockBytes, c.bad, c.regular, c.statusSeen = false, 0, nil, false, false
 			if st.first == 0 && c.timings {
 				st.first = c.cr.at
 			}
 		}
-		if _, err := c.dec.Write(f.HeaderBlockFragment()); err != nil {
-			return http2.ConnectionError(http2.ErrCodeCompression)
-		}
-		if f.HeadersEnded() {
-			return c.endBlock()
-		}
+		c.conts = 0
+		return c.fragment(f.HeaderBlockFragment(), true, f.HeadersEnded())
 	case *http2.ContinuationFrame:
-		if _, err := c.dec.Write(f.HeaderBlockFragment()); err != nil {
-			return http2.ConnectionError(http2.ErrCodeCompression)
+		if c.conts++; c.conts > 8+c.a.MaxHeaderBytes/1024 {
+			return errContinuation
 		}
-		if f.HeadersEnded() {
-			return c.endBlock()
-		}
+		return c.fragment(f.HeaderBlockFragment(), false, f.HeadersEnded())
 	case *http2.SettingsFrame:
 		if f.IsAck() {
 			return nil
@@ -393,20 +428,102 @@ func (c *Client) step() error {
 			return c.flush(nil)
 		}
 	case *http2.WindowUpdateFrame:
-		switch f.StreamID {
-		case 0:
-			cs.sendConn += int64(f.Increment)
-		case st.id:
-			st.sendWin += int64(f.Increment)
+		const maxWindow = 1<<31 - 1
+		switch {
+		case f.StreamID == 0:
+			if cs.sendConn += int64(f.Increment); cs.sendConn > maxWindow {
+				return errWindowOverflow
+			}
+		case c.idle(f.StreamID):
+			return errIdleStream
+		case f.StreamID == st.id && !st.reset:
+			if st.sendWin += int64(f.Increment); st.sendWin > maxWindow {
+				return errStreamWindowOverflow
+			}
 		}
 	case *http2.RSTStreamFrame:
-		if f.StreamID == st.id && !st.ended {
+		if c.idle(f.StreamID) {
+			return errIdleStream
+		}
+		if f.StreamID == st.id && !st.ended && !st.reset {
 			st.reset, st.code = true, f.ErrCode
 		}
 	case *http2.GoAwayFrame:
 		cs.goaway, cs.lastID, cs.goCode = true, f.LastStreamID, f.ErrCode
 	case *http2.PushPromiseFrame:
 		return errPush
+	}
+	return nil
+}
+
+// readError is what a frame that could not be read means: the framer's
+// connection errors (a frame over 16384 bytes, a bad frame) are the
+// SUT's, once it has spoken HTTP/2 (before, they say it does not: an
+// HTTP/1.1 answer to the preface reads as a frame too large); a stream
+// error on the stream open fails it, one on another is of no concern.
+func (c *Client) readError(err error) error {
+	if !c.cs.settled {
+		return err
+	}
+	var ce http2.ConnectionError
+	var se http2.StreamError
+	switch {
+	case errors.Is(err, http2.ErrFrameTooLarge):
+		return errFrameSize
+	case errors.As(err, &se):
+		if se.StreamID != c.st.id || c.st.reset {
+			return nil
+		}
+		return &protoError{what: "a frame x/net's framer refuses: " + se.Error(), code: se.Code, kind: result.ErrProtocol}
+	case errors.As(err, &ce):
+		return &protoError{what: "a frame x/net's framer refuses: " + c.frameDetail(err), code: http2.ErrCode(ce), conn: true, kind: result.ErrProtocol}
+	}
+	return err
+}
+
+// frameDetail is what the framer says of its last error.
+func (c *Client) frameDetail(err error) string {
+	if d := c.fr.ErrorDetail(); d != nil {
+		return d.Error()
+	}
+	return err.Error()
+}
+
+// idle reports a stream the client never opened on this connection: one
+// above the last it opened, or an even one (the SUT's, which push would
+// open). A frame on it, other than PRIORITY, is a connection error
+// (RFC 9113 §5.1).
+func (c *Client) idle(id uint32) bool {
+	return id != 0 && (id > c.st.id || id%2 == 0)
+}
+
+// fragment decodes a fragment of a header block (the first says it opens
+// one, end that it ends it): the HPACK decoder calls onField for each
+// field, and at the end of the block endBlock judges it. A dynamic table
+// size update past the block's first field is a connection error the
+// decoder misses while its table is empty: the block is walked for one.
+func (c *Client) fragment(frag []byte, first, end bool) error {
+	switch {
+	case first && end:
+		if lateSizeUpdate(frag) {
+			return errLateTableSize
+		}
+	case first:
+		c.blk = append(c.blk[:0], frag...)
+	default:
+		c.blk = append(c.blk, frag...)
+		if end && lateSizeUpdate(c.blk) {
+			return errLateTableSize
+		}
+	}
+	if _, err := c.dec.Write(frag); err != nil {
+		return errCompression
+	}
+	if end {
+		if cap(c.blk) > 64<<10 {
+			c.blk = nil // a rare large block is not kept
+		}
+		return c.endBlock()
 	}
 	return nil
 }
@@ -429,25 +546,43 @@ func (c *Client) setting(s http2.Setting) error {
 	return nil
 }
 
-// data takes a DATA frame: the stream's body, and the windows.
+// data takes a DATA frame: the stream's body, and the windows, which the
+// SUT must keep to: DATA past a window, or past the answer's
+// content-length, is refused.
 func (c *Client) data(f *http2.DataFrame) error {
 	cs, st := &c.cs, &c.st
-	n := int64(f.Length)
-	cs.recvConn += n
+	if c.idle(f.StreamID) {
+		return errIdleStream
+	}
+	n := int64(f.Length) // padding included: it counts against the windows
+	if cs.recvConn += n; cs.recvConn > ourConnWindow {
+		return errConnWindow
+	}
 	if f.StreamID == st.id && !st.ended && !st.reset {
 		if !st.gotHeaders {
-			return errDataBeforeHeaders
+			return errDataFirst
+		}
+		if st.recvUnacked += n; st.recvUnacked > ourStreamWindow {
+			return errStreamWindow
+		}
+		d := f.Data()
+		st.received += int64(len(d))
+		switch {
+		case len(d) > 0 && st.noContent:
+			return errBodyless
+		case st.length >= 0 && st.received > st.length:
+			return errLengthLonger
 		}
 		if !c.a.DiscardBodies {
-			d := f.Data()
 			if len(c.ans.body)+len(d) > c.a.MaxBody {
 				return errLong
 			}
 			c.ans.body = append(c.ans.body, d...)
 		}
-		st.recvUnacked += n
 		if f.StreamEnded() {
-			st.ended = true
+			if err := c.endStream(); err != nil {
+				return err
+			}
 		} else if st.recvUnacked >= ourStreamWindow/2 {
 			c.fr.WriteWindowUpdate(st.id, uint32(st.recvUnacked))
 			st.recvUnacked = 0
@@ -460,34 +595,69 @@ func (c *Client) data(f *http2.DataFrame) error {
 	return c.flush(nil)
 }
 
-// endBlock ends a header block: an interim (1xx) one is dropped, the
-// final one makes the answer's head, the next its trailers.
+// endBlock ends a header block and judges it: an interim (1xx) one is
+// dropped (at most maxInterim of them), the final one makes the answer's
+// head, the next its trailers, which end the stream. A block with a field
+// onField refused, without :status, with :status 101, or an interim one
+// or trailers that do not end as they must make the answer malformed.
 func (c *Client) endBlock() error {
 	if err := c.dec.Close(); err != nil {
-		return http2.ConnectionError(http2.ErrCodeCompression)
+		return errCompression
 	}
 	if !c.capture {
 		return nil
 	}
 	c.capture = false
 	st := &c.st
-	if c.oversize {
+	switch {
+	case c.oversize:
 		return errHeadLong
-	}
-	if !c.trailers {
-		if s := c.ans.status; s >= 100 && s < 200 && s != 101 {
-			c.ans.status, c.ans.headers = 0, c.ans.headers[:0]
-			return nil
+	case c.bad != nil:
+		return c.bad
+	case c.trailers:
+		if !st.endOnBlock {
+			return errTrailersOpen
 		}
-		st.gotHeaders = true
+		return c.endStream()
+	case !c.statusSeen:
+		return errNoStatus
 	}
+	switch s := c.ans.status; {
+	case s == 101:
+		return errStatus101
+	case s >= 100 && s < 200:
+		if st.endOnBlock {
+			return errInterimEnd
+		}
+		if st.interim++; st.interim > maxInterim {
+			return errInterimStorm
+		}
+		c.ans.status, c.ans.headers, st.length = 0, c.ans.headers[:0], -1
+		return nil
+	case s == 204 || s == 304 || st.head:
+		st.noContent = true
+	}
+	st.gotHeaders = true
 	if st.endOnBlock {
-		st.ended = true
+		return c.endStream()
 	}
 	return nil
 }
 
-// onField is the HPACK decoder's: a field of the header block under way.
+// endStream ends the answer at the SUT's END_STREAM: its DATA must add up
+// to its content-length, unless it has no content (RFC 9113 §8.1.1).
+func (c *Client) endStream() error {
+	st := &c.st
+	st.ended = true
+	if !st.noContent && st.length >= 0 && st.received != st.length {
+		return errLengthShorter
+	}
+	return nil
+}
+
+// onField is the HPACK decoder's: a field of the header block under way,
+// kept, or refused (c.bad: the first thing wrong with the block) as RFC
+// 9113 §8.2-8.3 say a client must.
 func (c *Client) onField(f hpack.HeaderField) {
 	if !c.capture {
 		return
@@ -496,18 +666,61 @@ func (c *Client) onField(f hpack.HeaderField) {
 		c.oversize = true
 		return
 	}
-	if len(f.Name) > 0 && f.Name[0] == ':' {
-		if f.Name == ":status" && !c.trailers {
-			if n, ok := digits(f.Value, 3); ok && len(f.Value) == 3 {
-				c.ans.status = n
-			}
-		}
+	if c.bad != nil {
 		return
+	}
+	if len(f.Name) > 0 && f.Name[0] == ':' {
+		c.pseudo(f)
+		return
+	}
+	c.regular = true
+	if c.bad = checkName(f.Name); c.bad != nil {
+		return
+	}
+	if c.bad = checkValue(f.Value); c.bad != nil {
+		return
+	}
+	if connectionSpecific(f.Name, f.Value) {
+		c.bad = errConnField
+		return
+	}
+	if f.Name == "content-length" && !c.trailers && !(c.ans.status >= 100 && c.ans.status < 200) {
+		n, ok := parseLength(f.Value)
+		switch {
+		case c.st.length >= 0:
+			c.bad = errTwoLengths
+		case !ok:
+			c.bad = errBadLength
+		}
+		c.st.length = n
 	}
 	h := rrpair.Header{Name: unsafeBytes(f.Name), Value: unsafeBytes(f.Value)}
 	if c.trailers {
 		c.ans.trailers = append(c.ans.trailers, h)
 	} else {
 		c.ans.headers = append(c.ans.headers, h)
+	}
+}
+
+// pseudo takes a pseudo-header: an answer has one, :status, three digits,
+// before its regular fields, and its trailers have none (RFC 9113 §8.3).
+func (c *Client) pseudo(f hpack.HeaderField) {
+	switch {
+	case c.trailers:
+		c.bad = errPseudoTrailers
+	case c.regular:
+		c.bad = errPseudoAfter
+	case f.Name != ":status":
+		c.bad = errPseudoUnknown
+	case c.statusSeen:
+		c.bad = errTwoStatus
+	default:
+		c.statusSeen = true
+		n, ok := digits(f.Value, 3)
+		if !ok || len(f.Value) != 3 {
+			c.bad = errBadStatus
+			return
+		}
+		c.ans.status = n
 	}
 }
