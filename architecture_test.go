@@ -120,6 +120,37 @@ func TestArchitecture(t *testing.T) {
 			t.Error(v)
 		}
 	})
+	// Files built for other platforms (dial_other.go, *_windows.go) import
+	// what they import there: the arrows and the outside libraries hold
+	// for each platform replay builds for (imports only: go list, no
+	// compiling).
+	for _, goos := range otherPlatforms {
+		t.Run("arrows on "+goos, func(t *testing.T) {
+			byPath := map[string]*packages.Package{}
+			for _, p := range loadImports(t, goos) {
+				byPath[rel(p.PkgPath)] = p
+			}
+			for _, v := range append(checkArrows(byPath, contract), checkOnlyIn(byPath, onlyIn)...) {
+				t.Error(v)
+			}
+		})
+	}
+}
+
+// otherPlatforms are the operating systems beside the host's that replay
+// builds for (make cross), whose own files the arrows hold too.
+var otherPlatforms = []string{"windows", "darwin", "freebsd"}
+
+// loadImports loads the module's packages as built for goos: names and
+// imports only.
+func loadImports(t *testing.T, goos string) []*packages.Package {
+	t.Helper()
+	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedImports | packages.NeedDeps, Env: append(os.Environ(), "GOOS="+goos, "CGO_ENABLED=0")}
+	pkgs, err := packages.Load(cfg, module+"/...")
+	if err != nil {
+		t.Fatalf("load the module's packages for %s: %v", goos, err)
+	}
+	return pkgs
 }
 
 // TestContractNamesRealPackages: a rule about a package that does not
@@ -157,9 +188,8 @@ func TestContractNamesRealPackages(t *testing.T) {
 }
 
 var (
-	loaded    []*packages.Package
-	loadErr   error
-	loadedDir string
+	loaded  []*packages.Package
+	loadErr error
 )
 
 // loadModule loads every package of the module (non-test code) with its

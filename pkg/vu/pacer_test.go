@@ -37,10 +37,3 @@ func TestRecordedPacer(t *testing.T) {
 		t.Errorf("loop for 1s: got %d iterations, want 8", got)
 	}
 }
-
-func absDur(d time.Duration) time.Duration {
-	if d < 0 {
-		return -d
-	}
-	return d
-}
