@@ -15,12 +15,15 @@ type Record struct {
 	Duration time.Duration // the recorded response time; 0: none
 	Protocol string        // "http" or "https" (l7protocol); "": none
 	Session  string        // tags.session; "": none
-	Version  string        // http.req.version ("1.1", "2"); "": none
-	Method   string
-	URI      string // path and query, raw
-	Host     string
-	Headers  []Field // in order; a name may repeat
-	Body     []byte
+	// Direction is "OUT" for a call the recorded service made to a
+	// dependency (the forward recorder's pairs); "": none written (IN).
+	Direction string
+	Version   string // http.req.version ("1.1", "2"); "": none
+	Method    string
+	URI       string // path and query, raw
+	Host      string
+	Headers   []Field // in order; a name may repeat
+	Body      []byte
 	// The recorded answer; Status 0 writes none.
 	Status     int
 	ResHeaders []Field
@@ -55,6 +58,11 @@ func AppendLine(dst []byte, r *Record) []byte {
 	if r.Protocol != "" {
 		dst = append(dst, `"l7protocol":`...)
 		dst = AppendJSONString(dst, r.Protocol)
+		dst = append(dst, ',')
+	}
+	if r.Direction != "" {
+		dst = append(dst, `"direction":`...)
+		dst = AppendJSONString(dst, r.Direction)
 		dst = append(dst, ',')
 	}
 	if r.Session != "" {
