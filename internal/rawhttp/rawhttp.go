@@ -109,7 +109,8 @@ func Read(br *bufio.Reader, request bool, method string, w io.Writer) (*Message,
 		m.Continued = true
 	}
 	switch {
-	case !request && (method == "HEAD" || m.Status/100 == 1 || m.Status == 204 || m.Status == 304):
+	case !request && (method == "HEAD" || m.Status/100 == 1 || m.Status == 204 || m.Status == 304 ||
+		method == "CONNECT" && m.Status/100 == 2): // a tunnel follows a CONNECT's 2xx (RFC 9110 9.3.6)
 	case chunked: // de-chunked into a slice of its own
 		if m.Body, err = readChunked(br, &raw); err != nil {
 			return nil, err

@@ -165,32 +165,7 @@ func TestProxyMaxBody(t *testing.T) {
 // rawUpstream is a loopback upstream that reads requests as they come
 // (any target) and writes answer to each. It returns its address.
 func rawUpstream(t *testing.T, answer string) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					if _, err := rawhttp.Read(br, true, "", nil); err != nil {
-						return
-					}
-					if _, err := io.WriteString(c, answer); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return rawUpstreamSeen(t, answer).addr
 }
 
 // readAnswer reads one answer off a raw client connection.

@@ -1,0 +1,116 @@
+package capture
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"golang.org/x/net/http2"
+)
+
+// serveH2 serves a tunnel whose client chose HTTP/2 by ALPN: each stream
+// is made again with a transport client of the pool (HTTP/2 to an
+// upstream that takes it, which a gRPC call needs), and recorded.
+func (p *Proxy) serveH2(c net.Conn, scheme, authority, session string) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.exchangeH2(w, r, scheme, authority, session)
+	})
+	p.fwd.h2.ServeConn(c, &http2.ServeConnOpts{BaseConfig: p.fwd.hs, Handler: h})
+}
+
+// exchangeH2 makes one HTTP/2 stream's exchange again and records it.
+func (p *Proxy) exchangeH2(w http.ResponseWriter, r *http.Request, scheme, authority, session string) {
+	seq, start := p.w.Begin(), time.Now()
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		p.fail(seq)
+		return
+	}
+	req := rrpair.Request{Method: []byte(r.Method), URI: []byte(r.RequestURI), Host: []byte(authority),
+		Scheme: []byte(scheme), Headers: h2Headers(r.Header), Body: body}
+	pair := rrpair.Pair{Req: req, Version: []byte("2")}
+	cl := p.fwd.pool.get()
+	var res result.Result
+	ans := cl.Do(&req, &pair, &res)
+	if ans == nil {
+		_, _, _, ferr := cl.Failure()
+		p.fwd.pool.put(cl)
+		p.fail(seq)
+		msg := "replay record --forward: " + authority + ": " + res.Err.String()
+		if ferr != nil {
+			msg += ": " + ferr.Error()
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusBadGateway)
+		io.WriteString(w, msg)
+		return
+	}
+	// The answer is the client's until its next Do: copy it out first.
+	status, resHeaders, trailers := ans.Status(), fields(ans.Headers()), fields(ans.Trailers())
+	resBody := bytes.Clone(ans.RawBody())
+	p.fwd.pool.put(cl)
+	end := time.Now()
+	writeH2Answer(w, status, resHeaders, trailers, resBody)
+	rec := &rrpair.Record{Version: "2", Method: r.Method, URI: r.RequestURI, Headers: fields(req.Headers), Body: body,
+		Status: status, ResHeaders: dropConnection(resHeaders), ResTrailers: trailers, ResBody: resBody}
+	p.record(seq, rec, exchange{start: start, end: end, session: session, host: authority, scheme: scheme, direction: "OUT"})
+}
+
+// writeH2Answer writes an answer to an HTTP/2 stream: its headers as they
+// came (nothing sniffed or added: no Content-Type, no Date of the
+// proxy's), the body, then the trailers.
+func writeH2Answer(w http.ResponseWriter, status int, headers, trailers []rrpair.Field, body []byte) {
+	wh := w.Header()
+	for _, h := range headers {
+		if !rrpair.ConnectionHeader(h.Name) {
+			wh.Add(h.Name, h.Value)
+		}
+	}
+	for _, name := range []string{"Content-Type", "Date"} {
+		if _, ok := wh[name]; !ok {
+			wh[name] = nil // written by nobody
+		}
+	}
+	w.WriteHeader(status)
+	w.Write(body)
+	for _, t := range trailers {
+		wh.Add(http.TrailerPrefix+t.Name, t.Value)
+	}
+}
+
+// h2Headers are an HTTP/2 request's header fields as recorded: names
+// lower-case (as they went on the wire), in name order (the server's map
+// kept no order), the values of a name in their order.
+func h2Headers(h http.Header) []rrpair.Header {
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []rrpair.Header
+	for _, name := range names {
+		lower := []byte(strings.ToLower(name))
+		for _, v := range h[name] {
+			out = append(out, rrpair.Header{Name: lower, Value: []byte(v)})
+		}
+	}
+	return out
+}
+
+// fields copies header fields out of an answer's buffers.
+func fields(hs []rrpair.Header) []rrpair.Field {
+	if len(hs) == 0 {
+		return nil
+	}
+	out := make([]rrpair.Field, len(hs))
+	for i, h := range hs {
+		out[i] = rrpair.Field{Name: string(h.Name), Value: string(h.Value)}
+	}
+	return out
+}
