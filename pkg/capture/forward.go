@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,7 +58,7 @@ func (o *ForwardOptions) Validate() error {
 type forward struct {
 	ca     *tlsca.CA
 	dialer *conn.Dialer
-	pool   clientPool
+	pool   *negotiate.Pool
 	h2     *http2.Server
 	// hs carries the HTTP/2 connections' graceful shutdown (GOAWAY, then
 	// close when their streams are done): http2.ConfigureServer ties them
@@ -86,7 +85,7 @@ func ListenForward(addr string, w io.Writer, opt ForwardOptions) (*Proxy, error)
 	if err != nil {
 		return nil, err
 	}
-	f := &forward{ca: opt.CA, dialer: d, pool: clientPool{t: t}, h2: &http2.Server{}, hs: &http.Server{}}
+	f := &forward{ca: opt.CA, dialer: d, pool: t.Pool(), h2: &http2.Server{}, hs: &http.Server{}}
 	if err := http2.ConfigureServer(f.hs, f.h2); err != nil {
 		return nil, err
 	}
@@ -104,7 +103,7 @@ func upstreamOptions(o conn.Options) conn.Options {
 
 func (f *forward) shutdown(ctx context.Context) { f.hs.Shutdown(ctx) }
 
-func (f *forward) close() { f.pool.close() }
+func (f *forward) close() { f.pool.Close() }
 
 // h1Only is what an HTTP/1.x exchange's upstream connection may speak.
 var h1Only = conn.Protocols{ALPN: []string{"http/1.1"}}
@@ -345,40 +344,3 @@ type bufConn struct {
 }
 
 func (b *bufConn) Read(p []byte) (int, error) { return b.br.Read(p) }
-
-// clientPool holds the transport clients that make HTTP/2 exchanges
-// again: each one connection at a time, so a client connection's streams
-// under way each take one, and give it back when done.
-type clientPool struct {
-	t         *negotiate.Transport
-	mu        sync.Mutex // guards free, all
-	free, all []transport.Client
-}
-
-func (cp *clientPool) get() transport.Client {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	if n := len(cp.free); n > 0 {
-		c := cp.free[n-1]
-		cp.free = cp.free[:n-1]
-		return c
-	}
-	c := cp.t.NewClient(len(cp.all), unixNano)
-	cp.all = append(cp.all, c)
-	return c
-}
-
-func (cp *clientPool) put(c transport.Client) {
-	cp.mu.Lock()
-	cp.free = append(cp.free, c)
-	cp.mu.Unlock()
-}
-
-func (cp *clientPool) close() {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	for _, c := range cp.all {
-		c.Close()
-	}
-	cp.all, cp.free = nil, nil
-}

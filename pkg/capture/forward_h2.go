@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"golang.org/x/net/http2"
 )
@@ -32,32 +30,22 @@ func (p *Proxy) exchangeH2(w http.ResponseWriter, r *http.Request, scheme, autho
 		p.fail(seq)
 		return
 	}
+	reqFields, reqHeaders := h2Headers(r.Header)
 	req := rrpair.Request{Method: []byte(r.Method), URI: []byte(r.RequestURI), Host: []byte(authority),
-		Scheme: []byte(scheme), Headers: h2Headers(r.Header), Body: body}
+		Scheme: []byte(scheme), Headers: reqHeaders, Body: body}
 	pair := rrpair.Pair{Req: req, Version: []byte("2")}
-	cl := p.fwd.pool.get()
-	var res result.Result
-	ans := cl.Do(&req, &pair, &res)
-	if ans == nil {
-		_, _, _, ferr := cl.Failure()
-		p.fwd.pool.put(cl)
+	reply, err := p.fwd.pool.Do(&req, &pair)
+	if err != nil {
 		p.fail(seq)
-		msg := "replay record --forward: " + authority + ": " + res.Err.String()
-		if ferr != nil {
-			msg += ": " + ferr.Error()
-		}
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteHeader(http.StatusBadGateway)
-		io.WriteString(w, msg)
+		io.WriteString(w, "replay record --forward: "+authority+": "+err.Error())
 		return
 	}
-	// The answer is the client's until its next Do: copy it out first.
-	status, resHeaders, trailers := ans.Status(), fields(ans.Headers()), fields(ans.Trailers())
-	resBody := bytes.Clone(ans.RawBody())
-	p.fwd.pool.put(cl)
 	end := time.Now()
+	status, resHeaders, trailers, resBody := reply.Status, reply.Headers, reply.Trailers, reply.Body
 	writeH2Answer(w, status, resHeaders, trailers, resBody)
-	rec := &rrpair.Record{Version: "2", Method: r.Method, URI: r.RequestURI, Headers: fields(req.Headers), Body: body,
+	rec := &rrpair.Record{Version: "2", Method: r.Method, URI: r.RequestURI, Headers: reqFields, Body: body,
 		Status: status, ResHeaders: dropConnection(resHeaders), ResTrailers: trailers, ResBody: resBody}
 	p.record(seq, rec, exchange{start: start, end: end, session: session, host: authority, scheme: scheme, direction: "OUT"})
 }
@@ -86,31 +74,22 @@ func writeH2Answer(w http.ResponseWriter, status int, headers, trailers []rrpair
 
 // h2Headers are an HTTP/2 request's header fields as recorded: names
 // lower-case (as they went on the wire), in name order (the server's map
-// kept no order), the values of a name in their order.
-func h2Headers(h http.Header) []rrpair.Header {
+// kept no order), the values of a name in their order; as a Record holds
+// them, and as a Request sends them.
+func h2Headers(h http.Header) ([]rrpair.Field, []rrpair.Header) {
 	names := make([]string, 0, len(h))
 	for name := range h {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	var out []rrpair.Header
+	var fs []rrpair.Field
+	var hs []rrpair.Header
 	for _, name := range names {
-		lower := []byte(strings.ToLower(name))
+		lower := strings.ToLower(name)
 		for _, v := range h[name] {
-			out = append(out, rrpair.Header{Name: lower, Value: []byte(v)})
+			fs = append(fs, rrpair.Field{Name: lower, Value: v})
+			hs = append(hs, rrpair.Header{Name: []byte(lower), Value: []byte(v)})
 		}
 	}
-	return out
-}
-
-// fields copies header fields out of an answer's buffers.
-func fields(hs []rrpair.Header) []rrpair.Field {
-	if len(hs) == 0 {
-		return nil
-	}
-	out := make([]rrpair.Field, len(hs))
-	for i, h := range hs {
-		out[i] = rrpair.Field{Name: string(h.Name), Value: string(h.Value)}
-	}
-	return out
+	return fs, hs
 }
