@@ -173,7 +173,7 @@ func (p *Proxy) serveForward(c net.Conn, connID int64, h2 *atomic.Bool) {
 			p.serveTunnel(&bufConn{Conn: c, br: br}, req.Target, session, h2)
 			return
 		}
-		scheme, authority, origin, ok := absoluteForm(req.Target)
+		scheme, authority, origin, ok := AbsoluteForm(req.Target)
 		if !ok {
 			p.stats.errs.Add(1)
 			msg := "a forward proxy takes absolute-form requests (HTTP_PROXY: GET http://host/path) and CONNECT (HTTPS_PROXY), got target " + strconv.Quote(req.Target)
@@ -262,10 +262,10 @@ func Authority(target, scheme string) string {
 	return target
 }
 
-// absoluteForm splits an absolute-form request target
+// AbsoluteForm splits an absolute-form request target
 // ("http://host:port/p?q") into its scheme, authority and origin-form
 // ("/p?q", raw); ok is false for any other form.
-func absoluteForm(target string) (scheme, authority, origin string, ok bool) {
+func AbsoluteForm(target string) (scheme, authority, origin string, ok bool) {
 	scheme, rest, found := strings.Cut(target, "://")
 	scheme = strings.ToLower(scheme)
 	if !found || scheme != "http" && scheme != "https" {

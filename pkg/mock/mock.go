@@ -1,0 +1,426 @@
+// Package mock is `replay mock`: a server that answers a service's calls
+// to its dependencies from recorded pairs (by default the file's OUT
+// pairs, which `replay record --forward` writes), so that the service
+// under test runs for real while replay plays every dependency around it.
+//
+// Calls arrive as to a proxy (absolute-form requests for HTTP_PROXY,
+// CONNECT tunnels for HTTPS_PROXY, TLS terminated with a leaf of the CA
+// it is given, pkg/tlsca; plaintext inside a tunnel told by its first
+// byte), or origin-form to a listener that answers as one recorded host
+// (--serve HOST=ADDR; a file with one host needs none). HTTP/1.1 is served
+// by fasthttp, HTTP/2 (ALPN h2, h2c prior knowledge) and gRPC by
+// golang.org/x/net/http2.
+//
+// A request is matched by its signature (sig.go): method, host, path,
+// query with parameter order ignored, body (JSON canonically, any other
+// byte for byte), and the headers --match-header names; a redacted value
+// matches anything. An exact match is tried first; only when none, the
+// places where the recording holds rotating values (UUIDs, ULIDs, times,
+// JWTs, nonces) are ignored and the match tried again. The k-th identical
+// call gets the k-th recorded answer, then the last again (or round again
+// with Cycle). A miss fails closed: the miss status with a body naming
+// the nearest recorded request and what differs, unless Passthrough.
+//
+// The file is memory-mapped as a run maps it (rrpair), and the index of
+// signatures is built once at start (index.go: 52 bytes a pair); an
+// answer is decoded from the mapping when it is given.
+package mock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/capture"
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/tlsca"
+	"github.com/replay-dev/replay/pkg/transform"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"github.com/replay-dev/replay/pkg/transport/negotiate"
+	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http2"
+)
+
+// Options configure a mock server.
+type Options struct {
+	// File is the traffic file (RRPair JSON Lines).
+	File string
+	// Filter chooses the pairs, as `replay run` reads --keep and --drop;
+	// without a Keep rule on direction, the OUT pairs only.
+	Filter *rrpair.Filter
+	// Listen is the proxy's address (HTTP_PROXY, HTTPS_PROXY), which also
+	// answers origin-form requests as the file's one host, or the host
+	// their Host header names. "": none.
+	Listen string
+	// Serve are "HOST=ADDR": ADDR answers origin-form requests as the
+	// recorded HOST (TLS with a leaf of the CA for HOST when a client
+	// begins TLS).
+	Serve []string
+	// CA terminates TLS: CONNECT tunnels that carry it, and --serve
+	// listeners a client speaks TLS to.
+	CA tlsca.Options
+	// MatchHeaders are header names whose values are part of a signature
+	// (headers are ignored otherwise).
+	MatchHeaders []string
+	// Ignore are JSON paths ("id", "items.*.ts") and query parameter names
+	// a signature ignores.
+	Ignore []string
+	// NoAutoIgnore turns the second matching pass off.
+	NoAutoIgnore bool
+	// Order is how the k-th call is counted: "global" (default), per
+	// signature across all callers; or "session", per Session.
+	Order string
+	// Session is, with Order "session": "" per client connection, or
+	// "header:NAME" / "cookie:NAME", per value of that header or cookie
+	// (as `replay record --session` wrote tags.session).
+	Session string
+	// Cycle gives the answers of a signature round again after the last,
+	// instead of the last again.
+	Cycle bool
+	// MissStatus is the status of a miss (default 404).
+	MissStatus int
+	// Passthrough sends a miss to the real host instead, and RecordMisses
+	// (when not nil) gets those exchanges as RRPair lines (direction OUT).
+	Passthrough  bool
+	RecordMisses io.Writer
+	// Upstream is how Passthrough reaches the real hosts: the connection
+	// layer's TLS settings (--upstream-insecure, --upstream-ca,
+	// --client-cert and --client-key) and Timeout.
+	Upstream conn.Options
+	// Latency is when an answer is given: "recorded" (default: after the
+	// recorded duration), "0" (at once), or a factor of the recorded
+	// duration ("0.5").
+	Latency string
+	// Transforms rewrite the answers (timestamps, headers, echo); nil for
+	// none.
+	Transforms *transform.Spec
+	// Faults are injected on purpose, drawn with Seed.
+	Faults Faults
+	Seed   uint64
+	// IdleTimeout closes a client connection idle this long (default 2m).
+	IdleTimeout time.Duration
+	// Log gets a line per miss (at most one a second, with a count of
+	// those left out) and per connection that failed.
+	Log zerolog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// DefaultMissStatus is the status of a miss.
+const DefaultMissStatus = 404
+
+// Validate checks o without reading any file. Its errors name the flag.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.File == "" {
+		errs = append(errs, errors.New("-f: the traffic file to answer from is required"))
+	}
+	if o.Listen == "" && len(o.Serve) == 0 {
+		errs = append(errs, errors.New("--listen or --serve: give an address to serve on"))
+	}
+	for _, s := range o.Serve {
+		if h, a, ok := strings.Cut(s, "="); !ok || h == "" || a == "" {
+			errs = append(errs, fmt.Errorf("--serve: want HOST=ADDR such as api.example.com=127.0.0.1:9001, got %q", s))
+		}
+	}
+	errs = append(errs, o.CA.Validate())
+	for _, h := range o.MatchHeaders {
+		if !rrpair.ValidHeaderName(h) {
+			errs = append(errs, fmt.Errorf("--match-header: %q is not a header name", h))
+		}
+	}
+	for _, p := range o.Ignore {
+		if p == "" || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") || strings.Contains(p, "..") {
+			errs = append(errs, fmt.Errorf("--ignore: want a JSON path such as order.id or items.*.ts, or a query parameter name, got %q", p))
+		}
+	}
+	switch o.Order {
+	case "", "global", "session":
+	default:
+		errs = append(errs, fmt.Errorf("--order: want global or session, got %q", o.Order))
+	}
+	if s := o.Session; s != "" {
+		kind, name, _ := strings.Cut(s, ":")
+		if kind != "header" && kind != "cookie" || name == "" {
+			errs = append(errs, fmt.Errorf("--session: want header:NAME or cookie:NAME, got %q", s))
+		}
+		if o.Order != "session" {
+			errs = append(errs, errors.New("--session: counts per session with --order session only"))
+		}
+	}
+	if o.MissStatus != 0 && (o.MissStatus < 200 || o.MissStatus > 599) {
+		errs = append(errs, fmt.Errorf("--miss-status: want a status from 200 to 599, got %d", o.MissStatus))
+	}
+	if o.RecordMisses != nil && !o.Passthrough {
+		errs = append(errs, errors.New("--record-misses: records the misses --passthrough sends on; give --passthrough"))
+	}
+	if o.Passthrough {
+		u := o.Upstream
+		if u.Target != "" || len(u.HostMap) > 0 || u.Proxy != "" {
+			errs = append(errs, errors.New("--passthrough: a miss goes to its recorded host; no target, host map or proxy"))
+		}
+		if (u.Cert == "") != (u.Key == "") {
+			errs = append(errs, errors.New("--client-cert and --client-key: give both, the client certificate and its key"))
+		}
+	}
+	if _, err := parseLatency(o.Latency); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := o.Faults.parse(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// parseLatency reads --latency as a factor of the recorded duration.
+func parseLatency(s string) (float64, error) {
+	switch s {
+	case "", "recorded":
+		return 1, nil
+	}
+	f, err := strconv.ParseFloat(strings.TrimSuffix(s, "x"), 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("--latency: want recorded, 0 or a factor of the recorded duration such as 0.5, got %q", s)
+	}
+	return f, nil
+}
+
+// Server is a running mock.
+type Server struct {
+	o       Options
+	ix      *index
+	ca      *tlsca.CA
+	latency float64
+	faults  faults
+	order   orderBy
+
+	chain *transform.Chain
+	slots chan int // the chain's slots: a request takes one while it rewrites
+
+	pool   *negotiate.Pool // --passthrough; nil without
+	misses *capture.Writer // --record-misses; nil without
+
+	lns    []served
+	h1     *fasthttp.Server
+	h1ln   *chanListener
+	h1done chan error
+	h2     *http2.Server
+	hs     *http.Server // the HTTP/2 connections' graceful shutdown
+
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+	conns     sync.Map // net.Conn -> *atomic.Bool (speaks HTTP/2), accepted connections
+	connSeq   atomic.Uint64
+	closing   atomic.Bool
+
+	scratch  sync.Pool
+	st       stats
+	epID     map[string]int // the file's endpoint names
+	started  time.Time
+	missLog  rateLimit
+	sessions sessionCounts
+}
+
+// served is a listener and what it serves as.
+type served struct {
+	ln   net.Listener
+	host []byte // --serve HOST, normalized; nil for --listen
+	flag string
+}
+
+// Start checks o, opens and indexes the file, reads the CA and the
+// transforms, binds every address, and serves until Close. Every error
+// comes before anything is served, naming its flag.
+func Start(o Options) (*Server, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{o: o, h1done: make(chan error, 1)}
+	if s.o.Now == nil {
+		s.o.Now = time.Now
+	}
+	if s.o.MissStatus == 0 {
+		s.o.MissStatus = DefaultMissStatus
+	}
+	if s.o.IdleTimeout == 0 {
+		s.o.IdleTimeout = 2 * time.Minute
+	}
+	s.latency, _ = parseLatency(o.Latency)
+	s.faults, _ = o.Faults.parse()
+	s.order = newOrder(o.Order, o.Session)
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	if err := s.bind(); err != nil {
+		s.release()
+		return nil, err
+	}
+	s.serve()
+	return s, nil
+}
+
+// open reads everything the mock answers from: file, CA, transforms.
+func (s *Server) open() error {
+	f, err := openFile(s.o.File, s.o.Filter)
+	if err != nil {
+		return err
+	}
+	if s.ix, err = buildIndex(f, s.o.Ignore, s.o.MatchHeaders, !s.o.NoAutoIgnore); err != nil {
+		f.Close()
+		return err
+	}
+	if s.ix.kept == 0 {
+		f.Close()
+		return fmt.Errorf("%s: no pair has an answer that can be sent (%d skipped, first: line %d: %s)", s.o.File, s.ix.skippedTotal, s.ix.skipped[0].Line, s.ix.skipped[0].Reason)
+	}
+	s.epID = map[string]int{}
+	for i, name := range f.Endpoints() {
+		s.epID[name] = i
+	}
+	s.st.init(len(f.Endpoints()))
+	if s.ca, err = s.o.CA.Open(); err != nil {
+		s.release()
+		return err
+	}
+	if s.ca == nil && s.ix.https > 0 {
+		s.release()
+		return fmt.Errorf("%s holds %d pairs recorded over https: give the CA that terminates their TLS, --ca-cert and --ca-key (or --ca-out DIR), the CA the service trusts", s.o.File, s.ix.https)
+	}
+	if err := s.compileTransforms(); err != nil {
+		s.release()
+		return err
+	}
+	if s.o.Passthrough {
+		t, err := negotiate.New(negotiate.Options{Conn: s.o.Upstream, HTTP2: negotiate.On})
+		if err != nil {
+			s.release()
+			return err
+		}
+		s.pool = t.Pool()
+		if s.o.RecordMisses != nil {
+			s.misses = capture.NewWriter(s.o.RecordMisses)
+		}
+	}
+	s.scratch.New = func() any { return newScratch(s.ix) }
+	return nil
+}
+
+// chainSlots bounds the requests whose answers the transforms rewrite at
+// once: each holds a slot of the chain (its scratch buffers).
+const chainSlots = 256
+
+func (s *Server) compileTransforms() error {
+	if s.o.Transforms == nil {
+		return nil
+	}
+	opt := transform.Options{VUs: chainSlots, Answers: true, Endpoints: s.ix.f.Endpoints(), Now: s.o.Now, Seed: s.o.Seed}
+	p, err := transform.Compile(s.o.Transforms, false, opt)
+	if err != nil {
+		return fmt.Errorf("--transforms: %w", err)
+	}
+	if s.chain, err = p.Chain(opt); err != nil {
+		return fmt.Errorf("--transforms: %w", err)
+	}
+	s.slots = make(chan int, chainSlots)
+	for i := range chainSlots {
+		s.slots <- i
+	}
+	return nil
+}
+
+// bind listens on every address, --listen first; a port in use is
+// refused naming its flag, and nothing is served.
+func (s *Server) bind() error {
+	if s.o.Listen != "" {
+		ln, err := net.Listen("tcp", s.o.Listen)
+		if err != nil {
+			return fmt.Errorf("--listen %s: %w", s.o.Listen, err)
+		}
+		s.lns = append(s.lns, served{ln: ln, flag: "--listen"})
+	}
+	for _, sv := range s.o.Serve {
+		host, addr, _ := strings.Cut(sv, "=")
+		h := normHost(nil, []byte(host))
+		if !s.ix.hosts[string(h)] {
+			return fmt.Errorf("--serve %s: %s is not a host of %s (recorded: %s)", sv, host, s.o.File, strings.Join(s.ix.hostList(), ", "))
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("--serve %s: %w", sv, err)
+		}
+		s.lns = append(s.lns, served{ln: ln, host: h, flag: "--serve " + sv})
+	}
+	return nil
+}
+
+// Addrs are the addresses served: --listen's first, then each --serve's.
+func (s *Server) Addrs() []string {
+	out := make([]string, len(s.lns))
+	for i, l := range s.lns {
+		out[i] = l.ln.Addr().String()
+	}
+	return out
+}
+
+// Close stops accepting, lets the requests under way be answered (within
+// ctx), closes every connection, and flushes --record-misses. It returns
+// that writer's error; a second Close returns it again.
+func (s *Server) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() { s.closeErr = s.close(ctx) })
+	return s.closeErr
+}
+
+func (s *Server) close(ctx context.Context) error {
+	s.closing.Store(true)
+	for _, l := range s.lns {
+		l.ln.Close()
+	}
+	go s.hs.Shutdown(ctx) // HTTP/2: GOAWAY, then close when the streams are done
+	s.h1.ShutdownWithContext(ctx)
+	finished := make(chan struct{})
+	go func() { s.wg.Wait(); close(finished) }()
+	s.conns.Range(func(k, v any) bool {
+		if !v.(*atomic.Bool).Load() {
+			k.(net.Conn).SetReadDeadline(time.Now())
+		}
+		return true
+	})
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		s.conns.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
+		<-finished
+	}
+	s.h1ln.Close()
+	<-s.h1done
+	return s.release()
+}
+
+// release closes what open opened.
+func (s *Server) release() error {
+	var err error
+	if s.misses != nil {
+		err = s.misses.Close()
+		s.misses = nil
+	}
+	if s.pool != nil {
+		s.pool.Close()
+	}
+	for _, l := range s.lns {
+		l.ln.Close()
+	}
+	if s.ix != nil {
+		s.ix.f.Close()
+	}
+	return err
+}

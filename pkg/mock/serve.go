@@ -1,0 +1,230 @@
+package mock
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/tlsca"
+	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http2"
+)
+
+// connState is what the mock knows of a client connection: the raw TCP
+// connection (reset on purpose), the host it answers as (a --serve HOST,
+// a CONNECT target; nil: the request says), its scheme, and its own
+// answer counts (--order session).
+type connState struct {
+	raw    net.Conn
+	id     uint64
+	host   []byte
+	scheme string
+	h2     *atomic.Bool
+
+	mu     sync.Mutex // guards counts: HTTP/2 streams come concurrently
+	counts map[uint64]uint32
+}
+
+// servedConn is a connection handed to the HTTP/1.1 server, with its
+// state; done closes when the server closes it.
+type servedConn struct {
+	net.Conn
+	cs   *connState
+	once sync.Once
+	done chan struct{}
+}
+
+func (c *servedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { close(c.done) })
+	return err
+}
+
+// chanListener hands the HTTP/1.1 server the connections the mock
+// accepted and told apart (and those inside CONNECT tunnels), so that the
+// server's own shutdown (idle connections closed, busy ones waited for)
+// covers them all.
+type chanListener struct {
+	c      chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+	addr   net.Addr
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{c: make(chan net.Conn), closed: make(chan struct{}), addr: addr}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.c:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return l.addr }
+
+// hand gives c to the HTTP/1.1 server; false when it is closed.
+func (l *chanListener) hand(c net.Conn) bool {
+	select {
+	case l.c <- c:
+		return true
+	case <-l.closed:
+		return false
+	}
+}
+
+// h2Preface is what an HTTP/2 client with prior knowledge sends first.
+var h2Preface = []byte(http2.ClientPreface)
+
+// alpn is what a TLS handshake with the mock may choose.
+var alpn = []string{"h2", "http/1.1"}
+
+// serve starts the servers and the accept loops.
+func (s *Server) serve() {
+	s.started = s.o.Now()
+	s.h1 = &fasthttp.Server{
+		Handler:                       s.handleH1,
+		Name:                          "",
+		NoDefaultServerHeader:         true,
+		NoDefaultDate:                 true,
+		NoDefaultContentType:          true,
+		DisableHeaderNamesNormalizing: true,
+		DisablePreParseMultipartForm:  true,
+		IdleTimeout:                   s.o.IdleTimeout,
+		MaxRequestBodySize:            64 << 20,
+		ReadBufferSize:                16 << 10,
+		CloseOnShutdown:               true,
+		Logger:                        quietLogger{},
+	}
+	s.h1ln = newChanListener(s.lns[0].ln.Addr())
+	go func() { s.h1done <- s.h1.Serve(s.h1ln) }()
+	s.h2 = &http2.Server{IdleTimeout: s.o.IdleTimeout}
+	s.hs = &http.Server{}
+	http2.ConfigureServer(s.hs, s.h2)
+	for _, l := range s.lns {
+		s.wg.Add(1)
+		go s.accept(l)
+	}
+}
+
+// quietLogger keeps fasthttp's messages (a client's bad request, a
+// connection cut) out of the mock's output: they are counted instead.
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
+
+func (s *Server) accept(l served) {
+	defer s.wg.Done()
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.wg.Add(1)
+		go s.handleConn(c, l.host)
+	}
+}
+
+// handleConn tells what a client speaks by its first bytes: TLS
+// (terminated with the leaf of the name it asks for), HTTP/2 with prior
+// knowledge, or HTTP/1.x.
+func (s *Server) handleConn(c net.Conn, host []byte) {
+	defer s.wg.Done()
+	h2 := new(atomic.Bool)
+	s.conns.Store(c, h2)
+	defer func() { s.conns.Delete(c); c.Close() }()
+	if s.closing.Load() {
+		return
+	}
+	cs := &connState{raw: c, id: s.connSeq.Add(1), host: host, scheme: "http", h2: h2}
+	deadline := time.Now().Add(s.o.IdleTimeout)
+	c.SetReadDeadline(deadline)
+	pc, err := tlsca.Peek(c, 1)
+	if err != nil {
+		return
+	}
+	s.speak(pc, cs, string(host), deadline)
+}
+
+// speak serves c, whose first byte is peeked, as what it speaks. name is
+// the server name for a TLS client that sends none.
+func (s *Server) speak(pc *tlsca.PeekConn, cs *connState, name string, deadline time.Time) {
+	if pc.Peeked()[0] == 0x16 {
+		ac, err := tlsca.Accept(pc, s.ca, name, alpn, deadline)
+		if err != nil {
+			s.st.tlsErrors.Add(1)
+			s.o.Log.Debug().Err(err).Str("client", cs.raw.RemoteAddr().String()).Msg("tls handshake failed")
+			return
+		}
+		cs.scheme = "https"
+		if ac.Proto == "h2" {
+			s.serveH2(ac, cs)
+			return
+		}
+		s.serveH1(ac, cs)
+		return
+	}
+	if pc.Peeked()[0] == h2Preface[0] {
+		if err := pc.More(len(h2Preface)); err == nil && bytes.Equal(pc.Peeked(), h2Preface) {
+			s.serveH2(pc, cs)
+			return
+		}
+	}
+	s.serveH1(pc, cs)
+}
+
+// serveH1 hands c to the HTTP/1.1 server and waits until it is done.
+func (s *Server) serveH1(c net.Conn, cs *connState) {
+	c.SetReadDeadline(time.Time{})
+	sc := &servedConn{Conn: c, cs: cs, done: make(chan struct{})}
+	if !s.h1ln.hand(sc) {
+		return
+	}
+	<-sc.done
+}
+
+// connKey carries a stream's connState in its request's context.
+type connKey struct{}
+
+// serveH2 serves c as HTTP/2 (the server reads the client's preface).
+func (s *Server) serveH2(c net.Conn, cs *connState) {
+	c.SetReadDeadline(time.Time{})
+	cs.h2.Store(true)
+	ctx := context.WithValue(context.Background(), connKey{}, cs)
+	s.h2.ServeConn(c, &http2.ServeConnOpts{Context: ctx, BaseConfig: s.hs, Handler: http.HandlerFunc(s.handleH2)})
+}
+
+// tunnel serves a CONNECT tunnel to target (host:port): TLS terminated
+// with the leaf of the name asked for, or plaintext, each request answered
+// as the target's host.
+func (s *Server) tunnel(c net.Conn, target string, parent *connState) {
+	name, _, err := net.SplitHostPort(target)
+	if err != nil {
+		return
+	}
+	cs := &connState{raw: parent.raw, id: s.connSeq.Add(1), host: normHost(nil, []byte(target)), scheme: "http", h2: parent.h2}
+	deadline := time.Now().Add(s.o.IdleTimeout)
+	c.SetReadDeadline(deadline)
+	pc, err := tlsca.Peek(c, 1)
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			s.o.Log.Debug().Err(err).Str("target", target).Msg("tunnel ended before its first byte")
+		}
+		return
+	}
+	s.speak(pc, cs, name, deadline)
+}
