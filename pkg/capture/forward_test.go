@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/internal/rawhttp"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/tlsca"
@@ -227,7 +228,7 @@ func TestForwardPlainInsideConnect(t *testing.T) {
 	up := rawUpstreamSeen(t, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nplain")
 	var out lockedBuffer
 	p, _ := forwardProxy(t, &out, "", nil)
-	c, err := connectDialer(p.Addr())(context.Background(), up.addr)
+	c, err := loopback.ConnectDialer(p.Addr())(context.Background(), up.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,7 @@ func TestForwardHTTP2AndGRPC(t *testing.T) {
 
 	cc, err := grpc.NewClient("passthrough:///"+gln.Addr().String(),
 		grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"})),
-		grpc.WithContextDialer(connectDialer(p.Addr())))
+		grpc.WithContextDialer(loopback.ConnectDialer(p.Addr())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,26 +346,6 @@ func trailer(hs []rrpair.Header, name string) string {
 		}
 	}
 	return ""
-}
-
-// connectDialer dials through the proxy at proxy with CONNECT, as grpc-go
-// does with HTTPS_PROXY.
-func connectDialer(proxy string) func(context.Context, string) (net.Conn, error) {
-	return func(ctx context.Context, addr string) (net.Conn, error) {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", proxy)
-		if err != nil {
-			return nil, err
-		}
-		io.WriteString(c, "CONNECT "+addr+" HTTP/1.1\r\nHost: "+addr+"\r\n\r\n")
-		br := bufio.NewReader(c)
-		m, err := rawhttp.Read(br, false, "CONNECT", nil)
-		if err != nil || m.Status != 200 || br.Buffered() > 0 {
-			c.Close()
-			return nil, fmt.Errorf("CONNECT: %v %v", m, err)
-		}
-		return c, nil
-	}
 }
 
 // TestForwardOrder: lines are written in the order requests began, not

@@ -154,7 +154,7 @@ func (s *Server) answer(l *live, sc *scratch) *outcome {
 	}
 	if lo == hi {
 		if s.pool != nil {
-			return s.passthrough(l, sc, sig)
+			return s.passthrough(l, sc)
 		}
 		return s.miss(l, sc, sig)
 	}
@@ -179,7 +179,9 @@ func (s *Server) answer(l *live, sc *scratch) *outcome {
 		s.st.loose.Add(1)
 	}
 	o := &sc.out
-	if s.fault(o, sig, k, l.grpc) {
+	// Faults are drawn by the signature's first recorded pair (its place
+	// in the file, the same every start) and the call's number.
+	if s.fault(o, uint64(idx.pair[lo])<<1|b2u(loose), k, l.grpc) {
 		return o
 	}
 	s.recorded(l, sc)
@@ -216,8 +218,16 @@ func appendSendable(dst, hs []rrpair.Header) []rrpair.Header {
 	return dst
 }
 
-// fault injects a fault drawn for the k-th call of signature sig into o;
-// true when the fault is the answer (an error status, a reset).
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// fault injects a fault drawn for the k-th call of the signature known as
+// sig into o; true when the fault is the answer (an error status, a
+// reset).
 func (s *Server) fault(o *outcome, sig uint64, k uint32, grpc bool) bool {
 	f := &s.faults
 	if !f.any() {

@@ -10,8 +10,8 @@ import (
 // passthrough sends a miss to its real host (--passthrough) and answers
 // with what it answered, recorded with --record-misses (direction OUT).
 // A host that cannot be reached is a 502 naming it, counted.
-func (s *Server) passthrough(l *live, sc *scratch, sig uint64) *outcome {
-	s.st.passed.Add(1)
+func (s *Server) passthrough(l *live, sc *scratch) *outcome {
+	n := s.st.passed.Add(1) - 1
 	scheme := l.scheme
 	if s.ix.httpsHost[string(l.v.host)] {
 		scheme = "https"
@@ -47,7 +47,7 @@ func (s *Server) passthrough(l *live, sc *scratch, sig uint64) *outcome {
 	if s.misses != nil {
 		s.recordMiss(seq, l, &req, reply, start, end)
 	}
-	s.fault(o, sig, uint32(s.st.passed.Load()), l.grpc)
+	s.fault(o, 1<<63, uint32(n), l.grpc) // drawn by the passthrough's number
 	return o
 }
 
