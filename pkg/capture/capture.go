@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -217,3 +218,31 @@ func isTimeout(err error) bool {
 }
 
 const badGateway = "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+// Start starts what `replay record` asks for on listen: the reverse proxy
+// to upstream ("http://host[:port]"), or with forward the forward proxy
+// (fo's CA and Reach, which only it takes). Errors name the flag.
+func Start(listen, upstream string, forward bool, w io.Writer, fo ForwardOptions) (*Proxy, error) {
+	if forward {
+		if upstream != "" {
+			return nil, errors.New("--upstream: a forward proxy sends each call to the host it names; drop --upstream or --forward")
+		}
+		return ListenForward(listen, w, fo)
+	}
+	if fo.CA.Given() || fo.Reach != (Upstream{}) {
+		return nil, errors.New("--ca-cert, --ca-key, --ca-out, --upstream-insecure, --upstream-ca, --client-cert and --client-key: only with --forward")
+	}
+	u, err := url.Parse(upstream)
+	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return nil, fmt.Errorf("--upstream: want http://host:port, got %q", upstream)
+	}
+	fo.Upstream = u.Host
+	if u.Port() == "" {
+		fo.Upstream += ":80"
+	}
+	p, err := Listen(listen, w, fo.Options)
+	if err != nil {
+		return nil, fmt.Errorf("--listen: %w", err)
+	}
+	return p, nil
+}

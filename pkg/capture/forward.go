@@ -29,29 +29,19 @@ import (
 // TLS inside CONNECT tunnels, and how the real hosts are reached.
 type ForwardOptions struct {
 	Options
-	// CA issues the leaf certificates a tunnel's TLS is terminated with.
-	CA *tlsca.CA
-	// Dial is how the calls are made again to the real hosts: the
-	// connection layer's TLS settings (Insecure: --upstream-insecure; CA:
-	// --upstream-ca; Cert and Key: --client-cert and --client-key for
-	// upstreams that want mutual TLS) and Timeout. Target, HostMap and
-	// Proxy must be empty: the request names where it goes.
-	Dial conn.Options
+	// CA issues the leaf certificates a tunnel's TLS is terminated with:
+	// --ca-cert and --ca-key, or --ca-out (generated once). Required.
+	CA tlsca.Options
+	// Reach is how the calls are made again to the real hosts.
+	Reach Upstream
 }
 
 // Validate checks o without reading any file. Its errors name the flag.
 func (o *ForwardOptions) Validate() error {
-	var errs []error
-	if o.CA == nil {
-		errs = append(errs, errors.New("--forward: HTTPS_PROXY calls arrive as TLS inside CONNECT tunnels, terminated with a CA's certificates: give --ca-out DIR (a CA generated once) or --ca-cert and --ca-key"))
+	if !o.CA.Given() {
+		return errors.New("--forward: HTTPS_PROXY calls arrive as TLS inside CONNECT tunnels, terminated with a CA's certificates: give --ca-out DIR (a CA generated once) or --ca-cert and --ca-key")
 	}
-	if o.Dial.Target != "" || len(o.Dial.HostMap) > 0 || o.Dial.Proxy != "" {
-		errs = append(errs, errors.New("--forward: each request names its host; no target, host map or proxy"))
-	}
-	if (o.Dial.Cert == "") != (o.Dial.Key == "") {
-		errs = append(errs, errors.New("--client-cert and --client-key: give both, the client certificate and its key"))
-	}
-	return errors.Join(errs...)
+	return o.CA.Validate()
 }
 
 // forward is what a forward proxy adds to a Proxy.
@@ -72,33 +62,32 @@ func ListenForward(addr string, w io.Writer, opt ForwardOptions) (*Proxy, error)
 	if err := opt.Validate(); err != nil {
 		return nil, err
 	}
+	if err := opt.Reach.Check(); err != nil {
+		return nil, err
+	}
 	fo, err := opt.Options.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	d, err := conn.New(upstreamOptions(opt.Dial))
+	ca, err := opt.CA.Open()
 	if err != nil {
 		return nil, err
 	}
-	t, err := negotiate.New(negotiate.Options{Conn: upstreamOptions(opt.Dial), HTTP2: negotiate.On,
+	co := opt.Reach.ConnOptions()
+	d, err := conn.New(co)
+	if err != nil {
+		return nil, err
+	}
+	t, err := negotiate.New(negotiate.Options{Conn: co, HTTP2: negotiate.On,
 		Answer: transport.AnswerOptions{MaxBody: int(max(fo.MaxBody, transport.DefaultMaxBody)), MaxHeaderBytes: 64 << 10}})
 	if err != nil {
 		return nil, err
 	}
-	f := &forward{ca: opt.CA, dialer: d, pool: t.Pool(), h2: &http2.Server{}, hs: &http.Server{}}
+	f := &forward{ca: ca, dialer: d, pool: t.Pool(), h2: &http2.Server{}, hs: &http.Server{}}
 	if err := http2.ConfigureServer(f.hs, f.h2); err != nil {
 		return nil, err
 	}
 	return listen(addr, w, fo, f)
-}
-
-// upstreamOptions are the connection layer's options for the calls made
-// again: the recorded host over its scheme, with certificate checks.
-func upstreamOptions(o conn.Options) conn.Options {
-	if o.Timeout == 0 {
-		o.Timeout = conn.DefaultTimeout
-	}
-	return o
 }
 
 func (f *forward) shutdown(ctx context.Context) { f.hs.Shutdown(ctx) }

@@ -24,26 +24,26 @@ import (
 	"github.com/replay-dev/replay/internal/rawhttp"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/tlsca"
-	"github.com/replay-dev/replay/pkg/transport/conn"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
-// forwardProxy starts a forward proxy with a fresh CA that trusts the
-// upstream certificates in upstreamCA (a PEM file; "" for none).
+// forwardProxy starts a forward proxy with a fresh CA (written in a
+// directory, --ca-out) that trusts the upstream certificates in upstreamCA
+// (a PEM file; "" for none).
 func forwardProxy(t *testing.T, out io.Writer, upstreamCA string, mod func(*ForwardOptions)) (*Proxy, *tlsca.CA) {
 	t.Helper()
-	ca, err := tlsca.Generate(time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt := ForwardOptions{CA: ca, Dial: conn.Options{CA: upstreamCA, Timeout: 5 * time.Second}}
+	opt := ForwardOptions{CA: tlsca.Options{OutDir: t.TempDir()}, Reach: Upstream{CA: upstreamCA, Timeout: 5 * time.Second}}
 	if mod != nil {
 		mod(&opt)
 	}
 	p, err := ListenForward("127.0.0.1:0", out, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := opt.CA.Open() // the CA the proxy wrote, read again
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestForwardUpstreamCertificateChecked(t *testing.T) {
 		t.Errorf("stats %+v, want 1 error and nothing recorded", st)
 	}
 
-	p, ca = forwardProxy(t, &out, "", func(o *ForwardOptions) { o.Dial.Insecure = true })
+	p, ca = forwardProxy(t, &out, "", func(o *ForwardOptions) { o.Reach.Insecure = true })
 	resp, err = proxied(p.Addr(), ca, false).Get(up.URL + "/x")
 	if err != nil {
 		t.Fatal(err)
@@ -392,6 +392,20 @@ func TestForwardNeedsCA(t *testing.T) {
 	_, err := ListenForward("127.0.0.1:0", io.Discard, ForwardOptions{})
 	if err == nil || !strings.Contains(err.Error(), "--ca-out") {
 		t.Errorf("got %v, want a refusal naming --ca-out", err)
+	}
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		o    ForwardOptions
+		want string
+	}{
+		{ForwardOptions{CA: tlsca.Options{Cert: filepath.Join(dir, "ca.pem")}}, "--ca-cert without --ca-key"},
+		{ForwardOptions{CA: tlsca.Options{Cert: filepath.Join(dir, "no.pem"), Key: filepath.Join(dir, "no.pem")}}, "--ca-cert: open"},
+		{ForwardOptions{CA: tlsca.Options{OutDir: dir}, Reach: Upstream{CA: filepath.Join(dir, "none.pem")}}, "--upstream-ca: open"},
+		{ForwardOptions{CA: tlsca.Options{OutDir: dir}, Reach: Upstream{Cert: "c.pem"}}, "--client-cert and --client-key: give both"},
+	} {
+		if _, err := ListenForward("127.0.0.1:0", io.Discard, tt.o); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("got %v, want %q", err, tt.want)
+		}
 	}
 }
 

@@ -36,7 +36,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"no OUT pair", Options{File: inOnly}, "no OUT pair to answer with (the file holds 2 IN pairs and 0 OUT, before --keep/--drop)"},
 		{"no OUT pair names the flag", Options{File: inOnly}, "--keep direction=IN answers as the service itself"},
-		{"nothing after --keep", Options{File: out, Filter: filter(t, "direction=OUT", "method=POST")}, "no pair left after --keep and --drop (the file holds 0 IN pairs and 3 OUT)"},
+		{"nothing after --keep", Options{File: out, Keep: []string{"direction=OUT", "method=POST"}}, "no pair left after --keep and --drop (the file holds 0 IN pairs and 3 OUT)"},
 		{"port in use", Options{File: out, Listen: busy.Addr().String()}, "--listen " + busy.Addr().String() + ": listen tcp"},
 		{"serve port in use", Options{File: out, Serve: []string{"jobs.internal=" + busy.Addr().String()}}, "--serve jobs.internal=" + busy.Addr().String() + ": listen tcp"},
 		{"serve a host not recorded", Options{File: out, Serve: []string{"nope.internal=127.0.0.1:0"}}, "--serve nope.internal=127.0.0.1:0: nope.internal is not a host of"},
@@ -48,11 +48,13 @@ func TestBadInput(t *testing.T) {
 		{"bad order", Options{File: out, Order: "random"}, "--order: want global or session"},
 		{"session without order", Options{File: out, Session: "header:X"}, "--session: counts per session with --order session only"},
 		{"bad miss status", Options{File: out, MissStatus: 99}, "--miss-status: want a status from 200 to 599"},
-		{"record misses without passthrough", Options{File: out, RecordMisses: io.Discard}, "--record-misses: records the misses --passthrough sends on"},
+		{"record misses without passthrough", Options{File: out, RecordMissesTo: io.Discard}, "--record-misses: records the misses --passthrough sends on"},
 		{"bad error rate", Options{File: out, Faults: Faults{ErrorRate: "5%"}}, "--error-rate: want PERCENT:STATUS"},
 		{"bad error status", Options{File: out, Faults: Faults{ErrorRate: "5%:200"}}, "--error-rate 5%:200: want an error status from 400 to 599"},
 		{"bad delay", Options{File: out, Faults: Faults{Delay: "10%:soon"}}, "--delay 10%:soon: want a positive duration"},
 		{"bad reset rate", Options{File: out, Faults: Faults{ResetRate: "150%"}}, "--reset-rate: want a percentage"},
+		{"bad keep", Options{File: out, Keep: []string{"colour=red"}}, "--keep: want KEY=VALUE"},
+		{"bad transforms file", Options{File: out, TransformsFile: "/nonexistent/t.yaml"}, "--transforms: open /nonexistent/t.yaml"},
 		{"bad match header", Options{File: out, MatchHeaders: []string{"X Bad"}}, `--match-header: "X Bad" is not a header name`},
 		{"request transform", Options{File: out, Transforms: spec(t, "transforms:\n  - path: {prefix: /a, to: /b}\n")}, "--transforms: t.yaml:2: path: rewrites the requests of a replay"},
 	} {

@@ -33,6 +33,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,7 +44,6 @@ import (
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/tlsca"
 	"github.com/replay-dev/replay/pkg/transform"
-	"github.com/replay-dev/replay/pkg/transport/conn"
 	"github.com/replay-dev/replay/pkg/transport/negotiate"
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
@@ -54,9 +54,11 @@ import (
 type Options struct {
 	// File is the traffic file (RRPair JSON Lines).
 	File string
-	// Filter chooses the pairs, as `replay run` reads --keep and --drop;
-	// without a Keep rule on direction, the OUT pairs only.
-	Filter *rrpair.Filter
+	// Keep and Drop choose the pairs, KEY=VALUE rules as `replay run`
+	// reads them (rrpair.Rule); without a Keep rule on direction, the OUT
+	// pairs only. Filter, when set, is used instead (rules compiled).
+	Keep, Drop []string
+	Filter     *rrpair.Filter
 	// Listen is the proxy's address (HTTP_PROXY, HTTPS_PROXY), which also
 	// answers origin-form requests as the file's one host, or the host
 	// their Host header names. "": none.
@@ -90,19 +92,24 @@ type Options struct {
 	MissStatus int
 	// Passthrough sends a miss to the real host instead, and RecordMisses
 	// (when not nil) gets those exchanges as RRPair lines (direction OUT).
-	Passthrough  bool
-	RecordMisses io.Writer
-	// Upstream is how Passthrough reaches the real hosts: the connection
-	// layer's TLS settings (--upstream-insecure, --upstream-ca,
-	// --client-cert and --client-key) and Timeout.
-	Upstream conn.Options
+	Passthrough bool
+	// RecordMisses is the path of the file to record them to (created,
+	// and written as they come, so that a crash keeps what was recorded);
+	// RecordMissesTo, when set, is written instead.
+	RecordMisses   string
+	RecordMissesTo io.Writer
+	// Upstream is how Passthrough reaches the real hosts (as the forward
+	// recorder does): --upstream-insecure, --upstream-ca, --client-cert
+	// and --client-key.
+	Upstream capture.Upstream
 	// Latency is when an answer is given: "recorded" (default: after the
 	// recorded duration), "0" (at once), or a factor of the recorded
 	// duration ("0.5").
 	Latency string
-	// Transforms rewrite the answers (timestamps, headers, echo); nil for
-	// none.
-	Transforms *transform.Spec
+	// Transforms rewrite the answers (timestamps, headers, echo): the
+	// spec, or the file TransformsFile (--transforms) when it is nil.
+	Transforms     *transform.Spec
+	TransformsFile string
 	// Faults are injected on purpose, drawn with Seed.
 	Faults Faults
 	Seed   uint64
@@ -160,17 +167,11 @@ func (o *Options) Validate() error {
 	if o.MissStatus != 0 && (o.MissStatus < 200 || o.MissStatus > 599) {
 		errs = append(errs, fmt.Errorf("--miss-status: want a status from 200 to 599, got %d", o.MissStatus))
 	}
-	if o.RecordMisses != nil && !o.Passthrough {
+	if (o.RecordMisses != "" || o.RecordMissesTo != nil) && !o.Passthrough {
 		errs = append(errs, errors.New("--record-misses: records the misses --passthrough sends on; give --passthrough"))
 	}
-	if o.Passthrough {
-		u := o.Upstream
-		if u.Target != "" || len(u.HostMap) > 0 || u.Proxy != "" {
-			errs = append(errs, errors.New("--passthrough: a miss goes to its recorded host; no target, host map or proxy"))
-		}
-		if (u.Cert == "") != (u.Key == "") {
-			errs = append(errs, errors.New("--client-cert and --client-key: give both, the client certificate and its key"))
-		}
+	if o.Passthrough && (o.Upstream.Cert == "") != (o.Upstream.Key == "") {
+		errs = append(errs, errors.New("--client-cert and --client-key: give both, the client certificate and its key"))
 	}
 	if _, err := parseLatency(o.Latency); err != nil {
 		errs = append(errs, err)
@@ -206,8 +207,9 @@ type Server struct {
 	chain *transform.Chain
 	slots chan int // the chain's slots: a request takes one while it rewrites
 
-	pool   *negotiate.Pool // --passthrough; nil without
-	misses *capture.Writer // --record-misses; nil without
+	pool     *negotiate.Pool // --passthrough; nil without
+	misses   *capture.Writer // --record-misses; nil without
+	missFile *os.File        // the file it writes, when Start created it
 
 	lns    []served
 	h1     *fasthttp.Server
@@ -258,6 +260,9 @@ func Start(o Options) (*Server, error) {
 	s.latency, _ = parseLatency(o.Latency)
 	s.faults, _ = o.Faults.parse()
 	s.order = newOrder(o.Order, o.Session)
+	if err := s.rules(); err != nil {
+		return nil, err
+	}
 	if err := s.open(); err != nil {
 		return nil, err
 	}
@@ -301,17 +306,65 @@ func (s *Server) open() error {
 		return err
 	}
 	if s.o.Passthrough {
-		t, err := negotiate.New(negotiate.Options{Conn: s.o.Upstream, HTTP2: negotiate.On})
+		if err := s.o.Upstream.Check(); err != nil {
+			s.release()
+			return err
+		}
+		t, err := negotiate.New(negotiate.Options{Conn: s.o.Upstream.ConnOptions(), HTTP2: negotiate.On})
 		if err != nil {
 			s.release()
 			return err
 		}
 		s.pool = t.Pool()
-		if s.o.RecordMisses != nil {
-			s.misses = capture.NewWriter(s.o.RecordMisses)
+		if err := s.recordMisses(); err != nil {
+			s.release()
+			return err
 		}
 	}
 	s.scratch.New = func() any { return newScratch(s.ix) }
+	return nil
+}
+
+// rules compiles --keep and --drop, and reads --transforms.
+func (s *Server) rules() error {
+	if s.o.Filter == nil {
+		s.o.Filter = &rrpair.Filter{}
+		for _, kd := range []struct {
+			flag  string
+			rules []string
+			to    *[]rrpair.Rule
+		}{{"--keep", s.o.Keep, &s.o.Filter.Keep}, {"--drop", s.o.Drop, &s.o.Filter.Drop}} {
+			for _, text := range kd.rules {
+				r, err := rrpair.ParseRule(text)
+				if err != nil {
+					return fmt.Errorf("%s: %w", kd.flag, err)
+				}
+				*kd.to = append(*kd.to, r)
+			}
+		}
+	}
+	if s.o.Transforms == nil && s.o.TransformsFile != "" {
+		var err error
+		if s.o.Transforms, err = transform.ReadFile(s.o.TransformsFile); err != nil {
+			return fmt.Errorf("--transforms: %w", err)
+		}
+	}
+	return nil
+}
+
+// recordMisses opens where --record-misses writes.
+func (s *Server) recordMisses() error {
+	w := s.o.RecordMissesTo
+	if w == nil && s.o.RecordMisses != "" {
+		f, err := os.Create(s.o.RecordMisses)
+		if err != nil {
+			return fmt.Errorf("--record-misses: %w", err)
+		}
+		s.missFile, w = f, f
+	}
+	if w != nil {
+		s.misses = capture.NewWriter(w)
+	}
 	return nil
 }
 
@@ -412,6 +465,12 @@ func (s *Server) release() error {
 	if s.misses != nil {
 		err = s.misses.Close()
 		s.misses = nil
+	}
+	if s.missFile != nil {
+		if cerr := s.missFile.Close(); err == nil {
+			err = cerr
+		}
+		s.missFile = nil
 	}
 	if s.pool != nil {
 		s.pool.Close()

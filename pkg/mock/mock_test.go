@@ -321,7 +321,7 @@ func TestPassthrough(t *testing.T) {
 	host := strings.TrimPrefix(up.URL, "http://")
 	var recorded bytes.Buffer
 	s := start(t, Options{File: file(t, rec{method: "GET", uri: "/known", host: host, status: 200, resBody: "recorded"}),
-		Passthrough: true, RecordMisses: &syncWriter{w: &recorded}})
+		Passthrough: true, RecordMissesTo: &syncWriter{w: &recorded}})
 	c := through(s, nil, false)
 	if st, _, body := do(t, c, "GET", up.URL+"/known", ""); st != 200 || body != "recorded" {
 		t.Errorf("hit: %d %s", st, body)

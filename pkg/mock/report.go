@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -313,4 +314,11 @@ func (s *Server) WriteMetrics(b *strings.Builder) {
 			e.Sample("replay_mock_endpoint_requests_total", metrics.Labels("endpoint", name, "result", "miss"), float64(m))
 		}
 	}
+}
+
+// WriteJSON writes the report as JSON (--out).
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
 }
