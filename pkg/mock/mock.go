@@ -221,6 +221,7 @@ type Server struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
+	final     *Report  // the report made at Close
 	conns     sync.Map // net.Conn -> *atomic.Bool (speaks HTTP/2), accepted connections
 	connSeq   atomic.Uint64
 	closing   atomic.Bool
@@ -427,7 +428,8 @@ func (s *Server) Addrs() []string {
 
 // Close stops accepting, lets the requests under way be answered (within
 // ctx), closes every connection, and flushes --record-misses. It returns
-// that writer's error; a second Close returns it again.
+// that writer's error; a second Close returns it again. Report, after
+// Close, is what the mock did in all.
 func (s *Server) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() { s.closeErr = s.close(ctx) })
 	return s.closeErr
@@ -456,6 +458,8 @@ func (s *Server) close(ctx context.Context) error {
 	}
 	s.h1ln.Close()
 	<-s.h1done
+	r := s.report() // the last: the file is unmapped next
+	s.final = &r
 	return s.release()
 }
 

@@ -147,8 +147,15 @@ type SignatureStats struct {
 
 const maxListed = 10_000
 
-// Report is what the mock did so far.
+// Report is what the mock did so far (after Close: in all).
 func (s *Server) Report() Report {
+	if s.final != nil {
+		return *s.final
+	}
+	return s.report()
+}
+
+func (s *Server) report() Report {
 	st, ix := &s.st, s.ix
 	r := Report{File: s.o.File, Pairs: ix.kept, Skipped: ix.skippedTotal, SkippedPairs: ix.skipped,
 		Started: s.started, DurationS: s.o.Now().Sub(s.started).Seconds(),
