@@ -24,27 +24,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/replaytest"
 	"github.com/replay-dev/replay/pkg/mock"
 	"github.com/replay-dev/replay/pkg/report"
 )
-
-// syncBuffer is an output a running command and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // background runs a command until the test stops it (stop waits for it
 // to return its exit code). addr is the first address its log names under
@@ -52,14 +35,14 @@ func (s *syncBuffer) String() string {
 type background struct {
 	cancel context.CancelFunc
 	done   chan int
-	stderr *syncBuffer
-	stdout *syncBuffer
+	stderr *replaytest.Buffer
+	stdout *replaytest.Buffer
 }
 
 func runBackground(t *testing.T, key string, args ...string) (*background, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &background{cancel: cancel, done: make(chan int, 1), stderr: &syncBuffer{}, stdout: &syncBuffer{}}
+	b := &background{cancel: cancel, done: make(chan int, 1), stderr: &replaytest.Buffer{}, stdout: &replaytest.Buffer{}}
 	go func() {
 		b.done <- Main(ctx, append([]string{"--log-format", "json"}, args...), strings.NewReader(""), b.stdout, b.stderr)
 	}()
@@ -305,7 +288,7 @@ func TestMockSignal(t *testing.T) {
 			cmd := exec.Command(os.Args[0], append(tt.args, "--log-format", "json")...)
 			cmd.Env = append(os.Environ(), "REPLAY_BE_MAIN=1")
 			var stdout bytes.Buffer
-			stderr := &syncBuffer{}
+			stderr := &replaytest.Buffer{}
 			cmd.Stdout, cmd.Stderr = &stdout, stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

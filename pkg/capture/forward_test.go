@@ -22,6 +22,7 @@ import (
 
 	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/internal/replaytest"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/tlsca"
 	"google.golang.org/grpc"
@@ -114,7 +115,7 @@ func TestForwardHTTPS(t *testing.T) {
 		fmt.Fprintf(w, `{"method":%q,"uri":%q,"body":%q}`, r.Method, r.RequestURI, b)
 	}))
 	defer up.Close()
-	var out lockedBuffer
+	var out replaytest.Buffer
 	p, ca := forwardProxy(t, &out, certFile(t, up), nil)
 	client := proxied(p.Addr(), ca, false)
 	resp, err := client.Post(up.URL+"/v1/charge?x=1", "application/json", strings.NewReader(`{"amount":100}`))
@@ -137,7 +138,7 @@ func TestForwardHTTPS(t *testing.T) {
 	if st := p.Stats(); st.Pairs != 2 || st.Tunnels != 1 || st.TLS != 1 || st.Errors != 0 {
 		t.Errorf("stats %+v, want 2 pairs over 1 TLS tunnel", st)
 	}
-	ps := pairs(t, out.b.Bytes())
+	ps := pairs(t, out.Bytes())
 	if len(ps) != 2 {
 		t.Fatalf("%d pairs", len(ps))
 	}
@@ -160,7 +161,7 @@ func TestForwardUpstreamCertificateChecked(t *testing.T) {
 	var seen atomic.Int64
 	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen.Add(1) }))
 	defer up.Close()
-	var out lockedBuffer
+	var out replaytest.Buffer
 	p, ca := forwardProxy(t, &out, "", nil)
 	resp, err := proxied(p.Addr(), ca, false).Get(up.URL + "/x")
 	if err != nil {
@@ -192,7 +193,7 @@ func TestForwardUpstreamCertificateChecked(t *testing.T) {
 // origin-form, without the proxy's own headers, and is recorded so.
 func TestForwardAbsoluteForm(t *testing.T) {
 	up := rawUpstreamSeen(t, "HTTP/1.1 201 Created\r\nX-Order: 7\r\nContent-Length: 2\r\n\r\nok")
-	var out lockedBuffer
+	var out replaytest.Buffer
 	p, _ := forwardProxy(t, &out, "", nil)
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
@@ -211,9 +212,9 @@ func TestForwardAbsoluteForm(t *testing.T) {
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("the upstream got %q, want %q", got, want)
 	}
-	ps := pairs(t, out.b.Bytes())
+	ps := pairs(t, out.Bytes())
 	if len(ps) != 1 || string(ps[0].Req.URI) != "/orders?a=1" || string(ps[0].Req.Scheme) != "http" || string(ps[0].Req.Host) != up.addr {
-		t.Fatalf("recorded:\n%s", out.b.String())
+		t.Fatalf("recorded:\n%s", out.String())
 	}
 	for _, h := range ps[0].Req.Headers {
 		if strings.HasPrefix(strings.ToLower(string(h.Name)), "proxy-") {
@@ -226,7 +227,7 @@ func TestForwardAbsoluteForm(t *testing.T) {
 // record is plaintext HTTP, recorded as http.
 func TestForwardPlainInsideConnect(t *testing.T) {
 	up := rawUpstreamSeen(t, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nplain")
-	var out lockedBuffer
+	var out replaytest.Buffer
 	p, _ := forwardProxy(t, &out, "", nil)
 	c, err := loopback.ConnectDialer(p.Addr())(context.Background(), up.addr)
 	if err != nil {
@@ -242,9 +243,9 @@ func TestForwardPlainInsideConnect(t *testing.T) {
 	}
 	c.Close()
 	closeProxy(t, p)
-	ps := pairs(t, out.b.Bytes())
+	ps := pairs(t, out.Bytes())
 	if len(ps) != 2 || string(ps[0].Req.Scheme) != "http" || string(ps[0].Req.URI) != "/inside" || string(ps[0].Direction) != "OUT" {
-		t.Fatalf("recorded:\n%s", out.b.String())
+		t.Fatalf("recorded:\n%s", out.String())
 	}
 	if st := p.Stats(); st.Tunnels != 1 || st.TLS != 0 {
 		t.Errorf("stats %+v, want one plaintext tunnel", st)
@@ -284,7 +285,7 @@ func TestForwardHTTP2AndGRPC(t *testing.T) {
 	web.StartTLS()
 	defer web.Close()
 
-	var out lockedBuffer
+	var out replaytest.Buffer
 	p, ca := forwardProxy(t, &out, filepath.Join(dir, tlsca.CertFile), nil)
 
 	resp, err := proxied(p.Addr(), ca, true).Get(web.URL + "/h2")
@@ -317,9 +318,9 @@ func TestForwardHTTP2AndGRPC(t *testing.T) {
 	cc.Close()
 	closeProxy(t, p)
 
-	ps := pairs(t, out.b.Bytes())
+	ps := pairs(t, out.Bytes())
 	if len(ps) != 3 {
-		t.Fatalf("%d pairs:\n%s", len(ps), out.b.String())
+		t.Fatalf("%d pairs:\n%s", len(ps), out.String())
 	}
 	if string(ps[0].Version) != "2" || string(ps[0].Res.Body) != "hello /h2" {
 		t.Errorf("h2 pair: version %q, %q", ps[0].Version, ps[0].Res.Body)
@@ -359,7 +360,7 @@ func TestForwardOrder(t *testing.T) {
 		io.WriteString(w, r.URL.Path)
 	}))
 	defer up.Close()
-	var out lockedBuffer
+	var out replaytest.Buffer
 	p, ca := forwardProxy(t, &out, "", nil)
 	client := proxied(p.Addr(), ca, false)
 	var wg sync.WaitGroup
@@ -382,9 +383,9 @@ func TestForwardOrder(t *testing.T) {
 	close(release)
 	wg.Wait()
 	closeProxy(t, p)
-	ps := pairs(t, out.b.Bytes())
+	ps := pairs(t, out.Bytes())
 	if len(ps) != 2 || string(ps[0].Req.URI) != "/slow" || string(ps[1].Req.URI) != "/fast" {
-		t.Errorf("recorded in this order:\n%s", out.b.String())
+		t.Errorf("recorded in this order:\n%s", out.String())
 	}
 }
 

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/replay-dev/replay/internal/replaytest"
 )
 
 // TestWriterOrder: lines come out in the order their tickets were taken,
 // whatever order they are given back in; an empty ticket writes nothing.
 func TestWriterOrder(t *testing.T) {
-	var out lockedBuffer
+	var out replaytest.Buffer
 	w := NewWriter(&out)
 	var seqs []int64
 	for range 5 {
@@ -25,7 +27,7 @@ func TestWriterOrder(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := out.b.String(); got != "0\n1\n3\n4\n" {
+	if got := out.String(); got != "0\n1\n3\n4\n" {
 		t.Errorf("wrote %q", got)
 	}
 	if w.Late() != 0 {
@@ -37,7 +39,7 @@ func TestWriterOrder(t *testing.T) {
 // ones are done is passed over; its line is written when it comes, counted
 // late.
 func TestWriterPassesOver(t *testing.T) {
-	var out lockedBuffer
+	var out replaytest.Buffer
 	w := NewWriter(&out)
 	slow := w.Begin()
 	for range MaxWaiting + 1 {
@@ -48,7 +50,7 @@ func TestWriterPassesOver(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(out.b.String()), "\n")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != MaxWaiting+2 || lines[0] != "1" || lines[len(lines)-1] != "slow" || w.Late() != 1 {
 		t.Errorf("%d lines, first %q, last %q, late %d", len(lines), lines[0], lines[len(lines)-1], w.Late())
 	}

@@ -76,24 +76,6 @@ func writeFile(t testing.TB, content string) string {
 	return path
 }
 
-// logBuffer is a log the server and the test share.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // start starts a mock on loopback, answering at once unless o says, and
 // closes it when the test ends.
 func start(t testing.TB, o Options) *Server {

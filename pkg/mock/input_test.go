@@ -53,7 +53,7 @@ func TestBadInput(t *testing.T) {
 		{"bad error status", Options{File: out, Faults: Faults{ErrorRate: "5%:200"}}, "--error-rate 5%:200: want an error status from 400 to 599"},
 		{"bad delay", Options{File: out, Faults: Faults{Delay: "10%:soon"}}, "--delay 10%:soon: want a positive duration"},
 		{"bad reset rate", Options{File: out, Faults: Faults{ResetRate: "150%"}}, "--reset-rate: want a percentage"},
-		{"bad keep", Options{File: out, Keep: []string{"colour=red"}}, "--keep: want KEY=VALUE"},
+		{"bad keep", Options{File: out, Keep: []string{"colour=red"}}, `--keep: unknown key "colour"`},
 		{"bad transforms file", Options{File: out, TransformsFile: "/nonexistent/t.yaml"}, "--transforms: open /nonexistent/t.yaml"},
 		{"bad match header", Options{File: out, MatchHeaders: []string{"X Bad"}}, `--match-header: "X Bad" is not a header name`},
 		{"request transform", Options{File: out, Transforms: spec(t, "transforms:\n  - path: {prefix: /a, to: /b}\n")}, "--transforms: t.yaml:2: path: rewrites the requests of a replay"},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/internal/replaytest"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/rs/zerolog"
 )
@@ -168,7 +169,7 @@ func TestRedactedAndHeaders(t *testing.T) {
 // the nearest recorded request and what differs; it is logged, counted by
 // endpoint and by signature.
 func TestMissNamesNearest(t *testing.T) {
-	var log logBuffer
+	var log replaytest.Buffer
 	s := start(t, Options{File: file(t, charge(), polled()[0]), Log: zerolog.New(&log)})
 	c := through(s, nil, false)
 	body := `{"amount":250,"customer":{"id":"cus_1","email":"ada@example.com"},"idempotency_key":"6f9619ff-8b86-d011-b42d-00c04fc964ff","requested_at":"2026-11-24T08:31:07Z"}`
