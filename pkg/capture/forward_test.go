@@ -4,10 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -456,4 +462,68 @@ func rawUpstreamSeen(t *testing.T, answer string) *seenUpstream {
 		}
 	}()
 	return s
+}
+
+// TestForwardClientCertAndRedaction: an upstream that wants mutual TLS
+// gets --client-cert; without it the call fails (502, counted). The
+// redaction flags hold for forward pairs as for the reverse proxy's.
+func TestForwardClientCertAndRedaction(t *testing.T) {
+	// A client certificate of its own (self-signed, for client auth),
+	// which the upstream trusts.
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "checkout.internal"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCert, _ := x509.ParseCertificate(der)
+	clientCAs := x509.NewCertPool()
+	clientCAs.AddCert(clientCert)
+	clientDir := t.TempDir()
+	keyDER, _ := x509.MarshalPKCS8PrivateKey(key)
+	os.WriteFile(filepath.Join(clientDir, "client.pem"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	os.WriteFile(filepath.Join(clientDir, "client-key.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
+
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"client":"`+r.TLS.PeerCertificates[0].Subject.CommonName+`","token":"live-secret"}`)
+	}))
+	up.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientCAs}
+	up.StartTLS()
+	defer up.Close()
+
+	var out replaytest.Buffer
+	p, ca := forwardProxy(t, &out, certFile(t, up), func(o *ForwardOptions) {
+		o.Reach.Cert, o.Reach.Key = filepath.Join(clientDir, "client.pem"), filepath.Join(clientDir, "client-key.pem")
+		o.RedactHeader, o.RedactJSON = []string{"Authorization"}, []string{"token"}
+	})
+	req, _ := http.NewRequest("GET", up.URL+"/me", nil)
+	req.Header.Set("Authorization", "Bearer hunter2")
+	resp, err := proxied(p.Addr(), ca, false).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"client":"checkout.internal"`) || !strings.Contains(string(body), "live-secret") {
+		t.Errorf("with --client-cert: %d %s", resp.StatusCode, body)
+	}
+	closeProxy(t, p)
+	rec := out.String()
+	if strings.Contains(rec, "hunter2") || strings.Contains(rec, "live-secret") || !strings.Contains(rec, `"Authorization":["REDACTED"]`) {
+		t.Errorf("recorded:\n%s", rec)
+	}
+
+	p, ca = forwardProxy(t, &out, certFile(t, up), nil)
+	resp, err = proxied(p.Addr(), ca, false).Get(up.URL + "/me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	closeProxy(t, p)
+	if resp.StatusCode != http.StatusBadGateway || p.Stats().Errors != 1 {
+		t.Errorf("without --client-cert: %d, %+v", resp.StatusCode, p.Stats())
+	}
 }

@@ -22,6 +22,11 @@ func (s *Server) handleH1(ctx *fasthttp.RequestCtx) {
 	cs := sconn.cs
 	if ctx.IsConnect() {
 		target := string(ctx.Request.Header.RequestURI())
+		if _, _, err := net.SplitHostPort(target); err != nil {
+			ctx.SetStatusCode(400)
+			ctx.SetBodyString("replay mock: CONNECT wants host:port, got " + target)
+			return
+		}
 		ctx.HijackSetNoResponse(true)
 		ctx.Hijack(func(c net.Conn) {
 			if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {

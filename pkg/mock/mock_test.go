@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -269,6 +271,21 @@ func TestPlainInsideConnect(t *testing.T) {
 	}
 }
 
+// TestConnectWithoutPort: a CONNECT target must be host:port.
+func TestConnectWithoutPort(t *testing.T) {
+	s := start(t, Options{File: file(t, polled()...)})
+	c, err := net.Dial("tcp", s.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "CONNECT jobs.internal HTTP/1.1\r\nHost: jobs.internal\r\n\r\n")
+	m, err := rawhttp.Read(bufio.NewReader(c), false, "GET", nil)
+	if err != nil || m.Status != 400 || !strings.Contains(string(m.Body), "CONNECT wants host:port") {
+		t.Errorf("%+v %v", m, err)
+	}
+}
+
 // TestAnswerAsRecorded: status, headers (case, order, repeated
 // Set-Cookie) and a compressed body go byte for byte, with the framing
 // made right: the recorded Content-Length and Transfer-Encoding are not
@@ -312,9 +329,12 @@ func TestAnswerAsRecorded(t *testing.T) {
 // TestPassthrough: a miss goes to the real host, is answered with its
 // answer, and is recorded with --record-misses; a hit never reaches it.
 func TestPassthrough(t *testing.T) {
+	var mu sync.Mutex
 	var calls []string
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls = append(calls, r.Method+" "+r.RequestURI)
+		mu.Lock()
+		calls = append(calls, r.Method+" "+r.RequestURI+r.Header.Get("Proxy-Authorization"))
+		mu.Unlock()
 		w.Header().Set("X-Real", "yes")
 		io.WriteString(w, "real:"+r.URL.Path)
 	}))
@@ -324,6 +344,7 @@ func TestPassthrough(t *testing.T) {
 	s := start(t, Options{File: file(t, rec{method: "GET", uri: "/known", host: host, status: 200, resBody: "recorded"}),
 		Passthrough: true, RecordMissesTo: &syncWriter{w: &recorded}})
 	c := through(s, nil, false)
+	c.Transport.(*http.Transport).Proxy = http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword("u", "p"), Host: s.Addrs()[0]})
 	if st, _, body := do(t, c, "GET", up.URL+"/known", ""); st != 200 || body != "recorded" {
 		t.Errorf("hit: %d %s", st, body)
 	}
@@ -331,8 +352,11 @@ func TestPassthrough(t *testing.T) {
 	if st != 200 || body != "real:/new" || h.Get("X-Real") != "yes" {
 		t.Errorf("passed through: %d %s %v", st, body, h)
 	}
-	if len(calls) != 1 || calls[0] != "GET /new?x=1" {
-		t.Errorf("the real host saw %v, want the miss only", calls)
+	mu.Lock()
+	seen := append([]string(nil), calls...)
+	mu.Unlock()
+	if len(seen) != 1 || seen[0] != "GET /new?x=1" {
+		t.Errorf("the real host saw %v, want the miss only, without the proxy's Proxy-Authorization", seen)
 	}
 	rep := s.Report()
 	if rep.Passthrough != 1 || rep.Hits != 1 || rep.Misses != 0 {

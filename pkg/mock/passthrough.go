@@ -20,7 +20,13 @@ func (s *Server) passthrough(l *live, sc *scratch) *outcome {
 	if len(authority) == 0 {
 		authority = l.v.host
 	}
-	req := rrpair.Request{Method: l.v.method, URI: l.v.uri, Host: authority, Scheme: []byte(scheme), Headers: l.v.headers, Body: l.v.body}
+	headers := make([]rrpair.Header, 0, len(l.v.headers))
+	for _, h := range l.v.headers { // the proxy's own headers stop here
+		if !rrpair.EqualFold(h.Name, "proxy-authorization") && !rrpair.IsConnectionHeader(h.Name) {
+			headers = append(headers, h)
+		}
+	}
+	req := rrpair.Request{Method: l.v.method, URI: l.v.uri, Host: authority, Scheme: []byte(scheme), Headers: headers, Body: l.v.body}
 	var seq int64
 	if s.misses != nil {
 		seq = s.misses.Begin()
@@ -57,9 +63,7 @@ func (s *Server) recordMiss(seq int64, l *live, req *rrpair.Request, r *negotiat
 		Version: l.version, Method: string(req.Method), URI: string(req.URI), Host: string(req.Host), Body: req.Body,
 		Status: r.Status, ResHeaders: r.Headers, ResTrailers: r.Trailers, ResBody: r.Body}
 	for _, h := range req.Headers {
-		if !rrpair.IsConnectionHeader(h.Name) {
-			rec.Headers = append(rec.Headers, rrpair.Field{Name: string(h.Name), Value: string(h.Value)})
-		}
+		rec.Headers = append(rec.Headers, rrpair.Field{Name: string(h.Name), Value: string(h.Value)})
 	}
 	line, err := rrpair.AppendChecked(nil, rec)
 	if err != nil {
