@@ -122,7 +122,7 @@ func (a *app) checkout(w http.ResponseWriter, r *http.Request) {
 	body := fmt.Sprintf(`{"amount":%d,"currency":"eur","idempotency_key":"%x-%x-%x-%x-%x"}`, in.Amount, key[:4], key[4:6], key[6:8], key[8:10], key[10:])
 	resp, err := c.Post(a.depURL+"/v1/charges", "application/json", strings.NewReader(body))
 	if err != nil {
-		http.Error(w, "charge: "+err.Error(), 502)
+		http.Error(w, "charge: "+err.Error(), http.StatusBadGateway)
 		return
 	}
 	var charge struct{ ID, Status string }
@@ -133,7 +133,7 @@ func (a *app) checkout(w http.ResponseWriter, r *http.Request) {
 		polls++
 		resp, err := c.Get(a.depURL + "/v1/jobs/" + charge.ID)
 		if err != nil {
-			http.Error(w, "poll: "+err.Error(), 502)
+			http.Error(w, "poll: "+err.Error(), http.StatusBadGateway)
 			return
 		}
 		json.NewDecoder(resp.Body).Decode(&charge)

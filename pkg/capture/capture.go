@@ -14,9 +14,9 @@
 // (pkg/tlsca), and makes the call again to the real host with normal
 // certificate checks, through the transport's connection layer
 // (pkg/transport/conn); a client that offers HTTP/2 by ALPN is served
-// HTTP/2 (golang.org/x/net/http2's server) and its calls made again with
-// the transport's HTTP/2 client (pkg/transport/negotiate), gRPC trailers
-// included. Its pairs say `direction: OUT`.
+// HTTP/2 (net/http's server, internal/h2serve) and its calls made again
+// with the transport's HTTP/2 client (pkg/transport/negotiate), gRPC
+// trailers included. Its pairs say `direction: OUT`.
 package capture
 
 import (

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/internal/rawhttp"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -21,7 +22,6 @@ import (
 	"github.com/replay-dev/replay/pkg/transport"
 	"github.com/replay-dev/replay/pkg/transport/conn"
 	"github.com/replay-dev/replay/pkg/transport/negotiate"
-	"golang.org/x/net/http2"
 )
 
 // ForwardOptions configure a forward proxy: the recording's Options
@@ -49,11 +49,7 @@ type forward struct {
 	ca     *tlsca.CA
 	dialer *conn.Dialer
 	pool   *negotiate.Pool
-	h2     *http2.Server
-	// hs carries the HTTP/2 connections' graceful shutdown (GOAWAY, then
-	// close when their streams are done): http2.ConfigureServer ties them
-	// to it.
-	hs *http.Server
+	h2     *h2serve.Server
 }
 
 // ListenForward starts a forward proxy on addr that writes pairs, each
@@ -83,14 +79,16 @@ func ListenForward(addr string, w io.Writer, opt ForwardOptions) (*Proxy, error)
 	if err != nil {
 		return nil, err
 	}
-	f := &forward{ca: ca, dialer: d, pool: t.Pool(), h2: &http2.Server{}, hs: &http.Server{}}
-	if err := http2.ConfigureServer(f.hs, f.h2); err != nil {
+	f := &forward{ca: ca, dialer: d, pool: t.Pool()}
+	p, err := listen(addr, w, fo, f)
+	if err != nil {
 		return nil, err
 	}
-	return listen(addr, w, fo, f)
+	f.h2 = h2serve.New(http.HandlerFunc(p.exchangeH2))
+	return p, nil
 }
 
-func (f *forward) shutdown(ctx context.Context) { f.hs.Shutdown(ctx) }
+func (f *forward) shutdown(ctx context.Context) { go f.h2.Shutdown(ctx) }
 
 func (f *forward) close() { f.pool.Close() }
 
@@ -200,7 +198,7 @@ func (p *Proxy) serveTunnel(c net.Conn, target, session string, h2 *atomic.Bool)
 	authority := Authority(target, scheme)
 	if ac.Proto == "h2" {
 		h2.Store(true)
-		p.serveH2(ac, scheme, authority, session)
+		p.fwd.h2.Serve(ac.Conn, &tunnel{scheme: scheme, authority: authority, session: session}) // the *tls.Conn: net/http tells TLS by its type
 		return
 	}
 	up := p.fwd.upstream()

@@ -2,28 +2,29 @@ package capture
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/pkg/rrpair"
-	"golang.org/x/net/http2"
 )
 
-// serveH2 serves a tunnel whose client chose HTTP/2 by ALPN: each stream
-// is made again with a transport client of the pool (HTTP/2 to an
-// upstream that takes it, which a gRPC call needs), and recorded.
-func (p *Proxy) serveH2(c net.Conn, scheme, authority, session string) {
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.exchangeH2(w, r, scheme, authority, session)
-	})
-	p.fwd.h2.ServeConn(c, &http2.ServeConnOpts{BaseConfig: p.fwd.hs, Handler: h})
-}
+// tunnel is what an HTTP/2 connection inside a CONNECT tunnel carries to
+// its streams' handler.
+type tunnel struct{ scheme, authority, session string }
 
-// exchangeH2 makes one HTTP/2 stream's exchange again and records it.
-func (p *Proxy) exchangeH2(w http.ResponseWriter, r *http.Request, scheme, authority, session string) {
+// exchangeH2 makes one HTTP/2 stream's exchange again (a client of the
+// pool: HTTP/2 to an upstream that takes it, which a gRPC call needs) and
+// records it.
+func (p *Proxy) exchangeH2(w http.ResponseWriter, r *http.Request) {
+	tn, _ := h2serve.Value(r).(*tunnel)
+	if tn == nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	scheme, authority, session := tn.scheme, tn.authority, tn.session
 	seq, start := p.w.Begin(), time.Now()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {

@@ -1,7 +1,6 @@
 package mock
 
 import (
-	"bytes"
 	"strings"
 	"sync"
 	"time"
@@ -333,13 +332,3 @@ func (s *Server) broken(sc *scratch, err error) *outcome {
 
 // isGRPC reports a gRPC call by its headers (rrpair's one rule).
 func isGRPC(hs []rrpair.Header) bool { return rrpair.IsGRPC(hs) }
-
-// hasHeader reports whether hs holds name (any case).
-func hasHeader(hs []rrpair.Header, name string) bool {
-	for _, h := range hs {
-		if bytes.EqualFold(h.Name, []byte(name)) {
-			return true
-		}
-	}
-	return false
-}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/pkg/capture"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/valyala/fasthttp"
@@ -79,7 +80,7 @@ func (s *Server) needHeaders() bool {
 
 // handleH2 answers an HTTP/2 stream.
 func (s *Server) handleH2(w http.ResponseWriter, r *http.Request) {
-	cs, _ := r.Context().Value(connKey{}).(*connState)
+	cs, _ := h2serve.Value(r).(*connState)
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	if err != nil {
 		return

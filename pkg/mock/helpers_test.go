@@ -16,7 +16,6 @@ import (
 
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/tlsca"
-	"github.com/rs/zerolog"
 )
 
 // recordedAt is when the test pairs were recorded.
@@ -149,8 +148,6 @@ func testCA(t testing.TB) (*tlsca.CA, tlsca.Options) {
 	}
 	return ca, tlsca.Options{Cert: filepath.Join(dir, tlsca.CertFile), Key: filepath.Join(dir, tlsca.KeyFile)}
 }
-
-func quiet() zerolog.Logger { return zerolog.Nop() }
 
 // syncWriter is a writer the server's writer goroutine and the test share.
 type syncWriter struct {

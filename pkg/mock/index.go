@@ -88,9 +88,6 @@ func (s *sorted) find(h uint64) (lo, hi int) {
 	return lo, hi
 }
 
-// group returns the slots of the signature that slot i belongs to.
-func (s *sorted) group(i int) (lo, hi int) { return s.find(s.hash[i]) }
-
 // unsendable says why the recorded answer of p cannot be sent ("" when it
 // can).
 func unsendable(p *rrpair.Pair) string {

@@ -9,7 +9,7 @@
 // byte), or origin-form to a listener that answers as one recorded host
 // (--serve HOST=ADDR; a file with one host needs none). HTTP/1.1 is served
 // by fasthttp, HTTP/2 (ALPN h2, h2c prior knowledge) and gRPC by
-// golang.org/x/net/http2.
+// net/http's server (internal/h2serve).
 //
 // A request is matched by its signature (sig.go): method, host, path,
 // query with parameter order ignored, body (JSON canonically, any other
@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -40,6 +39,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/pkg/capture"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/tlsca"
@@ -47,7 +47,6 @@ import (
 	"github.com/replay-dev/replay/pkg/transport/negotiate"
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
-	"golang.org/x/net/http2"
 )
 
 // Options configure a mock server.
@@ -215,8 +214,7 @@ type Server struct {
 	h1     *fasthttp.Server
 	h1ln   *chanListener
 	h1done chan error
-	h2     *http2.Server
-	hs     *http.Server // the HTTP/2 connections' graceful shutdown
+	h2     *h2serve.Server
 
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -440,7 +438,7 @@ func (s *Server) close(ctx context.Context) error {
 	for _, l := range s.lns {
 		l.ln.Close()
 	}
-	go s.hs.Shutdown(ctx) // HTTP/2: GOAWAY, then close when the streams are done
+	go s.h2.Shutdown(ctx) // HTTP/2: GOAWAY, then close when the streams are done
 	s.h1.ShutdownWithContext(ctx)
 	finished := make(chan struct{})
 	go func() { s.wg.Wait(); close(finished) }()

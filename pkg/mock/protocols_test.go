@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/replay-dev/replay/internal/h2test"
 	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/pkg/rrpair"
-	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -63,11 +61,11 @@ func TestServeHost(t *testing.T) {
 	addrA, addrB := s.Addrs()[0], s.Addrs()[1]
 	tlsTo := &tls.Config{RootCAs: ca.Pool(), ServerName: "a.internal"}
 	h1 := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsTo, TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}}
-	h2 := &http.Client{Transport: &http2.Transport{TLSClientConfig: tlsTo}}
-	h2c := &http.Client{Transport: &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
-	}}}
+	var onlyH2, onlyH2C http.Protocols
+	onlyH2.SetHTTP2(true)
+	onlyH2C.SetUnencryptedHTTP2(true)
+	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsTo, Protocols: &onlyH2}}
+	h2c := &http.Client{Transport: &http.Transport{Protocols: &onlyH2C}}
 	for _, tt := range []struct {
 		name   string
 		c      *http.Client

@@ -2,7 +2,6 @@ package mock
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -11,9 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/pkg/tlsca"
 	"github.com/valyala/fasthttp"
-	"golang.org/x/net/http2"
 )
 
 // connState is what the mock knows of a client connection: the raw TCP
@@ -88,7 +87,7 @@ func (l *chanListener) hand(c net.Conn) bool {
 }
 
 // h2Preface is what an HTTP/2 client with prior knowledge sends first.
-var h2Preface = []byte(http2.ClientPreface)
+var h2Preface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
 
 // alpn is what a TLS handshake with the mock may choose.
 var alpn = []string{"h2", "http/1.1"}
@@ -112,9 +111,7 @@ func (s *Server) serve() {
 	}
 	s.h1ln = newChanListener(s.lns[0].ln.Addr())
 	go func() { s.h1done <- s.h1.Serve(s.h1ln) }()
-	s.h2 = &http2.Server{IdleTimeout: s.o.IdleTimeout}
-	s.hs = &http.Server{}
-	http2.ConfigureServer(s.hs, s.h2)
+	s.h2 = h2serve.New(http.HandlerFunc(s.handleH2))
 	for _, l := range s.lns {
 		s.wg.Add(1)
 		go s.accept(l)
@@ -172,7 +169,7 @@ func (s *Server) speak(pc *tlsca.PeekConn, cs *connState, name string, deadline 
 		}
 		cs.scheme = "https"
 		if ac.Proto == "h2" {
-			s.serveH2(ac, cs)
+			s.serveH2(ac.Conn, cs) // the *tls.Conn itself: net/http tells TLS by its type
 			return
 		}
 		s.serveH1(ac, cs)
@@ -197,15 +194,13 @@ func (s *Server) serveH1(c net.Conn, cs *connState) {
 	<-sc.done
 }
 
-// connKey carries a stream's connState in its request's context.
-type connKey struct{}
-
-// serveH2 serves c as HTTP/2 (the server reads the client's preface).
+// serveH2 serves c as HTTP/2 (the server reads the client's preface): a
+// *tls.Conn that chose h2, or a cleartext connection that begins with the
+// preface.
 func (s *Server) serveH2(c net.Conn, cs *connState) {
 	c.SetReadDeadline(time.Time{})
 	cs.h2.Store(true)
-	ctx := context.WithValue(context.Background(), connKey{}, cs)
-	s.h2.ServeConn(c, &http2.ServeConnOpts{Context: ctx, BaseConfig: s.hs, Handler: http.HandlerFunc(s.handleH2)})
+	s.h2.Serve(c, cs)
 }
 
 // tunnel serves a CONNECT tunnel to target (host:port): TLS terminated
