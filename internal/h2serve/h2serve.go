@@ -20,7 +20,7 @@ import (
 // Server serves the connections handed to it as HTTP/2.
 type Server struct {
 	hs     *http.Server
-	ln     *listener
+	ln     *Listener
 	conns  sync.Map // net.Conn -> *entry, the connections being served
 	served chan error
 }
@@ -35,7 +35,7 @@ type valueKey struct{}
 
 // New starts a server whose streams h answers.
 func New(h http.Handler) *Server {
-	s := &Server{ln: &listener{c: make(chan net.Conn), closed: make(chan struct{})}, served: make(chan error, 1)}
+	s := &Server{ln: NewListener(handAddr{}), served: make(chan error, 1)}
 	var p http.Protocols
 	p.SetHTTP2(true)
 	p.SetUnencryptedHTTP2(true)
@@ -52,9 +52,7 @@ func (s *Server) Serve(c net.Conn, val any) {
 	e := &entry{val: val, done: make(chan struct{})}
 	s.conns.Store(c, e)
 	defer s.conns.Delete(c)
-	select {
-	case s.ln.c <- c:
-	case <-s.ln.closed:
+	if !s.ln.Hand(c) {
 		c.Close()
 		return
 	}
@@ -94,14 +92,35 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close closes every connection at once.
 func (s *Server) Close() error { return s.hs.Close() }
 
-// listener hands the server the connections given to Serve.
-type listener struct {
+// Listener is a net.Listener fed by hand: for a server that takes a
+// listener (net/http's here, fasthttp's in the mock) and connections that
+// were accepted, and told apart, elsewhere. The server's own shutdown
+// then covers them (idle ones closed, busy ones waited for).
+type Listener struct {
 	c      chan net.Conn
 	closed chan struct{}
 	once   sync.Once
+	addr   net.Addr
 }
 
-func (l *listener) Accept() (net.Conn, error) {
+// NewListener is a Listener that says it listens on addr.
+func NewListener(addr net.Addr) *Listener {
+	return &Listener{c: make(chan net.Conn), closed: make(chan struct{}), addr: addr}
+}
+
+// Hand gives c to the server's next Accept; false when the listener is
+// closed (c is not taken).
+func (l *Listener) Hand(c net.Conn) bool {
+	select {
+	case l.c <- c:
+		return true
+	case <-l.closed:
+		return false
+	}
+}
+
+// Accept implements net.Listener.
+func (l *Listener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.c:
 		return c, nil
@@ -110,14 +129,16 @@ func (l *listener) Accept() (net.Conn, error) {
 	}
 }
 
-func (l *listener) Close() error {
+// Close implements net.Listener: Accept and Hand fail from now on.
+func (l *Listener) Close() error {
 	l.once.Do(func() { close(l.closed) })
 	return nil
 }
 
-func (l *listener) Addr() net.Addr { return dummyAddr{} }
+// Addr implements net.Listener.
+func (l *Listener) Addr() net.Addr { return l.addr }
 
-type dummyAddr struct{}
+type handAddr struct{}
 
-func (dummyAddr) Network() string { return "h2serve" }
-func (dummyAddr) String() string  { return "h2serve" }
+func (handAddr) Network() string { return "hand" }
+func (handAddr) String() string  { return "handed" }

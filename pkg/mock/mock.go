@@ -212,7 +212,7 @@ type Server struct {
 
 	lns    []served
 	h1     *fasthttp.Server
-	h1ln   *chanListener
+	h1ln   *h2serve.Listener // hands the HTTP/1.1 server what was accepted and told apart
 	h1done chan error
 	h2     *h2serve.Server
 

@@ -45,47 +45,6 @@ func (c *servedConn) Close() error {
 	return err
 }
 
-// chanListener hands the HTTP/1.1 server the connections the mock
-// accepted and told apart (and those inside CONNECT tunnels), so that the
-// server's own shutdown (idle connections closed, busy ones waited for)
-// covers them all.
-type chanListener struct {
-	c      chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-	addr   net.Addr
-}
-
-func newChanListener(addr net.Addr) *chanListener {
-	return &chanListener{c: make(chan net.Conn), closed: make(chan struct{}), addr: addr}
-}
-
-func (l *chanListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.c:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *chanListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *chanListener) Addr() net.Addr { return l.addr }
-
-// hand gives c to the HTTP/1.1 server; false when it is closed.
-func (l *chanListener) hand(c net.Conn) bool {
-	select {
-	case l.c <- c:
-		return true
-	case <-l.closed:
-		return false
-	}
-}
-
 // h2Preface is what an HTTP/2 client with prior knowledge sends first.
 var h2Preface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
 
@@ -109,7 +68,7 @@ func (s *Server) serve() {
 		CloseOnShutdown:               true,
 		Logger:                        quietLogger{},
 	}
-	s.h1ln = newChanListener(s.lns[0].ln.Addr())
+	s.h1ln = h2serve.NewListener(s.lns[0].ln.Addr())
 	go func() { s.h1done <- s.h1.Serve(s.h1ln) }()
 	s.h2 = h2serve.New(http.HandlerFunc(s.handleH2))
 	for _, l := range s.lns {
@@ -188,7 +147,7 @@ func (s *Server) speak(pc *tlsca.PeekConn, cs *connState, name string, deadline 
 func (s *Server) serveH1(c net.Conn, cs *connState) {
 	c.SetReadDeadline(time.Time{})
 	sc := &servedConn{Conn: c, cs: cs, done: make(chan struct{})}
-	if !s.h1ln.hand(sc) {
+	if !s.h1ln.Hand(sc) {
 		return
 	}
 	<-sc.done
