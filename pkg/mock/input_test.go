@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/replaytest"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/tlsca"
 	"github.com/replay-dev/replay/pkg/transform"
+	"github.com/rs/zerolog"
 )
 
 // TestBadInput: every bad input is refused before anything is served,
@@ -108,7 +110,11 @@ func TestSkipsUnsendable(t *testing.T) {
 		rec{method: "GET", uri: "/none", host: "h"},
 		rec{method: "GET", uri: "/interim", host: "h", status: 103},
 		rec{method: "GET", uri: "/nobody", host: "h", status: 204, resBody: "a body"})
-	s := start(t, Options{File: path})
+	var log replaytest.Buffer
+	s := start(t, Options{File: path, Log: zerolog.New(&log)})
+	if l := log.String(); strings.Count(l, "pair skipped: its answer cannot be sent") != 3 || !strings.Contains(l, `"line":3,"reason":"status 103 is an interim answer`) {
+		t.Errorf("the skipped pairs are not logged at start:\n%s", l)
+	}
 	r := s.Report()
 	if r.Pairs != 1 || r.Skipped != 3 || len(r.SkippedPairs) != 3 {
 		t.Fatalf("%d pairs, %d skipped %+v", r.Pairs, r.Skipped, r.SkippedPairs)

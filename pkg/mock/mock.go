@@ -130,6 +130,19 @@ func (o *Options) Validate() error {
 	if o.File == "" {
 		errs = append(errs, errors.New("-f: the traffic file to answer from is required"))
 	}
+	errs = append(errs, o.validateListeners(), o.CA.Validate(), o.validateMatching(), o.validateAnswers())
+	if _, err := parseLatency(o.Latency); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := o.Faults.parse(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// validateListeners checks where the mock serves.
+func (o *Options) validateListeners() error {
+	var errs []error
 	if o.Listen == "" && len(o.Serve) == 0 {
 		errs = append(errs, errors.New("--listen or --serve: give an address to serve on"))
 	}
@@ -138,7 +151,12 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--serve: want HOST=ADDR such as api.example.com=127.0.0.1:9001, got %q", s))
 		}
 	}
-	errs = append(errs, o.CA.Validate())
+	return errors.Join(errs...)
+}
+
+// validateMatching checks how requests are matched and counted.
+func (o *Options) validateMatching() error {
+	var errs []error
 	for _, h := range o.MatchHeaders {
 		if !rrpair.ValidHeaderName(h) {
 			errs = append(errs, fmt.Errorf("--match-header: %q is not a header name", h))
@@ -163,6 +181,12 @@ func (o *Options) Validate() error {
 			errs = append(errs, errors.New("--session: counts per session with --order session only"))
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// validateAnswers checks what a miss gets.
+func (o *Options) validateAnswers() error {
+	var errs []error
 	if o.MissStatus != 0 && (o.MissStatus < 200 || o.MissStatus > 599) {
 		errs = append(errs, fmt.Errorf("--miss-status: want a status from 200 to 599, got %d", o.MissStatus))
 	}
@@ -171,12 +195,6 @@ func (o *Options) Validate() error {
 	}
 	if o.Passthrough && (o.Upstream.Cert == "") != (o.Upstream.Key == "") {
 		errs = append(errs, errors.New("--client-cert and --client-key: give both, the client certificate and its key"))
-	}
-	if _, err := parseLatency(o.Latency); err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := o.Faults.parse(); err != nil {
-		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -286,6 +304,12 @@ func (s *Server) open() error {
 	if s.ix.kept == 0 {
 		f.Close()
 		return fmt.Errorf("%s: no pair has an answer that can be sent (%d skipped, first: line %d: %s)", s.o.File, s.ix.skippedTotal, s.ix.skipped[0].Line, s.ix.skipped[0].Reason)
+	}
+	for _, sk := range s.ix.skipped {
+		s.o.Log.Warn().Str("file", s.o.File).Int("line", sk.Line).Str("reason", sk.Reason).Msg("pair skipped: its answer cannot be sent")
+	}
+	if more := s.ix.skippedTotal - len(s.ix.skipped); more > 0 {
+		s.o.Log.Warn().Str("file", s.o.File).Int("more", more).Msg("more pairs skipped")
 	}
 	s.epID = map[string]int{}
 	for i, name := range f.Endpoints() {

@@ -273,14 +273,22 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %-40s hits %d  misses %d\n", e.Name, e.Hits, e.Misses)
 		}
 	}
+	r.writeMisses(&b)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeMisses writes the distinct misses with their nearest request, and
+// the signatures called whose answers were not all given.
+func (r *Report) writeMisses(b *strings.Builder) {
 	if len(r.NearestMisses) > 0 {
 		b.WriteString("misses, with the nearest recorded request:\n")
 		for _, m := range r.NearestMisses[:min(len(r.NearestMisses), 10)] {
-			fmt.Fprintf(&b, "  %d× %s\n", m.Count, m.Request)
+			fmt.Fprintf(b, "  %d× %s\n", m.Count, m.Request)
 			if m.Nearest != nil {
-				fmt.Fprintf(&b, "     nearest, line %d: %s\n", m.Nearest.Line, m.Nearest.Request)
+				fmt.Fprintf(b, "     nearest, line %d: %s\n", m.Nearest.Line, m.Nearest.Request)
 				for _, d := range m.Nearest.Differs {
-					fmt.Fprintf(&b, "       %s\n", d)
+					fmt.Fprintf(b, "       %s\n", d)
 				}
 			}
 		}
@@ -291,12 +299,10 @@ func (r *Report) WriteText(w io.Writer) error {
 			if listed == 0 {
 				b.WriteString("signatures called with answers never given:\n")
 			}
-			fmt.Fprintf(&b, "  line %-6d %s: %d answers, %d never given\n", sg.Line, sg.Request, sg.Answers, sg.Unused)
+			fmt.Fprintf(b, "  line %-6d %s: %d answers, %d never given\n", sg.Line, sg.Request, sg.Answers, sg.Unused)
 			listed++
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // WriteMetrics writes the mock's live numbers in Prometheus's text

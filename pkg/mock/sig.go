@@ -304,11 +304,7 @@ func (s *signer) jvalue(d []byte, i int, mask map[string]struct{}, visit leafVis
 			visit(s.path, str, true)
 		}
 	default:
-		end = i
-		for end < len(d) && (d[end] >= '0' && d[end] <= '9' || d[end] >= 'a' && d[end] <= 'z' || d[end] == '-' || d[end] == '+' || d[end] == '.' || d[end] == 'E') {
-			end++
-		}
-		if end == i {
+		if end = literalEnd(d, i); end == i {
 			return 0, end, false
 		}
 		h, ok = mix(maphash.Bytes(s.seed, d[i:end])^tagLit), true
@@ -414,6 +410,16 @@ func (s *signer) jstring(d []byte, i int) ([]byte, int, bool) {
 		}
 	}
 	return nil, j, false
+}
+
+// literalEnd is the index after the literal (a number, true, false,
+// null) at d[i:]; i when there is none.
+func literalEnd(d []byte, i int) int {
+	end := i
+	for end < len(d) && (d[end] >= '0' && d[end] <= '9' || d[end] >= 'a' && d[end] <= 'z' || d[end] == '-' || d[end] == '+' || d[end] == '.' || d[end] == 'E') {
+		end++
+	}
+	return end
 }
 
 func skipWS(d []byte, i int) int {
