@@ -32,6 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/replay-dev/replay/internal/connset"
 	"github.com/replay-dev/replay/internal/rawhttp"
 )
 
@@ -79,8 +80,8 @@ type Proxy struct {
 	fwd   *forward // the forward proxy's; nil for the reverse proxy
 	ln    net.Listener
 	w     *Writer
-	wg    sync.WaitGroup
-	conns sync.Map // net.Conn -> *atomic.Bool (the connection serves HTTP/2), open client connections
+	wg    sync.WaitGroup // the accept loop
+	conns connset.Set    // open client connections
 	stats struct {
 		conns, pairs, errs, large, unreplayable, tunnels, tls atomic.Int64
 	}
@@ -144,26 +145,14 @@ func (p *Proxy) Stats() Stats {
 func (p *Proxy) Close(ctx context.Context) error {
 	p.closing.Store(true)
 	p.ln.Close()
-	finished := make(chan struct{})
-	go func() { p.wg.Wait(); close(finished) }()
+	p.wg.Wait()
 	// Idle connections wait in a read: cut them off now; busy ones get
 	// ctx. An HTTP/2 connection is told GOAWAY: its streams under way
 	// finish, then it closes.
 	if p.fwd != nil {
 		p.fwd.shutdown(ctx)
 	}
-	p.conns.Range(func(k, v any) bool {
-		if !v.(*atomic.Bool).Load() {
-			k.(net.Conn).SetReadDeadline(time.Now())
-		}
-		return true
-	})
-	select {
-	case <-finished:
-	case <-ctx.Done():
-		p.conns.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
-		<-finished
-	}
+	p.conns.Drain(ctx)
 	if p.fwd != nil {
 		p.fwd.close()
 	}
@@ -178,12 +167,9 @@ func (p *Proxy) accept() {
 			return
 		}
 		p.stats.conns.Add(1)
-		p.wg.Add(1)
+		h2 := p.conns.Add(c)
 		go func() {
-			defer p.wg.Done()
-			h2 := new(atomic.Bool)
-			p.conns.Store(c, h2)
-			defer func() { p.conns.Delete(c); c.Close() }()
+			defer p.conns.Done(c)
 			if p.fwd != nil {
 				p.serveForward(c, p.seq.Add(1), h2)
 			} else {

@@ -1,10 +1,12 @@
 package mock
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -246,7 +248,7 @@ func (s *Server) fault(o *outcome, sig uint64, k uint32, grpc bool) bool {
 		s.st.faults[faultError].Add(1)
 		msg := "replay mock: injected fault (--error-rate " + s.o.Faults.ErrorRate + ")"
 		if grpc {
-			grpcError(o, grpcCodeOf(f.errStatus), msg)
+			grpcError(o, int(result.GRPCStatusFromHTTP(f.errStatus)), msg)
 			return true
 		}
 		o.status = f.errStatus
@@ -257,31 +259,13 @@ func (s *Server) fault(o *outcome, sig uint64, k uint32, grpc bool) bool {
 	return false
 }
 
-// grpcCodeOf is the gRPC status a client makes of an HTTP status
-// (gRPC's http-grpc-status-mapping).
-func grpcCodeOf(status int) int {
-	switch status {
-	case 400:
-		return 13 // INTERNAL
-	case 401:
-		return 16 // UNAUTHENTICATED
-	case 403:
-		return 7 // PERMISSION_DENIED
-	case 404:
-		return 12 // UNIMPLEMENTED
-	case 429, 502, 503, 504:
-		return 14 // UNAVAILABLE
-	}
-	return 2 // UNKNOWN
-}
-
 // grpcError makes o a gRPC Trailers-Only answer: HTTP 200, the status and
 // message in the headers, no body.
 func grpcError(o *outcome, code int, msg string) {
 	o.status, o.body, o.trailers = 200, nil, o.trailers[:0]
 	o.headers = append(o.headers[:0],
 		rrpair.Header{Name: []byte("content-type"), Value: []byte("application/grpc")},
-		rrpair.Header{Name: []byte("grpc-status"), Value: []byte(itoa(code))},
+		rrpair.Header{Name: []byte("grpc-status"), Value: []byte(strconv.Itoa(code))},
 		rrpair.Header{Name: []byte("grpc-message"), Value: grpcMessage(msg)})
 }
 
@@ -298,19 +282,6 @@ func grpcMessage(msg string) []byte {
 		b = append(b, c)
 	}
 	return b
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		if n /= 10; n == 0 {
-			break
-		}
-	}
-	return string(b[i:])
 }
 
 // jsonObject is {"key":"value"}.

@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -11,8 +12,8 @@ import (
 func BenchmarkAnswer(b *testing.B) {
 	var f strings.Builder
 	for i := range 10000 {
-		f.WriteString(rec{method: "POST", uri: "/v1/items/" + itoa(i%1000) + "?page=" + itoa(i%10), host: "api.internal",
-			reqBody: `{"id":` + itoa(i) + `,"name":"item","tags":["a","b"],"customer":{"id":"c","tier":"gold"}}`,
+		f.WriteString(rec{method: "POST", uri: "/v1/items/" + strconv.Itoa(i%1000) + "?page=" + strconv.Itoa(i%10), host: "api.internal",
+			reqBody: `{"id":` + strconv.Itoa(i) + `,"name":"item","tags":["a","b"],"customer":{"id":"c","tier":"gold"}}`,
 			status:  200, resBody: `{"status":"ok","items":[{"sku":"s","qty":1}]}`}.line())
 	}
 	s := start(b, Options{File: writeFile(b, f.String())})

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -161,7 +162,7 @@ func TestFaults(t *testing.T) {
 		var b strings.Builder
 		for range 40 {
 			st, _, _ := do(t, c, "GET", "http://jobs.internal/jobs/7", "")
-			b.WriteString(itoa(st) + " ")
+			b.WriteString(strconv.Itoa(st) + " ")
 		}
 		return b.String()
 	}
@@ -239,8 +240,8 @@ func TestIndexMemory(t *testing.T) {
 	const n = 20000
 	var b strings.Builder
 	for i := range n {
-		b.WriteString(rec{method: "POST", uri: "/v1/items/" + itoa(i) + "?page=" + itoa(i%7), host: "api.internal",
-			reqBody: `{"id":` + itoa(i) + `,"name":"item"}`, status: 200, resBody: `{"ok":true}`}.line())
+		b.WriteString(rec{method: "POST", uri: "/v1/items/" + strconv.Itoa(i) + "?page=" + strconv.Itoa(i%7), host: "api.internal",
+			reqBody: `{"id":` + strconv.Itoa(i) + `,"name":"item"}`, status: 200, resBody: `{"ok":true}`}.line())
 	}
 	path := writeFile(t, b.String())
 	f, err := openFile(path, nil)

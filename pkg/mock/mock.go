@@ -39,6 +39,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/replay-dev/replay/internal/connset"
 	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/pkg/capture"
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -234,11 +235,11 @@ type Server struct {
 	h1done chan error
 	h2     *h2serve.Server
 
-	wg        sync.WaitGroup
+	wg        sync.WaitGroup // the accept loops
 	closeOnce sync.Once
 	closeErr  error
-	final     *Report  // the report made at Close
-	conns     sync.Map // net.Conn -> *atomic.Bool (speaks HTTP/2), accepted connections
+	final     *Report     // the report made at Close
+	conns     connset.Set // accepted connections
 	connSeq   atomic.Uint64
 	closing   atomic.Bool
 
@@ -463,21 +464,9 @@ func (s *Server) close(ctx context.Context) error {
 		l.ln.Close()
 	}
 	go s.h2.Shutdown(ctx) // HTTP/2: GOAWAY, then close when the streams are done
+	s.wg.Wait()
 	s.h1.ShutdownWithContext(ctx)
-	finished := make(chan struct{})
-	go func() { s.wg.Wait(); close(finished) }()
-	s.conns.Range(func(k, v any) bool {
-		if !v.(*atomic.Bool).Load() {
-			k.(net.Conn).SetReadDeadline(time.Now())
-		}
-		return true
-	})
-	select {
-	case <-finished:
-	case <-ctx.Done():
-		s.conns.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
-		<-finished
-	}
+	s.conns.Drain(ctx)
 	s.h1ln.Close()
 	<-s.h1done
 	r := s.report() // the last: the file is unmapped next

@@ -90,19 +90,16 @@ func (s *Server) accept(l served) {
 		if err != nil {
 			return
 		}
-		s.wg.Add(1)
-		go s.handleConn(c, l.host)
+		h2 := s.conns.Add(c)
+		go s.handleConn(c, l.host, h2)
 	}
 }
 
 // handleConn tells what a client speaks by its first bytes: TLS
 // (terminated with the leaf of the name it asks for), HTTP/2 with prior
 // knowledge, or HTTP/1.x.
-func (s *Server) handleConn(c net.Conn, host []byte) {
-	defer s.wg.Done()
-	h2 := new(atomic.Bool)
-	s.conns.Store(c, h2)
-	defer func() { s.conns.Delete(c); c.Close() }()
+func (s *Server) handleConn(c net.Conn, host []byte, h2 *atomic.Bool) {
+	defer s.conns.Done(c)
 	if s.closing.Load() {
 		return
 	}

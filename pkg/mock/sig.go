@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/transform"
 )
 
 // A signature is what two requests must share to be answered alike:
@@ -231,28 +232,10 @@ func (b byNameValue) Less(i, j int) bool {
 
 // unescape appends v with %XX escapes and "+" undone.
 func unescape(dst, v []byte) []byte {
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case c == '%' && i+2 < len(v) && isHex(v[i+1]) && isHex(v[i+2]):
-			dst = append(dst, unhex(v[i+1])<<4|unhex(v[i+2]))
-			i += 2
-		case c == '+':
-			dst = append(dst, ' ')
-		default:
-			dst = append(dst, c)
-		}
+	if out, escaped := transform.UnescapeQuery(dst, v); escaped {
+		return out
 	}
-	return dst
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c >= 'a':
-		return c - 'a' + 10
-	case c >= 'A':
-		return c - 'A' + 10
-	}
-	return c - '0'
+	return append(dst, v...)
 }
 
 // looksJSON: the body starts, after white space, with an object or an

@@ -141,7 +141,7 @@ func (e *echo) queryPairs(out []echoPair, recURI, liveURI []byte) []echoPair {
 	}
 	_, liveQ, _ := bytes.Cut(liveURI, []byte("?"))
 	forEachParam(recQ, func(name, value []byte, _ bool) {
-		recV, _ := unescapeQuery(nil, value)
+		recV, _ := UnescapeQuery(nil, value)
 		if !e.wants(containsExact(e.query, name), len(recV)) {
 			return
 		}
@@ -151,7 +151,7 @@ func (e *echo) queryPairs(out []echoPair, recURI, liveURI []byte) []echoPair {
 				return
 			}
 			found = true
-			if liveV, _ := unescapeQuery(nil, v); !bytes.Equal(liveV, recV) {
+			if liveV, _ := UnescapeQuery(nil, v); !bytes.Equal(liveV, recV) {
 				out = append(out, echoPair{rec: bytes.Clone(recV), live: bytes.Clone(liveV)})
 			}
 		})
