@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -147,18 +146,6 @@ func testCA(t testing.TB) (*tlsca.CA, tlsca.Options) {
 		t.Fatal(err)
 	}
 	return ca, tlsca.Options{Cert: filepath.Join(dir, tlsca.CertFile), Key: filepath.Join(dir, tlsca.KeyFile)}
-}
-
-// syncWriter is a writer the server's writer goroutine and the test share.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
 
 // closeNow closes s (its outputs flushed) before the test reads them.

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -340,9 +342,9 @@ func TestPassthrough(t *testing.T) {
 	}))
 	defer up.Close()
 	host := strings.TrimPrefix(up.URL, "http://")
-	var recorded bytes.Buffer
+	missFile := filepath.Join(t.TempDir(), "misses.jsonl")
 	s := start(t, Options{File: file(t, rec{method: "GET", uri: "/known", host: host, status: 200, resBody: "recorded"}),
-		Passthrough: true, RecordMissesTo: &syncWriter{w: &recorded}})
+		Passthrough: true, RecordMisses: missFile})
 	c := through(s, nil, false)
 	c.Transport.(*http.Transport).Proxy = http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword("u", "p"), Host: s.Addrs()[0]})
 	if st, _, body := do(t, c, "GET", up.URL+"/known", ""); st != 200 || body != "recorded" {
@@ -363,16 +365,17 @@ func TestPassthrough(t *testing.T) {
 		t.Errorf("report: %+v", rep)
 	}
 	closeNow(t, s)
+	recorded, _ := os.ReadFile(missFile)
 	out, _ := rrpair.ParseRule("direction=OUT")
-	f, err := rrpair.OpenReader(bytes.NewReader(recorded.Bytes()), "misses.jsonl", rrpair.Options{Filter: &rrpair.Filter{Keep: []rrpair.Rule{out}}})
+	f, err := rrpair.Open(missFile, rrpair.Options{Filter: &rrpair.Filter{Keep: []rrpair.Rule{out}}})
 	if err != nil {
-		t.Fatalf("%v\n%s", err, recorded.String())
+		t.Fatalf("%v\n%s", err, recorded)
 	}
 	defer f.Close()
 	var p rrpair.Pair
 	f.NewCursor().WithResponses().Decode(0, &p)
 	if f.Len() != 1 || string(p.Req.URI) != "/new?x=1" || string(p.Req.Host) != host || string(p.Res.Body) != "real:/new" {
-		t.Errorf("recorded miss: %s", recorded.String())
+		t.Errorf("recorded miss: %s", recorded)
 	}
 	// A real host that does not answer: 502 naming it, counted.
 	s = start(t, Options{File: file(t, rec{method: "GET", uri: "/known", host: "127.0.0.1:1", status: 200, resBody: "recorded"}), Passthrough: true})
