@@ -6,7 +6,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.7.0
 MODULES     := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {} \; | sort)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test lint fuzz bench demo bigfile peers image
+.PHONY: help build test lint fuzz bench demo bigfile mockbench peers image
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -34,6 +34,9 @@ demo: ## replay the built-in traffic against the built-in demo SUT
 
 bigfile: build ## 1 GiB file, 500 VUs: open time and anonymous memory (not run in CI)
 	scripts/bigfile.sh bin/replay
+
+mockbench: build ## replay mock's answers a second on one core from a 100,000-pair file (wrk; not run in CI)
+	scripts/mockbench.sh bin/replay
 
 image: ## build the container image replay:dev (needs a Docker engine)
 	@docker info >/dev/null 2>&1 || { echo "make image: no Docker engine here (docker info fails); the Dockerfile builds where one runs"; exit 1; }
