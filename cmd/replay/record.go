@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"time"
 
@@ -16,10 +15,12 @@ import (
 func newRecordCmd(io stdio, logger func() (zerolog.Logger, error)) *cobra.Command {
 	var listen, upstream, out, session string
 	var duration time.Duration
-	var opt capture.Options
+	var forward bool
+	var fo capture.ForwardOptions
+	opt := &fo.Options
 	cmd := &cobra.Command{
 		Use:   "record",
-		Short: "Record traffic: a reverse proxy that writes every exchange as an RRPair",
+		Short: "Record traffic: a reverse proxy (or, --forward, a forward proxy) that writes every exchange as an RRPair",
 		Long: `Put replay in front of a service: every request passes to --upstream
 unchanged (method, raw path, header case and order, body) and its answer
 comes back unchanged, while each exchange is written as an RRPair line with
@@ -28,41 +29,36 @@ connection, or --session header:NAME / cookie:NAME. Large or binary bodies
 are written as base64. --redact-header and --redact-json keep secrets out of
 the file. An exchange a replay could not send (a request target that is not
 a path) is passed on but not written, counted as unreplayable. Stop with Ctrl-C (or SIGTERM): exchanges under way finish, the
-file is flushed and closed (or after --duration). Plain HTTP/1.x upstreams.`,
+file is flushed and closed (or after --duration). Plain HTTP/1.x upstreams.
+
+With --forward, record the service's own calls instead: point its
+HTTP_PROXY and HTTPS_PROXY at --listen. TLS inside CONNECT is terminated
+with a certificate of the CA of --ca-cert/--ca-key, or of one generated once
+into --ca-out (the service must trust it); each call is made again to the
+real host, its certificate checked (--upstream-insecure, --upstream-ca,
+--client-cert/--client-key). HTTP/2 and gRPC when the service offers h2.
+Pairs say direction OUT, for replay mock.`,
 		Example: `  replay record --listen :8080 --upstream http://svc:80 -o traffic.jsonl
-  replay record --listen 127.0.0.1:9000 --upstream http://127.0.0.1:8080 --session cookie:sid --redact-header Authorization -o t.jsonl`,
+  replay record --listen 127.0.0.1:9000 --upstream http://127.0.0.1:8080 --session cookie:sid --redact-header Authorization -o t.jsonl
+  replay record --forward --listen 127.0.0.1:8888 --ca-out ./ca -o outbound.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := logger()
 			if err != nil {
 				return err
 			}
-			u, err := url.Parse(upstream)
-			if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
-				return flagError("--upstream", "http://host:port", upstream)
-			}
-			opt.Upstream, opt.Session = u.Host, session
-			if u.Port() == "" {
-				opt.Upstream += ":80"
-			}
+			opt.Session = session
 			w, closeOut, err := output(out, io.out)
 			if err != nil {
 				return err
 			}
-			p, err := capture.Listen(listen, w, opt)
+			p, err := capture.Start(listen, upstream, forward, w, fo)
 			if err != nil {
 				closeOut()
-				return fmt.Errorf("--listen: %w", err)
+				return err
 			}
-			log.Info().Str("listen", p.Addr()).Str("upstream", upstream).Str("output", out).Msg("recording; stop with Ctrl-C")
-			if duration > 0 {
-				select {
-				case <-cmd.Context().Done():
-				case <-time.After(duration):
-				}
-			} else {
-				<-cmd.Context().Done()
-			}
+			log.Info().Str("listen", p.Addr()).Str("upstream", upstream).Bool("forward", forward).Str("output", out).Msg("recording; stop with Ctrl-C")
+			waitStop(cmd.Context(), duration)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			err = p.Close(ctx)
@@ -70,7 +66,8 @@ file is flushed and closed (or after --duration). Plain HTTP/1.x upstreams.`,
 				err = cerr
 			}
 			st := p.Stats()
-			log.Info().Int64("pairs", st.Pairs).Int64("connections", st.Connections).Int64("errors", st.Errors).Int64("too_large", st.TooLarge).Int64("unreplayable", st.Unreplayable).Msg("recorded")
+			log.Info().Int64("pairs", st.Pairs).Int64("connections", st.Connections).Int64("tunnels", st.Tunnels).Int64("errors", st.Errors).
+				Int64("too_large", st.TooLarge).Int64("unreplayable", st.Unreplayable).Int64("late", st.Late).Msg("recorded")
 			return err
 		},
 	}
@@ -84,7 +81,9 @@ file is flushed and closed (or after --duration). Plain HTTP/1.x upstreams.`,
 	fs.Int64Var(&opt.MaxBody, "max-body", 16<<20, "an exchange with a larger request body is passed on but not recorded; a larger answer body is not recorded (`BYTES`)")
 	fs.DurationVar(&duration, "duration", 0, "stop recording after this long (default: when interrupted)")
 	fs.DurationVar(&opt.IdleTimeout, "idle-timeout", 2*time.Minute, "close client connections idle this long")
-	cmd.MarkFlagRequired("upstream")
+	fs.BoolVar(&forward, "forward", false, "a forward proxy for the service's own calls (HTTP_PROXY, HTTPS_PROXY): pairs with direction OUT")
+	addCAFlags(fs, &fo.CA)
+	addUpstreamFlags(fs, &fo.Reach)
 	return cmd
 }
 

@@ -38,6 +38,7 @@ errors honestly.
   replay run -f traffic.jsonl --target http://127.0.0.1:8080 --vus 50 --duration 1m
   replay find-max -f traffic.jsonl --target http://127.0.0.1:8080 --threshold 'p99<200ms'
   replay record --listen :8080 --upstream http://svc:80 -o traffic.jsonl
+  replay mock -f outbound.jsonl --listen 127.0.0.1:8888 --ca-out ./ca   # stand in for the dependencies
   replay import har session.har -o traffic.jsonl
   replay export k6 -f traffic.jsonl --target http://api:8080 -o load.js`,
 		Version:       version,
@@ -66,6 +67,7 @@ errors honestly.
 		newExportCmd(io),
 		newImportCmd(io),
 		newRecordCmd(io, logger),
+		newMockCmd(io, logger),
 	)
 	return root
 }

@@ -124,9 +124,11 @@ func ReadResponse(br *bufio.Reader, method string, interim func(*Message) error)
 }
 
 // NoBody says whether an answer with status to a request of method has
-// no body, whatever its head says (RFC 9112 §6.3): HEAD, 1xx, 204, 304.
+// no body, whatever its head says (RFC 9112 §6.3): HEAD, 1xx, 204, 304,
+// and a CONNECT's 2xx (a tunnel follows).
 func NoBody(method string, status int) bool {
-	return method == "HEAD" || status/100 == 1 || status == 204 || status == 304
+	return method == "HEAD" || status/100 == 1 || status == 204 || status == 304 ||
+		method == "CONNECT" && status/100 == 2 // a tunnel follows a CONNECT's 2xx (RFC 9110 9.3.6)
 }
 
 // Framing is how a message's body is delimited, as its head says.

@@ -49,3 +49,13 @@ func TestBodyOwnCopy(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectAnswer: a 2xx answer to CONNECT has no body: what follows
+// is the tunnel, not read as the answer's.
+func TestConnectAnswer(t *testing.T) {
+	br := bufio.NewReader(strings.NewReader("HTTP/1.1 200 Connection established\r\n\r\n\x16\x03\x01"))
+	m, err := Read(br, false, "CONNECT", nil)
+	if err != nil || m.Status != 200 || len(m.Body) != 0 || br.Buffered() != 3 {
+		t.Errorf("%+v, %v, %d bytes left: want the tunnel's first bytes unread", m, err, br.Buffered())
+	}
+}

@@ -1,9 +1,10 @@
-// Package replaytest holds what the tests of the VUs and of the transports
-// share: a Sink that keeps every result, and traffic files written from
-// lines.
+// Package replaytest holds what the tests of the VUs, the transports and
+// the servers share: a Sink that keeps every result, traffic files written
+// from lines, and a Buffer several goroutines write.
 package replaytest
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"os"
@@ -79,4 +80,32 @@ func Line(method, uri, headers string, body any) string {
 		return string(raw)
 	}
 	return strings.Replace(string(raw), `"host":`, `"headers":`+headers+`,"host":`, 1)
+}
+
+// Buffer is an output a server's goroutines (a writer, a logger, a
+// command run in the background) and a test share: a bytes.Buffer under a
+// lock.
+type Buffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String is what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Bytes is a copy of what was written so far.
+func (b *Buffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.b.Bytes())
 }

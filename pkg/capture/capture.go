@@ -1,33 +1,44 @@
-// Package capture is replay's recording reverse proxy: it passes each
-// HTTP/1.x request to an upstream and its answer back byte for byte (raw
-// path, header case and order, body), and writes each exchange as an
-// RRPair line. Each client connection gets its own upstream connection,
-// so keep-alive behaves as it did; a single writer owns the output, fed
-// through a bounded queue, so memory does not grow with traffic.
+// Package capture is replay's recording proxies: `replay record`, a
+// reverse proxy in front of a service, and `replay record --forward`, a
+// forward proxy for the service's own outbound calls (HTTP_PROXY,
+// HTTPS_PROXY). Each passes every HTTP/1.x request on byte for byte (raw
+// path, header case and order, body) and its answer back the same way,
+// and writes each exchange as an RRPair line. Each client connection gets
+// its own upstream connection, so keep-alive behaves as it did; a single
+// writer owns the output, fed through a bounded queue, and writes the
+// lines in the order the requests began (Writer), so memory does not grow
+// with traffic.
+//
+// The forward proxy terminates TLS inside CONNECT tunnels with a leaf
+// certificate of the name asked for, issued by the CA it is given
+// (pkg/tlsca), and makes the call again to the real host with normal
+// certificate checks, through the transport's connection layer
+// (pkg/transport/conn); a client that offers HTTP/2 by ALPN is served
+// HTTP/2 (net/http's server, internal/h2serve) and its calls made again
+// with the transport's HTTP/2 client (pkg/transport/negotiate), gRPC
+// trailers included. Its pairs say `direction: OUT`.
 package capture
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"strconv"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/replay-dev/replay/internal/connset"
 	"github.com/replay-dev/replay/internal/rawhttp"
-	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
 // Options configure a Proxy.
 type Options struct {
-	Upstream string // host:port to forward to
+	Upstream string // host:port to forward to (the reverse proxy)
 	// Session names the session of a pair: "" is one session per client
 	// connection; "header:NAME" or "cookie:NAME" takes it from the request.
 	Session      string
@@ -55,29 +66,33 @@ type Stats struct {
 	// would make the file refused by Open (a request target that is not a
 	// path, such as "GET foo HTTP/1.1").
 	Unreplayable int64
+	// Tunnels are the CONNECT tunnels opened (forward proxy), TLS those
+	// that carried TLS, terminated here.
+	Tunnels, TLS int64
+	// Late are lines written out of the order their requests began in: an
+	// exchange still under way when MaxWaiting later ones were done.
+	Late int64
 }
 
 // Proxy is a running recording proxy.
 type Proxy struct {
 	opt   Options
+	fwd   *forward // the forward proxy's; nil for the reverse proxy
 	ln    net.Listener
-	out   chan []byte
-	done  chan error // the writer's result
-	wg    sync.WaitGroup
-	conns sync.Map // net.Conn -> struct{}, open client connections
-	stats struct{ conns, pairs, errs, large, unreplayable atomic.Int64 }
-	seq   atomic.Int64
+	w     *Writer
+	wg    sync.WaitGroup // the accept loop
+	conns connset.Set    // open client connections
+	stats struct {
+		conns, pairs, errs, large, unreplayable, tunnels, tls atomic.Int64
+	}
+	seq atomic.Int64
 	// closing is set by Close before it cuts idle reads off, so that a
 	// connection setting its next read's deadline sees one or the other.
 	closing atomic.Bool
 }
 
-// Listen starts a proxy on addr that forwards to opt.Upstream and writes
-// pairs to w (flushed every 200 ms and at Close).
-func Listen(addr string, w io.Writer, opt Options) (*Proxy, error) {
-	if opt.Upstream == "" {
-		return nil, errors.New("no upstream")
-	}
+// withDefaults checks opt and fills its defaults.
+func (opt Options) withDefaults() (Options, error) {
 	if opt.MaxBody == 0 {
 		opt.MaxBody = 16 << 20
 	}
@@ -85,14 +100,30 @@ func Listen(addr string, w io.Writer, opt Options) (*Proxy, error) {
 		opt.IdleTimeout = 2 * time.Minute
 	}
 	if s := opt.Session; s != "" && !strings.HasPrefix(s, "header:") && !strings.HasPrefix(s, "cookie:") {
-		return nil, fmt.Errorf("session %q: want header:NAME or cookie:NAME", s)
+		return opt, fmt.Errorf("session %q: want header:NAME or cookie:NAME", s)
+	}
+	return opt, nil
+}
+
+// Listen starts a reverse proxy on addr that forwards to opt.Upstream and
+// writes pairs to w (flushed every 200 ms and at Close).
+func Listen(addr string, w io.Writer, opt Options) (*Proxy, error) {
+	if opt.Upstream == "" {
+		return nil, errors.New("no upstream")
+	}
+	return listen(addr, w, opt, nil)
+}
+
+func listen(addr string, w io.Writer, opt Options, fwd *forward) (*Proxy, error) {
+	opt, err := opt.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{opt: opt, ln: ln, out: make(chan []byte, 1024), done: make(chan error, 1)}
-	go p.write(w)
+	p := &Proxy{opt: opt, fwd: fwd, ln: ln, w: NewWriter(w)}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -104,7 +135,8 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // Stats reports what the proxy did so far.
 func (p *Proxy) Stats() Stats {
 	return Stats{Connections: p.stats.conns.Load(), Pairs: p.stats.pairs.Load(), Errors: p.stats.errs.Load(),
-		TooLarge: p.stats.large.Load(), Unreplayable: p.stats.unreplayable.Load()}
+		TooLarge: p.stats.large.Load(), Unreplayable: p.stats.unreplayable.Load(),
+		Tunnels: p.stats.tunnels.Load(), TLS: p.stats.tls.Load(), Late: p.w.Late()}
 }
 
 // Close stops accepting, lets each connection finish the exchange under
@@ -113,21 +145,18 @@ func (p *Proxy) Stats() Stats {
 func (p *Proxy) Close(ctx context.Context) error {
 	p.closing.Store(true)
 	p.ln.Close()
-	finished := make(chan struct{})
-	go func() { p.wg.Wait(); close(finished) }()
-	// Idle connections wait in a read: cut them off now; busy ones get ctx.
-	p.conns.Range(func(k, _ any) bool {
-		k.(net.Conn).SetReadDeadline(time.Now())
-		return true
-	})
-	select {
-	case <-finished:
-	case <-ctx.Done():
-		p.conns.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
-		<-finished
+	p.wg.Wait()
+	// Idle connections wait in a read: cut them off now; busy ones get
+	// ctx. An HTTP/2 connection is told GOAWAY: its streams under way
+	// finish, then it closes.
+	if p.fwd != nil {
+		p.fwd.shutdown(ctx)
 	}
-	close(p.out)
-	return <-p.done
+	p.conns.Drain(ctx)
+	if p.fwd != nil {
+		p.fwd.close()
+	}
+	return p.w.Close()
 }
 
 func (p *Proxy) accept() {
@@ -138,98 +167,35 @@ func (p *Proxy) accept() {
 			return
 		}
 		p.stats.conns.Add(1)
-		p.wg.Add(1)
-		go p.serve(c, p.seq.Add(1))
+		h2 := p.conns.Add(c)
+		go func() {
+			defer p.conns.Done(c)
+			if p.fwd != nil {
+				p.serveForward(c, p.seq.Add(1), h2)
+			} else {
+				p.serve(c, p.seq.Add(1))
+			}
+		}()
 	}
 }
 
-// write is the one writer of the output.
-func (p *Proxy) write(w io.Writer) {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	var err error
-	for {
-		select {
-		case line, ok := <-p.out:
-			if !ok {
-				if ferr := bw.Flush(); err == nil {
-					err = ferr
-				}
-				p.done <- err
-				return
-			}
-			if _, werr := bw.Write(line); werr != nil && err == nil {
-				err = werr
-			}
-		case <-tick.C:
-			if ferr := bw.Flush(); ferr != nil && err == nil {
-				err = ferr
-			}
-		}
+// nextRequest reads a client connection's next request from br (c's
+// reader), within the idle timeout; a request expecting 100-continue gets
+// it on w. ok is false when the connection ends: the proxy is closing, the
+// client went, or sent what is not a request (counted).
+func (p *Proxy) nextRequest(c net.Conn, br *bufio.Reader, w io.Writer) (req *rawhttp.Message, ok bool) {
+	c.SetReadDeadline(time.Now().Add(p.opt.IdleTimeout))
+	if p.closing.Load() {
+		return nil, false
 	}
-}
-
-// serve proxies one client connection over its own upstream connection.
-func (p *Proxy) serve(c net.Conn, connID int64) {
-	defer p.wg.Done()
-	p.conns.Store(c, struct{}{})
-	defer func() { p.conns.Delete(c); c.Close() }()
-	up, err := net.DialTimeout("tcp", p.opt.Upstream, 10*time.Second)
+	req, err := rawhttp.Read(br, true, "", w)
 	if err != nil {
-		p.stats.errs.Add(1)
-		io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-		return
+		if !errors.Is(err, io.EOF) && !isTimeout(err) {
+			p.stats.errs.Add(1)
+		}
+		return nil, false
 	}
-	defer up.Close()
-	cr, ur := bufio.NewReaderSize(c, 64<<10), bufio.NewReaderSize(up, 64<<10)
-	session := "c-" + strconv.FormatInt(connID, 10)
-	for {
-		c.SetReadDeadline(time.Now().Add(p.opt.IdleTimeout))
-		if p.closing.Load() {
-			return
-		}
-		req, err := rawhttp.Read(cr, true, "", c)
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !isTimeout(err) {
-				p.stats.errs.Add(1)
-			}
-			return
-		}
-		start := time.Now()
-		if _, err := up.Write(req.Raw); err != nil {
-			p.stats.errs.Add(1)
-			io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-			return
-		}
-		res, err := rawhttp.ReadResponse(ur, req.Method, func(m *rawhttp.Message) error {
-			if m.Status == 100 && req.Continued || req.Version == "1.0" {
-				return nil // the client had its 100 from us, or takes no 1xx (RFC 9110 15.2)
-			}
-			_, err := c.Write(m.Raw) // interim answers pass on, unrecorded
-			return err
-		})
-		if err != nil {
-			p.stats.errs.Add(1)
-			return
-		}
-		end := time.Now()
-		if _, err := c.Write(res.Raw); err != nil {
-			p.stats.errs.Add(1)
-			return
-		}
-		if int64(len(req.Body)) > p.opt.MaxBody {
-			p.stats.large.Add(1)
-		} else {
-			if int64(len(res.Body)) > p.opt.MaxBody {
-				res.Body = nil
-			}
-			p.record(req, res, start, end, session)
-		}
-		if req.Close || res.Close {
-			return
-		}
-	}
+	return req, true
 }
 
 func isTimeout(err error) bool {
@@ -237,97 +203,32 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// record queues the pair of an exchange, unless Open would refuse it.
-func (p *Proxy) record(req, res *rawhttp.Message, start, end time.Time, connSession string) {
-	r := &rrpair.Record{TS: start, Duration: max(end.Sub(start), time.Microsecond), Protocol: "http", Version: req.Version,
-		Method: req.Method, URI: req.Target, Status: res.Status}
-	session := connSession
-	if s := p.opt.Session; s != "" {
-		session = ""
-		kind, name, _ := strings.Cut(s, ":")
-		for _, h := range req.Headers {
-			switch {
-			case kind == "header" && strings.EqualFold(h.Name, name):
-				session = h.Value
-			case kind == "cookie" && strings.EqualFold(h.Name, "Cookie"):
-				for _, kv := range strings.Split(h.Value, ";") {
-					if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok && k == name {
-						session = v
-					}
-				}
-			}
-		}
-	}
-	r.Session = session
-	for _, h := range req.Headers {
-		if strings.EqualFold(h.Name, "Host") {
-			r.Host = h.Value
-		}
-		if !rrpair.ConnectionHeader(h.Name) {
-			r.Headers = append(r.Headers, p.redactHeader(h))
-		}
-	}
-	for _, h := range res.Headers {
-		if !rrpair.ConnectionHeader(h.Name) {
-			r.ResHeaders = append(r.ResHeaders, p.redactHeader(h))
-		}
-	}
-	r.Body, r.ResBody = p.redactJSON(req.Body), p.redactJSON(res.Body)
-	line, err := rrpair.AppendChecked(nil, r)
-	if err != nil {
-		p.stats.unreplayable.Add(1)
-		return
-	}
-	p.stats.pairs.Add(1)
-	p.out <- line
-}
+const badGateway = "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
-func (p *Proxy) redactHeader(h rrpair.Field) rrpair.Field {
-	for _, name := range p.opt.RedactHeader {
-		if strings.EqualFold(h.Name, name) {
-			return rrpair.Field{Name: h.Name, Value: Redacted}
+// Start starts what `replay record` asks for on listen: the reverse proxy
+// to upstream ("http://host[:port]"), or with forward the forward proxy
+// (fo's CA and Reach, which only it takes). Errors name the flag.
+func Start(listen, upstream string, forward bool, w io.Writer, fo ForwardOptions) (*Proxy, error) {
+	if forward {
+		if upstream != "" {
+			return nil, errors.New("--upstream: a forward proxy sends each call to the host it names; drop --upstream or --forward")
 		}
+		return ListenForward(listen, w, fo)
 	}
-	return h
-}
-
-// redactJSON replaces the configured fields of a JSON object body. A body
-// it changes is written again by encoding/json (keys sorted).
-func (p *Proxy) redactJSON(body []byte) []byte {
-	if len(p.opt.RedactJSON) == 0 || len(body) == 0 || bytes.TrimSpace(body)[0] != '{' {
-		return body
+	if fo.CA.Given() || fo.Reach != (Upstream{}) {
+		return nil, errors.New("--ca-cert, --ca-key, --ca-out, --upstream-insecure, --upstream-ca, --client-cert and --client-key: only with --forward")
 	}
-	var doc map[string]any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if dec.Decode(&doc) != nil {
-		return body
+	u, err := url.Parse(upstream)
+	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return nil, fmt.Errorf("--upstream: want http://host:port, got %q", upstream)
 	}
-	changed := false
-	for _, path := range p.opt.RedactJSON {
-		obj := doc
-		parts := strings.Split(path, ".")
-		for i, k := range parts {
-			v, ok := obj[k]
-			if !ok {
-				break
-			}
-			if i == len(parts)-1 {
-				obj[k] = Redacted
-				changed = true
-				break
-			}
-			if obj, ok = v.(map[string]any); !ok {
-				break
-			}
-		}
+	fo.Upstream = u.Host
+	if u.Port() == "" {
+		fo.Upstream += ":80"
 	}
-	if !changed {
-		return body
-	}
-	out, err := json.Marshal(doc)
+	p, err := Listen(listen, w, fo.Options)
 	if err != nil {
-		return body
+		return nil, fmt.Errorf("--listen: %w", err)
 	}
-	return out
+	return p, nil
 }

@@ -13,25 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/internal/replaytest"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
-
-// lockedBuffer is an output the writer goroutine and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
 
 func TestProxyChunkedSessionsRedaction(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -41,7 +29,7 @@ func TestProxyChunkedSessionsRedaction(t *testing.T) {
 		w.Write([]byte(`"token":"live-secret"}`))
 	}))
 	defer up.Close()
-	var out lockedBuffer
+	var out replaytest.Buffer
 	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: strings.TrimPrefix(up.URL, "http://"), Session: "cookie:sid", RedactJSON: []string{"token", "user.password"}})
 	if err != nil {
 		t.Fatal(err)
@@ -67,9 +55,9 @@ func TestProxyChunkedSessionsRedaction(t *testing.T) {
 	if st := p.Stats(); st.Pairs != 3 || st.Errors != 0 {
 		t.Errorf("stats %+v", st)
 	}
-	f, err := rrpair.OpenReader(bytes.NewReader(out.b.Bytes()), "rec.jsonl", rrpair.Options{})
+	f, err := rrpair.OpenReader(bytes.NewReader(out.Bytes()), "rec.jsonl", rrpair.Options{})
 	if err != nil {
-		t.Fatalf("%v\n%s", err, out.b.Bytes())
+		t.Fatalf("%v\n%s", err, out.Bytes())
 	}
 	defer f.Close()
 	if f.Len() != 3 || f.Sessions() != 2 {
@@ -98,7 +86,7 @@ func TestProxyExpectContinue(t *testing.T) {
 		w.Write(b)
 	}))
 	defer up.Close()
-	var out lockedBuffer
+	var out replaytest.Buffer
 	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: strings.TrimPrefix(up.URL, "http://")})
 	if err != nil {
 		t.Fatal(err)
@@ -123,8 +111,8 @@ func TestProxyExpectContinue(t *testing.T) {
 	if took := time.Since(closing); took > 2*time.Second {
 		t.Errorf("Close took %v with an idle keep-alive connection open: it must cut idle reads off at once", took)
 	}
-	if !strings.Contains(out.b.String(), `"statusCode":200`) {
-		t.Errorf("recorded: %s", out.b.String())
+	if !strings.Contains(out.String(), `"statusCode":200`) {
+		t.Errorf("recorded: %s", out.String())
 	}
 }
 
@@ -134,7 +122,7 @@ func TestProxyMaxBody(t *testing.T) {
 		w.Write(bytes.Repeat(b, 2))
 	}))
 	defer up.Close()
-	var out lockedBuffer
+	var out replaytest.Buffer
 	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: strings.TrimPrefix(up.URL, "http://"), MaxBody: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -156,41 +144,16 @@ func TestProxyMaxBody(t *testing.T) {
 	if st := p.Stats(); st.Pairs != 2 || st.TooLarge != 1 {
 		t.Errorf("stats %+v, want 2 recorded and 1 too large", st)
 	}
-	lines := strings.Split(strings.TrimSpace(out.b.String()), "\n")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], `"res":{"statusCode":200,"headers"`) || strings.Contains(lines[1], strings.Repeat("x", 160)) {
-		t.Errorf("recorded:\n%s", out.b.String())
+		t.Errorf("recorded:\n%s", out.String())
 	}
 }
 
 // rawUpstream is a loopback upstream that reads requests as they come
 // (any target) and writes answer to each. It returns its address.
 func rawUpstream(t *testing.T, answer string) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					if _, err := rawhttp.Read(br, true, "", nil); err != nil {
-						return
-					}
-					if _, err := io.WriteString(c, answer); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return rawUpstreamSeen(t, answer).addr
 }
 
 // readAnswer reads one answer off a raw client connection.
@@ -259,7 +222,7 @@ func TestProxyInterim(t *testing.T) {
 	up := rawUpstream(t, "HTTP/1.1 100 Continue\r\n\r\n"+
 		"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"+
 		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-	var out lockedBuffer
+	var out replaytest.Buffer
 	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: up})
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +272,7 @@ func TestProxyInterim(t *testing.T) {
 	if st := p.Stats(); st.Pairs != 3 || st.Errors != 0 {
 		t.Errorf("stats %+v", st)
 	}
-	if got := out.b.String(); strings.Count(got, `"statusCode":200`) != 3 || strings.Contains(got, `"statusCode":1`) {
+	if got := out.String(); strings.Count(got, `"statusCode":200`) != 3 || strings.Contains(got, `"statusCode":1`) {
 		t.Errorf("recorded:\n%s", got)
 	}
 }

@@ -50,6 +50,8 @@ type Server struct {
 	srv  *http.Server
 	done chan error
 	src  atomic.Pointer[Sources]
+	// write, when set (ListenFunc), writes every scrape instead of src.
+	write func(*strings.Builder)
 }
 
 // Listen binds addr (":9090", "127.0.0.1:0") at once, so that a bad address
@@ -57,12 +59,31 @@ type Server struct {
 // Before the first Set, a server listened with a zero Sources serves an
 // empty page.
 func Listen(addr string, src Sources) (*Server, error) {
+	s, err := listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	s.Set(src)
+	return s, nil
+}
+
+// ListenFunc is Listen for a server other than a run: each scrape is what
+// write writes (replay mock's Server.WriteMetrics).
+func ListenFunc(addr string, write func(*strings.Builder)) (*Server, error) {
+	s, err := listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	s.write = write
+	return s, nil
+}
+
+func listen(addr string) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{ln: ln, done: make(chan error, 1)}
-	s.Set(src)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", http.HandlerFunc(s.serve))
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -92,7 +113,11 @@ func (s *Server) Close() error {
 func (s *Server) serve(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	var b strings.Builder
-	Write(&b, *s.src.Load())
+	if s.write != nil {
+		s.write(&b)
+	} else if src := s.src.Load(); src != nil {
+		Write(&b, *src)
+	}
 	w.Write([]byte(b.String()))
 }
 
@@ -102,84 +127,84 @@ func Write(b *strings.Builder, src Sources) {
 		return
 	}
 	l := src.Recorder.Live()
-	e := expo{b}
-	e.family("replay_requests_total", "counter", "Requests begun (succeeded + failed).")
-	e.sample("replay_requests_total", "", float64(l.Requests))
-	e.family("replay_succeeded_total", "counter", "Requests answered with a status below 400.")
-	e.sample("replay_succeeded_total", "", float64(l.Succeeded))
-	e.family("replay_failed_total", "counter", "Requests answered 400 or above, or failed without an answer.")
-	e.sample("replay_failed_total", "", float64(l.Failed))
-	e.family("replay_bytes_in_total", "counter", "Response bytes read.")
-	e.sample("replay_bytes_in_total", "", float64(l.BytesIn))
-	e.family("replay_bytes_out_total", "counter", "Request bytes written.")
-	e.sample("replay_bytes_out_total", "", float64(l.BytesOut))
-	e.family("replay_errors_total", "counter", "Requests that failed without an answer, by kind.")
+	e := Expo{b}
+	e.Family("replay_requests_total", "counter", "Requests begun (succeeded + failed).")
+	e.Sample("replay_requests_total", "", float64(l.Requests))
+	e.Family("replay_succeeded_total", "counter", "Requests answered with a status below 400.")
+	e.Sample("replay_succeeded_total", "", float64(l.Succeeded))
+	e.Family("replay_failed_total", "counter", "Requests answered 400 or above, or failed without an answer.")
+	e.Sample("replay_failed_total", "", float64(l.Failed))
+	e.Family("replay_bytes_in_total", "counter", "Response bytes read.")
+	e.Sample("replay_bytes_in_total", "", float64(l.BytesIn))
+	e.Family("replay_bytes_out_total", "counter", "Request bytes written.")
+	e.Sample("replay_bytes_out_total", "", float64(l.BytesOut))
+	e.Family("replay_errors_total", "counter", "Requests that failed without an answer, by kind.")
 	kinds := make([]string, 0, len(l.Errors))
 	for k := range l.Errors {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
 	for _, k := range kinds {
-		e.sample("replay_errors_total", label("kind", k), float64(l.Errors[k]))
+		e.Sample("replay_errors_total", Label("kind", k), float64(l.Errors[k]))
 	}
-	e.family("replay_responses_total", "counter", "Requests answered, by status class.")
+	e.Family("replay_responses_total", "counter", "Requests answered, by status class.")
 	for class := 1; class <= 5; class++ {
-		e.sample("replay_responses_total", label("class", strconv.Itoa(class)+"xx"), float64(l.StatusClass[class]))
+		e.Sample("replay_responses_total", Label("class", strconv.Itoa(class)+"xx"), float64(l.StatusClass[class]))
 	}
 	if src.Dropped != nil {
-		e.family("replay_dropped_total", "counter", "Iterations an open model could not start: every VU (--max-vus) was busy.")
-		e.sample("replay_dropped_total", "", float64(src.Dropped()))
+		e.Family("replay_dropped_total", "counter", "Iterations an open model could not start: every VU (--max-vus) was busy.")
+		e.Sample("replay_dropped_total", "", float64(src.Dropped()))
 	}
 	if src.Late != nil {
-		e.family("replay_late_total", "counter", "Requests begun more than --late-after past their due time.")
-		e.sample("replay_late_total", "", float64(src.Late()))
+		e.Family("replay_late_total", "counter", "Requests begun more than --late-after past their due time.")
+		e.Sample("replay_late_total", "", float64(src.Late()))
 	}
 	if src.Events != nil {
-		e.family("replay_e2e_events_total", "counter", "Events seen by a sink, each once, by end-to-end stage.")
+		e.Family("replay_e2e_events_total", "counter", "Events seen by a sink, each once, by end-to-end stage.")
 		stages := src.Events()
 		for _, st := range stages {
-			e.sample("replay_e2e_events_total", label("stage", st.Name), float64(st.Unique))
+			e.Sample("replay_e2e_events_total", Label("stage", st.Name), float64(st.Unique))
 		}
-		e.family("replay_e2e_duplicates_total", "counter", "Deliveries of an event a sink had seen already, by end-to-end stage.")
+		e.Family("replay_e2e_duplicates_total", "counter", "Deliveries of an event a sink had seen already, by end-to-end stage.")
 		for _, st := range stages {
-			e.sample("replay_e2e_duplicates_total", label("stage", st.Name), float64(st.Duplicates))
+			e.Sample("replay_e2e_duplicates_total", Label("stage", st.Name), float64(st.Duplicates))
 		}
 	}
 	if src.VUs != nil {
 		vus, inFlight := src.VUs()
-		e.family("replay_vus", "gauge", "VUs started.")
-		e.sample("replay_vus", "", float64(vus))
-		e.family("replay_in_flight", "gauge", "Requests in flight.")
-		e.sample("replay_in_flight", "", float64(inFlight))
+		e.Family("replay_vus", "gauge", "VUs started.")
+		e.Sample("replay_vus", "", float64(vus))
+		e.Family("replay_in_flight", "gauge", "Requests in flight.")
+		e.Sample("replay_in_flight", "", float64(inFlight))
 	}
 	if src.Target != nil {
 		if step, rate, ok := src.Target(); ok {
-			e.family("replay_step", "gauge", "The step under way: the --stages item, or the capacity search's step (from 1; 0 without steps).")
-			e.sample("replay_step", "", float64(step))
-			e.family("replay_target_rate", "gauge", "The arrival rate asked for now, iterations per second.")
-			e.sample("replay_target_rate", "", rate)
+			e.Family("replay_step", "gauge", "The step under way: the --stages item, or the capacity search's step (from 1; 0 without steps).")
+			e.Sample("replay_step", "", float64(step))
+			e.Family("replay_target_rate", "gauge", "The arrival rate asked for now, iterations per second.")
+			e.Sample("replay_target_rate", "", rate)
 		}
 	}
 	if src.Buckets != nil {
 		h := src.Buckets(LatencyBounds)
-		e.family("replay_request_duration_seconds", "histogram", "Latency of answered requests from their due time, seconds.")
+		e.Family("replay_request_duration_seconds", "histogram", "Latency of answered requests from their due time, seconds.")
 		for i, le := range h.Bounds {
-			e.sample("replay_request_duration_seconds_bucket", label("le", strconv.FormatFloat(le, 'g', -1, 64)), float64(h.Counts[i]))
+			e.Sample("replay_request_duration_seconds_bucket", Label("le", strconv.FormatFloat(le, 'g', -1, 64)), float64(h.Counts[i]))
 		}
-		e.sample("replay_request_duration_seconds_bucket", label("le", "+Inf"), float64(h.Count))
-		e.sample("replay_request_duration_seconds_sum", "", h.SumS)
-		e.sample("replay_request_duration_seconds_count", "", float64(h.Count))
+		e.Sample("replay_request_duration_seconds_bucket", Label("le", "+Inf"), float64(h.Count))
+		e.Sample("replay_request_duration_seconds_sum", "", h.SumS)
+		e.Sample("replay_request_duration_seconds_count", "", float64(h.Count))
 	}
-	e.family("replay_latency_seconds", "summary", "Latency quantiles of answered requests from their due time since the start, seconds (HDR).")
+	e.Family("replay_latency_seconds", "summary", "Latency quantiles of answered requests from their due time since the start, seconds (HDR).")
 	for _, q := range []struct {
 		name string
 		ms   float64
 	}{{"0.5", l.Latency.P50}, {"0.9", l.Latency.P90}, {"0.95", l.Latency.P95}, {"0.99", l.Latency.P99}, {"0.999", l.Latency.P999}, {"1", l.Latency.Max}} {
-		e.sample("replay_latency_seconds", label("quantile", q.name), q.ms/1000)
+		e.Sample("replay_latency_seconds", Label("quantile", q.name), q.ms/1000)
 	}
 	answered := l.Requests - sumErrors(l.Errors)
-	e.sample("replay_latency_seconds_sum", "", l.Latency.Mean/1000*float64(answered))
-	e.sample("replay_latency_seconds_count", "", float64(answered))
+	e.Sample("replay_latency_seconds_sum", "", l.Latency.Mean/1000*float64(answered))
+	e.Sample("replay_latency_seconds_count", "", float64(answered))
 }
 
 // sumErrors adds the counts of errs.
@@ -191,21 +216,36 @@ func sumErrors(errs map[string]int64) int64 {
 	return n
 }
 
-// expo writes the text exposition format (version 0.0.4).
-type expo struct{ b *strings.Builder }
+// Expo writes the text exposition format (version 0.0.4): a run's
+// families here, and those of other servers (replay mock's).
+type Expo struct{ B *strings.Builder }
 
-// family writes a family's # HELP and # TYPE lines.
-func (e expo) family(name, typ, help string) {
-	e.b.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " " + typ + "\n")
+// Family writes a family's # HELP and # TYPE lines.
+func (e Expo) Family(name, typ, help string) {
+	e.B.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " " + typ + "\n")
 }
 
-// sample writes one sample; labels is "" or `{k="v"}`.
-func (e expo) sample(name, labels string, v float64) {
-	e.b.WriteString(name + labels + " " + strconv.FormatFloat(v, 'g', -1, 64) + "\n")
+// Sample writes one sample; labels is "" or `{k="v"}`.
+func (e Expo) Sample(name, labels string, v float64) {
+	e.B.WriteString(name + labels + " " + strconv.FormatFloat(v, 'g', -1, 64) + "\n")
 }
 
-// label is one label, its value escaped as the format asks (\\, \", \n).
-func label(k, v string) string {
-	v = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(v)
-	return "{" + k + `="` + v + `"}`
+// Label is one label, `{k="v"}`, its value escaped as the format asks
+// (\\, \", \n).
+func Label(k, v string) string { return Labels(k, v) }
+
+// Labels are labels from name, value pairs: `{a="1",b="2"}`.
+func Labels(kv ...string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i := 0; i+1 < len(kv); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(kv[i] + `="` + escaper.Replace(kv[i+1]) + `"`)
+	}
+	b.WriteByte('}')
+	return b.String()
 }
+
+var escaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)

@@ -1,10 +1,12 @@
 package metrics
 
 import (
+	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -174,5 +176,31 @@ func TestMetricsSet(t *testing.T) {
 	}
 	if _, ok := fams["replay_request_duration_seconds"]; ok {
 		t.Error("a histogram without a source of buckets")
+	}
+}
+
+// TestListenFunc: a server other than a run serves what its function
+// writes, fresh on every scrape, with the labels escaped.
+func TestListenFunc(t *testing.T) {
+	var n atomic.Int64
+	srv, err := ListenFunc("127.0.0.1:0", func(b *strings.Builder) {
+		e := Expo{B: b}
+		e.Family("x_total", "counter", "Scrapes.")
+		e.Sample("x_total", Labels("a", `q"uote`, "b", "2"), float64(n.Add(1)))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for want := 1; want <= 2; want++ {
+		resp, err := http.Get("http://" + srv.Addr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if line := fmt.Sprintf(`x_total{a="q\"uote",b="2"} %d`, want); !strings.Contains(string(body), line) {
+			t.Errorf("scrape %d:\n%s\nwant %s", want, body, line)
+		}
 	}
 }

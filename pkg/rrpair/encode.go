@@ -16,7 +16,8 @@ type Record struct {
 	Protocol string        // "http" or "https" (l7protocol); "": none
 	Session  string        // tags.session; "": none
 	// Direction is "IN" (a request to the service) or "OUT" (the
-	// service's own call to a dependency); "": none, which means IN.
+	// service's own call to a dependency: the forward recorder's pairs,
+	// a capture's --service calls); "": none written, which means IN.
 	Direction string
 	Version   string // http.req.version ("1.1", "2"); "": none
 	Method    string
@@ -60,15 +61,15 @@ func AppendLine(dst []byte, r *Record) []byte {
 		dst = AppendJSONString(dst, r.Protocol)
 		dst = append(dst, ',')
 	}
-	if r.Session != "" {
-		dst = append(dst, `"tags":{"session":`...)
-		dst = AppendJSONString(dst, r.Session)
-		dst = append(dst, "},"...)
-	}
 	if r.Direction != "" {
 		dst = append(dst, `"direction":`...)
 		dst = AppendJSONString(dst, r.Direction)
 		dst = append(dst, ',')
+	}
+	if r.Session != "" {
+		dst = append(dst, `"tags":{"session":`...)
+		dst = AppendJSONString(dst, r.Session)
+		dst = append(dst, "},"...)
 	}
 	dst = append(dst, `"http":{"req":{"method":`...)
 	dst = AppendJSONString(dst, r.Method)

@@ -11,7 +11,7 @@ import (
 func TestEncodeRoundTrip(t *testing.T) {
 	recs := []Record{
 		{TS: time.Date(2026, 11, 1, 10, 0, 0, 123456789, time.UTC), Duration: 2500 * time.Microsecond, Protocol: "https", Session: "s-1", Version: "1.1",
-			Method: "POST", URI: "/a//b/%2F?x=1&y=\"q\"", Host: "api:8443",
+			Direction: "OUT", Method: "POST", URI: "/a//b/%2F?x=1&y=\"q\"", Host: "api:8443",
 			Headers:    []Field{{"content-type", "application/json"}, {"X-A", "1"}, {"Accept", "*/*"}, {"X-A", "2"}, {"x-a", "lower"}},
 			Body:       []byte("{\"é\":\"line\\nbreak\"}\t\x01"),
 			Status:     201,
@@ -27,7 +27,11 @@ func TestEncodeRoundTrip(t *testing.T) {
 	for i := range recs {
 		buf = AppendLine(buf, &recs[i])
 	}
-	f, err := OpenReader(bytes.NewReader(buf), "enc.jsonl", Options{})
+	both, err := ParseRule("direction=IN,OUT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := OpenReader(bytes.NewReader(buf), "enc.jsonl", Options{Filter: &Filter{Keep: []Rule{both}}})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, buf)
 	}

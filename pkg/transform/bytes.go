@@ -54,10 +54,11 @@ func forEachParam(query []byte, f func(name, value []byte, sep bool)) {
 	}
 }
 
-// unescapeQuery appends v with %XX escapes and '+' decoded to dst, for
-// recognising a value; v itself is returned, and escaped is false, when it
+// UnescapeQuery appends v, a raw query name or value, with %XX escapes
+// and '+' decoded to dst, for recognising a value (the transforms, the
+// mock's signatures); v itself is returned, and escaped is false, when it
 // has no escapes.
-func unescapeQuery(dst, v []byte) (out []byte, escaped bool) {
+func UnescapeQuery(dst, v []byte) (out []byte, escaped bool) {
 	if bytes.IndexByte(v, '%') < 0 && bytes.IndexByte(v, '+') < 0 {
 		return v, false
 	}

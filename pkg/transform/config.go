@@ -43,6 +43,8 @@ type Entry struct {
 	Host       *string        `yaml:"host"`
 	Correlate  *CorrelateSpec `yaml:"correlate"`
 	Fresh      *FreshSpec     `yaml:"fresh"`
+	// Echo rewrites a mock's answers only (replay mock --transforms).
+	Echo *EchoSpec `yaml:"echo"`
 }
 
 // Cookie jar settings.
@@ -138,7 +140,7 @@ var specTypes = map[string]reflect.Type{
 	"TimestampSpec": reflect.TypeFor[TimestampSpec](), "JWTSpec": reflect.TypeFor[JWTSpec](),
 	"HeaderSpec": reflect.TypeFor[HeaderSpec](), "QuerySpec": reflect.TypeFor[QuerySpec](),
 	"PathSpec": reflect.TypeFor[PathSpec](), "CorrelateSpec": reflect.TypeFor[CorrelateSpec](),
-	"FreshSpec": reflect.TypeFor[FreshSpec](),
+	"FreshSpec": reflect.TypeFor[FreshSpec](), "EchoSpec": reflect.TypeFor[EchoSpec](),
 }
 
 func section(typ string) string {
@@ -216,11 +218,17 @@ func Compile(s *Spec, cookiesAuto bool, opt Options) (*Program, error) {
 		if i < len(s.origins) {
 			origin = s.origins[i]
 		}
+		if err := s.Transforms[i].fits(opt.Answers); err != nil {
+			return nil, &ConfigError{origin, err}
+		}
 		st, err := s.Transforms[i].build(s.dir, opt)
 		if err != nil {
 			return nil, &ConfigError{origin, err}
 		}
 		p.steps = append(p.steps, st)
+	}
+	if opt.Answers && s.Cookies != "" && s.Cookies != CookiesOff {
+		return nil, &ConfigError{"cookies", fmt.Errorf("a cookie jar keeps a replay's sessions; replay mock rewrites answers (timestamps, headers, echo): drop cookies: %s", s.Cookies)}
 	}
 	switch s.Cookies {
 	case "", CookiesAuto:
@@ -290,7 +298,37 @@ func Build(s *Spec, cookiesAuto bool, opt Options) (*Chain, error) {
 	return p.Chain(opt)
 }
 
-func (e *Entry) build(dir string, opt Options) (step, error) {
+// answerKinds are the transforms that rewrite a mock's answers: what an
+// answer holds that goes stale (timestamps), its headers, and what it
+// repeated of its request (echo). The others rewrite requests.
+var answerKinds = map[string]bool{"timestamps": true, "headers": true, "echo": true}
+
+// fits says why the entry's transform does not apply where it is used: a
+// request transform in a mock's answer transforms, or echo in a replay's.
+// An entry that names none or several is build's to refuse.
+func (e *Entry) fits(answers bool) error {
+	kind := e.kind()
+	switch {
+	case kind == "":
+	case answers && !answerKinds[kind]:
+		return fmt.Errorf("%s: rewrites the requests of a replay; replay mock rewrites answers with timestamps, headers and echo only", kind)
+	case !answers && kind == "echo":
+		return fmt.Errorf("echo: rewrites the answers of replay mock (replay mock --transforms), from the live request; a replay sends requests")
+	}
+	return nil
+}
+
+// kind is the name of the one transform the entry sets ("" for none or
+// several).
+func (e *Entry) kind() string {
+	if set := e.set(); len(set) == 1 {
+		return set[0]
+	}
+	return ""
+}
+
+// set names the transforms the entry sets, by their keys.
+func (e *Entry) set() []string {
 	var set []string
 	v := reflect.ValueOf(e).Elem()
 	for i := range v.NumField() {
@@ -298,6 +336,11 @@ func (e *Entry) build(dir string, opt Options) (step, error) {
 			set = append(set, v.Type().Field(i).Tag.Get("yaml"))
 		}
 	}
+	return set
+}
+
+func (e *Entry) build(dir string, opt Options) (step, error) {
+	set := e.set()
 	switch len(set) {
 	case 0:
 		return nil, fmt.Errorf("the entry names no transform; want one of %s", strings.Join(keysOf("Entry"), ", "))
@@ -322,6 +365,8 @@ func (e *Entry) build(dir string, opt Options) (step, error) {
 		st, err = newHost(*e.Host)
 	case e.Fresh != nil:
 		st, err = newFresh(e.Fresh, opt)
+	case e.Echo != nil:
+		st, err = newEcho(e.Echo)
 	default:
 		st, err = newCorrelate(e.Correlate, opt.Endpoints)
 	}

@@ -138,7 +138,7 @@ func (f *fresh) rewriteQuery(c *call) ([]byte, bool) {
 		if !containsExact(f.query, name) {
 			return false
 		}
-		raw, escaped := unescapeQuery((*tmp)[:0], value)
+		raw, escaped := UnescapeQuery((*tmp)[:0], value)
 		if escaped {
 			*tmp = raw
 		}

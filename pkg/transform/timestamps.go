@@ -119,7 +119,7 @@ func (t *timestamps) shiftQuery(c *call, sh shift) ([]byte, bool) {
 		if !named && !t.auto {
 			return false
 		}
-		raw, escaped := unescapeQuery((*tmp)[:0], value)
+		raw, escaped := UnescapeQuery((*tmp)[:0], value)
 		*tmp = (*tmp)[:0]
 		if escaped {
 			*tmp = raw // never keep value itself: it may be the read-only mapping

@@ -17,6 +17,11 @@
 //	fresh       new IDs, keys and names of the recorded shape, unique in the run
 //	cookies     a per-session cookie jar (Set-Cookie → Cookie)
 //
+// replay mock rewrites its answers with a chain of its own
+// (Options.Answers, Chain.RewriteAnswer): timestamps and headers on the
+// answer, and echo, the live request's values where the recorded answer
+// repeated its recorded request's.
+//
 // Body rewrites (timestamps and JWTs in JSON bodies, correlated values in
 // bodies, a correlation ID in a JSON body) skip a gRPC call's body, which
 // is length-prefixed protobuf, and count it; what they do to the URI and
@@ -82,11 +87,15 @@ type vuState struct {
 	_         [64]byte // keep VUs off each other's cache lines
 }
 
-// call is one request going through the chain on one VU.
+// call is one request (or, for the mock, one answer) going through the
+// chain on one VU.
 type call struct {
-	st              *vuState
-	req             *rrpair.Request
-	pair            *rrpair.Pair
+	st   *vuState
+	req  *rrpair.Request
+	pair *rrpair.Pair
+	// live is, when the chain rewrites a mock's answer (req, the recorded
+	// answer of pair), the live request it answers; nil for a request.
+	live            *rrpair.Request
 	now             int64 // Unix ns; 0 unless a step of the chain reads the time
 	step            int
 	changed, failed bool
@@ -132,6 +141,10 @@ type Options struct {
 	Stamp *StampOptions
 	// Seed derives fresh values: the same seed, the same values.
 	Seed uint64
+	// Answers says that the chain rewrites a mock's answers
+	// (RewriteAnswer): only the answer transforms (timestamps, headers,
+	// echo) are accepted, and echo only there.
+	Answers bool
 	// Shard and Shards place this process among the run's shards (0 and 1
 	// unsharded), and RunVUs is the most VUs of the whole run, before
 	// sharding divided them (0: VUs): no shard has more than
@@ -207,6 +220,20 @@ func (c *Chain) Begin(vu int) {
 
 // Rewrite applies the chain to req, the request of pair, on VU vu.
 func (c *Chain) Rewrite(vu int, req *rrpair.Request, pair *rrpair.Pair) error {
+	return c.rewrite(vu, req, pair, nil)
+}
+
+// RewriteAnswer applies the chain of a mock (built with Options.Answers)
+// to ans, the recorded answer of pair given as a Request (its Headers and
+// Body; its body decoded), on slot vu: timestamps move by (now − the
+// pair's ts), and echo puts live's values where the answer repeated the
+// recorded request's. It allocates: a mock's answers are not the replay's
+// hot path.
+func (c *Chain) RewriteAnswer(vu int, ans *rrpair.Request, pair *rrpair.Pair, live *rrpair.Request) error {
+	return c.rewrite(vu, ans, pair, live)
+}
+
+func (c *Chain) rewrite(vu int, req *rrpair.Request, pair *rrpair.Pair, live *rrpair.Request) error {
 	st, err := c.state(vu)
 	if err != nil {
 		return err
@@ -214,7 +241,7 @@ func (c *Chain) Rewrite(vu int, req *rrpair.Request, pair *rrpair.Pair) error {
 	// The call lives in the VU's state: on the stack it would escape to
 	// the heap through the step interface, once per request.
 	cl := &st.call
-	*cl = call{st: st, req: req, pair: pair}
+	*cl = call{st: st, req: req, pair: pair, live: live}
 	if c.clock {
 		cl.now = c.now().UnixNano()
 	}

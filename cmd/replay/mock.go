@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/replay-dev/replay/internal/outfile"
+	"github.com/replay-dev/replay/pkg/capture"
+	"github.com/replay-dev/replay/pkg/metrics"
+	"github.com/replay-dev/replay/pkg/mock"
+	"github.com/replay-dev/replay/pkg/tlsca"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// mockFlags are replay mock's flags beyond mock.Options.
+type mockFlags struct {
+	o               mock.Options
+	out, addr       string
+	duration, grace time.Duration
+	quiet           bool
+}
+
+func newMockCmd(std stdio, logger func() (zerolog.Logger, error)) *cobra.Command {
+	f := &mockFlags{}
+	cmd := &cobra.Command{
+		Use:   "mock -f FILE [--listen ADDR] [--serve HOST=ADDR]...",
+		Short: "Stand in for a service's dependencies: answer its calls from recorded pairs",
+		Long: `Answer a service's calls to its dependencies from the OUT pairs of FILE (what
+replay record --forward writes), so that the service runs for real while
+replay plays every dependency around it. Point the service's HTTP_PROXY and
+HTTPS_PROXY at --listen (TLS inside CONNECT is terminated with the CA of
+--ca-cert/--ca-key or --ca-out, which the service must trust), or its base
+URLs at --serve HOST=ADDR listeners; a file with one host needs no mapping.
+
+A call matches a recorded one by method, host, path, query (in any order)
+and body (JSON in any key order); headers only with --match-header; a
+REDACTED value matches anything. When nothing matches exactly, the values
+that rotate (UUIDs, times, JWTs, nonces) are ignored and the match tried
+again (--no-auto-ignore). The k-th identical call gets the k-th recorded
+answer, then the last again (--cycle: round again). A miss fails closed:
+--miss-status (404) naming the nearest recorded request and what differs,
+unless --passthrough. SIGINT or SIGTERM stops it and prints the report.`,
+		Example: `  replay mock -f outbound.jsonl --listen 127.0.0.1:8888 --ca-out ./ca
+  replay mock -f outbound.jsonl --serve api.stripe.com=127.0.0.1:9001 --ca-cert ca/ca.pem --ca-key ca/ca-key.pem
+  replay mock -f traffic.jsonl --keep direction=IN --listen :8080 --latency 0 --out mock.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := logger()
+			if err != nil {
+				return err
+			}
+			return f.serve(cmd.Context(), std, log)
+		},
+	}
+	f.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (f *mockFlags) addFlags(fs *pflag.FlagSet) {
+	o := &f.o
+	fs.StringVarP(&o.File, "file", "f", "", "traffic `FILE` to answer from (RRPair JSON Lines)")
+	fs.StringVar(&o.Listen, "listen", "127.0.0.1:8080", "serve as the proxy (HTTP_PROXY, HTTPS_PROXY) on `ADDR`; also origin-form requests to the file's one host (\"\" for none)")
+	fs.StringArrayVar(&o.Serve, "serve", nil, "answer origin-form requests on ADDR as the recorded HOST (`HOST=ADDR`, repeatable)")
+	fs.StringArrayVar(&o.Keep, "keep", nil, "keep only pairs matching `KEY=VALUE` (repeatable, all must match), as replay run reads it (default direction=OUT)")
+	fs.StringArrayVar(&o.Drop, "drop", nil, "drop pairs matching `KEY=VALUE` (repeatable, any may match), keys as --keep")
+	addCAFlags(fs, &o.CA)
+	fs.StringArrayVar(&o.MatchHeaders, "match-header", nil, "match this header's values too (`NAME`, repeatable; headers are ignored otherwise)")
+	fs.StringArrayVar(&o.Ignore, "ignore", nil, "ignore this JSON `PATH` (id, items.*.ts) and query parameter when matching (repeatable)")
+	fs.BoolVar(&o.NoAutoIgnore, "no-auto-ignore", false, "no second pass ignoring the values that rotate (UUIDs, ULIDs, times, JWTs, nonces)")
+	fs.StringVar(&o.Order, "order", "global", "count the k-th call of a signature across all callers (global) or per client connection (session)")
+	fs.StringVar(&o.Session, "session", "", "with --order session: per value of `header:NAME` or cookie:NAME instead of per connection")
+	fs.BoolVar(&o.Cycle, "cycle", false, "after the last recorded answer of a signature, round again (default: the last again)")
+	fs.IntVar(&o.MissStatus, "miss-status", mock.DefaultMissStatus, "the `STATUS` of a miss")
+	fs.BoolVar(&o.Passthrough, "passthrough", false, "send a miss to the real host instead, and answer with its answer")
+	fs.StringVar(&o.RecordMisses, "record-misses", "", "with --passthrough: record those exchanges to `FILE` (direction OUT)")
+	addUpstreamFlags(fs, &o.Upstream)
+	fs.StringVar(&o.Latency, "latency", "recorded", "answer after the recorded duration (recorded), at once (0), or after it times a `FACTOR` (0.5)")
+	fs.StringVar(&o.TransformsFile, "transforms", "", "rewrite answers with the transforms of `FILE` (timestamps, headers, echo)")
+	fs.StringVar(&o.Faults.ErrorRate, "error-rate", "", "answer this share with an error status instead (`PERCENT:STATUS`, 5%:503)")
+	fs.StringVar(&o.Faults.Delay, "delay", "", "answer this share later (`PERCENT:DURATION`, 10%:200ms)")
+	fs.StringVar(&o.Faults.ResetRate, "reset-rate", "", "reset the connection of this `PERCENT` of requests (1%)")
+	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the faults: the same seed, the same faults on the same calls")
+	fs.StringVar(&f.out, "out", "", "write the report as JSON to `FILE` on exit")
+	fs.StringVar(&f.addr, "metrics", "", "serve live counts in Prometheus format at /metrics on `ADDR`")
+	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (default: when interrupted)")
+	fs.DurationVar(&f.grace, "grace", 5*time.Second, "on stop, let answers under way finish within this long")
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 2*time.Minute, "close client connections idle this long")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "do not print the text report")
+}
+
+// serve runs the mock until ctx ends (or --duration), then writes its
+// report.
+func (f *mockFlags) serve(ctx context.Context, std stdio, log zerolog.Logger) error {
+	files := []outfile.Named{outfile.In("--file", f.o.File), outfile.In("--transforms", f.o.TransformsFile), outfile.Out("--out", f.out), outfile.Out("--record-misses", f.o.RecordMisses)}
+	if err := outfile.CheckDistinct(files); err != nil {
+		return err
+	}
+	outs, err := outfile.CreateSet(outfile.Output[*mock.Report]{Flag: "--out", Path: f.out, Write: mock.WriteJSON})
+	if err != nil {
+		return err
+	}
+	defer outs.Close()
+	f.o.Log = log
+	s, err := mock.Start(f.o)
+	if err != nil {
+		return err
+	}
+	if f.addr != "" {
+		srv, err := metrics.ListenFunc(f.addr, s.WriteMetrics)
+		if err != nil {
+			s.Close(context.Background())
+			return fmt.Errorf("--metrics: %w", err)
+		}
+		defer srv.Close()
+	}
+	log.Info().Strs("addrs", s.Addrs()).Str("file", f.o.File).Msg("mock serving; stop with Ctrl-C")
+	waitStop(ctx, f.duration)
+	cctx, cancel := context.WithTimeout(context.Background(), f.grace)
+	defer cancel()
+	err = s.Close(cctx)
+	r := s.Report()
+	if !f.quiet {
+		r.WriteText(std.out)
+	}
+	if werr := outs.Write(&r); err == nil {
+		err = werr
+	}
+	return err
+}
+
+// waitStop waits until ctx ends, or d when given.
+func waitStop(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		<-ctx.Done()
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// addCAFlags adds the flags of the CA that terminates TLS (record
+// --forward, mock).
+func addCAFlags(fs *pflag.FlagSet, o *tlsca.Options) {
+	fs.StringVar(&o.Cert, "ca-cert", "", "the CA certificate (PEM `FILE`) whose leaf certificates terminate TLS; the service trusts it")
+	fs.StringVar(&o.Key, "ca-key", "", "the CA's private key (PEM `FILE`)")
+	fs.StringVar(&o.OutDir, "ca-out", "", "generate a CA once into `DIR` (ca.pem 0644, ca-key.pem 0600), or use the one there")
+}
+
+// addUpstreamFlags adds how the real hosts are reached (record --forward,
+// mock --passthrough).
+func addUpstreamFlags(fs *pflag.FlagSet, o *capture.Upstream) {
+	fs.BoolVar(&o.Insecure, "upstream-insecure", false, "do not check the real hosts' certificates")
+	fs.StringVar(&o.CA, "upstream-ca", "", "trust the CAs of this PEM `FILE` for the real hosts (default: the system's)")
+	fs.StringVar(&o.Cert, "client-cert", "", "present this client certificate (PEM `FILE`) to real hosts that want mutual TLS")
+	fs.StringVar(&o.Key, "client-key", "", "the client certificate's key (PEM `FILE`)")
+}

@@ -1,0 +1,333 @@
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/replay-dev/replay/internal/h2serve"
+	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/tlsca"
+	"github.com/replay-dev/replay/pkg/transport"
+	"github.com/replay-dev/replay/pkg/transport/conn"
+	"github.com/replay-dev/replay/pkg/transport/negotiate"
+)
+
+// ForwardOptions configure a forward proxy: the recording's Options
+// (Upstream unused: each request names its host), the CA that terminates
+// TLS inside CONNECT tunnels, and how the real hosts are reached.
+type ForwardOptions struct {
+	Options
+	// CA issues the leaf certificates a tunnel's TLS is terminated with:
+	// --ca-cert and --ca-key, or --ca-out (generated once). Required.
+	CA tlsca.Options
+	// Reach is how the calls are made again to the real hosts.
+	Reach Upstream
+}
+
+// Validate checks o without reading any file. Its errors name the flag.
+func (o *ForwardOptions) Validate() error {
+	if !o.CA.Given() {
+		return errors.New("--forward: HTTPS_PROXY calls arrive as TLS inside CONNECT tunnels, terminated with a CA's certificates: give --ca-out DIR (a CA generated once) or --ca-cert and --ca-key")
+	}
+	return o.CA.Validate()
+}
+
+// forward is what a forward proxy adds to a Proxy.
+type forward struct {
+	ca     *tlsca.CA
+	dialer *conn.Dialer
+	pool   *negotiate.Pool
+	h2     *h2serve.Server
+}
+
+// ListenForward starts a forward proxy on addr that writes pairs, each
+// with direction OUT, to w (flushed every 200 ms and at Close).
+func ListenForward(addr string, w io.Writer, opt ForwardOptions) (*Proxy, error) {
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	if err := opt.Reach.Check(); err != nil {
+		return nil, err
+	}
+	fo, err := opt.Options.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ca, err := opt.CA.Open()
+	if err != nil {
+		return nil, err
+	}
+	co := opt.Reach.ConnOptions()
+	d, err := conn.New(co)
+	if err != nil {
+		return nil, err
+	}
+	t, err := negotiate.New(negotiate.Options{Conn: co, HTTP2: negotiate.On,
+		Answer: transport.AnswerOptions{MaxBody: int(max(fo.MaxBody, transport.DefaultMaxBody)), MaxHeaderBytes: 64 << 10}})
+	if err != nil {
+		return nil, err
+	}
+	f := &forward{ca: ca, dialer: d, pool: t.Pool()}
+	p, err := listen(addr, w, fo, f)
+	if err != nil {
+		return nil, err
+	}
+	f.h2 = h2serve.New(http.HandlerFunc(p.exchangeH2))
+	return p, nil
+}
+
+func (f *forward) shutdown(ctx context.Context) { go f.h2.Shutdown(ctx) }
+
+func (f *forward) close() { f.pool.Close() }
+
+// h1Only is what an HTTP/1.x exchange's upstream connection may speak.
+var h1Only = conn.Protocols{ALPN: []string{"http/1.1"}}
+
+// upstream is a client connection's way to the real hosts for its
+// HTTP/1.x exchanges: a conn.Line (one connection at a time, kept alive
+// while the host stays the same), and the reader of its connection.
+type upstream struct {
+	line *conn.Line
+	cn   *conn.Conn
+	br   *bufio.Reader
+}
+
+func unixNano() int64 { return time.Now().UnixNano() }
+
+func (f *forward) upstream() *upstream { return &upstream{line: f.dialer.NewLine(unixNano)} }
+
+// roundTrip sends raw, the head and body of req, to authority over scheme
+// and reads the answer, passing interim answers to client.
+func (u *upstream) roundTrip(raw []byte, req *rawhttp.Message, scheme, authority string, client io.Writer) (*rawhttp.Message, error) {
+	dst := u.line.Route(&rrpair.Request{Scheme: []byte(scheme), Host: []byte(authority)})
+	var res result.Result
+	cn, _, kind := u.line.Connect(&dst, &res, &h1Only, nil)
+	if kind != result.ErrNone {
+		_, err := u.line.Failure()
+		return nil, fmt.Errorf("%s %s: %w", kind, dst.Addr, err)
+	}
+	if cn != u.cn {
+		u.cn, u.br = cn, bufio.NewReaderSize(cn.NC, 64<<10)
+	}
+	u.line.Arm()
+	if _, err := cn.NC.Write(raw); err != nil {
+		u.line.Drop(err)
+		return nil, err
+	}
+	m, err := passAnswer(u.br, client, req)
+	if err != nil {
+		u.line.Drop(err)
+		return nil, err
+	}
+	u.line.Idle(unixNano())
+	if m.Close {
+		u.line.Drop(nil)
+	}
+	return m, nil
+}
+
+// serveForward serves one client connection of the forward proxy:
+// absolute-form requests (HTTP_PROXY), or a CONNECT that turns it into a
+// tunnel (HTTPS_PROXY).
+func (p *Proxy) serveForward(c net.Conn, connID int64, h2 *atomic.Bool) {
+	session := "c-" + strconv.FormatInt(connID, 10)
+	up := p.fwd.upstream()
+	defer up.line.Close()
+	br := bufio.NewReaderSize(c, 64<<10)
+	for {
+		req, ok := p.nextRequest(c, br, c)
+		if !ok {
+			return
+		}
+		if req.Method == "CONNECT" {
+			c.SetReadDeadline(time.Time{})
+			p.stats.tunnels.Add(1)
+			if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+				return
+			}
+			p.serveTunnel(&bufConn{Conn: c, br: br}, req.Target, session, h2)
+			return
+		}
+		scheme, authority, origin, ok := AbsoluteForm(req.Target)
+		if !ok {
+			p.stats.errs.Add(1)
+			msg := "a forward proxy takes absolute-form requests (HTTP_PROXY: GET http://host/path) and CONNECT (HTTPS_PROXY), got target " + strconv.Quote(req.Target)
+			io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: "+strconv.Itoa(len(msg))+"\r\n\r\n"+msg)
+			return
+		}
+		raw := originForm(req, origin)
+		if !p.exchangeH1(up, c, req, raw, scheme, authority, session) {
+			return
+		}
+	}
+}
+
+// serveTunnel serves a CONNECT tunnel to target (host:port): TLS
+// terminated with the leaf of the name asked for, or plaintext, then
+// HTTP/2 when ALPN chose it, else HTTP/1.x, origin-form.
+func (p *Proxy) serveTunnel(c net.Conn, target, session string, h2 *atomic.Bool) {
+	name, _, err := net.SplitHostPort(target)
+	if err != nil {
+		p.stats.errs.Add(1)
+		return
+	}
+	ac, err := tlsca.Accept(c, p.fwd.ca, name, []string{"h2", "http/1.1"}, time.Now().Add(p.opt.IdleTimeout))
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			p.stats.errs.Add(1)
+		}
+		return
+	}
+	scheme := "http"
+	if ac.TLS {
+		scheme = "https"
+		p.stats.tls.Add(1)
+	}
+	authority := Authority(target, scheme)
+	if ac.Proto == "h2" {
+		h2.Store(true)
+		p.fwd.h2.Serve(ac.Conn, &tunnel{scheme: scheme, authority: authority, session: session}) // the *tls.Conn: net/http tells TLS by its type
+		return
+	}
+	up := p.fwd.upstream()
+	defer up.line.Close()
+	br := bufio.NewReaderSize(ac, 64<<10)
+	for {
+		req, ok := p.nextRequest(c, br, ac)
+		if !ok {
+			return
+		}
+		req.Headers = dropProxyHeaders(req.Headers)
+		if !p.exchangeH1(up, ac, req, req.Raw, scheme, authority, session) {
+			return
+		}
+	}
+}
+
+// exchangeH1 makes an HTTP/1.x exchange again to the real host and
+// records it; false when the client connection ends after it.
+func (p *Proxy) exchangeH1(up *upstream, client net.Conn, req *rawhttp.Message, raw []byte, scheme, authority, session string) bool {
+	seq, start := p.w.Begin(), time.Now()
+	res, err := up.roundTrip(raw, req, scheme, authority, client)
+	if err != nil {
+		p.fail(seq)
+		msg := "replay record --forward: " + authority + ": " + err.Error()
+		io.WriteString(client, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: "+strconv.Itoa(len(msg))+"\r\n\r\n"+msg)
+		return false
+	}
+	end := time.Now()
+	if _, err := client.Write(res.Raw); err != nil {
+		p.fail(seq)
+		return false
+	}
+	p.recordRaw(seq, req, res, exchange{start: start, end: end, session: session, host: authority, scheme: scheme, direction: "OUT"})
+	return !req.Close && !res.Close
+}
+
+// Authority is target (host:port) as a URL writes it for scheme: without
+// the scheme's default port.
+func Authority(target, scheme string) string {
+	if h, port, err := net.SplitHostPort(target); err == nil &&
+		(scheme == "https" && port == "443" || scheme == "http" && port == "80") {
+		if strings.Contains(h, ":") {
+			return "[" + h + "]"
+		}
+		return h
+	}
+	return target
+}
+
+// AbsoluteForm splits an absolute-form request target
+// ("http://host:port/p?q") into its scheme, authority and origin-form
+// ("/p?q", raw); ok is false for any other form.
+func AbsoluteForm(target string) (scheme, authority, origin string, ok bool) {
+	scheme, rest, found := strings.Cut(target, "://")
+	scheme = strings.ToLower(scheme)
+	if !found || scheme != "http" && scheme != "https" {
+		return "", "", "", false
+	}
+	i := strings.IndexAny(rest, "/?")
+	if i < 0 {
+		i = len(rest)
+	}
+	authority, origin = rest[:i], rest[i:]
+	if authority == "" || strings.ContainsAny(authority, "@ ") {
+		return "", "", "", false
+	}
+	switch {
+	case origin == "":
+		origin = "/"
+	case origin[0] == '?':
+		origin = "/" + origin
+	}
+	if h, port, err := net.SplitHostPort(authority); err == nil {
+		authority = Authority(net.JoinHostPort(h, port), scheme)
+	}
+	return scheme, authority, origin, true
+}
+
+// originForm is req as it goes to the host it names: the request line in
+// origin-form, the proxy's own headers (Proxy-Connection,
+// Proxy-Authorization) left out, every other byte as the client sent it.
+// req's target and headers become what is recorded.
+func originForm(req *rawhttp.Message, origin string) []byte {
+	raw := req.Raw
+	out := make([]byte, 0, len(raw))
+	out = append(out, req.Method+" "+origin+" HTTP/"+req.Version+"\r\n"...)
+	rest := raw[bytes.IndexByte(raw, '\n')+1:]
+	for {
+		nl := bytes.IndexByte(rest, '\n')
+		if nl < 0 {
+			break
+		}
+		line := rest[:nl+1]
+		rest = rest[nl+1:]
+		if len(bytes.TrimRight(line, "\r\n")) == 0 {
+			out = append(out, line...)
+			break
+		}
+		name, _, _ := bytes.Cut(line, []byte(":"))
+		if !proxyHeader(string(name)) {
+			out = append(out, line...)
+		}
+	}
+	req.Target, req.Headers = origin, dropProxyHeaders(req.Headers)
+	return append(out, rest...)
+}
+
+// proxyHeader reports whether a header is the proxy's own, not the
+// request's.
+func proxyHeader(name string) bool {
+	return strings.EqualFold(name, "Proxy-Connection") || strings.EqualFold(name, "Proxy-Authorization")
+}
+
+func dropProxyHeaders(hs []rrpair.Field) []rrpair.Field {
+	out := hs[:0:0]
+	for _, h := range hs {
+		if !proxyHeader(h.Name) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// bufConn is a connection whose reads go through br, which may hold what
+// the client sent after its CONNECT.
+type bufConn struct {
+	net.Conn
+	br *bufio.Reader
+}
+
+func (b *bufConn) Read(p []byte) (int, error) { return b.br.Read(p) }

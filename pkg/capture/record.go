@@ -1,0 +1,159 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/pkg/rrpair"
+)
+
+// exchange is what a record knows of an exchange beyond its messages.
+type exchange struct {
+	start, end time.Time
+	session    string // the client connection's session
+	host       string // http.req.host
+	scheme     string // l7protocol: "http" or "https"; "" writes none
+	direction  string // "OUT" for the forward proxy
+}
+
+// hostHeader is the request's Host header value ("" without one).
+func hostHeader(m *rawhttp.Message) string {
+	for _, h := range m.Headers {
+		if strings.EqualFold(h.Name, "Host") {
+			return h.Value
+		}
+	}
+	return ""
+}
+
+// recordRaw records an HTTP/1.x exchange under ticket seq.
+func (p *Proxy) recordRaw(seq int64, req, res *rawhttp.Message, x exchange) {
+	r := &rrpair.Record{Version: req.Version, Method: req.Method, URI: req.Target, Status: res.Status,
+		Headers: dropConnection(req.Headers), ResHeaders: dropConnection(res.Headers), Body: req.Body, ResBody: res.Body}
+	p.record(seq, r, x)
+}
+
+// dropConnection is hs without the headers of the connection, which a
+// replay never sends (rrpair.ConnectionHeader).
+func dropConnection(hs []rrpair.Field) []rrpair.Field {
+	out := make([]rrpair.Field, 0, len(hs))
+	for _, h := range hs {
+		if !rrpair.ConnectionHeader(h.Name) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// record completes r (time, session, host, size limits, redaction) and
+// gives its line to ticket seq, unless Open would refuse it or its request
+// body is over MaxBody: then the ticket goes back empty, counted.
+func (p *Proxy) record(seq int64, r *rrpair.Record, x exchange) {
+	if int64(len(r.Body)) > p.opt.MaxBody {
+		p.stats.large.Add(1)
+		p.w.Done(seq, nil)
+		return
+	}
+	if int64(len(r.ResBody)) > p.opt.MaxBody {
+		r.ResBody = nil
+	}
+	r.TS, r.Duration = x.start, max(x.end.Sub(x.start), time.Microsecond)
+	r.Protocol, r.Direction, r.Host = x.scheme, x.direction, x.host
+	if r.Protocol == "" {
+		r.Protocol = "http"
+	}
+	r.Session = p.session(r.Headers, x.session)
+	for i := range r.Headers {
+		r.Headers[i] = p.redactHeader(r.Headers[i])
+	}
+	for i := range r.ResHeaders {
+		r.ResHeaders[i] = p.redactHeader(r.ResHeaders[i])
+	}
+	r.Body, r.ResBody = p.redactJSON(r.Body), p.redactJSON(r.ResBody)
+	line, err := rrpair.AppendChecked(nil, r)
+	if err != nil {
+		p.stats.unreplayable.Add(1)
+		p.w.Done(seq, nil)
+		return
+	}
+	p.stats.pairs.Add(1)
+	p.w.Done(seq, line)
+}
+
+// session is the session of a request with headers hs: the connection's,
+// or the header's or cookie's that --session names ("" when the request
+// has none).
+func (p *Proxy) session(hs []rrpair.Field, conn string) string {
+	s := p.opt.Session
+	if s == "" {
+		return conn
+	}
+	session := ""
+	kind, name, _ := strings.Cut(s, ":")
+	for _, h := range hs {
+		switch {
+		case kind == "header" && strings.EqualFold(h.Name, name):
+			session = h.Value
+		case kind == "cookie" && strings.EqualFold(h.Name, "Cookie"):
+			for _, kv := range strings.Split(h.Value, ";") {
+				if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok && k == name {
+					session = v
+				}
+			}
+		}
+	}
+	return session
+}
+
+func (p *Proxy) redactHeader(h rrpair.Field) rrpair.Field {
+	for _, name := range p.opt.RedactHeader {
+		if strings.EqualFold(h.Name, name) {
+			return rrpair.Field{Name: h.Name, Value: Redacted}
+		}
+	}
+	return h
+}
+
+// redactJSON replaces the configured fields of a JSON object body. A body
+// it changes is written again by encoding/json (keys sorted).
+func (p *Proxy) redactJSON(body []byte) []byte {
+	if len(p.opt.RedactJSON) == 0 || len(body) == 0 || bytes.TrimSpace(body)[0] != '{' {
+		return body
+	}
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if dec.Decode(&doc) != nil {
+		return body
+	}
+	changed := false
+	for _, path := range p.opt.RedactJSON {
+		obj := doc
+		parts := strings.Split(path, ".")
+		for i, k := range parts {
+			v, ok := obj[k]
+			if !ok {
+				break
+			}
+			if i == len(parts)-1 {
+				obj[k] = Redacted
+				changed = true
+				break
+			}
+			if obj, ok = v.(map[string]any); !ok {
+				break
+			}
+		}
+	}
+	if !changed {
+		return body
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return body
+	}
+	return out
+}

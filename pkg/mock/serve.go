@@ -1,0 +1,181 @@
+package mock
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/replay-dev/replay/internal/h2serve"
+	"github.com/replay-dev/replay/pkg/tlsca"
+	"github.com/valyala/fasthttp"
+)
+
+// connState is what the mock knows of a client connection: the raw TCP
+// connection (reset on purpose), the host it answers as (a --serve HOST,
+// a CONNECT target; nil: the request says), its scheme, and its own
+// answer counts (--order session).
+type connState struct {
+	raw    net.Conn
+	id     uint64
+	host   []byte
+	scheme string
+	h2     *atomic.Bool
+
+	mu     sync.Mutex // guards counts: HTTP/2 streams come concurrently
+	counts map[uint64]uint32
+}
+
+// servedConn is a connection handed to the HTTP/1.1 server, with its
+// state; done closes when the server closes it.
+type servedConn struct {
+	net.Conn
+	cs   *connState
+	once sync.Once
+	done chan struct{}
+}
+
+func (c *servedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { close(c.done) })
+	return err
+}
+
+// h2Preface is what an HTTP/2 client with prior knowledge sends first.
+var h2Preface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+
+// alpn is what a TLS handshake with the mock may choose.
+var alpn = []string{"h2", "http/1.1"}
+
+// serve starts the servers and the accept loops.
+func (s *Server) serve() {
+	s.started = s.o.Now()
+	s.h1 = &fasthttp.Server{
+		Handler:                       s.handleH1,
+		Name:                          "",
+		NoDefaultServerHeader:         true,
+		NoDefaultDate:                 true,
+		NoDefaultContentType:          true,
+		DisableHeaderNamesNormalizing: true,
+		DisablePreParseMultipartForm:  true,
+		IdleTimeout:                   s.o.IdleTimeout,
+		MaxRequestBodySize:            64 << 20,
+		ReadBufferSize:                16 << 10,
+		CloseOnShutdown:               true,
+		Logger:                        quietLogger{},
+	}
+	s.h1ln = h2serve.NewListener(s.lns[0].ln.Addr())
+	go func() { s.h1done <- s.h1.Serve(s.h1ln) }()
+	s.h2 = h2serve.New(http.HandlerFunc(s.handleH2))
+	for _, l := range s.lns {
+		s.wg.Add(1)
+		go s.accept(l)
+	}
+}
+
+// quietLogger keeps fasthttp's messages (a client's bad request, a
+// connection cut) out of the mock's output: they are counted instead.
+type quietLogger struct{}
+
+func (quietLogger) Printf(string, ...any) {}
+
+func (s *Server) accept(l served) {
+	defer s.wg.Done()
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		h2 := s.conns.Add(c)
+		go s.handleConn(c, l.host, h2)
+	}
+}
+
+// handleConn tells what a client speaks by its first bytes: TLS
+// (terminated with the leaf of the name it asks for), HTTP/2 with prior
+// knowledge, or HTTP/1.x.
+func (s *Server) handleConn(c net.Conn, host []byte, h2 *atomic.Bool) {
+	defer s.conns.Done(c)
+	if s.closing.Load() {
+		return
+	}
+	cs := &connState{raw: c, id: s.connSeq.Add(1), host: host, scheme: "http", h2: h2}
+	deadline := time.Now().Add(s.o.IdleTimeout)
+	c.SetReadDeadline(deadline)
+	pc, err := tlsca.Peek(c, 1)
+	if err != nil {
+		return
+	}
+	s.speak(pc, cs, string(host), deadline)
+}
+
+// speak serves c, whose first byte is peeked, as what it speaks. name is
+// the server name for a TLS client that sends none.
+func (s *Server) speak(pc *tlsca.PeekConn, cs *connState, name string, deadline time.Time) {
+	if pc.Peeked()[0] == 0x16 {
+		ac, err := tlsca.Accept(pc, s.ca, name, alpn, deadline)
+		if err != nil {
+			s.st.tlsErrors.Add(1)
+			s.o.Log.Debug().Err(err).Str("client", cs.raw.RemoteAddr().String()).Msg("tls handshake failed")
+			return
+		}
+		cs.scheme = "https"
+		if ac.Proto == "h2" {
+			s.serveH2(ac.Conn, cs) // the *tls.Conn itself: net/http tells TLS by its type
+			return
+		}
+		s.serveH1(ac, cs)
+		return
+	}
+	if pc.Peeked()[0] == h2Preface[0] {
+		if err := pc.More(len(h2Preface)); err == nil && bytes.Equal(pc.Peeked(), h2Preface) {
+			s.serveH2(pc, cs)
+			return
+		}
+	}
+	s.serveH1(pc, cs)
+}
+
+// serveH1 hands c to the HTTP/1.1 server and waits until it is done.
+func (s *Server) serveH1(c net.Conn, cs *connState) {
+	c.SetReadDeadline(time.Time{})
+	sc := &servedConn{Conn: c, cs: cs, done: make(chan struct{})}
+	if !s.h1ln.Hand(sc) {
+		return
+	}
+	<-sc.done
+}
+
+// serveH2 serves c as HTTP/2 (the server reads the client's preface): a
+// *tls.Conn that chose h2, or a cleartext connection that begins with the
+// preface.
+func (s *Server) serveH2(c net.Conn, cs *connState) {
+	c.SetReadDeadline(time.Time{})
+	cs.h2.Store(true)
+	s.h2.Serve(c, cs)
+}
+
+// tunnel serves a CONNECT tunnel to target (host:port): TLS terminated
+// with the leaf of the name asked for, or plaintext, each request answered
+// as the target's host.
+func (s *Server) tunnel(c net.Conn, target string, parent *connState) {
+	name, _, err := net.SplitHostPort(target)
+	if err != nil {
+		return
+	}
+	cs := &connState{raw: parent.raw, id: s.connSeq.Add(1), host: normHost(nil, []byte(target)), scheme: "http", h2: parent.h2}
+	deadline := time.Now().Add(s.o.IdleTimeout)
+	c.SetReadDeadline(deadline)
+	pc, err := tlsca.Peek(c, 1)
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			s.o.Log.Debug().Err(err).Str("target", target).Msg("tunnel ended before its first byte")
+		}
+		return
+	}
+	s.speak(pc, cs, name, deadline)
+}
