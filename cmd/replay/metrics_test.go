@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,12 +15,14 @@ import (
 	"time"
 )
 
+// freeAddr is a free loopback address ("127.0.0.1:PORT").
 func freeAddr(t *testing.T) string {
-	addr, err := freeLoopbackAddr()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return addr
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // scrape returns the value of one metric line, or -1.
