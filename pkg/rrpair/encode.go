@@ -61,15 +61,15 @@ func AppendLine(dst []byte, r *Record) []byte {
 		dst = AppendJSONString(dst, r.Protocol)
 		dst = append(dst, ',')
 	}
-	if r.Direction != "" {
-		dst = append(dst, `"direction":`...)
-		dst = AppendJSONString(dst, r.Direction)
-		dst = append(dst, ',')
-	}
 	if r.Session != "" {
 		dst = append(dst, `"tags":{"session":`...)
 		dst = AppendJSONString(dst, r.Session)
 		dst = append(dst, "},"...)
+	}
+	if r.Direction != "" {
+		dst = append(dst, `"direction":`...)
+		dst = AppendJSONString(dst, r.Direction)
+		dst = append(dst, ',')
 	}
 	dst = append(dst, `"http":{"req":{"method":`...)
 	dst = AppendJSONString(dst, r.Method)
