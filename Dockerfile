@@ -6,7 +6,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/replay ./cmd/replay
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.release=${VERSION}" -o /out/replay ./cmd/replay
 
 # Run stage: no shell, no package manager, a non-root user. Traffic comes
 # from a mounted file (-f /traffic/traffic.jsonl); flags from arguments or

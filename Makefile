@@ -9,18 +9,21 @@ MODULES     := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {
 # The platforms replay builds for (go build and go vet, tests included, in
 # CI: a Unix-only call cannot land); the tests run on Linux.
 PLATFORMS   := linux/amd64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64 freebsd/amd64
-.PHONY: help build cross test lint fuzz bench demo bigfile bigcapture mockbench peers image
+.PHONY: help build cross release test lint fuzz bench demo bigfile bigcapture mockbench peers image
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build bin/replay
-	$(GO) build -o bin/replay ./cmd/replay
+	$(GO) build -buildvcs=auto -o bin/replay ./cmd/replay
 
-cross: ## go build and go vet for every platform replay ships on
-	@set -e; for p in $(PLATFORMS); do echo "== $$p"; \
-	  GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -o /dev/null ./cmd/replay; \
-	  GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./...; done
+cross: ## go build and go vet for every platform replay ships on; the release's dry run
+	@set -e; dry=$$(mktemp -d); trap 'rm -rf "$$dry"' EXIT; \
+	  RELEASE_FLAGS= RELEASE_PLATFORMS="$(PLATFORMS)" scripts/release.sh dry-run "$$dry"; \
+	  for p in $(PLATFORMS); do echo "== vet $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./...; done
+
+release: ## binaries for Linux, macOS and Windows (amd64, arm64) and SHA256SUMS in dist/ (VERSION=v1.2.3)
+	scripts/release.sh $${VERSION:?give VERSION=v1.2.3} dist
 
 test: ## run the tests of every module with the race detector
 	@set -e; for m in $(MODULES); do echo "== $$m"; (cd $$m && $(GO) test -race -count=1 ./...); done

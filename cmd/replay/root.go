@@ -6,14 +6,15 @@ import (
 	"os"
 	"strings"
 
+	"github.com/replay-dev/replay/internal/version"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// release is the version a release build sets: -ldflags "-X main.release=v1.2.3".
+var release = "dev"
 
 // stdio is where a command reads and writes; tests pass buffers.
 type stdio struct {
@@ -41,7 +42,7 @@ errors honestly.
   replay mock -f outbound.jsonl --listen 127.0.0.1:8888 --ca-out ./ca   # stand in for the dependencies
   replay import har session.har -o traffic.jsonl
   replay export k6 -f traffic.jsonl --target http://api:8080 -o load.js`,
-		Version:       version,
+		Version:       version.Get(release).String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Flags can also come from the environment, as container manifests
@@ -51,6 +52,7 @@ errors honestly.
 			return flagsFromEnv(cmd.Flags(), os.LookupEnv)
 		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -68,6 +70,8 @@ errors honestly.
 		newImportCmd(io),
 		newRecordCmd(io, logger),
 		newMockCmd(io, logger),
+		&cobra.Command{Use: "version", Short: "Print replay's version, VCS revision, Go version, OS and architecture", Args: cobra.NoArgs,
+			Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), root.Version) }},
 	)
 	return root
 }
