@@ -1,20 +1,22 @@
 package main
 
 import (
-	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/replay-dev/replay/internal/demorun"
 	"github.com/replay-dev/replay/pkg/demo"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func newDemoCmd(io stdio, logger func() (zerolog.Logger, error)) *cobra.Command {
 	f := newRunFlags()
 	var d demorun.Options
-	var serve string
+	var sut demorun.ServeOptions
+	var write string
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Replay built-in traffic against a built-in demo SUT on loopback",
@@ -31,20 +33,24 @@ inside the binary): timestamps shifted, the token re-signed, order ids
 learned from the live answers. --raw replays without them, to show the
 traffic failing; --transforms FILE uses yours instead.
 
-With --serve ADDR, only run the demo SUT on ADDR (a loopback address) until
-interrupted, to aim replay run or another tool at it.`,
+To take it apart: --write-traffic DIR writes the demo's traffic and
+transforms as files (demo.jsonl, demo-transforms.yaml); --serve ADDR only
+runs the demo SUT on ADDR (a loopback address) until interrupted, to aim
+replay run or another tool at it, its worker delivering the events it
+processed to --deliver-to (a loopback replay sink, or a run's --sink-http).`,
 		Example: `  replay demo
   replay demo --raw                  # the same traffic without transforms: 401s
   replay demo --vus 50 --duration 10s --out demo.json
-  replay demo --serve 127.0.0.1:8080`,
+  replay demo --write-traffic ./demo
+  replay demo --serve 127.0.0.1:8080 --deliver-to http://127.0.0.1:9090`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := logger()
 			if err != nil {
 				return err
 			}
-			if serve != "" {
-				return serveDemo(cmd.Context(), serve, log)
+			if sut.Addr != "" || write != "" {
+				return demoAlone(cmd, sut, write, log)
 			}
 			markGiven(cmd.Flags(), &f.run.Load)
 			f.run.Filter.SeedGiven = cmd.Flags().Changed("seed")
@@ -58,20 +64,37 @@ interrupted, to aim replay run or another tool at it.`,
 	}
 	f.run.Load.Duration = 5 * time.Second
 	f.addFlags(cmd.Flags(), 20)
-	cmd.Flags().StringVar(&serve, "serve", "", "only serve the demo SUT on `ADDR` (loopback) until interrupted")
+	cmd.Flags().StringVar(&sut.Addr, "serve", "", "only serve the demo SUT on `ADDR` (loopback) until interrupted")
+	cmd.Flags().StringVar(&sut.DeliverTo, "deliver-to", "", "with --serve: the worker delivers processed events to this loopback sink `URL` (replay sink --sink-http, a run's --sink-http)")
+	cmd.Flags().StringVar(&write, "write-traffic", "", "write the demo's traffic and transforms into `DIR` as files, and replay nothing")
 	cmd.Flags().BoolVar(&d.Raw, "raw", false, "replay without the demo's transforms, to see the recorded traffic fail")
 	cmd.Flags().BoolVar(&d.NoSink, "no-sink", false, "do not follow events to the demo's worker (no end-to-end section)")
 	cmd.Flags().Float64Var(&d.WorkerRate, "worker-rate", demo.DefaultWorkerRate, "events a second the demo SUT's worker processes; above it, a backlog grows")
 	return cmd
 }
 
-// serveDemo only serves the demo SUT on addr, until ctx is done.
-func serveDemo(ctx context.Context, addr string, log zerolog.Logger) error {
-	srv, err := demo.Start(addr)
-	if err != nil {
-		return fmt.Errorf("--serve: %w", err)
+// demoAlone writes the demo's traffic (--write-traffic), or serves its SUT
+// alone (--serve) until interrupted; run flags are refused.
+func demoAlone(cmd *cobra.Command, sut demorun.ServeOptions, write string, log zerolog.Logger) error {
+	var given []string
+	cmd.Flags().Visit(func(f *pflag.Flag) { given = append(given, f.Name) })
+	mode := map[bool]string{true: "--write-traffic", false: "--serve"}[write != ""]
+	if err := demorun.CheckAlone(mode, given); err != nil {
+		return err
 	}
-	log.Info().Str("url", srv.URL()).Msg("demo SUT listening; stop with Ctrl-C")
-	<-ctx.Done()
+	if write != "" {
+		paths, err := demorun.WriteTraffic(write)
+		if err == nil {
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", strings.Join(paths, " and "))
+		}
+		return err
+	}
+	sut.WorkerRate, _ = cmd.Flags().GetFloat64("worker-rate")
+	srv, err := demorun.StartSUT(sut)
+	if err != nil {
+		return err
+	}
+	log.Info().Str("url", srv.URL()).Str("deliver_to", sut.DeliverTo).Msg("demo SUT listening; stop with Ctrl-C")
+	<-cmd.Context().Done()
 	return srv.Close()
 }

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/replay-dev/replay"
 )
 
 // TestDemo runs the README's first command, shortened, from another
@@ -88,5 +94,89 @@ func TestDemoTransforms(t *testing.T) {
 		if !names[n] {
 			t.Errorf("transform %s: changed nothing or failed (%v)", n, fixed["transforms"])
 		}
+	}
+}
+
+// TestDemoTakenApart: the demo's traffic and transforms written as files,
+// the SUT served alone with its worker delivering to a run's sink, and
+// the files replayed against it with replay run: every workflow of the
+// docs can be tried by hand on the demo. Run flags given to --serve or
+// --write-traffic are refused, and the demo stays on loopback.
+func TestDemoTakenApart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	r := runMain(t, context.Background(), "", "demo", "--write-traffic", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	traffic, transforms := filepath.Join(dir, "demo.jsonl"), filepath.Join(dir, "demo-transforms.yaml")
+	for path, want := range map[string][]byte{traffic: replay.DemoTraffic, transforms: replay.DemoTransforms} {
+		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %v, %d bytes; want the demo's %d", path, err, len(got), len(want))
+		}
+	}
+
+	sutAddr, sinkAddr := freeAddr(t), freeAddr(t)
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan runResult, 1)
+	go func() {
+		served <- runMain(t, ctx, "", "demo", "--serve", sutAddr, "--deliver-to", "http://"+sinkAddr, "--worker-rate", "5000")
+	}()
+	waitListening(t, sutAddr)
+	out := filepath.Join(t.TempDir(), "run.json")
+	r = runMain(t, context.Background(), "", "run", "-f", traffic, "--transforms", transforms, "--target", "http://"+sutAddr,
+		"--vus", "2", "--iterations", "20", "--sink-http", sinkAddr, "--correlate-only", "POST /events", "--drain", "10s", "--drain-idle", "300ms",
+		"--threshold", "errors<5%", "--out", out, "-q")
+	stop()
+	if s := <-served; s.code != 130 && s.code != 0 {
+		t.Errorf("demo --serve ended with %d: %s", s.code, s.stderr)
+	}
+	if r.code != 0 {
+		t.Fatalf("replay run of the written traffic against demo --serve: exit %d: %s", r.code, r.stderr)
+	}
+	var sum struct {
+		E2E struct {
+			Stages []struct {
+				Name   string `json:"name"`
+				Unique int64  `json:"unique"`
+			} `json:"stages"`
+		} `json:"e2e"`
+	}
+	if b, err := os.ReadFile(out); err != nil || json.Unmarshal(b, &sum) != nil {
+		t.Fatalf("the run's summary: %v", err)
+	}
+	if len(sum.E2E.Stages) != 1 || sum.E2E.Stages[0].Name != "processed" || sum.E2E.Stages[0].Unique == 0 {
+		t.Errorf("e2e stages %+v: want the events the served SUT's worker processed, delivered to the run's sink", sum.E2E.Stages)
+	}
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"demo", "--serve", sutAddr, "--vus", "5"}, "--serve: runs no replay, so --vus would do nothing"},
+		{[]string{"demo", "--write-traffic", dir, "--rate", "5/s", "--out", "x.json"}, "--write-traffic: runs no replay, so --out, --rate would do nothing"},
+		{[]string{"demo", "--serve", "0.0.0.0:0"}, "--serve: the demo stays on loopback"},
+		{[]string{"demo", "--serve", "127.0.0.1:0", "--deliver-to", "http://10.1.2.3:9090"}, "--deliver-to: the demo stays on loopback"},
+		{[]string{"demo", "--serve", "127.0.0.1:0", "--deliver-to", "ftp://127.0.0.1:9090"}, "--deliver-to: want http://HOST:PORT"},
+	} {
+		if r := runMain(t, context.Background(), "", tt.args...); r.code != 1 || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%v: exit %d %q, want 1 and %q", tt.args, r.code, r.stderr, tt.want)
+		}
+	}
+}
+
+// waitListening waits until something listens on addr (5 s at most).
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

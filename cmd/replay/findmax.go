@@ -22,7 +22,7 @@ type findMaxFlags struct {
 	capacity.Options
 	out, html string
 	quiet     bool
-	progress  string
+	progress  progress.Mode
 	metrics   string
 	linger    time.Duration
 }
@@ -99,7 +99,7 @@ rate fails, 1 for errors. A search cannot be sharded: one process decides every 
 	fs.StringVar(&f.out, "out", "", "write the search (steps, curve, result) as JSON to `FILE`")
 	fs.StringVar(&f.html, "html", "", "write the search as one self-contained HTML `FILE`: the achieved rate against latency chart and the steps")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "do not print the text report")
-	fs.StringVar(&f.progress, "progress", "auto", "live progress of each run: auto (a bar on a terminal, log lines otherwise), bar, log or off")
+	fs.StringVar(&f.progress.Name, "progress", "auto", "live progress of each run: auto (a bar on a terminal, log lines otherwise), bar, log or off")
 	fs.StringVar(&f.metrics, "metrics", "", "serve live Prometheus metrics on `ADDR` at /metrics during the search (replay_step and replay_target_rate say where it is)")
 	fs.DurationVar(&f.linger, "metrics-linger", 0, "with --metrics: keep serving this long after the search, for a last scrape")
 	return cmd
@@ -159,10 +159,8 @@ func findMax(ctx context.Context, f *findMaxFlags, std stdio, log zerolog.Logger
 // check checks the command's own flags and the search's options, before
 // any file is created.
 func (f *findMaxFlags) check() error {
-	switch f.progress {
-	case "auto", "bar", "log", "off":
-	default:
-		return flagError("--progress", "auto, bar, log or off", f.progress)
+	if err := f.progress.Check(); err != nil {
+		return err
 	}
 	if err := f.Validate(); err != nil {
 		return err
@@ -183,15 +181,10 @@ func writeSearch(files *outfile.Set[*capacity.Result], text io.Writer, quiet boo
 
 // stepProgress shows one run of a step as --progress says.
 func (f *findMaxFlags) stepProgress(ctx context.Context, w io.Writer, sl capacity.StepLive, log zerolog.Logger) (stop func()) {
-	if f.progress == "off" {
-		return func() {}
-	}
-	tty := f.progress == "bar" || (f.progress == "auto" && isTerminal(w))
-	every := map[bool]time.Duration{true: time.Second, false: 5 * time.Second}[tty]
 	src := sl.Sources
 	ps := progress.Sources{Live: src.Recorder.Live, VUs: src.VUs, Open: true, Dropped: src.Dropped,
 		Target: func() (int, float64, bool) { return sl.Step, sl.Rate, true }}
-	return progress.Start(ctx, tty, w, every, src.Planned, ps, log.With().Int("step", sl.Step).Str("part", sl.Part).Logger())
+	return f.progress.Show(ctx, w, isTerminal(w), src.Planned, ps, log.With().Int("step", sl.Step).Str("part", sl.Part).Logger())
 }
 
 // searchFailed is the error of a search whose start rate already failed:

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/outfile"
+	"github.com/replay-dev/replay/internal/progress"
 	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/spf13/pflag"
@@ -15,8 +16,7 @@ import (
 type runFlags struct {
 	run      run.Options
 	report   reportOptions
-	progress string
-	every    time.Duration
+	progress progress.Mode
 	metrics  string
 	linger   time.Duration
 }
@@ -69,8 +69,8 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet, vus int) {
 	fs.StringArrayVar(&o.Compare.Headers, "compare-header", nil, "with --compare: also compare this response header `NAME` with the recorded one (repeatable)")
 	fs.StringArrayVar(&o.Compare.Ignore, "compare-ignore", nil, "with --compare body: ignore this JSON `PATH` (id, data.created_at, items.*.ts; repeatable)")
 	fs.BoolVar(&o.AbortOnFail, "abort-on-fail", o.AbortOnFail, "stop the run (and write the reports) as soon as a threshold can no longer pass: errors<N, dropped<N, late<N")
-	fs.StringVar(&f.progress, "progress", "auto", "live progress: auto (a bar on a terminal, log lines otherwise), bar, log or off")
-	fs.DurationVar(&f.every, "progress-every", 0, "how often progress updates (default 1s for the bar, 5s for log lines)")
+	fs.StringVar(&f.progress.Name, "progress", "auto", "live progress: auto (a bar on a terminal, log lines otherwise), bar, log or off")
+	fs.DurationVar(&f.progress.Every, "progress-every", 0, "how often progress updates (default 1s for the bar, 5s for log lines)")
 	fs.MarkHidden("progress-every")
 	fs.StringVar(&f.metrics, "metrics", "", "serve live Prometheus metrics on `ADDR` (such as :9090) at /metrics during the run")
 	fs.DurationVar(&f.linger, "metrics-linger", 0, "with --metrics: keep serving this long after the run, for a last scrape")

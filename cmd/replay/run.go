@@ -86,10 +86,8 @@ requests finish within --grace, writes the reports and exits 130 or 143.`,
 // sent, and written also when a signal or --abort-on-fail cut the run
 // short.
 func execute(ctx context.Context, f *runFlags, std stdio, log zerolog.Logger) error {
-	switch f.progress {
-	case "auto", "bar", "log", "off":
-	default:
-		return flagError("--progress", "auto, bar, log or off", f.progress)
+	if err := f.progress.Check(); err != nil {
+		return err
 	}
 	if err := outfile.CheckDistinct(f.files()); err != nil {
 		return fmt.Errorf("%w\nnothing was sent", err)
@@ -176,17 +174,8 @@ func stopMetrics(srv *metrics.Server, linger time.Duration) {
 	srv.Close()
 }
 
-// startProgress shows the run while it goes, as --progress says: a bar on
-// a terminal, log lines elsewhere, or nothing.
+// startProgress shows the run while it goes, as --progress says.
 func (f *runFlags) startProgress(ctx context.Context, w io.Writer, src run.LiveSources, log zerolog.Logger) (stop func()) {
-	if f.progress == "off" {
-		return func() {}
-	}
-	tty := f.progress == "bar" || (f.progress == "auto" && isTerminal(w))
-	every := f.every
-	if every <= 0 {
-		every = map[bool]time.Duration{true: time.Second, false: 5 * time.Second}[tty]
-	}
 	ps := progress.Sources{Live: src.Recorder.Live, VUs: src.VUs, Open: src.Model == "rate" || src.Model == "recorded", Dropped: src.Dropped, Target: src.Target}
-	return progress.Start(ctx, tty, w, every, src.Planned, ps, log)
+	return f.progress.Show(ctx, w, isTerminal(w), src.Planned, ps, log)
 }

@@ -178,3 +178,38 @@ func barProgress(ctx context.Context, w io.Writer, every, total time.Duration, s
 	}
 	return show, func() { bar.Abort(false); bars.Wait() }
 }
+
+// Mode is how a command shows progress (--progress): "auto" (a bar on a
+// terminal, log lines elsewhere), "bar", "log" or "off"; Every is how
+// often (0: a second for the bar, 5 s for log lines).
+type Mode struct {
+	Name  string
+	Every time.Duration
+}
+
+// Check refuses a mode that is none of the four, naming the flag.
+func (m Mode) Check() error {
+	switch m.Name {
+	case "auto", "bar", "log", "off":
+		return nil
+	}
+	return fmt.Errorf("--progress: want auto, bar, log or off, got %q", m.Name)
+}
+
+// Show starts progress as m says on w, whether it is a terminal or not
+// (the command's to tell): nothing with off, else Start with a bar or log
+// lines. Call the stop it returns when the run ends.
+func (m Mode) Show(ctx context.Context, w io.Writer, terminal bool, total time.Duration, src Sources, log zerolog.Logger) (stop func()) {
+	if m.Name == "off" {
+		return func() {}
+	}
+	tty := m.Name == "bar" || (m.Name == "auto" && terminal)
+	every := m.Every
+	if every <= 0 {
+		every = 5 * time.Second
+		if tty {
+			every = time.Second
+		}
+	}
+	return Start(ctx, tty, w, every, total, src, log)
+}
