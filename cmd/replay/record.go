@@ -25,11 +25,8 @@ func newRecordCmd(io stdio, logger func() (zerolog.Logger, error)) *cobra.Comman
 unchanged (method, raw path, header case and order, body) and its answer
 comes back unchanged, while each exchange is written as an RRPair line with
 ts, duration, the recorded answer and a session tag: one per client
-connection, or --session header:NAME / cookie:NAME. Its host is the
-upstream's (a replay without --target goes there); the client's Host header
-is kept as sent (--keep-host replays it). Lines go in the order requests
-began (ts ascending): an exchange under way longer than --reorder-window is
-written when it ends and counted out_of_order. Large or binary bodies
+connection, or --session header:NAME / cookie:NAME; its host the upstream's,
+the client's Host header kept. Lines go in the order requests began. Large or binary bodies
 are written as base64. --redact-header and --redact-json keep secrets out of
 the file. An exchange a replay could not send (a request target that is not
 a path) is passed on but not written, counted as unreplayable. Stop with Ctrl-C (or SIGTERM): exchanges under way finish, the
