@@ -17,8 +17,9 @@ func newExportCmd(std stdio) *cobra.Command {
 		Use:   "export",
 		Short: "Write recorded traffic as a k6 script or vegeta targets",
 	}
-	var file, out string
-	var strict bool
+	var file, out, transforms string
+	var strict, embed bool
+	var thresholds []string
 	openFile := func(args []string, target string) (*rrpair.File, error) {
 		if len(args) == 1 {
 			file = args[0]
@@ -43,11 +44,13 @@ scenario reflects the load flags, as replay run reads them: --vus with
 preallocated), --stages (ramping-vus, or ramping-arrival-rate with a rate);
 --think recorded sleeps the recorded gaps. k6 canonicalizes header names
 and takes one value a name: repeated values are joined with ", ", Cookie's
-with "; ". What k6 cannot do is refused, not dropped: --pace recorded,
---late-after, --precise-pacing, --iterations with a rate or stages, --speed
-without --think recorded. gRPC pairs are skipped and counted.`,
+with "; ". --transforms runs in the script, at run time. What k6 cannot do
+is refused, not dropped: --pace recorded, --late-after, --precise-pacing,
+--iterations with a rate or stages, --speed without --think recorded, a
+--threshold on a step, fresh, regular expressions. gRPC pairs are skipped.`,
 		Example: `  replay export k6 -f traffic.jsonl --target http://127.0.0.1:8080 --vus 50 --duration 1m -o load.js
-  k6 run --no-usage-report load.js`,
+  replay export k6 -f t.jsonl --transforms t.yaml --threshold 'status.5xx<0.1%' -o load.js
+  k6 run --no-usage-report -e REPLAY_JWT_KEY=s3cret load.js`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			markGiven(cmd.Flags(), &load)
@@ -67,14 +70,21 @@ without --think recorded. gRPC pairs are skipped and counted.`,
 				return err
 			}
 			defer f.Close()
+			tr, checks, err := export.K6Extras(f, transforms, embed, thresholds)
+			if err != nil {
+				return err
+			}
 			return convert.ExportK6(std.err, out, file, strict, func(script, data io.Writer, dataRef string, sk *convert.SkipLog) (export.Stats, error) {
-				return export.K6(script, data, dataRef, f, load.Target, filepath.Base(file), k6Load, sk.Add)
+				return export.K6(script, data, dataRef, f, export.K6Options{Target: load.Target, Source: filepath.Base(file), Load: k6Load, Transforms: tr, Checks: checks}, sk.Add)
 			})
 		},
 	}
 	k6.Flags().StringVarP(&file, "file", "f", "", "traffic `FILE` (RRPair JSON Lines)")
 	k6.Flags().StringVarP(&out, "output", "o", "", "the script `FILE.js` (its data goes beside it, FILE.data.json)")
 	k6.Flags().BoolVar(&strict, "strict", false, "fail when any pair cannot be exported")
+	k6.Flags().StringVar(&transforms, "transforms", "", "rewrite each request inside the script at run time, by the transforms of `FILE` (as replay run)")
+	k6.Flags().BoolVar(&embed, "embed-secrets", false, "write the JWT keys of --transforms into the script (else it reads them from REPLAY_JWT_KEY...)")
+	k6.Flags().StringArrayVar(&thresholds, "threshold", nil, "carry `EXPR` into k6 checks and thresholds: status.202>99%, 'POST /events: status.5xx<0.1%', errors<1% (repeatable)")
 	addLoadFlags(k6.Flags(), &load, 1)
 
 	var target string

@@ -124,6 +124,9 @@ func TestThresholdsExitCode(t *testing.T) {
 	}{
 		{"pass", []string{"p99<5s", "errors<1%", "POST /events/{id}: p95<5s"}, 0, "pass  p99<5s"},
 		{"fail", []string{"p99<5s", "rps>1000000"}, 99, "FAIL  rps>1000000"},
+		{"status", []string{"status.200>99%", "POST /events/{id}: status.2xx>99%", "status.5xx<0.1%"}, 0, "pass  status.200>99%"},
+		{"status fails", []string{"status.202>99%"}, 99, "FAIL  status.202>99%"},
+		{"bad status", []string{"status.20x>99%"}, 1, "status.20x: want an HTTP status"},
 		{"bad syntax", []string{"p99 is low"}, 1, "--threshold"},
 		{"unknown endpoint", []string{"GET /nope: p99<1s"}, 1, `no endpoint "GET /nope"`},
 	} {

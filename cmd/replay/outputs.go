@@ -32,7 +32,7 @@ func (o *reportOptions) addFlags(fs *pflag.FlagSet, outFlag string) {
 	fs.StringVar(&o.hgrm, "hgrm", "", "write the latency distribution (from due time) as an HdrHistogram percentile `FILE` (.hgrm, ms)")
 	fs.StringVar(&o.html, "html", "", "write the report as one self-contained HTML `FILE` (charts over time, percentiles, tables; opens offline)")
 	fs.StringVar(&o.hlog, "hlog", "", "write the per-second latency histograms as an HdrHistogram interval log `FILE` (.hlog)")
-	fs.StringArrayVar(&o.thresholds, "threshold", nil, "fail (exit 99) unless `EXPR` holds: p99<200ms, service p95<50ms, errors<1%, rps>1000, dropped<=0, pending<1%, 'POST /events: p95<50ms' (repeatable)")
+	fs.StringArrayVar(&o.thresholds, "threshold", nil, "fail (exit 99) unless `EXPR` holds: p99<200ms, service p95<50ms, errors<1%, status.5xx<0.1%, rps>1000, dropped<=0, pending<1%, 'POST /events: status.202>99%' (repeatable)")
 	fs.StringVar(&o.junit, "junit", "", "write the --threshold results as JUnit XML to `FILE`")
 }
 

@@ -25,7 +25,8 @@ func newRecordCmd(io stdio, logger func() (zerolog.Logger, error)) *cobra.Comman
 unchanged (method, raw path, header case and order, body) and its answer
 comes back unchanged, while each exchange is written as an RRPair line with
 ts, duration, the recorded answer and a session tag: one per client
-connection, or --session header:NAME / cookie:NAME. Large or binary bodies
+connection, or --session header:NAME / cookie:NAME; its host the upstream's,
+the client's Host header kept. Lines go in the order requests began. Large or binary bodies
 are written as base64. --redact-header and --redact-json keep secrets out of
 the file. An exchange a replay could not send (a request target that is not
 a path) is passed on but not written, counted as unreplayable. Stop with Ctrl-C (or SIGTERM): exchanges under way finish, the
@@ -67,7 +68,7 @@ Pairs say direction OUT, for replay mock.`,
 			}
 			st := p.Stats()
 			log.Info().Int64("pairs", st.Pairs).Int64("connections", st.Connections).Int64("tunnels", st.Tunnels).Int64("errors", st.Errors).
-				Int64("too_large", st.TooLarge).Int64("unreplayable", st.Unreplayable).Int64("late", st.Late).Msg("recorded")
+				Int64("too_large", st.TooLarge).Int64("unreplayable", st.Unreplayable).Int64("out_of_order", st.OutOfOrder).Msg("recorded")
 			return err
 		},
 	}
@@ -81,6 +82,7 @@ Pairs say direction OUT, for replay mock.`,
 	fs.Int64Var(&opt.MaxBody, "max-body", 16<<20, "an exchange with a larger request body is passed on but not recorded; a larger answer body is not recorded (`BYTES`)")
 	fs.DurationVar(&duration, "duration", 0, "stop recording after this long (default: when interrupted)")
 	fs.DurationVar(&opt.IdleTimeout, "idle-timeout", 2*time.Minute, "close client connections idle this long")
+	fs.DurationVar(&opt.Window, "reorder-window", capture.DefaultWindow, "lines go in the order requests began: a finished exchange waits this long at most for earlier ones; one under way longer is written when it ends, counted out_of_order")
 	fs.BoolVar(&forward, "forward", false, "a forward proxy for the service's own calls (HTTP_PROXY, HTTPS_PROXY): pairs with direction OUT")
 	addCAFlags(fs, &fo.CA)
 	addUpstreamFlags(fs, &fo.Reach)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -160,5 +161,60 @@ func TestRecordThenReplay(t *testing.T) {
 		if string(replayed[i]) != want {
 			t.Errorf("replayed request %d:\n got %q\nwant %q", i, replayed[i], want)
 		}
+	}
+}
+
+// TestRecordReplaysWithoutTarget: a client aimed at the recorder (its Host
+// header the recorder's own address, as curl or a browser send it) is
+// recorded with the upstream's authority as the pair's host: replayed
+// without --target, the requests go to the upstream; with --target and
+// --keep-host, the Host header goes out as the client sent it. The log
+// counts what was written out of order.
+func TestRecordReplaysWithoutTarget(t *testing.T) {
+	up := newRawUpstream(t)
+	recorded := filepath.Join(t.TempDir(), "recorded.jsonl")
+	proxyAddr := freeAddr(t)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan runResult)
+	go func() {
+		var out, errb strings.Builder
+		code := Main(ctx, []string{"record", "--listen", proxyAddr, "--upstream", "http://" + up.ln.Addr().String(), "-o", recorded},
+			strings.NewReader(""), &out, &errb)
+		done <- runResult{code, out.String(), errb.String()}
+	}()
+	var resp *http.Response
+	for i := 0; i < 100; i++ {
+		var err error
+		if resp, err = http.Post("http://"+proxyAddr+"/events", "application/json", strings.NewReader(`{"n":1}`)); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if resp == nil {
+		t.Fatal("the recorder did not start")
+	}
+	resp.Body.Close()
+	stop()
+	r := <-done
+	if r.code != 0 || !strings.Contains(r.stderr, `"out_of_order":0`) {
+		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
+	}
+	rec, _ := os.ReadFile(recorded)
+	if !strings.Contains(string(rec), `"host":"`+up.ln.Addr().String()+`"`) || !strings.Contains(string(rec), `"Host":["`+proxyAddr+`"]`) {
+		t.Fatalf("recorded: want the upstream's host and the client's Host header:\n%s", rec)
+	}
+	before := len(up.requests())
+	if r := runMain(t, context.Background(), "", "run", "-f", recorded, "--vus", "1", "-q"); r.code != 0 {
+		t.Fatalf("replay without --target: exit %d: %s", r.code, r.stderr)
+	}
+	if got := up.requests(); len(got) != before+1 || !strings.HasPrefix(string(got[before]), "POST /events HTTP/1.1\r\nHost: "+proxyAddr+"\r\n") {
+		t.Errorf("the upstream got %d requests from the replay, want 1 as recorded: %q", len(got)-before, got[before:])
+	}
+	other := newRawUpstream(t)
+	if r := runMain(t, context.Background(), "", "run", "-f", recorded, "--target", "http://"+other.ln.Addr().String(), "--keep-host", "--vus", "1", "-q"); r.code != 0 {
+		t.Fatalf("replay --keep-host: exit %d: %s", r.code, r.stderr)
+	}
+	if got := other.requests(); len(got) != 1 || !strings.Contains(string(got[0]), "\r\nHost: "+proxyAddr+"\r\n") {
+		t.Errorf("--keep-host sent %q, want the client's Host header", got)
 	}
 }

@@ -191,6 +191,9 @@ func (r *runner) build() error {
 	}
 	if c := r.o.Compare; c.Mode != "" {
 		r.comparer = recording.NewComparer(r.file.Endpoints(), c.Mode == "body", c.Ignore, c.Headers)
+		if r.chain != nil {
+			r.comparer.Learned = r.chain // observed before: it learns, then the comparer maps
+		}
 		r.pool.Observers = append(r.pool.Observers, r.comparer)
 		r.pool.DecodeResponses = true
 	}

@@ -39,6 +39,15 @@ import (
 // Options configure a Proxy.
 type Options struct {
 	Upstream string // host:port to forward to (the reverse proxy)
+	// Authority is the upstream as its URL names it (--upstream
+	// http://svc:8080: "svc:8080"), recorded as each pair's http.req.host
+	// by the reverse proxy, so that a replay without --target goes where
+	// the recording's requests went; Upstream when empty. The client's
+	// Host header is kept as it sent it (replayed with --keep-host).
+	Authority string
+	// Window is how long a finished exchange's line waits for earlier
+	// ones still under way (WriterOptions.Window; DefaultWindow when 0).
+	Window time.Duration
 	// Session names the session of a pair: "" is one session per client
 	// connection; "header:NAME" or "cookie:NAME" takes it from the request.
 	Session      string
@@ -69,9 +78,10 @@ type Stats struct {
 	// Tunnels are the CONNECT tunnels opened (forward proxy), TLS those
 	// that carried TLS, terminated here.
 	Tunnels, TLS int64
-	// Late are lines written out of the order their requests began in: an
-	// exchange still under way when MaxWaiting later ones were done.
-	Late int64
+	// OutOfOrder are lines written out of the order their requests began
+	// in: exchanges under way longer than the reorder window (Window), or
+	// while MaxWaiting later ones were done, written when they ended.
+	OutOfOrder int64
 }
 
 // Proxy is a running recording proxy.
@@ -102,6 +112,12 @@ func (opt Options) withDefaults() (Options, error) {
 	if s := opt.Session; s != "" && !strings.HasPrefix(s, "header:") && !strings.HasPrefix(s, "cookie:") {
 		return opt, fmt.Errorf("session %q: want header:NAME or cookie:NAME", s)
 	}
+	if opt.Window < 0 {
+		return opt, fmt.Errorf("--reorder-window: want a positive duration such as 2s, got %v", opt.Window)
+	}
+	if opt.Authority == "" {
+		opt.Authority = opt.Upstream
+	}
 	return opt, nil
 }
 
@@ -123,7 +139,7 @@ func listen(addr string, w io.Writer, opt Options, fwd *forward) (*Proxy, error)
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{opt: opt, fwd: fwd, ln: ln, w: NewWriter(w)}
+	p := &Proxy{opt: opt, fwd: fwd, ln: ln, w: NewWriterWith(w, WriterOptions{Window: opt.Window})}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -136,7 +152,7 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 func (p *Proxy) Stats() Stats {
 	return Stats{Connections: p.stats.conns.Load(), Pairs: p.stats.pairs.Load(), Errors: p.stats.errs.Load(),
 		TooLarge: p.stats.large.Load(), Unreplayable: p.stats.unreplayable.Load(),
-		Tunnels: p.stats.tunnels.Load(), TLS: p.stats.tls.Load(), Late: p.w.Late()}
+		Tunnels: p.stats.tunnels.Load(), TLS: p.stats.tls.Load(), OutOfOrder: p.w.OutOfOrder()}
 }
 
 // Close stops accepting, lets each connection finish the exchange under
@@ -184,18 +200,43 @@ func (p *Proxy) accept() {
 // it on w. ok is false when the connection ends: the proxy is closing, the
 // client went, or sent what is not a request (counted).
 func (p *Proxy) nextRequest(c net.Conn, br *bufio.Reader, w io.Writer) (req *rawhttp.Message, ok bool) {
-	c.SetReadDeadline(time.Now().Add(p.opt.IdleTimeout))
-	if p.closing.Load() {
+	if !p.awaitRequest(c, br) {
 		return nil, false
 	}
+	return p.readRequest(br, w)
+}
+
+// awaitRequest waits, within the idle timeout, for the first byte of a
+// client connection's next request: when it began. false when the
+// connection ends first (the proxy is closing, the client went).
+func (p *Proxy) awaitRequest(c net.Conn, br *bufio.Reader) bool {
+	c.SetReadDeadline(time.Now().Add(p.opt.IdleTimeout))
+	if p.closing.Load() {
+		return false // after the deadline: Close's cut of idle reads is not undone
+	}
+	if _, err := br.Peek(1); err != nil {
+		p.countReadError(err)
+		return false
+	}
+	return true
+}
+
+// readRequest reads the request whose first byte awaitRequest saw.
+func (p *Proxy) readRequest(br *bufio.Reader, w io.Writer) (*rawhttp.Message, bool) {
 	req, err := rawhttp.Read(br, true, "", w)
 	if err != nil {
-		if !errors.Is(err, io.EOF) && !isTimeout(err) {
-			p.stats.errs.Add(1)
-		}
+		p.countReadError(err)
 		return nil, false
 	}
 	return req, true
+}
+
+// countReadError counts a client's read that failed otherwise than by
+// the client going or staying idle.
+func (p *Proxy) countReadError(err error) {
+	if !errors.Is(err, io.EOF) && !isTimeout(err) {
+		p.stats.errs.Add(1)
+	}
 }
 
 func isTimeout(err error) bool {
@@ -222,7 +263,7 @@ func Start(listen, upstream string, forward bool, w io.Writer, fo ForwardOptions
 	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
 		return nil, fmt.Errorf("--upstream: want http://host:port, got %q", upstream)
 	}
-	fo.Upstream = u.Host
+	fo.Upstream, fo.Authority = u.Host, u.Host
 	if u.Port() == "" {
 		fo.Upstream += ":80"
 	}

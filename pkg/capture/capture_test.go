@@ -12,7 +12,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -275,4 +277,135 @@ func TestProxyInterim(t *testing.T) {
 	if got := out.String(); strings.Count(got, `"statusCode":200`) != 3 || strings.Contains(got, `"statusCode":1`) {
 		t.Errorf("recorded:\n%s", got)
 	}
+}
+
+// inPairs opens a reverse recording (IN pairs, each with its host).
+func inPairs(t *testing.T, b []byte) []rrpair.Pair {
+	t.Helper()
+	f, err := rrpair.OpenReader(bytes.NewReader(b), "rec.jsonl", rrpair.Options{RequireHost: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	t.Cleanup(func() { f.Close() })
+	ps := make([]rrpair.Pair, f.Len())
+	for i := range ps {
+		if err := f.NewCursor().Decode(i, &ps[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ps
+}
+
+// TestReverseRecordsWhatWasRecorded: the reverse recorder writes the
+// upstream's authority as each pair's host (a replay without --target
+// goes there), keeps the client's Host header as it was sent, and writes
+// the lines in the order the requests began: under concurrent load with
+// answers finishing in another order, ts ascends and nothing is out of
+// order; an exchange under way longer than the reorder window is passed
+// over, written when it ends, counted out of order.
+func TestReverseRecordsWhatWasRecorded(t *testing.T) {
+	slow := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/slow":
+			<-slow
+		case "/load":
+			ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+		}
+		io.WriteString(w, "ok")
+	}))
+	defer up.Close()
+	authority := strings.TrimPrefix(up.URL, "http://")
+
+	t.Run("under load", func(t *testing.T) {
+		var out replaytest.Buffer
+		p, err := Listen("127.0.0.1:0", &out, Options{Upstream: authority})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 40
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Later requests answer sooner: completion order is not begin order.
+				resp, err := http.Get(fmt.Sprintf("http://%s/load?ms=%d", p.Addr(), (n-i)%7*5))
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}()
+			time.Sleep(time.Millisecond)
+		}
+		wg.Wait()
+		closeProxy(t, p)
+		ps := inPairs(t, out.Bytes())
+		if len(ps) != n || p.Stats().OutOfOrder != 0 {
+			t.Fatalf("%d pairs, %d out of order; want %d, 0", len(ps), p.Stats().OutOfOrder, n)
+		}
+		for i := range ps {
+			ts, _ := ps[i].UnixNano()
+			if prev, _ := ps[max(i-1, 0)].UnixNano(); ts < prev {
+				t.Errorf("line %d: ts %d before the previous line's %d", i+1, ts, prev)
+			}
+			if string(ps[i].Req.Host) != authority {
+				t.Errorf("line %d: host %q, want the upstream's %q", i+1, ps[i].Req.Host, authority)
+			}
+			if h := header(&ps[i], "Host"); h != p.Addr() {
+				t.Errorf("line %d: Host header %q, want the client's %q", i+1, h, p.Addr())
+			}
+		}
+	})
+
+	t.Run("past the window", func(t *testing.T) {
+		var out replaytest.Buffer
+		p, err := Listen("127.0.0.1:0", &out, Options{Upstream: authority, Window: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if resp, err := http.Get("http://" + p.Addr() + "/slow"); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		deadline := time.Now().Add(5 * time.Second)
+		for p.w.taken() < 1 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond) // the slow request began
+		}
+		for _, path := range []string{"/a", "/b"} {
+			resp, err := http.Get("http://" + p.Addr() + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		for !strings.Contains(out.String(), "/b") && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond) // written once the slow one is past the window
+		}
+		close(slow)
+		<-done
+		closeProxy(t, p)
+		ps := inPairs(t, out.Bytes())
+		var uris []string
+		for i := range ps {
+			uris = append(uris, string(ps[i].Req.URI))
+		}
+		if strings.Join(uris, " ") != "/a /b /slow" || p.Stats().OutOfOrder != 1 {
+			t.Errorf("recorded %v, %d out of order; want /a /b /slow, 1", uris, p.Stats().OutOfOrder)
+		}
+	})
+}
+
+// header is the recorded value of the request header name.
+func header(p *rrpair.Pair, name string) string {
+	for _, h := range p.Req.Headers {
+		if strings.EqualFold(string(h.Name), name) {
+			return string(h.Value)
+		}
+	}
+	return ""
 }

@@ -219,7 +219,7 @@ func (p *Proxy) serveTunnel(c net.Conn, target, session string, h2 *atomic.Bool)
 // exchangeH1 makes an HTTP/1.x exchange again to the real host and
 // records it; false when the client connection ends after it.
 func (p *Proxy) exchangeH1(up *upstream, client net.Conn, req *rawhttp.Message, raw []byte, scheme, authority, session string) bool {
-	seq, start := p.w.Begin(), time.Now()
+	seq, start := p.w.BeginAt()
 	res, err := up.roundTrip(raw, req, scheme, authority, client)
 	if err != nil {
 		p.fail(seq)

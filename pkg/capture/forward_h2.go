@@ -25,7 +25,7 @@ func (p *Proxy) exchangeH2(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scheme, authority, session := tn.scheme, tn.authority, tn.session
-	seq, start := p.w.Begin(), time.Now()
+	seq, start := p.w.BeginAt()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		p.fail(seq)

@@ -378,7 +378,7 @@ func TestForwardOrder(t *testing.T) {
 		}
 	}()
 	deadline := time.Now().Add(5 * time.Second)
-	for p.w.seq.Load() < 1 && time.Now().Before(deadline) {
+	for p.w.taken() < 1 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond) // the slow request began
 	}
 	resp, err := client.Get(up.URL + "/fast")

@@ -19,16 +19,6 @@ type exchange struct {
 	direction  string // "OUT" for the forward proxy
 }
 
-// hostHeader is the request's Host header value ("" without one).
-func hostHeader(m *rawhttp.Message) string {
-	for _, h := range m.Headers {
-		if strings.EqualFold(h.Name, "Host") {
-			return h.Value
-		}
-	}
-	return ""
-}
-
 // recordRaw records an HTTP/1.x exchange under ticket seq.
 func (p *Proxy) recordRaw(seq int64, req, res *rawhttp.Message, x exchange) {
 	r := &rrpair.Record{Version: req.Version, Method: req.Method, URI: req.Target, Status: res.Status,

@@ -23,11 +23,17 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 	cr, ur := bufio.NewReaderSize(c, 64<<10), bufio.NewReaderSize(up, 64<<10)
 	session := "c-" + strconv.FormatInt(connID, 10)
 	for {
-		req, ok := p.nextRequest(c, cr, c)
-		if !ok {
+		if !p.awaitRequest(c, cr) {
 			return
 		}
-		seq, start := p.w.Begin(), time.Now()
+		// The ticket and ts of the request's first byte: lines go in the
+		// order requests began, whatever their bodies' length.
+		seq, start := p.w.BeginAt()
+		req, ok := p.readRequest(cr, c)
+		if !ok {
+			p.w.Done(seq, nil)
+			return
+		}
 		if _, err := up.Write(req.Raw); err != nil {
 			p.fail(seq)
 			io.WriteString(c, badGateway)
@@ -43,7 +49,7 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 			p.fail(seq)
 			return
 		}
-		p.recordRaw(seq, req, res, exchange{start: start, end: end, session: session, host: hostHeader(req)})
+		p.recordRaw(seq, req, res, exchange{start: start, end: end, session: session, host: p.opt.Authority})
 		if req.Close || res.Close {
 			return
 		}

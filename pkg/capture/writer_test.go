@@ -3,7 +3,9 @@ package capture
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/replay-dev/replay/internal/replaytest"
 )
@@ -30,8 +32,8 @@ func TestWriterOrder(t *testing.T) {
 	if got := out.String(); got != "0\n1\n3\n4\n" {
 		t.Errorf("wrote %q", got)
 	}
-	if w.Late() != 0 {
-		t.Errorf("late %d", w.Late())
+	if w.OutOfOrder() != 0 {
+		t.Errorf("late %d", w.OutOfOrder())
 	}
 }
 
@@ -51,7 +53,69 @@ func TestWriterPassesOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != MaxWaiting+2 || lines[0] != "1" || lines[len(lines)-1] != "slow" || w.Late() != 1 {
-		t.Errorf("%d lines, first %q, last %q, late %d", len(lines), lines[0], lines[len(lines)-1], w.Late())
+	if len(lines) != MaxWaiting+2 || lines[0] != "1" || lines[len(lines)-1] != "slow" || w.OutOfOrder() != 1 {
+		t.Errorf("%d lines, first %q, last %q, late %d", len(lines), lines[0], lines[len(lines)-1], w.OutOfOrder())
+	}
+}
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// TestWriterWindow: a finished exchange's line waits for an earlier one
+// still under way, within the window: written in the order they began
+// when the earlier one ends in time; passed over once it has been under
+// way longer than the window (the lines after it written), and written
+// when it ends, counted out of order. BeginAt's times never go back in
+// ticket order.
+func TestWriterWindow(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		slowFor    time.Duration // how long the first exchange is under way
+		want       string
+		outOfOrder int64
+	}{
+		{"ended within the window", 1900 * time.Millisecond, "slow\nfast1\nfast2\nlater\n", 0},
+		{"under way past the window", 2100 * time.Millisecond, "fast1\nfast2\nlater\nslow\n", 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := &fakeClock{t: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)}
+			var out replaytest.Buffer
+			w := NewWriterWith(&out, WriterOptions{Window: 2 * time.Second, Now: clock.now, Tick: time.Millisecond})
+			slow, t0 := w.BeginAt()
+			clock.add(100 * time.Millisecond)
+			f1, t1 := w.BeginAt()
+			f2, t2 := w.BeginAt()
+			if !t0.Before(t1) || t2.Before(t1) {
+				t.Errorf("begin times %v %v %v go back", t0, t1, t2)
+			}
+			w.Done(f1, []byte("fast1\n"))
+			w.Done(f2, []byte("fast2\n"))
+			clock.add(tt.slowFor - 100*time.Millisecond)
+			later := w.Begin()
+			w.Done(later, []byte("later\n"))
+			if tt.outOfOrder > 0 { // the writer sees the window pass (a Done or its tick), then the slow one ends
+				deadline := time.Now().Add(5 * time.Second)
+				for !strings.Contains(out.String(), "later") && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			w.Done(slow, []byte("slow\n"))
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := out.String(); got != tt.want || w.OutOfOrder() != tt.outOfOrder {
+				t.Errorf("wrote %q, %d out of order; want %q, %d", got, w.OutOfOrder(), tt.want, tt.outOfOrder)
+			}
+		})
 	}
 }

@@ -59,5 +59,8 @@ func ExportK6(stderr io.Writer, out, in string, strict bool, write func(script, 
 		return err
 	}
 	summary := fmt.Sprintf("wrote %s and %s: %d iterations, %d requests%s", out, dataPath, st.Iterations, st.Requests, st.GRPCSkipped())
+	if st.Env != "" {
+		summary += "; the script reads " + st.Env + " from the environment (k6 run -e NAME=...)"
+	}
 	return Finish(stderr, summary, sk, strict, data, script)
 }

@@ -47,7 +47,7 @@ func TestK6Golden(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var script, data bytes.Buffer
-			st, err := K6(&script, &data, "./load.data.json", open(t), "http://127.0.0.1:8080", "traffic.jsonl", tt.load, func(int, string) { t.Error("skipped") })
+			st, err := K6(&script, &data, "./load.data.json", open(t), K6Options{Target: "http://127.0.0.1:8080", Source: "traffic.jsonl", Load: tt.load}, func(int, string) { t.Error("skipped") })
 			if err != nil || st.Iterations != 2 || st.Requests != 3 {
 				t.Fatalf("%+v, %v", st, err)
 			}
@@ -78,8 +78,8 @@ func TestSkipsWithoutHost(t *testing.T) {
 func TestK6Session(t *testing.T) {
 	var script, data bytes.Buffer
 	var skipped []string
-	st, err := K6(&script, &data, "./load.data.json", openFile(t, "session.jsonl"), "http://127.0.0.1:8080", "session.jsonl",
-		K6Load{VUs: 2, Duration: time.Minute, Think: true, Speed: 2}, func(line int, why string) { skipped = append(skipped, fmt.Sprintf("%d: %s", line, why)) })
+	st, err := K6(&script, &data, "./load.data.json", openFile(t, "session.jsonl"), K6Options{Target: "http://127.0.0.1:8080", Source: "session.jsonl",
+		Load: K6Load{VUs: 2, Duration: time.Minute, Think: true, Speed: 2}}, func(line int, why string) { skipped = append(skipped, fmt.Sprintf("%d: %s", line, why)) })
 	if err != nil || st != (Stats{Iterations: 1, Requests: 3, GRPC: 1}) {
 		t.Fatalf("%+v, %v", st, err)
 	}

@@ -19,11 +19,20 @@ import (
 // JSON, with the ignored paths removed first (timestamps, IDs), else byte
 // for byte — and the headers named (--compare-header). It is a result.Observer; counting is atomic and a mismatch
 // takes a lock only to keep its example.
+//
+// With Learned, the recorded body and headers are first mapped as the
+// run changed the recording: the values a correlation learned and the
+// fresh values made in the session replaced, so that a correlated replay
+// that did what it should matches.
 type Comparer struct {
 	endpoints []string
 	body      bool
 	ignore    [][]string
 	headers   []string // compared by name, when recorded
+	// Learned, when set, maps the recorded answer before it is compared
+	// (transform.Chain, the run's). It is observed before the Comparer, so
+	// that the answer that taught a value is compared with it mapped.
+	Learned Learned
 
 	compared, matched, unrecorded atomic.Int64
 	grpc                          atomic.Int64 // gRPC answers compared
@@ -34,6 +43,13 @@ type Comparer struct {
 }
 
 type endpointMatch struct{ compared, matched atomic.Int64 }
+
+// Learned maps recorded bytes as a run's session changed the recording
+// (transform.Chain.MapLearned): ok is false when nothing applied. The
+// bytes it returns are VU vu's, valid until its next call on vu.
+type Learned interface {
+	MapLearned(vu int, recorded []byte) (mapped []byte, ok bool)
+}
 
 var _ result.Observer = (*Comparer)(nil)
 
@@ -51,7 +67,7 @@ func NewComparer(endpoints []string, body bool, ignore, headers []string) *Compa
 }
 
 // Observe implements result.Observer.
-func (c *Comparer) Observe(_ int, p *rrpair.Pair, a result.Answer) {
+func (c *Comparer) Observe(vu int, p *rrpair.Pair, a result.Answer) {
 	if p.Res.Status == 0 {
 		c.unrecorded.Add(1) // nothing recorded to compare with
 		return
@@ -73,17 +89,19 @@ func (c *Comparer) Observe(_ int, p *rrpair.Pair, a result.Answer) {
 		return
 	case isGRPC && !c.sameGRPCStatus(p, a):
 		return
-	case c.body && !c.sameBody(result.RecordedBody(&p.Res), a.Body()):
-		c.mismatch(p, "body", clipBody(result.RecordedBody(&p.Res)), clipBody(a.Body()))
-		return
+	case c.body:
+		if rec := c.mapped(vu, result.RecordedBody(&p.Res)); !c.sameBody(rec, a.Body()) {
+			c.mismatch(p, "body", clipBody(rec), clipBody(a.Body()))
+			return
+		}
 	}
 	for _, name := range c.headers {
 		recorded, ok := recordedHeader(p, name)
 		if !ok {
 			continue
 		}
-		if got := a.Header(name); string(got) != recorded {
-			c.mismatch(p, "header "+name, recorded, string(got))
+		if rec := c.mapped(vu, recorded); !bytes.Equal(a.Header(name), rec) {
+			c.mismatch(p, "header "+name, string(rec), string(a.Header(name)))
 			return
 		}
 	}
@@ -109,14 +127,25 @@ func (c *Comparer) sameGRPCStatus(p *rrpair.Pair, a result.Answer) bool {
 	return false
 }
 
-// recordedHeader is the first recorded value of the response header name.
-func recordedHeader(p *rrpair.Pair, name string) (string, bool) {
-	for _, h := range p.Res.Headers {
-		if strings.EqualFold(string(h.Name), name) {
-			return string(h.Value), true
+// mapped is recorded as the run changed the recording on VU vu
+// (Learned), or as it is.
+func (c *Comparer) mapped(vu int, recorded []byte) []byte {
+	if c.Learned != nil {
+		if m, ok := c.Learned.MapLearned(vu, recorded); ok {
+			return m
 		}
 	}
-	return "", false
+	return recorded
+}
+
+// recordedHeader is the first recorded value of the response header name.
+func recordedHeader(p *rrpair.Pair, name string) ([]byte, bool) {
+	for _, h := range p.Res.Headers {
+		if strings.EqualFold(string(h.Name), name) {
+			return h.Value, true
+		}
+	}
+	return nil, false
 }
 
 // sameBody compares two bodies: as JSON values with the ignored paths

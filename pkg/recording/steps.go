@@ -28,6 +28,7 @@ type stepFold struct {
 	requests, succeeded, failed, answered int64
 	errors                                [result.NumErrorKinds]int64
 	status                                map[uint16]int64
+	grpc                                  map[uint8]int64 // nil until its first gRPC answer
 	latency, service                      *hdrhistogram.Histogram
 }
 
@@ -57,7 +58,7 @@ func (r *Recorder) Start(t time.Time) { r.f.base.Store(t.UnixNano()) }
 func (f *fold) stepOf(due int64) int { return f.plan.StepOf(time.Duration(due - f.base.Load())) }
 
 // addStep folds r into its step. It allocates only at a step's first
-// meeting with a status.
+// meeting with a status (or gRPC status).
 func (f *fold) addStep(r *result.Result, kind int, ok bool) {
 	st := &f.steps[f.stepOf(r.Due)]
 	st.requests++
@@ -72,6 +73,12 @@ func (f *fold) addStep(r *result.Result, kind int, ok bool) {
 	}
 	st.answered++
 	st.status[r.Status]++
+	if r.GRPC {
+		if st.grpc == nil {
+			st.grpc = make(map[uint8]int64)
+		}
+		st.grpc[r.GRPCStatus]++
+	}
 	hist.RecordNanos(st.latency, r.End-r.Due)
 	hist.RecordNanos(st.service, r.End-r.Sent)
 }
@@ -110,6 +117,7 @@ func (f *fold) stepSummaries(plan []StepPlan, stopped time.Duration) []report.St
 			for code, n := range sf.status {
 				st.Status[strconv.Itoa(int(code))] = n
 			}
+			st.GRPCStatus = grpcCounts(sf.grpc)
 		}
 		st.SetRates()
 		out[i] = st

@@ -207,3 +207,34 @@ func TestFoldStepsDoNotAllocate(t *testing.T) {
 		t.Errorf("got %v allocs per fold with steps, want 0", allocs)
 	}
 }
+
+// TestStepGRPCStatus: a step counts its gRPC answers by status name, so
+// that "step 2: grpc.OK>99%" measures that step's calls; the steps of
+// shards merge them.
+func TestStepGRPCStatus(t *testing.T) {
+	at := func(ms int, code uint8) result.Result {
+		due := t0.Add(time.Duration(ms) * time.Millisecond).UnixNano()
+		return result.Result{Due: due, Sent: due, End: due + int64(time.Millisecond), Status: 200, GRPC: true, GRPCStatus: code}
+	}
+	rs := []result.Result{at(10, result.GRPCOK), at(400, result.GRPCOK), at(450, result.GRPCUnavailable), at(700, result.GRPCOK)}
+	rs = append(rs, result.Result{Due: t0.Add(500 * time.Millisecond).UnixNano(), Err: result.ErrTimeout})
+	s := recordSteps(rs).Summary(Meta{Run: result.Counters{Started: t0}, Model: "rate", Steps: stepPlanTest})
+	if g := s.Steps[1].GRPCStatus; g["OK"] != 1 || g["UNAVAILABLE"] != 1 || len(g) != 2 {
+		t.Fatalf("step 2: grpc_status %v, want OK 1, UNAVAILABLE 1", g)
+	}
+	th, err := report.ParseThreshold("each step: grpc.OK>99%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	report.Evaluate(s, []report.Threshold{th})
+	if r := s.Thresholds; len(r) != 3 || !r[0].Pass || r[1].Pass || r[1].Measured != 100.0/3 || !r[2].Pass {
+		t.Errorf("each step: %+v; want step 2 failing at 1 OK of 2 answers and 1 timeout", r)
+	}
+	m, err := report.Merge([]*report.Summary{s, s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := m.Steps[1].GRPCStatus; g["OK"] != 2 || g["UNAVAILABLE"] != 2 {
+		t.Errorf("merged step 2: grpc_status %v, want OK 2, UNAVAILABLE 2", g)
+	}
+}

@@ -3,9 +3,11 @@ package report
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/replay-dev/replay/pkg/e2e"
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // metrics is the table of threshold metrics: what ParseThreshold accepts,
@@ -28,6 +30,8 @@ var metrics = []metric{
 		measure: number(func(v *view) float64 { return float64(v.dropped) })},
 	{name: "late", unit: "requests", scopes: onRun | onStep, grows: func(c counts) int64 { return c.late },
 		measure: number(func(v *view) float64 { return float64(v.late) })},
+	{name: "status", arg: &statusArg, percent: share, unit: "requests", scopes: onRun | onEndpoint | onStep, measure: statusShare},
+	{name: "grpc", arg: &grpcArg, percent: share, unit: "calls", scopes: onRun | onEndpoint | onStep, measure: grpcShare},
 	{name: "match", percent: percentage, unit: "%", scopes: onRun | onEndpoint, measure: matched},
 	{name: "pending", percent: share, unit: "events", scopes: onRun,
 		measure: overStages(func(st *e2e.Stage, q query) float64 { return shareOr(q, st.PendingPct, st.Pending) }, byWorst)},
@@ -50,6 +54,9 @@ type metric struct {
 	// label and example are how the error messages name a latency
 	// metric: as a kind ("e2e latency") and as written ("e2e.p99").
 	label, example string
+	// arg, for a metric written with what it counts after a dot
+	// (status.202, status.5xx, grpc.OK), reads that; nil for any other.
+	arg *argument
 	// percent says whether it takes %.
 	percent percent
 	// unit is what it is measured in; a share (errors<1%) is in %.
@@ -62,6 +69,38 @@ type metric struct {
 	// measure measures it on a view; see measureFunc.
 	measure measureFunc
 }
+
+// argument is what a metric written NAME.ARG takes after the dot.
+type argument struct {
+	// placeholder names it in messages: "status.CODE".
+	placeholder string
+	// want says what it takes, for the error of one it cannot read.
+	want string
+	// read checks one as written and returns it as measured ("5XX" is
+	// "5xx"); false when it is not one.
+	read func(string) (string, bool)
+}
+
+// statusArg is an HTTP status (202) or a class of them (5xx).
+var statusArg = argument{placeholder: "CODE", want: "an HTTP status from 100 to 599 (status.202) or a class from 1xx to 5xx (status.5xx)",
+	read: func(s string) (string, bool) {
+		if len(s) != 3 || s[0] < '1' || s[0] > '5' {
+			return "", false
+		}
+		if strings.EqualFold(s[1:], "xx") {
+			return s[:1] + "xx", true
+		}
+		n, err := strconv.Atoi(s)
+		return s, err == nil && n >= 100 && n <= 599
+	}}
+
+// grpcArg is a gRPC status by the name gRPC gives it (OK, UNAVAILABLE).
+var grpcArg = argument{placeholder: "NAME", want: "a gRPC status name (grpc.OK, grpc.UNAVAILABLE, grpc.DEADLINE_EXCEEDED, ...)",
+	read: func(s string) (string, bool) {
+		s = strings.ToUpper(s)
+		_, ok := result.GRPCCode(s)
+		return s, ok
+	}}
 
 // percent is whether a metric takes %.
 type percent uint8
@@ -88,11 +127,12 @@ type counts struct{ failed, dropped, late int64 }
 
 // query is what a threshold asks a metric beside its view: the statistic
 // of a latency metric, the e2e stage named (or "": every stage; only a
-// metric that takes a stage is given one), and whether a metric that
-// takes % is asked as a share.
+// metric that takes a stage is given one), what a metric written with an
+// argument counts (Threshold.Arg: "202", "5xx", "OK"), and whether a
+// metric that takes % is asked as a share.
 type query struct {
-	stat, stage string
-	share       bool
+	stat, stage, arg string
+	share            bool
 }
 
 // measureFunc measures a metric on v. missing is "" when it could; else
@@ -112,13 +152,17 @@ type view struct {
 	e2e                        *e2e.Summary
 	compared                   bool    // the run was compared with the recorded responses (--compare)
 	match                      float64 // then: the share that matched, %
+	// status counts the answers by HTTP status, grpc the gRPC answers by
+	// status name (the summary's "status" and "grpc_status").
+	status, grpc map[string]int64
 }
 
 // runView is the run of s, or with endpoint its share: that endpoint's
 // requests, latency and comparison (all zero when it had none).
 func runView(s *Summary, endpoint string) *view {
 	v := &view{requests: s.Requests, failed: s.Failed, answered: s.Answered, latency: s.Latency, service: s.Service,
-		rps: s.RPS, throughput: s.Throughput, iterationRate: s.IterationRate, dropped: s.Dropped, late: s.Late, e2e: s.E2E}
+		rps: s.RPS, throughput: s.Throughput, iterationRate: s.IterationRate, dropped: s.Dropped, late: s.Late, e2e: s.E2E,
+		status: s.Status, grpc: s.GRPCStatus}
 	if s.Compare != nil {
 		v.compared, v.match = true, s.Compare.MatchPct
 	}
@@ -126,9 +170,11 @@ func runView(s *Summary, endpoint string) *view {
 		return v
 	}
 	v.latency, v.requests, v.failed, v.answered = Latency{}, 0, 0, 0 // an endpoint without requests
+	v.status, v.grpc = nil, nil
 	for _, e := range s.Endpoints {
 		if e.Name == endpoint {
 			v.latency, v.requests, v.failed, v.answered = e.Latency, e.Requests, e.Failed, e.Answered
+			v.status, v.grpc = e.Status, e.GRPCStatus
 		}
 	}
 	if s.Compare != nil {
@@ -147,7 +193,7 @@ func runView(s *Summary, endpoint string) *view {
 // end-to-end latency by stage.
 func stepView(st *Step) *view {
 	v := &view{requests: st.Requests, failed: st.Failed, answered: st.Answered, latency: st.Latency, service: st.Service,
-		rps: st.RPS, iterationRate: st.IterationRate, dropped: st.Dropped, late: st.Late}
+		rps: st.RPS, iterationRate: st.IterationRate, dropped: st.Dropped, late: st.Late, status: st.Status, grpc: st.GRPCStatus}
 	if st.DurationS > 0 {
 		v.throughput = float64(st.Succeeded) / st.DurationS
 	}
@@ -183,7 +229,7 @@ func measure(v *view, t Threshold) (float64, string) {
 	if m == nil {
 		return math.NaN(), ""
 	}
-	q := query{stat: stat, share: asShare}
+	q := query{stat: stat, arg: t.Arg, share: asShare}
 	if m.scopes&onStage != 0 {
 		q.stage = t.Stage
 	}
@@ -247,6 +293,48 @@ func failed(v *view, q query) (float64, string) {
 		return 0, ""
 	}
 	return 100 * float64(v.failed) / float64(v.requests), ""
+}
+
+// statusShare measures the answers with the status or class q.arg
+// ("202", "5xx"): their count, or their share of all the requests, so that
+// a request that failed without an answer counts against status.202>99%
+// as a 503 does. Without a request there is nothing to measure.
+func statusShare(v *view, q query) (float64, string) {
+	var n int64
+	for code, c := range v.status {
+		if code == q.arg || strings.HasSuffix(q.arg, "xx") && len(code) == 3 && code[0] == q.arg[0] {
+			n += c
+		}
+	}
+	switch {
+	case !q.share:
+		return float64(n), ""
+	case v.requests == 0:
+		return math.NaN(), "% (no request was sent)"
+	}
+	return 100 * float64(n) / float64(v.requests), ""
+}
+
+// grpcShare measures the gRPC answers with the status named q.arg ("OK"):
+// their count, or their share of the gRPC answers and of the requests
+// that failed without an answer (which gRPC call failed is not known
+// there: each counts against grpc.OK>99%, as it would against
+// status.200>99%). Without a gRPC answer there is nothing to measure.
+func grpcShare(v *view, q query) (float64, string) {
+	var n, calls int64
+	for name, c := range v.grpc {
+		calls += c
+		if name == q.arg {
+			n += c
+		}
+	}
+	switch {
+	case calls == 0:
+		return math.NaN(), "(no gRPC call was answered)"
+	case !q.share:
+		return float64(n), ""
+	}
+	return 100 * float64(n) / float64(calls+v.requests-v.answered), ""
 }
 
 // matched measures the share of responses that matched the recorded ones.
@@ -333,9 +421,9 @@ func listed(sc scope, shares bool) []string {
 		case m.stat:
 			names = append(names, m.label)
 		case shares && m.percent == share:
-			names = append(names, m.name+"%")
+			names = append(names, m.written()+"%")
 		default:
-			names = append(names, m.name)
+			names = append(names, m.written())
 		}
 	}
 	return names
@@ -350,10 +438,19 @@ func unknownMetricText() string {
 		if m.stat {
 			examples = append(examples, m.example)
 		} else {
-			names = append(names, m.name)
+			names = append(names, m.written())
 		}
 	}
 	return "a latency statistic (" + strings.Join(examples, ", ") + ", ...), " + orList(names, "or")
+}
+
+// written is how a metric that is not a latency is written in messages:
+// its name, with the placeholder of its argument ("status.CODE").
+func (m *metric) written() string {
+	if m.arg != nil {
+		return m.name + "." + m.arg.placeholder
+	}
+	return m.name
 }
 
 // orList joins names with commas, and the last with the word: "a, b or c".

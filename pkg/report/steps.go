@@ -49,7 +49,10 @@ type Step struct {
 	Service   Latency `json:"service_ms"` // answered, from the first byte sent
 
 	Status map[string]int64 `json:"status"` // answers by HTTP status
-	Errors map[string]int64 `json:"errors"` // requests without an answer, by kind
+	// GRPCStatus counts its gRPC answers by grpc-status name; absent
+	// when there were none.
+	GRPCStatus map[string]int64 `json:"grpc_status,omitempty"`
+	Errors     map[string]int64 `json:"errors"` // requests without an answer, by kind
 	// E2E is the end-to-end latency per e2e stage of the events sent in
 	// this step (run with sinks).
 	E2E []StepE2E `json:"e2e,omitempty"`
@@ -164,6 +167,7 @@ func mergeSteps(ss []*Summary) ([]Step, error) {
 			o.Answered += st.Answered
 			addCounts(o.Status, st.Status)
 			addCounts(o.Errors, st.Errors)
+			o.GRPCStatus = addOptCounts(o.GRPCStatus, st.GRPCStatus)
 			what := fmt.Sprintf("step %d", j+1)
 			if err := mergeHistogram(lat[j], st.Histogram, i, what); err != nil {
 				return nil, err

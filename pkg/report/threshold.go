@@ -16,14 +16,18 @@ import (
 //	rps>1000               answered requests per second of wall time; also throughput (succeeded), iteration_rate
 //	dropped<=0             iterations an arrival rate dropped; also late (requests)
 //	match>99%              responses matching the recorded ones (--compare)
-//	POST /events: p95<50ms the same for one endpoint (latency and errors)
+//	status.202>99%         answers with this HTTP status (or class: status.5xx<0.1%) as a share of
+//	                       all requests (a request without an answer counts against it), or a count
+//	grpc.OK>99%            gRPC answers with this status name, as a share of the gRPC answers and the
+//	                       requests without an answer, or a count
+//	POST /events: p95<50ms the same for one endpoint (latency, errors, status, grpc, match)
 //	e2e.p99<2s             end-to-end latency (send → seen by a sink), the worst stage
 //	e2e.settled.p99<2s     the same for one stage
 //	pending<1%             events accepted but not seen by the end of the drain, worst stage, as a share of accepted (or a count)
 //	lost<0.1%              events proven lost, worst stage (or a count): only with sinks that prove loss
 //	duplicates<1           events seen more than once, all stages
 //	step 3: p99<200ms      the same for one step of --stages (from 1): latency, service,
-//	                       errors, rps, throughput, iteration_rate, dropped, late, e2e latency
+//	                       errors, rps, throughput, iteration_rate, dropped, late, status, grpc, e2e latency
 //	each step: errors<1%   the same for every step: one result per step
 //
 // The metrics, with the scopes each takes, its unit, whether it takes %
@@ -38,7 +42,8 @@ type Threshold struct {
 	Endpoint string // "" for the whole run
 	Stage    string // e2e latency (e2e.STAGE.p99): "" for the worst stage; pending, lost and duplicates have none
 	Step     int    // a step of --stages, from 1; EachStep for every step; 0 for the whole run
-	Metric   string // "latency p99", "service max", "errors%", "errors", "rps", ...
+	Metric   string // "latency p99", "service max", "errors%", "errors", "rps", "status%", ...
+	Arg      string // what status.CODE and grpc.NAME count: "202", "5xx", "OK"; "" for the others
 	Op       string // <, <=, >, >=
 	Value    float64
 }
@@ -168,10 +173,21 @@ func (t *Threshold) parseMetric(s, name string) (*metric, error) {
 	if stat == "" && slices.Contains(latencyStats, kind) { // p99 alone
 		kind, stat = "latency", kind
 	}
+	kind, arg, dotted := strings.Cut(kind, ".")
 	for i := range metrics {
 		m := &metrics[i]
-		if m.name != kind || m.stat != (stat != "") {
+		if m.name != kind || m.stat != (stat != "") || dotted && m.arg == nil {
 			continue
+		}
+		if m.arg != nil {
+			v, ok := m.arg.read(arg)
+			switch {
+			case !dotted:
+				return nil, fmt.Errorf("threshold %q: %s: want %s, %s %s", s, kind, m.written(), m.arg.placeholder, m.arg.want)
+			case !ok:
+				return nil, fmt.Errorf("threshold %q: %s.%s: want %s", s, kind, arg, m.arg.want)
+			}
+			t.Arg = v
 		}
 		if m.stat && !slices.Contains(latencyStats, stat) {
 			return nil, fmt.Errorf("threshold %q: unknown statistic %q, want one of %s", s, stat, strings.Join(latencyStats, " "))

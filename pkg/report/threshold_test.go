@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/xml"
+	"math"
 	"strings"
 	"testing"
 
@@ -169,9 +170,9 @@ func TestE2EThresholds(t *testing.T) {
 // metrics takes, word for word: they are built from the table.
 func TestThresholdMessages(t *testing.T) {
 	for _, tt := range []struct{ expr, want string }{
-		{"cpu<50%", `threshold "cpu<50%": unknown metric "cpu", want a latency statistic (p99, service p95, e2e.p99, ...), errors, rps, throughput, iteration_rate, dropped, late, match, pending, lost or duplicates`},
-		{"step 2: match>99%", `threshold "step 2: match>99%": per step, only latency, service, e2e latency, errors%, rps, throughput, iteration_rate, dropped, late are known`},
-		{"POST /events: rps>5", `threshold "POST /events: rps>5": per endpoint, only latency, errors and match are known`},
+		{"cpu<50%", `threshold "cpu<50%": unknown metric "cpu", want a latency statistic (p99, service p95, e2e.p99, ...), errors, rps, throughput, iteration_rate, dropped, late, status.CODE, grpc.NAME, match, pending, lost or duplicates`},
+		{"step 2: match>99%", `threshold "step 2: match>99%": per step, only latency, service, e2e latency, errors%, rps, throughput, iteration_rate, dropped, late, status.CODE%, grpc.NAME% are known`},
+		{"POST /events: rps>5", `threshold "POST /events: rps>5": per endpoint, only latency, errors, status.CODE, grpc.NAME and match are known`},
 		{"latency p97<5ms", `threshold "latency p97<5ms": unknown statistic "p97", want one of min mean p50 p90 p95 p99 p999 max`},
 		{"rps>5%", `threshold "rps>5%": want a number after >, got "5%"`},
 	} {
@@ -209,6 +210,130 @@ func TestHopeless(t *testing.T) {
 		}
 		if got := th.Hopeless(tt.failed, tt.dropped, tt.late); got != tt.want {
 			t.Errorf("%s with %d failed, %d dropped, %d late: hopeless %v, want %v", tt.expr, tt.failed, tt.dropped, tt.late, got, tt.want)
+		}
+	}
+}
+
+// TestStatusThresholds: status.CODE and status.Nxx measure answers as a
+// share of all the requests (one that failed without an answer counts
+// against status.202>99%), or as a count; grpc.NAME the gRPC answers by
+// status name; for the run, an endpoint, a step or every step.
+func TestStatusThresholds(t *testing.T) {
+	s := rateSummary() // 1200 requests: 202 ×1100, 200 ×94, 500 ×4, 2 without an answer
+	s.Steps = []Step{
+		{Step: 1, Requests: 100, Answered: 100, Status: map[string]int64{"202": 100}},
+		{Step: 2, Requests: 100, Answered: 98, Status: map[string]int64{"202": 90, "503": 8}, Errors: map[string]int64{"timeout": 2}},
+	}
+	checkMeasured(t, s, []measuredCase{
+		{"status.202>91%", 1100.0 / 1200 * 100, true},
+		{"status.202>92%", 1100.0 / 1200 * 100, false},
+		{"status.202>=1100", 1100, true},
+		{"status.2xx>99.8%", 1194.0 / 1200 * 100, false}, // the two without an answer count against it
+		{"status.2xx>99.4%", 1194.0 / 1200 * 100, true},
+		{"status.5xx<0.1%", 4.0 / 1200 * 100, false},
+		{"status.5XX<0.5%", 4.0 / 1200 * 100, true},
+		{"status.5xx<=4", 4, true},
+		{"status.404<1", 0, true},
+		{"POST /events: status.202>99%", 100, true},
+		{"GET /users/{id}/orders: status.200>99%", 94.0 / 98 * 100, false},
+		{"GET /users/{id}/orders: status.5xx<5%", 4.0 / 98 * 100, true},
+		{"other: status.2xx>0%", 0, false}, // two requests, neither answered
+		{"step 1: status.202>99%", 100, true},
+		{"step 2: status.202>99%", 90, false},
+		{"step 2: status.5xx<10%", 8, true},
+	})
+	each, _ := ParseThreshold("each step: status.202>95%")
+	if Evaluate(s, []Threshold{each}) || len(s.Thresholds) != 2 || !s.Thresholds[0].Pass || s.Thresholds[1].Pass || s.Thresholds[1].Name() != "each step: status.202>95% (step 2)" {
+		t.Errorf("each step: %+v", s.Thresholds)
+	}
+
+	g := recorded(t, "grpc") // 23 requests, 4 without an answer; 14 gRPC answers, 10 OK, all of POST /events
+	checkMeasured(t, g, []measuredCase{
+		{"grpc.OK>99%", 10.0 / 18 * 100, false},
+		{"grpc.OK>55%", 10.0 / 18 * 100, true},
+		{"grpc.ok>=10", 10, true},
+		{"grpc.NOT_FOUND<=2", 2, true},
+		{"POST /events: grpc.OK>70%", 10.0 / 14 * 100, true},
+		{"POST /events: grpc.UNAVAILABLE<5%", 1.0 / 14 * 100, false},
+	})
+	// Nothing to measure fails, saying why: no gRPC answer, no request.
+	for _, tt := range []struct {
+		s          *Summary
+		expr, unit string
+	}{
+		{rateSummary(), "grpc.OK>99%", "(no gRPC call was answered)"},
+		{rateSummary(), "status.5xx<1%", ""},
+		{recorded(t, "empty"), "status.5xx<1%", "% (no request was sent)"},
+		{recorded(t, "empty"), "status.200>99%", "% (no request was sent)"},
+	} {
+		th, _ := ParseThreshold(tt.expr)
+		Evaluate(tt.s, []Threshold{th})
+		if r := tt.s.Thresholds[0]; tt.unit != "" && (r.Pass || r.Unit != tt.unit) {
+			t.Errorf("%s: %+v, want a failure saying %q", tt.expr, r, tt.unit)
+		}
+	}
+	for _, tt := range []struct{ expr, want string }{
+		{"status.600>1%", `status.600: want an HTTP status from 100 to 599 (status.202) or a class from 1xx to 5xx (status.5xx)`},
+		{"status.6xx<1%", `status.6xx: want an HTTP status`},
+		{"status.20>1%", `status.20: want an HTTP status`},
+		{"status>99%", `status: want status.CODE, CODE an HTTP status from 100 to 599`},
+		{"grpc.FINE>99%", `grpc.FINE: want a gRPC status name (grpc.OK, grpc.UNAVAILABLE`},
+		{"errors.5xx<1%", `unknown metric "errors.5xx"`},
+	} {
+		if _, err := ParseThreshold(tt.expr); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: got %v, want an error with %q", tt.expr, err, tt.want)
+		}
+	}
+}
+
+// measuredCase is a threshold, what it measures and whether it passes.
+type measuredCase struct {
+	expr     string
+	measured float64
+	pass     bool
+}
+
+// checkMeasured evaluates each case's threshold alone on s.
+func checkMeasured(t *testing.T, s *Summary, cases []measuredCase) {
+	t.Helper()
+	for _, tt := range cases {
+		th, err := ParseThreshold(tt.expr)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.expr, err)
+		}
+		pass := Evaluate(s, []Threshold{th})
+		r := s.Thresholds[0]
+		if pass != tt.pass || math.Abs(r.Measured-tt.measured) > 1e-9 {
+			t.Errorf("%s: measured %v %s, pass %v; want %v, pass %v", tt.expr, r.Measured, r.Unit, pass, tt.measured, tt.pass)
+		}
+	}
+}
+
+// TestStatusThresholdsRendered: a status threshold shows in the text, the
+// JSON, the HTML and the JUnit reports as every threshold does.
+func TestStatusThresholdsRendered(t *testing.T) {
+	s := rateSummary()
+	if err := Judge(s, []string{"POST /events: status.202>99%", "status.5xx<0.1%"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name   string
+		render Renderer
+		want   []string
+	}{
+		{"text", WriteText, []string{"pass  POST /events: status.202>99%   measured 100.000 %", "FAIL  status.5xx<0.1%", "measured 0.333 %"}},
+		{"json", WriteJSON, []string{`"threshold": "POST /events: status.202\u003e99%"`, `"threshold": "status.5xx\u003c0.1%",`, `"measured": 0.3333333333333333,`}},
+		{"html", WriteHTML, []string{"<td>POST /events: status.202&gt;99%</td><td>100.00 %</td><td class=\"pass\">pass</td>", "<td>status.5xx&lt;0.1%</td><td>0.33 %</td><td class=\"fail\">FAIL</td>"}},
+		{"junit", WriteJUnit, []string{`<testcase name="POST /events: status.202&gt;99%" classname="replay"></testcase>`, `<testcase name="status.5xx&lt;0.1%" classname="replay">`, `<failure message="measured 0.3333333333333333 %"></failure>`}},
+	} {
+		var buf bytes.Buffer
+		if err := tt.render(&buf, s); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(buf.String(), w) {
+				t.Errorf("%s: no %q in\n%s", tt.name, w, buf.String())
+			}
 		}
 	}
 }

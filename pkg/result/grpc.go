@@ -29,6 +29,17 @@ func GRPCCodeName(c uint8) string {
 	return strconv.Itoa(int(c))
 }
 
+// GRPCCode is the gRPC status code of name, as gRPC spells it ("OK",
+// "UNAVAILABLE"); false for a name gRPC does not have.
+func GRPCCode(name string) (uint8, bool) {
+	for c, n := range grpcCodeNames {
+		if n == name {
+			return uint8(c), true
+		}
+	}
+	return 0, false
+}
+
 // GRPCStatusFromHTTP maps the HTTP status of an answer that carries no
 // grpc-status (a proxy's 503) to a gRPC code, with gRPC's own table
 // (doc/http-grpc-status-mapping.md, as grpc-go applies it): 400 INTERNAL,

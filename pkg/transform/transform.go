@@ -83,6 +83,7 @@ type vuState struct {
 	stamp     vuStamp
 	topKey    topKey
 	fresh     vuFresh
+	cmp       cmpState // MapLearned's
 	call      call     // the request going through the chain
 	_         [64]byte // keep VUs off each other's cache lines
 }
