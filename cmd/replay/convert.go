@@ -58,8 +58,7 @@ without --think recorded. gRPC pairs are skipped and counted.`,
 			if err != nil {
 				return err
 			}
-			k6Load, err := export.K6LoadOf(typed, cmd.Flags().Changed)
-			if err != nil {
+			if _, err := export.K6LoadOf(typed, cmd.Flags().Changed); err != nil { // before the file is read
 				return err
 			}
 			f, err := openFile(args, load.Target)
@@ -67,6 +66,8 @@ without --think recorded. gRPC pairs are skipped and counted.`,
 				return err
 			}
 			defer f.Close()
+			// A rate in requests a second becomes k6's iterations by the requests an iteration holds.
+			k6Load, _ := export.K6LoadOf(typed.InIterations(f.PerIteration()), cmd.Flags().Changed)
 			return convert.ExportK6(std.err, out, file, strict, func(script, data io.Writer, dataRef string, sk *convert.SkipLog) (export.Stats, error) {
 				return export.K6(script, data, dataRef, f, load.Target, filepath.Base(file), k6Load, sk.Add)
 			})

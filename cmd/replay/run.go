@@ -162,7 +162,7 @@ func serveMetrics(addr string, src run.LiveSources, log zerolog.Logger) (*metric
 // step and target rate.
 func metricSources(src run.LiveSources, target func() (int, float64, bool)) metrics.Sources {
 	return metrics.Sources{Recorder: src.Recorder, Buckets: src.Buckets, VUs: src.VUs, Dropped: src.Dropped, Late: src.Late,
-		Target: target, Events: src.Events}
+		Target: target, PerIteration: src.PerIteration, Events: src.Events}
 }
 
 // stopMetrics closes the metrics server, after linger.
@@ -187,6 +187,7 @@ func (f *runFlags) startProgress(ctx context.Context, w io.Writer, src run.LiveS
 	if every <= 0 {
 		every = map[bool]time.Duration{true: time.Second, false: 5 * time.Second}[tty]
 	}
-	ps := progress.Sources{Live: src.Recorder.Live, VUs: src.VUs, Open: src.Model == "rate" || src.Model == "recorded", Dropped: src.Dropped, Target: src.Target}
+	ps := progress.Sources{Live: src.Recorder.Live, VUs: src.VUs, Open: src.Model == "rate" || src.Model == "recorded", Dropped: src.Dropped, Target: src.Target,
+		PerIteration: src.PerIteration}
 	return progress.Start(ctx, tty, w, every, src.Planned, ps, log)
 }
