@@ -61,8 +61,7 @@ is refused, not dropped: --pace recorded, --late-after, --precise-pacing,
 			if err != nil {
 				return err
 			}
-			k6Load, err := export.K6LoadOf(typed, cmd.Flags().Changed)
-			if err != nil {
+			if _, err := export.K6LoadOf(typed, cmd.Flags().Changed); err != nil { // before the file is read
 				return err
 			}
 			f, err := openFile(args, load.Target)
@@ -74,6 +73,8 @@ is refused, not dropped: --pace recorded, --late-after, --precise-pacing,
 			if err != nil {
 				return err
 			}
+			// A rate in requests a second becomes k6's iterations by the requests an iteration holds.
+			k6Load, _ := export.K6LoadOf(typed.InIterations(f.PerIteration()), cmd.Flags().Changed)
 			return convert.ExportK6(std.err, out, file, strict, func(script, data io.Writer, dataRef string, sk *convert.SkipLog) (export.Stats, error) {
 				return export.K6(script, data, dataRef, f, export.K6Options{Target: load.Target, Source: filepath.Base(file), Load: k6Load, Transforms: tr, Checks: checks}, sk.Add)
 			})

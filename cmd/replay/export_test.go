@@ -138,11 +138,11 @@ func TestExportK6Refuses(t *testing.T) {
 	}{
 		{[]string{"--pace", "recorded"}, "--pace recorded: k6 has no executor"},
 		{[]string{"--pace", "recorded", "--speed", "2"}, "--pace recorded"},
-		{[]string{"--speed", "2"}, "--speed: export k6 carries it with --think recorded only"},
-		{[]string{"--late-after", "5ms"}, "--late-after: k6 counts no late requests"},
+		{[]string{"--speed", "2"}, "--speed 2: divides recorded times"},
+		{[]string{"--think", "recorded", "--late-after", "5ms"}, "--late-after: k6 counts no late requests"},
 		{[]string{"--rate", "10/s", "--precise-pacing"}, "--precise-pacing: k6 paces"},
 		{[]string{"--rate", "10/s", "--iterations", "5"}, "--iterations: k6's arrival-rate"},
-		{[]string{"--stages", "10s:5", "--iterations", "5"}, "--iterations: k6's arrival-rate"},
+		{[]string{"--stages", "10s:5", "--iterations", "5"}, "--iterations 5 and --stages"},
 	} {
 		args := append([]string{"export", "k6", "-f", traffic, "-o", script}, tt.args...)
 		r := runMain(t, context.Background(), "", args...)

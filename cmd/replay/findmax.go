@@ -86,15 +86,15 @@ rate fails, 1 for errors. A search cannot be sharded: one process decides every 
 	}
 	addHTTPFlags(fs, &f.Run.HTTP)
 	fs.DurationVar(&f.Run.Grace, "grace", f.Run.Grace, "after each run's stop, how long in-flight requests may finish")
-	fs.StringVar(&f.StartRate, "start-rate", f.StartRate, "the first `RATE` held (iterations per second, or /m)")
+	fs.StringVar(&f.StartRate, "start-rate", f.StartRate, "the first `RATE` held: iterations a second (100/s, or /m), or requests (600req/s)")
 	fs.Float64Var(&f.Search.StepFactor, "step-factor", f.Search.StepFactor, "each ramp step multiplies the rate by this `FACTOR` (such as 1.5 or 2)")
 	fs.DurationVar(&f.Hold, "hold", f.Hold, "how long each rate is held and judged, after its warm-up")
 	fs.DurationVar(&f.Warmup, "warmup", f.Warmup, "how long each rate runs before its hold, not judged (0: none)")
 	fs.Float64Var(&f.Search.Precision, "precision", f.Search.Precision, "bisect until the rate that failed is within this `FRACTION` above the best rate held")
-	fs.StringVar(&f.MaxRate, "max-rate", "", "never hold a `RATE` above this; reaching it reports \"at least\" it")
+	fs.StringVar(&f.MaxRate, "max-rate", "", "never hold a `RATE` above this (in --start-rate's unit); reaching it reports \"at least\" it")
 	fs.DurationVar(&f.Search.Budget, "budget", f.Search.Budget, "start no step that could end past this time from the start, counting each step at its longest (0: no budget); a search cut short reports \"at least\" its best rate")
 	fs.Float64Var(&f.Tolerance, "tolerance", f.Tolerance, "a hold keeps up when it achieves at least (1 − `FRACTION`) of its target rate")
-	fs.Float64Var(&f.SUTCPUs, "sut-cpus", 0, "the SUT's vCPUs: also report the sustainable rate per vCPU")
+	fs.Float64Var(&f.SUTCPUs, "sut-cpus", 0, "the SUT's vCPUs: also report the sustainable rate per vCPU, in iterations and requests")
 	fs.StringArrayVar(&f.Thresholds, "threshold", nil, "a hold passes only if `EXPR` holds, as replay run's: p99<200ms, errors<1%, e2e.p99<2s, 'POST /events: p95<50ms' (repeatable; at least one)")
 	fs.StringVar(&f.out, "out", "", "write the search (steps, curve, result) as JSON to `FILE`")
 	fs.StringVar(&f.html, "html", "", "write the search as one self-contained HTML `FILE`: the achieved rate against latency chart and the steps")
@@ -183,7 +183,7 @@ func writeSearch(files *outfile.Set[*capacity.Result], text io.Writer, quiet boo
 func (f *findMaxFlags) stepProgress(ctx context.Context, w io.Writer, sl capacity.StepLive, log zerolog.Logger) (stop func()) {
 	src := sl.Sources
 	ps := progress.Sources{Live: src.Recorder.Live, VUs: src.VUs, Open: true, Dropped: src.Dropped,
-		Target: func() (int, float64, bool) { return sl.Step, sl.Rate, true }}
+		Target: func() (int, float64, bool) { return sl.Step, sl.Rate, true }, PerIteration: src.PerIteration}
 	return f.progress.Show(ctx, w, isTerminal(w), src.Planned, ps, log.With().Int("step", sl.Step).Str("part", sl.Part).Logger())
 }
 

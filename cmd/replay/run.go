@@ -160,7 +160,7 @@ func serveMetrics(addr string, src run.LiveSources, log zerolog.Logger) (*metric
 // step and target rate.
 func metricSources(src run.LiveSources, target func() (int, float64, bool)) metrics.Sources {
 	return metrics.Sources{Recorder: src.Recorder, Buckets: src.Buckets, VUs: src.VUs, Dropped: src.Dropped, Late: src.Late,
-		Target: target, Events: src.Events}
+		Target: target, PerIteration: src.PerIteration, Events: src.Events}
 }
 
 // stopMetrics closes the metrics server, after linger.
@@ -176,6 +176,7 @@ func stopMetrics(srv *metrics.Server, linger time.Duration) {
 
 // startProgress shows the run while it goes, as --progress says.
 func (f *runFlags) startProgress(ctx context.Context, w io.Writer, src run.LiveSources, log zerolog.Logger) (stop func()) {
-	ps := progress.Sources{Live: src.Recorder.Live, VUs: src.VUs, Open: src.Model == "rate" || src.Model == "recorded", Dropped: src.Dropped, Target: src.Target}
+	ps := progress.Sources{Live: src.Recorder.Live, VUs: src.VUs, Open: src.Model == "rate" || src.Model == "recorded", Dropped: src.Dropped, Target: src.Target,
+		PerIteration: src.PerIteration}
 	return f.progress.Show(ctx, w, isTerminal(w), src.Planned, ps, log)
 }

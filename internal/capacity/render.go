@@ -11,29 +11,50 @@ import (
 	"github.com/replay-dev/replay/pkg/chart"
 )
 
+// rate writes v, iterations a second, in the unit the search was asked
+// in: "400/s", or "2400req/s" for a search in requests.
+func (r *Result) rate(v float64) string {
+	if r.RateUnit == "requests" && r.RequestsPerIteration > 0 {
+		return formatRate(v*r.RequestsPerIteration) + "req/s"
+	}
+	return formatRate(v) + "/s"
+}
+
+// both writes v, iterations a second, in the unit the search was asked in
+// and in the other: "400/s (2400req/s)", "2400req/s (400/s)".
+func (r *Result) both(v float64) string {
+	if r.RequestsPerIteration <= 0 || r.RequestsPerIteration == 1 { // one request an iteration: the same number
+		return r.rate(v)
+	}
+	if r.RateUnit == "requests" {
+		return r.rate(v) + " (" + formatRate(v) + "/s)"
+	}
+	return r.rate(v) + " (" + formatRate(v*r.RequestsPerIteration) + "req/s)"
+}
+
 // Headline says in one line what the search found.
 func (r *Result) Headline() string {
 	switch r.Outcome {
 	case Found:
-		return fmt.Sprintf("sustainable rate %s/s (confirmed; it failed at %s/s, precision %.0f%%)", formatRate(r.Sustainable), formatRate(r.FailedAt), 100*r.Precision)
+		return fmt.Sprintf("sustainable rate %s (confirmed; it failed at %s, precision %.0f%%)", r.both(r.Sustainable), r.rate(r.FailedAt), 100*r.Precision)
 	case StartFailed:
 		if br := r.Broke; br != nil {
-			return fmt.Sprintf("no sustainable rate: even the start rate failed (%s/s: %s)", formatRate(br.Target), br.Reason)
+			return fmt.Sprintf("no sustainable rate: even the start rate failed (%s: %s)", r.rate(br.Target), br.Reason)
 		}
 		return "no sustainable rate: even the start rate failed"
 	case GeneratorLimited:
-		return fmt.Sprintf("generator limit at %s/s: nothing was judged of the SUT", formatRate(r.GeneratorLimitAt))
+		return fmt.Sprintf("generator limit at %s: nothing was judged of the SUT", r.rate(r.GeneratorLimitAt))
 	case Unstable:
 		if u := r.Unsteady; u != nil {
-			return fmt.Sprintf("unstable: step %d held %s/s, step %d failed %s/s; no rate is reported (its capacity flaps: hold longer than its own period, --hold)",
-				u.Passed.N, formatRate(u.Passed.Target), u.Failed.N, formatRate(u.Failed.Target))
+			return fmt.Sprintf("unstable: step %d held %s, step %d failed %s; no rate is reported (its capacity flaps: hold longer than its own period, --hold)",
+				u.Passed.N, r.rate(u.Passed.Target), u.Failed.N, r.rate(u.Failed.Target))
 		}
 		return "unstable: no rate is reported"
 	}
-	s := fmt.Sprintf("sustainable rate at least %s/s", formatRate(r.Sustainable))
+	s := fmt.Sprintf("sustainable rate at least %s", r.both(r.Sustainable))
 	switch {
 	case r.GeneratorLimitAt > 0:
-		s += fmt.Sprintf(" (generator limit at %s/s, not the SUT's)", formatRate(r.GeneratorLimitAt))
+		s += fmt.Sprintf(" (generator limit at %s, not the SUT's)", r.rate(r.GeneratorLimitAt))
 	case r.Stopped == "max rate":
 		s += " (--max-rate reached)"
 	case r.Stopped == "budget":
@@ -42,18 +63,48 @@ func (r *Result) Headline() string {
 		s += " (interrupted)"
 	}
 	if r.FailedAt > 0 {
-		s += fmt.Sprintf("; it failed at %s/s", formatRate(r.FailedAt))
+		s += fmt.Sprintf("; it failed at %s", r.rate(r.FailedAt))
 	}
 	return s
 }
 
 // unsteadyLines are the two holds of an unstable search, as the text
 // report lists them.
-func (u *Unsteady) lines() []string {
+func (r *Result) unsteadyLines() []string {
+	u := r.Unsteady
 	return []string{
-		fmt.Sprintf("step %d (%s, %s/s): pass", u.Passed.N, u.Passed.Phase, formatRate(u.Passed.Target)),
-		fmt.Sprintf("step %d (%s, %s/s): fail: %s", u.Failed.N, u.Failed.Phase, formatRate(u.Failed.Target), u.Failed.Reason),
+		fmt.Sprintf("step %d (%s, %s): pass", u.Passed.N, u.Passed.Phase, r.rate(u.Passed.Target)),
+		fmt.Sprintf("step %d (%s, %s): fail: %s", u.Failed.N, u.Failed.Phase, r.rate(u.Failed.Target), u.Failed.Reason),
 	}
+}
+
+// perVCPU says the sustainable rate per vCPU, in iterations and requests
+// a second: "75/s, 450req/s (--sut-cpus 2)".
+func (r *Result) perVCPU() string {
+	s := formatRate(r.PerVCPU) + "/s"
+	if r.RequestsPerVCPU > 0 {
+		s += ", " + formatRate(r.RequestsPerVCPU) + "req/s"
+	}
+	return fmt.Sprintf("%s (--sut-cpus %g)", s, r.SUTCPUs)
+}
+
+// columns are a step's rates in the text and HTML tables, the unit the
+// search was asked in first: target and achieved in it, then in the
+// other.
+func (r *Result) columns() (head []string, row func(st Step) []string) {
+	it := []string{"target/s", "achieved/s"}
+	rq := []string{"target req/s", "achieved req/s"}
+	itOf := func(st Step) []string { return []string{formatRate(st.Target), formatRate(st.Achieved)} }
+	rqOf := func(st Step) []string {
+		return []string{formatRate(st.TargetRequests), formatRate(st.AchievedRequests)}
+	}
+	if r.RequestsPerIteration <= 0 {
+		return it, itOf
+	}
+	if r.RateUnit == "requests" {
+		return append(rq, it...), func(st Step) []string { return append(rqOf(st), itOf(st)...) }
+	}
+	return append(it, rq...), func(st Step) []string { return append(itOf(st), rqOf(st)...) }
 }
 
 // WriteText writes the search as text: the curve, one line a step, then
@@ -64,26 +115,35 @@ func WriteText(w io.Writer, r *Result) error {
 	if r.Params != nil {
 		b.WriteString(r.Params.String() + "\n")
 	}
-	fmt.Fprintf(&b, "%5s  %-8s %10s %11s %9s %9s %9s %8s %8s %6s  %s\n", "step", "phase", "target/s", "achieved/s", "p50 ms", "p99 ms", "max ms", "errors", "dropped", "late", "verdict")
+	head, rates := r.columns()
+	fmt.Fprintf(&b, "%5s  %-8s", "step", "phase")
+	for i, h := range head {
+		fmt.Fprintf(&b, " %*s", max(10+i%2, len(h)), h)
+	}
+	fmt.Fprintf(&b, " %9s %9s %9s %8s %8s %6s  %s\n", "p50 ms", "p99 ms", "max ms", "errors", "dropped", "late", "verdict")
 	for _, st := range r.Steps {
 		verdict := string(st.Verdict)
 		if st.Reason != "" {
 			verdict += ": " + st.Reason
 		}
-		fmt.Fprintf(&b, "%5d  %-8s %10s %11s %9.2f %9.2f %9.2f %7.2f%% %8d %6d  %s\n", st.N, st.Phase, formatRate(st.Target), formatRate(st.Achieved),
+		fmt.Fprintf(&b, "%5d  %-8s", st.N, st.Phase)
+		for i, v := range rates(st) {
+			fmt.Fprintf(&b, " %*s", max(10+i%2, len(head[i])), v)
+		}
+		fmt.Fprintf(&b, " %9.2f %9.2f %9.2f %7.2f%% %8d %6d  %s\n",
 			st.Latency.P50, st.Latency.P99, st.Latency.Max, st.ErrorsPct, st.Dropped, st.Late, verdict)
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "Result       %s\n", r.Headline())
 	if br := r.Broke; br != nil {
-		fmt.Fprintf(&b, "Broke at     step %d (%s/s): %s\n", br.N, formatRate(br.Target), br.Reason)
+		fmt.Fprintf(&b, "Broke at     step %d (%s): %s\n", br.N, r.rate(br.Target), br.Reason)
 	}
-	if u := r.Unsteady; u != nil {
-		l := u.lines()
+	if r.Unsteady != nil {
+		l := r.unsteadyLines()
 		fmt.Fprintf(&b, "Unstable     %s\n             %s\n", l[0], l[1])
 	}
 	if r.PerVCPU > 0 {
-		fmt.Fprintf(&b, "Per vCPU     %s/s (--sut-cpus %g)\n", formatRate(r.PerVCPU), r.SUTCPUs)
+		fmt.Fprintf(&b, "Per vCPU     %s\n", r.perVCPU())
 	}
 	fmt.Fprintf(&b, "Took         %.1fs, %d steps\n", r.TookS, len(r.Steps))
 	_, err := io.WriteString(w, b.String())
@@ -111,20 +171,29 @@ td.l,th.l{text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}.generator_lim
 		fmt.Fprintf(&b, "<p>%s</p>", html.EscapeString(r.Params.String()))
 	}
 	if br := r.Broke; br != nil {
-		fmt.Fprintf(&b, "<p>Broke at step %d (%s/s): %s</p>", br.N, formatRate(br.Target), html.EscapeString(br.Reason))
+		fmt.Fprintf(&b, "<p>Broke at step %d (%s): %s</p>", br.N, r.rate(br.Target), html.EscapeString(br.Reason))
 	}
-	if u := r.Unsteady; u != nil {
-		l := u.lines()
+	if r.Unsteady != nil {
+		l := r.unsteadyLines()
 		fmt.Fprintf(&b, "<p>Unstable: %s; %s</p>", html.EscapeString(l[0]), html.EscapeString(l[1]))
 	}
 	if r.PerVCPU > 0 {
-		fmt.Fprintf(&b, "<p>Per vCPU: %s/s (%g vCPUs)</p>", formatRate(r.PerVCPU), r.SUTCPUs)
+		fmt.Fprintf(&b, "<p>Per vCPU: %s</p>", html.EscapeString(r.perVCPU()))
 	}
 	writeChart(&b, r)
-	b.WriteString(`<h2>Steps</h2><table><tr><th>step</th><th class="l">phase</th><th>target/s</th><th>achieved/s</th><th>p50 ms</th><th>p99 ms</th><th>max ms</th><th>errors</th><th>dropped</th><th>late</th><th class="l">verdict</th></tr>`)
+	head, rates := r.columns()
+	b.WriteString(`<h2>Steps</h2><table><tr><th>step</th><th class="l">phase</th>`)
+	for _, h := range head {
+		fmt.Fprintf(&b, "<th>%s</th>", h)
+	}
+	b.WriteString(`<th>p50 ms</th><th>p99 ms</th><th>max ms</th><th>errors</th><th>dropped</th><th>late</th><th class="l">verdict</th></tr>`)
 	for _, st := range r.Steps {
-		fmt.Fprintf(&b, `<tr><td>%d</td><td class="l">%s</td><td>%s</td><td>%s</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f%%</td><td>%d</td><td>%d</td><td class="l %s">%s</td></tr>`,
-			st.N, st.Phase, formatRate(st.Target), formatRate(st.Achieved), st.Latency.P50, st.Latency.P99, st.Latency.Max, st.ErrorsPct, st.Dropped, st.Late,
+		fmt.Fprintf(&b, `<tr><td>%d</td><td class="l">%s</td>`, st.N, st.Phase)
+		for _, v := range rates(st) {
+			fmt.Fprintf(&b, "<td>%s</td>", v)
+		}
+		fmt.Fprintf(&b, `<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f%%</td><td>%d</td><td>%d</td><td class="l %s">%s</td></tr>`,
+			st.Latency.P50, st.Latency.P99, st.Latency.Max, st.ErrorsPct, st.Dropped, st.Late,
 			st.Verdict, html.EscapeString(strings.TrimSuffix(string(st.Verdict)+": "+st.Reason, ": ")))
 	}
 	fmt.Fprintf(&b, "</table><p>Took %.1fs.</p></body></html>\n", r.TookS)
@@ -141,13 +210,19 @@ func writeChart(b *strings.Builder, r *Result) {
 	if len(r.Steps) == 0 {
 		return
 	}
-	c := chart.Curve{Label: "achieved rate against latency", XLabel: "achieved rate (iterations/s)", YUnit: "ms",
+	// x in the unit the search was asked in: iterations, or requests a
+	// second (each step's target and what it achieved in requests).
+	xLabel, x, xTarget, scale := "achieved rate (iterations/s)", func(st Step) float64 { return st.Achieved }, func(st Step) float64 { return st.Target }, 1.0
+	if r.RateUnit == "requests" && r.RequestsPerIteration > 0 {
+		xLabel, x, xTarget, scale = "achieved rate (requests/s)", func(st Step) float64 { return st.AchievedRequests }, func(st Step) float64 { return st.TargetRequests }, r.RequestsPerIteration
+	}
+	c := chart.Curve{Label: "achieved rate against latency", XLabel: xLabel, YUnit: "ms",
 		Legend: "● p99  ○ p50 · green pass, red fail, amber generator limit"}
 	for _, st := range r.Steps {
-		c.XTo = max(c.XTo, st.Target)
+		c.XTo = max(c.XTo, xTarget(st))
 	}
 	if r.Sustainable > 0 {
-		c.Marks = []chart.Mark{{X: r.Sustainable, Color: "#1a7f37", Label: fmt.Sprintf("sustainable %s/s", formatRate(r.Sustainable))}}
+		c.Marks = []chart.Mark{{X: r.Sustainable * scale, Color: "#1a7f37", Label: "sustainable " + r.rate(r.Sustainable)}}
 	}
 	byTarget := map[float64]Step{}
 	for _, st := range r.Steps {
@@ -161,16 +236,16 @@ func writeChart(b *strings.Builder, r *Result) {
 	p99, p50 := chart.Path{Color: "#888"}, chart.Path{Color: "#888", Dash: "3 3"}
 	for _, t := range targets {
 		st := byTarget[t]
-		p99.X, p99.Y = append(p99.X, st.Achieved), append(p99.Y, st.Latency.P99)
-		p50.X, p50.Y = append(p50.X, st.Achieved), append(p50.Y, st.Latency.P50)
+		p99.X, p99.Y = append(p99.X, x(st)), append(p99.Y, st.Latency.P99)
+		p50.X, p50.Y = append(p50.X, x(st)), append(p50.Y, st.Latency.P50)
 	}
 	c.Lines = []chart.Path{p99, p50}
 	colour := map[Verdict]string{Pass: "#1a7f37", Fail: "#cf222e", GeneratorLimit: "#9a6700"}
 	for _, st := range r.Steps {
 		col := colour[st.Verdict]
 		c.Points = append(c.Points,
-			chart.Point{X: st.Achieved, Y: st.Latency.P99, Color: col, Title: fmt.Sprintf("step %d, target %s/s: p99 %.2f ms", st.N, formatRate(st.Target), st.Latency.P99)},
-			chart.Point{X: st.Achieved, Y: st.Latency.P50, Color: col, Hollow: true, Title: fmt.Sprintf("step %d, target %s/s: p50 %.2f ms", st.N, formatRate(st.Target), st.Latency.P50)})
+			chart.Point{X: x(st), Y: st.Latency.P99, Color: col, Title: fmt.Sprintf("step %d, target %s: p99 %.2f ms", st.N, r.rate(st.Target), st.Latency.P99)},
+			chart.Point{X: x(st), Y: st.Latency.P50, Color: col, Hollow: true, Title: fmt.Sprintf("step %d, target %s: p50 %.2f ms", st.N, r.rate(st.Target), st.Latency.P50)})
 	}
 	b.WriteString("<h2>Achieved rate against latency</h2>")
 	b.WriteString(c.SVG())

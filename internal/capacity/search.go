@@ -83,7 +83,12 @@ type Step struct {
 	Phase    Phase   `json:"phase"`
 	Target   float64 `json:"target_rate"`   // iterations per second asked for
 	Achieved float64 `json:"achieved_rate"` // iterations per second the SUT answered with success over the hold
-	Verdict  Verdict `json:"verdict"`
+	// TargetRequests is Target in requests a second (× the requests an
+	// iteration holds), AchievedRequests the requests a second the SUT
+	// answered with success over the hold.
+	TargetRequests   float64 `json:"target_request_rate"`
+	AchievedRequests float64 `json:"achieved_request_rate"`
+	Verdict          Verdict `json:"verdict"`
 	// Reason says why a step did not pass: the threshold and what it
 	// measured, the achieved share, or the generator's limit.
 	Reason    string   `json:"reason,omitempty"`
@@ -128,11 +133,22 @@ type Result struct {
 	// rate, budget, generator limit, interrupted; "" otherwise.
 	Stopped   string  `json:"stopped,omitempty"`
 	Precision float64 `json:"precision"`
-	// PerVCPU is Sustainable divided by --sut-cpus; 0 without it.
-	PerVCPU float64 `json:"per_vcpu,omitempty"`
-	SUTCPUs float64 `json:"sut_cpus,omitempty"`
-	Steps   []Step  `json:"steps"`
-	TookS   float64 `json:"took_s"`
+	// RateUnit is the unit the rates were asked in ("iterations", or
+	// "requests": --start-rate 1000req/s), RequestsPerIteration the mean
+	// number of requests an iteration holds, which converts them; the
+	// rates above are iterations a second, and SustainableRequests and
+	// FailedAtRequests the same two in requests a second.
+	RateUnit             string  `json:"rate_unit,omitempty"`
+	RequestsPerIteration float64 `json:"requests_per_iteration,omitempty"`
+	SustainableRequests  float64 `json:"sustainable_request_rate"`
+	FailedAtRequests     float64 `json:"failed_request_rate,omitempty"`
+	// PerVCPU is Sustainable divided by --sut-cpus, RequestsPerVCPU
+	// SustainableRequests; 0 without it.
+	PerVCPU         float64 `json:"per_vcpu,omitempty"`
+	RequestsPerVCPU float64 `json:"requests_per_vcpu,omitempty"`
+	SUTCPUs         float64 `json:"sut_cpus,omitempty"`
+	Steps           []Step  `json:"steps"`
+	TookS           float64 `json:"took_s"`
 	// Params are how the search was asked for, for its reader.
 	Params *Params `json:"params,omitempty"`
 }
@@ -154,14 +170,26 @@ type Params struct {
 	Tolerance  float64  `json:"tolerance"`
 	MaxRate    float64  `json:"max_rate,omitempty"`
 	BudgetS    float64  `json:"budget_s,omitempty"`
+	// unit and perIteration write the rates in the unit they were
+	// given in.
+	unit         string
+	perIteration float64
+}
+
+// rate writes v, iterations a second, in the unit the search was given.
+func (p *Params) rate(v float64) string {
+	if p.unit == "requests" {
+		return formatRate(v*p.perIteration) + "req/s"
+	}
+	return formatRate(v) + "/s"
 }
 
 // String is the settings in one line.
 func (p *Params) String() string {
-	s := fmt.Sprintf("thresholds %s · start %s/s ×%g · hold %gs after %gs warm-up · tolerance %g%%",
-		strings.Join(p.Thresholds, ", "), formatRate(p.StartRate), p.StepFactor, p.HoldS, p.WarmupS, 100*p.Tolerance)
+	s := fmt.Sprintf("thresholds %s · start %s ×%g · hold %gs after %gs warm-up · tolerance %g%%",
+		strings.Join(p.Thresholds, ", "), p.rate(p.StartRate), p.StepFactor, p.HoldS, p.WarmupS, 100*p.Tolerance)
 	if p.MaxRate > 0 {
-		s += fmt.Sprintf(" · max %s/s", formatRate(p.MaxRate))
+		s += fmt.Sprintf(" · max %s", p.rate(p.MaxRate))
 	}
 	if p.BudgetS > 0 {
 		s += fmt.Sprintf(" · budget %gs", p.BudgetS)
@@ -176,11 +204,16 @@ type StepFunc func(ctx context.Context, phase Phase, rate float64) (Step, error)
 
 // Search is how the search goes.
 type Search struct {
-	StartRate  float64       // the first rate held
-	StepFactor float64       // each ramp step multiplies the rate by this (> 1)
-	Precision  float64       // stop narrowing once (bad − good) ≤ Precision × good
-	MaxRate    float64       // never hold a rate above this; 0: no ceiling
-	Budget     time.Duration // start no step that could end past this; 0: no budget
+	StartRate  float64 // the first rate held
+	StepFactor float64 // each ramp step multiplies the rate by this (> 1)
+	Precision  float64 // stop narrowing once (bad − good) ≤ Precision × good
+	MaxRate    float64 // never hold a rate above this; 0: no ceiling
+	// Scale is how the rates read to the user: a search asked in requests
+	// a second holds iterations a second, each rate rounded to 3 digits as
+	// Scale × it (the requests an iteration holds), so that 1000req/s
+	// doubles to 2000req/s; 0 or 1: as they are.
+	Scale  float64
+	Budget time.Duration // start no step that could end past this; 0: no budget
 	// StepCost is how long one step may take at most (its runs, each with
 	// the stop's grace and the drain after it: Options.Validate says), to
 	// tell whether a step still fits in the budget.
@@ -296,7 +329,7 @@ func (r *searcher) ramp(ctx context.Context) (done bool, err error) {
 			r.stopped = "max rate"
 			return true, nil
 		}
-		rate = roundRate(rate * r.s.StepFactor)
+		rate = r.s.round(rate * r.s.StepFactor)
 		if r.s.MaxRate > 0 {
 			rate = min(rate, r.s.MaxRate)
 		}
@@ -307,7 +340,7 @@ func (r *searcher) ramp(ctx context.Context) (done bool, err error) {
 // precision; done means the search is over.
 func (r *searcher) narrow(ctx context.Context) (done bool, err error) {
 	for r.bad-r.good > r.s.Precision*r.good {
-		mid := roundRate((r.good + r.bad) / 2)
+		mid := r.s.round((r.good + r.bad) / 2)
 		if mid <= r.good || mid >= r.bad { // the rounding leaves nothing between them
 			break
 		}
@@ -406,6 +439,15 @@ func (r *searcher) finish() {
 		res.Outcome = AtLeast
 	}
 	res.TookS = r.s.now().Sub(r.began).Seconds()
+}
+
+// round rounds a rate to 3 significant digits as the user reads it
+// (Scale).
+func (s *Search) round(v float64) float64 {
+	if s.Scale <= 0 || s.Scale == 1 {
+		return roundRate(v)
+	}
+	return roundRate(v*s.Scale) / s.Scale
 }
 
 // roundRate rounds a rate to 3 significant digits, so that the rates a

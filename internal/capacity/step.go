@@ -22,8 +22,8 @@ import (
 const LateShare = 0.05
 
 // DefaultTolerance is how far below its target a step's achieved rate may
-// fall and still keep up.
-const DefaultTolerance = 0.1
+// fall and still keep up: a run's steps are held to the same.
+const DefaultTolerance = report.DefaultTolerance
 
 // Options are a capacity search as a user asks for it: the run every
 // step replays, what a hold must pass, and how the search goes. Check
@@ -37,8 +37,8 @@ type Options struct {
 	// Thresholds judge each hold (report.ParseThreshold's syntax); at
 	// least one.
 	Thresholds []string
-	// StartRate and MaxRate are rates as given ("400/s", "24000/m"; ""
-	// MaxRate: no ceiling).
+	// StartRate and MaxRate are rates as given ("400/s", "24000/m",
+	// "2400req/s"; "" MaxRate: no ceiling), both in one unit.
 	StartRate, MaxRate string
 	// Search is how the search goes: its StartRate, MaxRate and StepCost
 	// are set from the fields above by Validate.
@@ -57,6 +57,8 @@ type Options struct {
 	// Log receives the search's messages; each run's own are kept to
 	// warnings.
 	Log zerolog.Logger
+
+	unit schedule.Unit // of StartRate and MaxRate (Validate)
 }
 
 // DefaultOptions are the options of replay find-max given no flag.
@@ -75,11 +77,7 @@ func (o *Options) Validate() error {
 	case "-":
 		return errors.New("--file -: a search replays the file at every step; give a file, not standard input")
 	}
-	var err error
-	if o.Search.StartRate, err = ParseRate("--start-rate", o.StartRate); err != nil {
-		return err
-	}
-	if o.Search.MaxRate, err = ParseRate("--max-rate", o.MaxRate); err != nil {
+	if err := o.parseRates(); err != nil {
 		return err
 	}
 	if o.SUTCPUs < 0 {
@@ -103,6 +101,25 @@ func (o *Options) Validate() error {
 	}
 	if !(o.Tolerance >= 0 && o.Tolerance < 1) {
 		return fmt.Errorf("--tolerance: want a fraction from 0 to below 1 such as 0.1, got %v", o.Tolerance)
+	}
+	return nil
+}
+
+// parseRates reads --start-rate and --max-rate into the search, in the
+// unit they were given in (Find converts requests to iterations once the
+// file says how many an iteration holds); mixing units is refused.
+func (o *Options) parseRates() error {
+	var err error
+	var maxUnit schedule.Unit
+	if o.Search.StartRate, o.unit, err = ParseRate("--start-rate", o.StartRate); err != nil {
+		return err
+	}
+	if o.Search.MaxRate, maxUnit, err = ParseRate("--max-rate", o.MaxRate); err != nil {
+		return err
+	}
+	if o.MaxRate != "" && maxUnit != o.unit {
+		return fmt.Errorf("--start-rate %s and --max-rate %s: one in %s a second, the other in %s; write both in iterations (/s) or both in requests (req/s)",
+			o.StartRate, o.MaxRate, o.unit, maxUnit)
 	}
 	return nil
 }
@@ -140,10 +157,12 @@ func (o *Options) thresholds() ([]report.Threshold, error) {
 	return ts, nil
 }
 
-// Params are the search's settings as given, for its reports.
-func (o *Options) params() *Params {
+// Params are the search's settings as given, for its reports; per is
+// the requests an iteration holds.
+func (o *Options) params(per float64) *Params {
 	return &Params{Thresholds: o.Thresholds, StartRate: o.Search.StartRate, StepFactor: o.Search.StepFactor,
-		HoldS: o.Hold.Seconds(), WarmupS: o.Warmup.Seconds(), Tolerance: o.Tolerance, MaxRate: o.Search.MaxRate, BudgetS: o.Search.Budget.Seconds()}
+		HoldS: o.Hold.Seconds(), WarmupS: o.Warmup.Seconds(), Tolerance: o.Tolerance, MaxRate: o.Search.MaxRate, BudgetS: o.Search.Budget.Seconds(),
+		unit: o.unit.String(), perIteration: per}
 }
 
 // Find runs the search o describes and returns what it found: it checks
@@ -164,13 +183,19 @@ func Find(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("%w\nnothing was sent", err)
 	}
 	defer r.prepared.Close()
+	per := r.perIteration
+	if o.unit == schedule.Requests { // the search holds iterations; its rates read in requests
+		o.Search.StartRate, o.Search.MaxRate, o.Search.Scale = o.Search.StartRate/per, o.Search.MaxRate/per, per
+	}
 	res, err := o.Search.Run(ctx, r.Step)
 	if res == nil {
 		return nil, err
 	}
-	res.Params = o.params()
+	res.Params = o.params(per)
+	res.RateUnit, res.RequestsPerIteration = o.unit.String(), per
+	res.SustainableRequests, res.FailedAtRequests = res.Sustainable*per, res.FailedAt*per
 	if o.SUTCPUs > 0 && res.Sustainable > 0 {
-		res.SUTCPUs, res.PerVCPU = o.SUTCPUs, res.Sustainable/o.SUTCPUs
+		res.SUTCPUs, res.PerVCPU, res.RequestsPerVCPU = o.SUTCPUs, res.Sustainable/o.SUTCPUs, res.SustainableRequests/o.SUTCPUs
 	}
 	return res, err
 }
@@ -185,12 +210,13 @@ func Find(ctx context.Context, o Options) (*Result, error) {
 // connections are made again at the hold's start, and the SUT finishes
 // the warm-up's requests before the hold begins.
 type runner struct {
-	o        *Options
-	prepared *run.Prepared
-	base     schedule.Load // the prepared run's: at the start rate
-	parsed   []report.Threshold
-	log      zerolog.Logger // each run's: warnings only
-	n        int            // steps begun
+	o            *Options
+	prepared     *run.Prepared
+	base         schedule.Load // the prepared run's: at the start rate
+	perIteration float64       // the mean number of requests an iteration holds
+	parsed       []report.Threshold
+	log          zerolog.Logger // each run's: warnings only
+	n            int            // steps begun
 }
 
 // newRunner prepares the run every step replays, for a hold of the start
@@ -209,7 +235,8 @@ func newRunner(ctx context.Context, o *Options) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runner{o: o, prepared: p, base: p.Load(), parsed: ts, log: o.Log.Level(max(zerolog.WarnLevel, o.Log.GetLevel()))}, nil
+	return &runner{o: o, prepared: p, base: p.Load(), perIteration: max(p.PerIteration(), 1e-9), parsed: ts,
+		log: o.Log.Level(max(zerolog.WarnLevel, o.Log.GetLevel()))}, nil
 }
 
 // StepLive is a run of a step starting: which step, which part, which
@@ -227,25 +254,35 @@ func (r *runner) Step(ctx context.Context, phase Phase, rate float64) (Step, err
 	began := time.Now()
 	if r.o.Warmup > 0 {
 		if _, err := r.prepared.Run(ctx, r.pass(rate, r.o.Warmup, "warm-up")); err != nil {
-			return Step{}, fmt.Errorf("step %d (%s %s/s) warm-up: %w", r.n, phase, formatRate(rate), err)
+			return Step{}, fmt.Errorf("step %d (%s %s) warm-up: %w", r.n, phase, r.rateText(rate), err)
 		}
 	}
 	pass := r.pass(rate, r.o.Hold, "hold")
 	pass.Judge, pass.AbortOnFail = true, true // a hold that can no longer pass ends early
 	sum, err := r.prepared.Run(ctx, pass)
 	if sum == nil || (err != nil && !errors.Is(err, run.ErrAborted)) {
-		return Step{}, fmt.Errorf("step %d (%s %s/s): %w", r.n, phase, formatRate(rate), err)
+		return Step{}, fmt.Errorf("step %d (%s %s): %w", r.n, phase, r.rateText(rate), err)
 	}
 	st := Judge(sum, rate, r.parsed, r.o.Tolerance)
 	st.Took = time.Since(began).Seconds()
 	return st, nil
 }
 
-// pass is one part of a step: rate held for d, its events drained only
-// when it is judged.
+// rateText writes rate, iterations a second, in the unit the search was
+// asked in.
+func (r *runner) rateText(rate float64) string {
+	if r.o.unit == schedule.Requests {
+		return formatRate(rate*r.perIteration) + "req/s"
+	}
+	return formatRate(rate) + "/s"
+}
+
+// pass is one part of a step: rate (iterations a second) held for d, its
+// events drained only when it is judged.
 func (r *runner) pass(rate float64, d time.Duration, part string) run.Pass {
 	l := r.base
 	l.Model, l.Walk, l.Rate, l.Duration, l.Stages, l.Iterations = schedule.Rate, schedule.Loop, rate, d, nil, 0
+	l.Unit = schedule.Iterations // converted already
 	p := run.Pass{Load: l, NoDrain: part == "warm-up", Log: &r.log}
 	if r.o.Live != nil {
 		n := r.n
@@ -260,7 +297,8 @@ func (r *runner) pass(rate float64, d time.Duration, part string) run.Pass {
 // generator's limits first (they say nothing of the SUT), then the
 // thresholds, then whether the SUT kept up with the target.
 func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance float64) Step {
-	st := Step{Target: target, Requests: s.Requests, Dropped: s.Dropped, Late: s.Late, VUs: s.VUsMax,
+	st := Step{Target: target, TargetRequests: target * s.RequestsPerIteration, AchievedRequests: s.Throughput,
+		Requests: s.Requests, Dropped: s.Dropped, Late: s.Late, VUs: s.VUsMax,
 		Latency: Latency{P50: s.Latency.P50, P90: s.Latency.P90, P99: s.Latency.P99, Max: s.Latency.Max}}
 	if s.Requests > 0 {
 		st.ErrorsPct = 100 * float64(s.Failed) / float64(s.Requests)
@@ -320,15 +358,16 @@ func formatRate(v float64) string {
 	return strings.TrimSuffix(s, ".0")
 }
 
-// ParseRate reads a rate flag ("400/s", "400", "24000/m") as iterations
-// per second; "" is 0. Its error names the flag.
-func ParseRate(flag, s string) (float64, error) {
+// ParseRate reads a rate flag ("400/s", "400", "24000/m": iterations;
+// "2400req/s": requests) as a number a second and its unit; "" is 0
+// iterations. Its error names the flag.
+func ParseRate(flag, s string) (float64, schedule.Unit, error) {
 	if s == "" {
-		return 0, nil
+		return 0, schedule.Iterations, nil
 	}
-	v, err := schedule.ParseRate(s)
+	v, u, err := schedule.ParseRate(s)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", flag, err)
+		return 0, u, fmt.Errorf("%s: %w", flag, err)
 	}
-	return v, nil
+	return v, u, nil
 }

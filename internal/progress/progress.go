@@ -29,7 +29,12 @@ type Sources struct {
 	// target rate when target gives one.
 	Open    bool
 	Dropped func() int64
-	Target  func() (step int, rate float64, ok bool)
+	// Target is the rate asked for now, iterations a second; the line
+	// compares it with the requests a second sent in requests: the target
+	// × PerIteration, the requests an iteration holds (0: not known, the
+	// target is not shown).
+	Target       func() (step int, rate float64, ok bool)
+	PerIteration float64
 }
 
 // progressLine is one look at a run under way.
@@ -43,6 +48,7 @@ type progressLine struct {
 	inFlight int64
 	open     bool
 	target   float64 // iterations per second asked for now; -1 when none
+	reqs     float64 // the same in requests per second; -1 when not known
 	dropped  int64
 }
 
@@ -75,13 +81,16 @@ func (s *sampler) sample(now time.Time) progressLine {
 	if s.src.VUs != nil {
 		p.vus, p.inFlight = s.src.VUs()
 	}
-	p.open, p.target = s.src.Open, -1
+	p.open, p.target, p.reqs = s.src.Open, -1, -1
 	if s.src.Dropped != nil {
 		p.dropped = s.src.Dropped()
 	}
 	if s.src.Target != nil {
 		if _, rate, ok := s.src.Target(); ok {
 			p.target = rate
+			if s.src.PerIteration > 0 {
+				p.reqs = rate * s.src.PerIteration
+			}
 		}
 	}
 	return p
@@ -92,9 +101,9 @@ func (p progressLine) String() string {
 	if p.p99 >= 0 {
 		p99 = fmt.Sprintf("%.2fms", p.p99)
 	}
-	rate := fmt.Sprintf("%.0f/s", p.rps)
-	if p.target >= 0 {
-		rate += fmt.Sprintf(" of %.0f/s", p.target)
+	rate := fmt.Sprintf("%.0f req/s", p.rps)
+	if p.reqs >= 0 { // the target in the unit of the rate beside it
+		rate += fmt.Sprintf(" of %.0f req/s", p.reqs)
 	}
 	failed := fmt.Sprintf("failed %d (%.2f%%)", p.failed, p.errorPct())
 	if p.open {
@@ -143,6 +152,9 @@ func logProgress(log zerolog.Logger) func(progressLine) {
 		}
 		if p.target >= 0 {
 			e = e.Float64("target_rate", p.target)
+		}
+		if p.reqs >= 0 {
+			e = e.Float64("target_request_rate", p.reqs)
 		}
 		e.Msg("progress")
 	}

@@ -37,8 +37,9 @@ func TestProgressBar(t *testing.T) {
 	}
 }
 
-// TestProgressBarOpenModel: an open model's bar shows the target rate,
-// dropped iterations and the error share.
+// TestProgressBarOpenModel: an open model's bar shows the target rate in
+// the unit of the rate beside it (requests a second: 400 iterations of 3
+// requests), dropped iterations and the error share.
 func TestProgressBarOpenModel(t *testing.T) {
 	var buf bytes.Buffer
 	src := Sources{
@@ -47,11 +48,13 @@ func TestProgressBarOpenModel(t *testing.T) {
 		Open:    true,
 		Dropped: func() int64 { return 12 },
 		Target:  func() (int, float64, bool) { return 2, 400, true },
+		// 3 requests an iteration
+		PerIteration: 3,
 	}
 	stop := Start(context.Background(), true, &buf, 50*time.Millisecond, time.Second, src, zerolog.Nop())
 	time.Sleep(300 * time.Millisecond)
 	stop()
-	for _, want := range []string{"of 400/s", "failed 10 (2.50%)", "dropped 12", "VUs 9"} {
+	for _, want := range []string{" req/s of 1200 req/s", "failed 10 (2.50%)", "dropped 12", "VUs 9"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("the bar lacks %q:\n%q", want, buf.String())
 		}

@@ -96,7 +96,15 @@ func settings(f *rrpair.File, cfg *vu.Config, o *Options) []report.Setting {
 		{Name: "timeout · grace", Value: o.HTTP.Timeout.String() + " · " + cfg.Grace.String()},
 	}
 	if cfg.Model == schedule.Rate {
-		set = append(set, report.Setting{Name: "rate", Value: fmt.Sprintf("%.2f/s, stages %q", cfg.Rate, o.Load.Stages)})
+		rate := fmt.Sprintf("%.2f/s (iterations; %.2f req/s)", cfg.Rate, cfg.Rate*cfg.PerIteration)
+		if cfg.Unit == schedule.Requests {
+			rate = fmt.Sprintf("%.2f req/s (%.2f iterations/s)", cfg.Rate*cfg.PerIteration, cfg.Rate)
+		}
+		set = append(set, report.Setting{Name: "rate", Value: fmt.Sprintf("%s, stages %q", rate, o.Load.Stages)})
+	}
+	set = append(set, report.Setting{Name: "requests an iteration", Value: fmt.Sprintf("%.2f (after the filters and the shard)", f.PerIteration())})
+	if o.SUTCPUs > 0 {
+		set = append(set, report.Setting{Name: "SUT vCPUs", Value: fmt.Sprint(o.SUTCPUs)})
 	}
 	if cfg.Model == schedule.Recorded {
 		set = append(set, report.Setting{Name: "speed", Value: fmt.Sprint(cfg.Speed)})

@@ -30,6 +30,22 @@ type sinkSet struct {
 // any reports whether a sink is given.
 func (s *sinkSet) any() bool { return s.http != "" || len(s.redis) > 0 || len(s.nats) > 0 }
 
+// stages are the e2e stages the sinks name before any event arrives (a
+// Redis list or stream, a NATS subject, or their stage=), and the stage
+// an HTTP sink sees when no path names one ("" without an HTTP sink).
+func (s *sinkSet) stages() (named []string, fallback string) {
+	for _, r := range s.redis {
+		named = append(named, r.Stage)
+	}
+	for _, n := range s.nats {
+		named = append(named, n.Stage)
+	}
+	if s.http != "" {
+		fallback = sink.DefaultStage
+	}
+	return named, fallback
+}
+
 // provesLoss reports whether the sinks can prove loss: there is one, and
 // each proves it (an event unseen by one that cannot may still be on its
 // way to it; a stage may be fed by several). None does today.
@@ -74,6 +90,9 @@ func checkLossThresholds(ts []report.Threshold, set *sinkSet) error {
 // (To unset; nil when requests are not stamped) and the sinks they name.
 func parseEvents(o *Events) (*transform.StampOptions, *sinkSet, error) {
 	if !o.Stamped() {
+		if o.Deltas {
+			return nil, nil, errors.New("--e2e-deltas: times events from one sink stage to the next, and this run has no sink (--sink-http, --sink-redis, --sink-nats)")
+		}
 		return nil, nil, nil
 	}
 	st := &transform.StampOptions{Only: o.Only}
@@ -93,6 +112,9 @@ func parseEvents(o *Events) (*transform.StampOptions, *sinkSet, error) {
 	s, err := parseSinks(o)
 	if err != nil {
 		return nil, nil, err
+	}
+	if s.deltas && !s.any() {
+		return nil, nil, errors.New("--e2e-deltas: times events from one sink stage to the next, and this run has no sink (--sink-http, --sink-redis, --sink-nats)")
 	}
 	return st, s, nil
 }
@@ -142,6 +164,7 @@ func newTracking(stamp *transform.StampOptions, set *sinkSet, shard, vus int, no
 		t.wait = 0
 	}
 	t.tracker.ProveLoss(set.provesLoss())
+	t.tracker.Expect(set.stages())
 	if set.deltas {
 		t.tracker.Deltas(max(set.drain, time.Second))
 	}

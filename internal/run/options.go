@@ -52,10 +52,16 @@ type Options struct {
 	// Grace is how long in-flight requests may finish after the stop.
 	Grace time.Duration
 	// Thresholds are --threshold expressions ("p99<200ms"): checked
-	// before the run, and with AbortOnFail watched during it. Evaluating
-	// them against the summary is the caller's.
+	// before the run, and with AbortOnFail watched during it; a judged
+	// run evaluates them against its summary (Summary.Thresholds).
 	Thresholds  []string
 	AbortOnFail bool
+	// Tolerance: a step of --stages keeps up when its achieved rate is at
+	// least (1 − Tolerance) × its target (Summary.JudgeSteps).
+	Tolerance float64
+	// SUTCPUs, when above 0, is the SUT's vCPUs: the summary gives the
+	// requests a second per vCPU.
+	SUTCPUs float64
 	// DryRun > 0 writes that many requests, as they would go on the wire,
 	// to DryRunTo and sends nothing; Execute then returns no summary.
 	DryRun   int
@@ -263,6 +269,7 @@ func DefaultOptions() Options {
 		Filter:     Filter{Sample: 1, Seed: 1},
 		Grace:      DefaultGrace,
 		DumpMax:    5,
+		Tolerance:  report.DefaultTolerance,
 	}
 }
 
@@ -298,8 +305,12 @@ type LiveSources struct {
 	// buckets (metrics).
 	Buckets func(bounds []float64) recording.Buckets
 	// Target returns the stage (from 1; 0 without --stages) and the rate
-	// an arrival-rate run asks for now; ok is false for other models.
+	// an arrival-rate run asks for now, iterations a second; ok is false
+	// for other models.
 	Target func() (step int, rate float64, ok bool)
+	// PerIteration is the mean number of requests an iteration of the run
+	// holds: Target × PerIteration is the target in requests a second.
+	PerIteration float64
 	// Events returns what each end-to-end stage has seen so far; nil when
 	// requests are not stamped.
 	Events func() []e2e.StageCount

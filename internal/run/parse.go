@@ -3,6 +3,7 @@ package run
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -68,12 +69,14 @@ func parse(o *Options) (*parsed, error) {
 		add(checkLossThresholds(p.thresholds, p.sinks))
 	}
 	add(checkOutputs(o))
+	add(checkJudging(o, p.thresholds))
 	return p, errors.Join(errs...)
 }
 
 // parseLoad resolves the load model, the walk and their parameters: the
-// typed load of the options, checked for what each flag says alone (the
-// load as a whole is checked by vu.Config.Validate).
+// typed load of the options, checked for what each flag says alone and
+// against the others it would silently change (the load as a whole is
+// checked by vu.Config.Validate; against the file, by checkAsked).
 func parseLoad(l *Load) (schedule.Load, error) {
 	m := schedule.Load{VUs: l.VUs, MaxVUs: l.MaxVUs, Duration: l.Duration, Iterations: l.Iterations, Speed: l.Speed}
 	var err error
@@ -89,15 +92,8 @@ func parseLoad(l *Load) (schedule.Load, error) {
 		}
 		m.Model = schedule.Rate
 	}
-	if l.Rate != "" {
-		if m.Rate, err = schedule.ParseRate(l.Rate); err != nil {
-			return m, fmt.Errorf("--rate: %w", err)
-		}
-	}
-	if l.Stages != "" {
-		if m.Stages, err = schedule.ParseStages(l.Stages, m.Model == schedule.Rate); err != nil {
-			return m, fmt.Errorf("--stages: %w", err)
-		}
+	if err := parseRates(l, &m); err != nil {
+		return m, err
 	}
 	if l.DurationGiven && l.Duration <= 0 {
 		return m, fmt.Errorf("--duration: want a positive duration such as 1m, got %v (leave it out to walk the file once)", l.Duration)
@@ -108,7 +104,42 @@ func parseLoad(l *Load) (schedule.Load, error) {
 	if l.Speed <= 0 {
 		return m, fmt.Errorf("--speed: want a positive factor such as 2, got %v", l.Speed)
 	}
-	return m, nil
+	return m, checkLength(l, &m)
+}
+
+// parseRates reads --rate and --stages, in one unit: iterations a second
+// (2000/s) or requests a second (2000req/s), never both.
+func parseRates(l *Load, m *schedule.Load) error {
+	var rateUnit schedule.Unit
+	var err error
+	if l.Rate != "" {
+		if m.Rate, rateUnit, err = schedule.ParseRate(l.Rate); err != nil {
+			return fmt.Errorf("--rate: %w", err)
+		}
+		m.Unit = rateUnit
+	}
+	if l.Stages == "" {
+		return nil
+	}
+	var stagesUnit schedule.Unit
+	if m.Stages, stagesUnit, err = schedule.ParseStages(l.Stages, m.Model == schedule.Rate); err != nil {
+		return fmt.Errorf("--stages: %w", err)
+	}
+	if m.Model != schedule.Rate {
+		return nil
+	}
+	if l.Rate != "" && stagesUnit != rateUnit {
+		return fmt.Errorf("--rate %s and --stages %s: the rate in %s a second, the stages in %s; write both in iterations (/s) or both in requests (req/s)",
+			l.Rate, l.Stages, rateUnit, stagesUnit)
+	}
+	m.Unit = stagesUnit
+	// --rate is where a first ramp begins; 0/s, or the first hold's own
+	// rate, only says that the stages are rates.
+	if first := m.Stages[0]; l.Rate != "" && first.Hold && m.Rate != 0 && first.Target != m.Rate {
+		return fmt.Errorf("--rate %s: the first stage holds %s from the start, so --rate would never be used (it is where a first ramp begins); leave it out, or give the first stage's rate",
+			l.Rate, schedule.FormatRate(first.Target, m.Unit))
+	}
+	return nil
 }
 
 // parsePace reads --pace and --think.
@@ -293,6 +324,21 @@ func checkOutputs(o *Options) error {
 		return errors.New("--dry-run: no writer for the requests")
 	case o.DumpFailures != "" && o.DumpMax < 1:
 		return fmt.Errorf("--dump-max: want at least 1, got %d", o.DumpMax)
+	}
+	return nil
+}
+
+// checkJudging checks what judges the run beside its thresholds: the
+// step tolerance, the SUT's vCPUs, and --abort-on-fail, which watches the
+// thresholds and would watch nothing without one.
+func checkJudging(o *Options, ts []report.Threshold) error {
+	switch {
+	case !(o.Tolerance >= 0 && o.Tolerance < 1):
+		return fmt.Errorf("--tolerance: want a fraction from 0 to below 1 such as 0.1, got %v", o.Tolerance)
+	case o.SUTCPUs < 0 || math.IsInf(o.SUTCPUs, 0) || math.IsNaN(o.SUTCPUs):
+		return fmt.Errorf("--sut-cpus: want the SUT's number of vCPUs, above 0, got %v", o.SUTCPUs)
+	case o.AbortOnFail && len(ts) == 0:
+		return errors.New("--abort-on-fail: stops the run once a --threshold can no longer pass, and none is given, so it would never act; give a threshold such as errors<100")
 	}
 	return nil
 }

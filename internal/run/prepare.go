@@ -58,6 +58,10 @@ func Prepare(ctx context.Context, o Options) (*Prepared, error) {
 		return nil, err
 	}
 	pr := &Prepared{o: o, p: p, file: f, opened: time.Since(opening)}
+	if err := checkAsked(p.load, f, p.shard.Count, o.Log); err != nil {
+		f.Close()
+		return nil, err
+	}
 	if err := pr.build(topt); err != nil {
 		f.Close()
 		return nil, err
@@ -117,8 +121,14 @@ func (pr *Prepared) readsBodies() bool {
 
 // Load is the load the options describe, whole (not a shard's share),
 // as Run takes it: a caller runs it as given, or changes it (find-max
-// holds each rate of its search).
+// holds each rate of its search). Its rates are in the unit they were
+// written in (Unit): Run converts rates in requests to iterations.
 func (pr *Prepared) Load() schedule.Load { return pr.p.load }
+
+// PerIteration is the mean number of requests an iteration of the run
+// holds (after the filters and the shard): how Run converts a rate in
+// requests a second to the iterations it schedules.
+func (pr *Prepared) PerIteration() float64 { return pr.file.PerIteration() }
 
 // File is the traffic file, open until Close.
 func (pr *Prepared) File() *rrpair.File { return pr.file }

@@ -77,7 +77,9 @@ func nothingSent(err error) error {
 // of this run beside the prepared options.
 type Pass struct {
 	// Load is the run's load (Prepared.Load, or one of the caller's). A
-	// shard runs its share of it.
+	// shard runs its share of it. Rates written in requests (Unit) are
+	// converted to iterations by the mean number of requests an iteration
+	// holds (Prepared.PerIteration).
 	Load schedule.Load
 	// Judge checks the options' thresholds against the summary: its
 	// verdict, in Summary.Thresholds. AbortOnFail also stops the run once
@@ -152,7 +154,7 @@ func (pr *Prepared) newRunner(pass Pass, dry bool) (*runner, error) {
 		log = *pass.Log
 	}
 	userMaxVUs := pass.Load.MaxVUs
-	cfg, err := configure(o, pass.Load, log)
+	cfg, err := configure(o, pass.Load.InIterations(pr.PerIteration()), log)
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +335,7 @@ func (r *runner) startProfile() error {
 func (r *runner) startLive(ctx context.Context) (context.Context, error) {
 	cfg := &r.pool.Config
 	src := LiveSources{Recorder: r.rec, VUs: r.pool.Live, Dropped: r.pool.Dropped, Late: r.pool.Late, Planned: r.plan.End(),
-		Model: cfg.Model.String(), Buckets: r.rec.LiveBuckets, Target: targetNow(r.plan, time.Now())}
+		Model: cfg.Model.String(), Buckets: r.rec.LiveBuckets, Target: targetNow(r.plan, time.Now()), PerIteration: cfg.PerIteration}
 	if r.track != nil {
 		src.Events = r.track.tracker.LiveStages
 	}
@@ -421,7 +423,7 @@ func (r *runner) stopCause(ctx, runCtx context.Context, st result.Counters) erro
 func (r *runner) summary(ctx context.Context, st result.Counters) *report.Summary {
 	cfg := &r.pool.Config
 	sum := r.rec.Summary(recording.Meta{Run: st, Model: cfg.Model.String(), TargetRate: targetRate(cfg, r.plan, st), LateAfter: cfg.LateAfter,
-		Steps: stepPlans(r.plan, r.pool.Steps())})
+		Unit: cfg.Unit, PerIteration: cfg.PerIteration, Steps: stepPlans(r.plan, r.pool.Steps(), cfg.Unit, cfg.PerIteration)})
 	if r.comparer != nil {
 		sum.Compare = r.comparer.Result()
 	}
@@ -431,10 +433,14 @@ func (r *runner) summary(ctx context.Context, st result.Counters) *report.Summar
 	}
 	if r.track != nil {
 		sum.E2E = r.track.drain(ctx, r.log)
-		sum.SetStepE2E(r.track.tracker.StepStages())
+		sum.SetStepE2E(r.track.tracker.StepStages(), r.track.tracker.StepAccepted())
+	}
+	if r.o.SUTCPUs > 0 {
+		sum.SetSUTCPUs(r.o.SUTCPUs)
 	}
 	if r.pass.Judge && !r.empty() {
 		report.Evaluate(sum, r.pr.p.thresholds)
+		sum.JudgeSteps(r.o.Tolerance)
 	}
 	sum.Settings = settings(r.file, cfg, r.o)
 	return sum

@@ -343,9 +343,10 @@ func TestLoadTyped(t *testing.T) {
 		load Load
 		want string
 	}{
-		{"closed", Load{VUs: 5, Duration: time.Minute, Speed: 1}, "{Model:closed Walk:loop VUs:5 MaxVUs:0 Duration:1m0s Iterations:0 Rate:0 Stages:[] Speed:1 Think:false} most 5"},
-		{"VU stages", Load{VUs: 1, Stages: "10s:8", Speed: 1}, "{Model:closed Walk:loop VUs:1 MaxVUs:0 Duration:10s Iterations:0 Rate:0 Stages:[{Duration:10s Target:8 Hold:false}] Speed:1 Think:false} most 8"},
-		{"rate", Load{VUs: 2, Rate: "100/s", Stages: "50/s@5s", Speed: 1}, "{Model:rate Walk:loop VUs:2 MaxVUs:1000 Duration:0s Iterations:0 Rate:100 Stages:[{Duration:5s Target:50 Hold:true}] Speed:1 Think:false} most 1000"},
+		{"closed", Load{VUs: 5, Duration: time.Minute, Speed: 1}, "{Model:closed Walk:loop VUs:5 MaxVUs:0 Duration:1m0s Iterations:0 Rate:0 Stages:[] Unit:iterations PerIteration:0 Speed:1 Think:false} most 5"},
+		{"VU stages", Load{VUs: 1, Stages: "10s:8", Speed: 1}, "{Model:closed Walk:loop VUs:1 MaxVUs:0 Duration:10s Iterations:0 Rate:0 Stages:[{Duration:10s Target:8 Hold:false}] Unit:iterations PerIteration:0 Speed:1 Think:false} most 8"},
+		{"rate", Load{VUs: 2, Rate: "100/s", Stages: "5s:50/s", Speed: 1}, "{Model:rate Walk:loop VUs:2 MaxVUs:1000 Duration:0s Iterations:0 Rate:100 Stages:[{Duration:5s Target:50 Hold:false}] Unit:iterations PerIteration:0 Speed:1 Think:false} most 1000"},
+		{"requests", Load{VUs: 2, Rate: "600req/s", Stages: "5s:1200req/s", Speed: 1}, "{Model:rate Walk:loop VUs:2 MaxVUs:1000 Duration:0s Iterations:0 Rate:600 Stages:[{Duration:5s Target:1200 Hold:false}] Unit:requests PerIteration:0 Speed:1 Think:false} most 1000"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l, err := tt.load.Typed()

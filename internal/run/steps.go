@@ -10,12 +10,15 @@ import (
 
 // stepPlans describes the run's steps for its summary: the schedule's
 // steps (their length and target: a ramp from the previous target, or
-// from --rate or --vus for the first), with what the VUs counted in each.
-func stepPlans(plan *schedule.Schedule, counts []vu.StepCount) []recording.StepPlan {
+// from --rate or --vus for the first), with what the VUs counted in each,
+// and the unit the rates were written in (unit: converted by
+// perIteration requests an iteration).
+func stepPlans(plan *schedule.Schedule, counts []vu.StepCount, unit schedule.Unit, perIteration float64) []recording.StepPlan {
 	steps := plan.Steps()
 	plans := make([]recording.StepPlan, len(steps))
 	for i, st := range steps {
-		p := recording.StepPlan{Duration: st.End - st.Start, From: st.From, To: st.To, Ramp: st.Ramp, VUs: plan.Model() == schedule.Closed}
+		p := recording.StepPlan{Duration: st.End - st.Start, From: st.From, To: st.To, Ramp: st.Ramp, VUs: plan.Model() == schedule.Closed,
+			Unit: unit, PerIteration: perIteration}
 		if i < len(counts) {
 			p.Began, p.Dropped, p.Late = counts[i].Began, counts[i].Dropped, counts[i].Late
 		}

@@ -119,7 +119,7 @@ func TestStepsMatchRawResults(t *testing.T) {
 }
 
 // TestStepPlans: a ramp step starts at the previous target (or --rate,
-// or --vus), a hold does not ramp, and --duration cuts the steps.
+// or --vus), a hold does not ramp; a step in requests says so.
 func TestStepPlans(t *testing.T) {
 	tests := []struct {
 		name, rate, stages string
@@ -130,12 +130,12 @@ func TestStepPlans(t *testing.T) {
 		{"rate ramps", "100/s", "2s:500/s,500/s@1s,1s:0", 0, 0, []string{"100/s→500/s 2s", "500/s 1s", "500/s→0/s 1s"}},
 		{"held from the start", "", "100/s@1s,300/s@2s", 0, 0, []string{"100/s 1s", "300/s 2s"}},
 		{"vus", "", "1s:10,10@2s", 4, 0, []string{"4→10 VUs 1s", "10 VUs 2s"}},
-		{"cut by duration", "", "100/s@1s,300/s@2s,500/s@2s", 0, 2 * time.Second, []string{"100/s 1s", "300/s 1s"}},
+		{"as long as given", "", "100/s@1s,300/s@2s", 0, 3 * time.Second, []string{"100/s 1s", "300/s 2s"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := options("unused", "http://127.0.0.1:1")
-			o.Load.Rate, o.Load.Stages = tc.rate, tc.stages
+			o.Load.Rate, o.Load.Stages, o.Load.Mode = tc.rate, tc.stages, ""
 			if tc.vus > 0 {
 				o.Load.VUs = tc.vus
 			}
@@ -151,7 +151,7 @@ func TestStepPlans(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []string
-			for _, pl := range stepPlans(schedule.New(cfg.Load), nil) {
+			for _, pl := range stepPlans(schedule.New(cfg.Load), nil, cfg.Unit, 1) {
 				got = append(got, report.TargetText(pl.From, pl.To, pl.Ramp, pl.VUs)+" "+pl.Duration.String())
 			}
 			if strings.Join(got, ", ") != strings.Join(tc.want, ", ") {

@@ -19,7 +19,7 @@ func TestDeltas(t *testing.T) {
 	tr.Deltas(5 * time.Second)
 	for seq := range uint64(20) {
 		tr.Stamped(0)
-		tr.Accepted(0, seq)
+		tr.Accepted(0, seq, 0)
 		at := start.Add(time.Duration(seq) * 10 * time.Millisecond)
 		tr.Seen(id(seq), "queued", at)
 		tr.Seen(id(seq), "settled", at.Add(30*time.Millisecond))
@@ -46,7 +46,7 @@ func TestDeltas(t *testing.T) {
 
 	plain := NewTracker(7, 1, start, nil)
 	plain.Stamped(0)
-	plain.Accepted(0, 0)
+	plain.Accepted(0, 0, 0)
 	plain.Seen(id(0), "queued", start)
 	plain.Seen(id(0), "settled", start.Add(time.Millisecond))
 	if s := plain.Summary(0); len(s.Deltas) != 0 || s.DeltasPeakInFlight != 0 {

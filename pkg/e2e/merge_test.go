@@ -12,7 +12,7 @@ func shardE2E(start time.Time, ms int) *Summary {
 	tr := NewTracker(5, 1, start, nil)
 	for seq := range uint64(10) {
 		tr.Stamped(0)
-		tr.Accepted(0, seq)
+		tr.Accepted(0, seq, 0)
 		if seq < 9 {
 			tr.Seen(AppendID(nil, ID{Nonce: 5, Seq: seq, Sent: start.UnixMicro()}), "done", start.Add(time.Duration(ms)*time.Millisecond))
 		}

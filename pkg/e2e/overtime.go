@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"math"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -87,24 +88,79 @@ func (t *Tracker) recordStep(st *stageScore, sent, ns int64) {
 	hist.RecordNanos(st.steps[i], ns)
 }
 
-// StepStage is the end-to-end latency of one e2e stage by step: Steps[i]
-// is the histogram of the events sent in step i (nil when none was seen).
+// stepMarks are where a VU's accepted events fall in the steps: a VU
+// stamps its requests in time order, so the sequence numbers of each step
+// are one range, from first[i] to the next step's first. Owned by the
+// VU's goroutine while the run goes.
+type stepMarks struct {
+	steps []int    // the steps the VU accepted events in, ascending
+	first []uint64 // the first sequence number accepted in each
+	n     []int64  // how many it accepted in each
+}
+
+// add counts accepted event seq in step i (a clock that went back leaves
+// it in the VU's latest step).
+func (m *stepMarks) add(i int, seq uint64) {
+	if last := len(m.steps) - 1; last >= 0 && i <= m.steps[last] {
+		m.n[last]++
+		return
+	}
+	m.steps, m.first, m.n = append(m.steps, i), append(m.first, seq), append(m.n, 1)
+}
+
+// seenIn counts, by step, the accepted events of one VU (acc) seen at a
+// stage (seen), into out.
+func (m *stepMarks) seenIn(acc, seen *bitset, out []int64) {
+	for k, step := range m.steps {
+		end := uint64(math.MaxUint64)
+		if k+1 < len(m.first) {
+			end = m.first[k+1]
+		}
+		out[step] += bothIn(acc, seen, m.first[k], end)
+	}
+}
+
+// StepStage is what one e2e stage saw by step: Steps[i] is the histogram
+// of the end-to-end latency of the events sent in step i (nil when none
+// was seen), Seen[i] how many of the events accepted in step i it saw.
 type StepStage struct {
 	Stage string
 	Steps []*hdrhistogram.Histogram
+	Seen  []int64
 }
 
-// StepStages returns the latency by step of each stage, in stage order;
-// nil without SetSteps. Call it once the drain is over.
+// StepStages returns what each stage saw by step, in stage order (the
+// stages named before the run included: Expect); nil without SetSteps.
+// Call it once the drain is over.
 func (t *Tracker) StepStages() []StepStage {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.nSteps == 0 {
 		return nil
 	}
-	out := make([]StepStage, 0, len(t.stages))
-	for _, st := range t.stages {
-		out = append(out, StepStage{Stage: st.name, Steps: st.steps})
+	stages := t.reported()
+	out := make([]StepStage, 0, len(stages))
+	for _, st := range stages {
+		seen := make([]int64, t.nSteps)
+		for vu := range min(len(t.accepted), len(st.seen)) {
+			t.marks[vu].seenIn(&t.accepted[vu], &st.seen[vu], seen)
+		}
+		out = append(out, StepStage{Stage: st.name, Steps: st.steps, Seen: seen})
+	}
+	return out
+}
+
+// StepAccepted returns the events the API accepted by step (the step of
+// their send time); nil without SetSteps. Call it once the run is over.
+func (t *Tracker) StepAccepted() []int64 {
+	if t.nSteps == 0 {
+		return nil
+	}
+	out := make([]int64, t.nSteps)
+	for vu := range t.marks {
+		for k, step := range t.marks[vu].steps {
+			out[step] += t.marks[vu].n[k]
+		}
 	}
 	return out
 }

@@ -33,8 +33,10 @@ type Tracker struct {
 	slots map[[3]uint64]int
 
 	// accepted[vu] is written by that VU's goroutine only, read once the
-	// run is over.
+	// run is over; so is marks[vu], where the VU's accepted events fall in
+	// the steps (SetSteps).
 	accepted []bitset
+	marks    []stepMarks
 	sent     []int64 // per VU: requests stamped
 	// provesLoss: the sinks can prove an event will never come, so what
 	// is unseen at the end of the drain is lost, not pending. Set before
@@ -45,6 +47,9 @@ type Tracker struct {
 	stages   []*stageScore
 	foreign  int64 // IDs seen that this run did not send
 	lastSeen time.Time
+	// fallback is the stage listed when no event was seen at all (an
+	// HTTP sink's default stage): Expect.
+	fallback string
 
 	// Steps (SetSteps): the run's start, Unix ns, the schedule that says
 	// which step an offset from it falls in, and how many steps it has.
@@ -99,6 +104,26 @@ func (b *bitset) set(i uint64) bool {
 	return true
 }
 
+// bothIn counts the members of a in [from, to) that are in b too.
+func bothIn(a, b *bitset, from, to uint64) int64 {
+	n := 0
+	for i := range min(len(a.words), len(b.words)) {
+		w := a.words[i] & b.words[i]
+		lo := uint64(i) * 64
+		if w == 0 || lo+64 <= from || lo >= to {
+			continue
+		}
+		if from > lo {
+			w &^= (uint64(1) << (from - lo)) - 1
+		}
+		if to < lo+64 {
+			w &= (uint64(1) << (to - lo)) - 1
+		}
+		n += bits.OnesCount64(w)
+	}
+	return int64(n)
+}
+
 // both counts the members of a that are in b too.
 func both(a, b *bitset) int64 {
 	n := 0
@@ -114,7 +139,31 @@ func NewTracker(nonce uint32, vus int, start time.Time, now func() time.Time) *T
 	if now == nil {
 		now = time.Now
 	}
-	return &Tracker{nonce: nonce, start: start, now: now, accepted: make([]bitset, vus), sent: make([]int64, vus)}
+	return &Tracker{nonce: nonce, start: start, now: now, accepted: make([]bitset, vus), marks: make([]stepMarks, vus), sent: make([]int64, vus)}
+}
+
+// Expect names the stages the run's sinks will see before any event
+// arrives (those named on the command line: a Redis list or stream, a
+// NATS subject, their stage=), so that a stage no event reaches is listed
+// with every accepted event pending, not left out; fallback (an HTTP
+// sink's default stage, "" for none) is listed only when no event was
+// seen at any stage. Call it before the run.
+func (t *Tracker) Expect(named []string, fallback string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, name := range named {
+		t.stage(name)
+	}
+	t.fallback = fallback
+}
+
+// reported are the stages a summary lists: those seen or named, or the
+// fallback when there are none; t.mu is held.
+func (t *Tracker) reported() []*stageScore {
+	if len(t.stages) == 0 && t.fallback != "" {
+		return []*stageScore{{name: t.fallback, hist: hist.New()}}
+	}
+	return t.stages
 }
 
 // NewSinkTracker returns a tracker for a standalone sink (replay sink): it
@@ -151,12 +200,16 @@ func (t *Tracker) Stamped(vu int) {
 	}
 }
 
-// Accepted records that the API answered the stamped request seq of VU vu
-// below 400, so its event is expected downstream. Called on that VU's
-// goroutine; it allocates only when the VU's set grows.
-func (t *Tracker) Accepted(vu int, seq uint64) {
-	if vu >= 0 && vu < len(t.accepted) {
-		t.accepted[vu].set(seq)
+// Accepted records that the API answered the stamped request seq of VU vu,
+// sent at Unix µs sent, below 400, so its event is expected downstream.
+// Called on that VU's goroutine; it allocates only when the VU's set
+// grows, and at the VU's first event of a step.
+func (t *Tracker) Accepted(vu int, seq uint64, sent int64) {
+	if vu < 0 || vu >= len(t.accepted) || !t.accepted[vu].set(seq) {
+		return
+	}
+	if t.nSteps > 0 {
+		t.marks[vu].add(t.stepOf(sent), seq)
 	}
 }
 
@@ -341,7 +394,7 @@ func (t *Tracker) Summary(drain time.Duration) *Summary {
 		s.Sent += t.sent[vu]
 		s.Accepted += t.accepted[vu].n
 	}
-	for _, st := range t.stages {
+	for _, st := range t.reported() {
 		var seenAccepted int64
 		for vu := range min(len(t.accepted), len(st.seen)) {
 			seenAccepted += both(&t.accepted[vu], &st.seen[vu])

@@ -19,7 +19,7 @@ func TestTracker(t *testing.T) {
 	for seq := range uint64(50) {
 		for vu := range 2 {
 			tr.Stamped(vu)
-			tr.Accepted(vu, seq)
+			tr.Accepted(vu, seq, 0)
 		}
 	}
 	tr.Stamped(0) // stamped, answered 500: not accepted
@@ -76,7 +76,7 @@ func TestTrackerProvesLoss(t *testing.T) {
 		tr.ProveLoss(tt.proves)
 		for seq := range uint64(4) {
 			tr.Stamped(0)
-			tr.Accepted(0, seq)
+			tr.Accepted(0, seq, 0)
 			if seq > 0 {
 				tr.Seen(AppendID(nil, ID{Nonce: 9, Seq: seq, Sent: start.UnixMicro()}), "done", start)
 			}
@@ -103,8 +103,8 @@ func TestTrackerDrain(t *testing.T) {
 		t.Errorf("nothing accepted: waited %v, want 0", waited)
 	}
 	tr := NewTracker(1, 1, clock, now)
-	tr.Accepted(0, 0)
-	tr.Accepted(0, 1)
+	tr.Accepted(0, 0, 0)
+	tr.Accepted(0, 1, 0)
 	seen := func(seq uint64) {
 		tr.Seen(AppendID(nil, ID{Nonce: 1, Seq: seq, Sent: lastSend.UnixMicro()}), "done", clock)
 	}
@@ -122,7 +122,7 @@ func TestTrackerDrain(t *testing.T) {
 	// Events keep trickling in, one short of complete: the drain bound.
 	tr2 := NewTracker(1, 1, clock, now)
 	for seq := range uint64(1000) {
-		tr2.Accepted(0, seq)
+		tr2.Accepted(0, seq, 0)
 	}
 	lastSend = clock
 	trickle := func(d time.Duration) {
@@ -138,7 +138,7 @@ func BenchmarkAccepted(b *testing.B) {
 	tr := NewTracker(1, 1, time.Now(), nil)
 	b.ReportAllocs()
 	for i := range b.N {
-		tr.Accepted(0, uint64(i%100000))
+		tr.Accepted(0, uint64(i%100000), 0)
 	}
 }
 

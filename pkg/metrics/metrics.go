@@ -1,7 +1,8 @@
 // Package metrics serves a run's live numbers in the Prometheus text
 // exposition format (--metrics ADDR): requests, errors by kind, responses
 // by status class, dropped and late iterations, end-to-end events per
-// stage, in-flight requests, VUs, the current step and target rate, and
+// stage, in-flight requests, VUs, the current step and target rate (in
+// iterations and in requests a second), and
 // the latency from due time, both as a histogram with buckets and as
 // today's quantiles (a summary). Every family has its # HELP and # TYPE.
 // The numbers are read from the run only when scraped.
@@ -34,8 +35,12 @@ type Sources struct {
 	// requests begun late.
 	Dropped, Late func() int64
 	// Target reports the step under way (from 1; 0: none) and the rate
-	// asked for now; ok false when the run has no target rate.
+	// asked for now, iterations a second; ok false when the run has no
+	// target rate.
 	Target func() (step int, rate float64, ok bool)
+	// PerIteration is the mean number of requests an iteration of the run
+	// holds: with it, the target is given in requests a second too.
+	PerIteration float64
 	// Events reports what each end-to-end stage has seen.
 	Events func() []e2e.StageCount
 }
@@ -183,6 +188,10 @@ func Write(b *strings.Builder, src Sources) {
 			e.Sample("replay_step", "", float64(step))
 			e.Family("replay_target_rate", "gauge", "The arrival rate asked for now, iterations per second.")
 			e.Sample("replay_target_rate", "", rate)
+			if src.PerIteration > 0 {
+				e.Family("replay_target_request_rate", "gauge", "The arrival rate asked for now, requests per second (iterations per second × the requests an iteration holds).")
+				e.Sample("replay_target_request_rate", "", rate*src.PerIteration)
+			}
 		}
 	}
 	if src.Buckets != nil {

@@ -57,7 +57,9 @@ func htmlSummary() *report.Summary {
 }
 
 // steppedSummary is htmlSummary's kind of results recorded as a three-step
-// arrival rate (a hold, a ramp, a hold), followed to a sink.
+// arrival rate (a hold, a ramp, a hold), followed to a sink: an event
+// stamped every 200 ms, each accepted, seen at "queued" (named for the
+// run) but for the last five: step 3 falls behind.
 func steppedSummary() *report.Summary {
 	base := t0.Unix()
 	var rs []result.Result
@@ -66,30 +68,34 @@ func steppedSummary() *report.Summary {
 			rs = append(rs, atSecond(base+sec, 1+i%7+sec, 200, result.ErrNone))
 		}
 	}
+	steps := stepsEndingAt(2*time.Second, 4*time.Second, 6*time.Second)
 	r := NewRecorder(testEndpoints)
-	r.Steps(stepsEndingAt(2*time.Second, 4*time.Second, 6*time.Second))
+	r.Steps(steps)
 	r.Start(t0)
 	for _, res := range rs {
 		r.Record(res)
 	}
 	r.Close()
 	tr := e2e.NewTracker(3, 1, t0, nil)
+	tr.SetSteps(t0, steps)
+	tr.Expect([]string{"queued"}, "delivered")
 	for seq := range uint64(30) {
-		tr.Stamped(0)
-		tr.Accepted(0, seq)
 		sent := t0.Add(time.Duration(seq) * 200 * time.Millisecond)
-		tr.Seen(e2e.AppendID(nil, e2e.ID{Nonce: 3, Seq: seq, Sent: sent.UnixMicro()}), "queued", sent.Add(time.Duration(seq)*time.Millisecond))
+		tr.Stamped(0)
+		tr.Accepted(0, seq, sent.UnixMicro())
+		if seq < 25 {
+			tr.Seen(e2e.AppendID(nil, e2e.ID{Nonce: 3, Seq: seq, Sent: sent.UnixMicro()}), "queued", sent.Add(time.Duration(seq+1)*time.Millisecond))
+		}
 	}
 	plan := []StepPlan{
-		{Duration: 2 * time.Second, From: 40, To: 40, Began: 100},
-		{Duration: 2 * time.Second, From: 40, To: 100, Ramp: true, Began: 180},
-		{Duration: 2 * time.Second, From: 100, To: 100, Began: 260, Dropped: 3},
+		{Duration: 2 * time.Second, From: 40, To: 40, Began: 100, PerIteration: 1},
+		{Duration: 2 * time.Second, From: 40, To: 100, Ramp: true, Began: 180, PerIteration: 1},
+		{Duration: 2 * time.Second, From: 100, To: 100, Began: 260, Dropped: 3, PerIteration: 1},
 	}
-	s := r.Summary(Meta{Run: result.Counters{Started: t0}, Model: "rate", Steps: plan})
+	s := r.Summary(Meta{Run: result.Counters{Started: t0}, Model: "rate", PerIteration: 1, Steps: plan})
 	s.E2E = tr.Summary(time.Second)
-	for i := range s.Steps { // what the run fills from the tracker's StepStages
-		s.Steps[i].E2E = []report.StepE2E{{Stage: "queued", Events: 10, Latency: report.Latency{P50: float64(i + 1), P99: float64(10 * (i + 1))}}}
-	}
+	s.SetStepE2E(tr.StepStages(), tr.StepAccepted())
+	s.JudgeSteps(report.DefaultTolerance)
 	return s
 }
 

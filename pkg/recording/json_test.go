@@ -11,6 +11,7 @@ import (
 	"github.com/replay-dev/replay/internal/golden"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/schedule"
 )
 
 // summaryKeys are the top-level keys of the summary JSON: DESIGN.md's,
@@ -22,7 +23,7 @@ var summaryKeys = []string{
 	"latency_ms", "service_ms", "status", "errors", "endpoints",
 	"histogram", "service_histogram",
 	"wait_s", "connections", "downgraded", "unsent", "clamped", "status_latency_ms",
-	"iterations", "iteration_rate", "redirects",
+	"iterations", "iteration_rate", "request_rate", "redirects",
 	"connections_by_protocol", "upgraded", "retried",
 }
 
@@ -73,9 +74,14 @@ func TestJSONRoundTrip(t *testing.T) {
 				t.Errorf("target_rate: got %v, want null", v)
 			}
 		}},
-		{"rate", Meta{Run: result.Counters{Started: t0, Dropped: 3, Late: 2, Scheduled: 103, Iterations: 100, LagMax: 1500 * time.Microsecond}, Model: "rate", TargetRate: &rate}, []string{"schedule", "intervals"}, func(t *testing.T, m map[string]any) {
+		{"rate", Meta{Run: result.Counters{Started: t0, Dropped: 3, Late: 2, Scheduled: 103, Iterations: 100, LagMax: 1500 * time.Microsecond}, Model: "rate", TargetRate: &rate,
+			Unit: schedule.Requests, PerIteration: 2}, []string{"schedule", "intervals", "rate_unit", "target_request_rate", "requests_per_iteration"}, func(t *testing.T, m map[string]any) {
 			if m["target_rate"] != 400.0 || m["dropped"] != 3.0 || m["late"] != 2.0 || m["iterations"] != 100.0 {
 				t.Errorf("got target_rate %v, dropped %v, late %v, iterations %v; want 400, 3, 2, 100", m["target_rate"], m["dropped"], m["late"], m["iterations"])
+			}
+			if m["rate_unit"] != "requests" || m["target_request_rate"] != 800.0 || m["requests_per_iteration"] != 2.0 {
+				t.Errorf("got rate_unit %v, target_request_rate %v, requests_per_iteration %v; want requests, 800 (400 iterations of 2), 2",
+					m["rate_unit"], m["target_request_rate"], m["requests_per_iteration"])
 			}
 			sc := m["schedule"].(map[string]any)
 			if sc["scheduled"] != 103.0 || sc["lag_max_ms"] != 1.5 {

@@ -18,6 +18,11 @@ type StepPlan struct {
 	From, To float64 // target at its start and end
 	Ramp     bool
 	VUs      bool // targets are VUs (closed model), not iterations per second
+	// Unit is the unit the rates were written in, PerIteration the mean
+	// number of requests an iteration holds: the target in requests a
+	// second is From and To × PerIteration.
+	Unit         schedule.Unit
+	PerIteration float64
 	// The VUs' counts of iterations begun and dropped and of requests
 	// begun late, due in this step.
 	Began, Dropped, Late int64
@@ -107,6 +112,11 @@ func (f *fold) stepSummaries(plan []StepPlan, stopped time.Duration) []report.St
 			st.Unit = "vus"
 		} else {
 			st.Scheduled = p.Began + p.Dropped
+			st.RequestFrom, st.RequestTo = p.From*p.PerIteration, p.To*p.PerIteration
+			if p.Unit == schedule.Requests {
+				st.RateUnit = p.Unit.String()
+				st.Target = report.TargetTextIn(st.RequestFrom, st.RequestTo, p.Ramp, false, p.Unit.Suffix())
+			}
 		}
 		if i < len(f.steps) {
 			sf := &f.steps[i]

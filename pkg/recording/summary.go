@@ -7,6 +7,7 @@ import (
 	"github.com/replay-dev/replay/pkg/hist"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/schedule"
 )
 
 // Meta is what a summary needs to know about the run that the results do
@@ -17,6 +18,11 @@ type Meta struct {
 	Run        result.Counters
 	Model      string   // load model: "closed", "rate" or "recorded"
 	TargetRate *float64 // requested iterations per second; nil without a rate
+	// Unit is the unit the rates were written in; PerIteration the mean
+	// number of requests an iteration of the run holds, which converts
+	// them (schedule.Load.InIterations).
+	Unit         schedule.Unit
+	PerIteration float64
 	// LateAfter is the lateness past which Run.Late counts a request.
 	LateAfter time.Duration
 	// Steps are the run's --stages, in order (see Recorder.Steps); nil
@@ -103,7 +109,13 @@ func (r *Recorder) Summary(m Meta) *report.Summary {
 		s.SetRates()
 		if dur > 0 {
 			s.IterationRate = float64(m.Run.Iterations) / s.DurationS
+			s.RequestRate = float64(f.requests) / s.DurationS
 		}
+	}
+	s.RequestsPerIteration = m.PerIteration
+	if m.TargetRate != nil {
+		s.RateUnit = m.Unit.String()
+		s.SetTargetRequestRate()
 	}
 	var stopped time.Duration
 	if m.Run.Interrupted && !m.Run.Stopped.IsZero() {

@@ -23,7 +23,7 @@ func TestE2EText(t *testing.T) {
 	for seq := range uint64(50) {
 		for vu := range 2 {
 			tr.Stamped(vu)
-			tr.Accepted(vu, seq)
+			tr.Accepted(vu, seq, 0)
 		}
 	}
 	tr.Stamped(0) // stamped, answered 500: not accepted
@@ -59,7 +59,7 @@ func TestE2ELossText(t *testing.T) {
 		tr.ProveLoss(proves)
 		for seq := range uint64(4) {
 			tr.Stamped(0)
-			tr.Accepted(0, seq)
+			tr.Accepted(0, seq, 0)
 			if seq < 3 {
 				tr.Seen(e2e.AppendID(nil, e2e.ID{Nonce: 3, Seq: seq, Sent: start.UnixMicro()}), "done", start)
 			}
@@ -117,7 +117,7 @@ func TestE2EHlog(t *testing.T) {
 	tr := e2e.NewTracker(42, 1, start, nil)
 	for seq := range uint64(30) {
 		tr.Stamped(0)
-		tr.Accepted(0, seq)
+		tr.Accepted(0, seq, 0)
 		sent := start.Add(time.Duration(seq) * 100 * time.Millisecond) // seconds 0, 1, 2
 		id := e2e.AppendID(nil, e2e.ID{Nonce: 42, VU: 0, Seq: seq, Sent: sent.UnixMicro()})
 		tr.Seen(id, "queued", sent.Add(2*time.Millisecond))

@@ -49,6 +49,9 @@ func writeE2E(buf *bytes.Buffer, e *e2e.Summary) {
 			formatMillis(st.Latency.P50), formatMillis(st.Latency.P90), formatMillis(st.Latency.P99), formatMillis(st.Latency.Max)})
 	}
 	writeTable(buf, rows, false)
+	if noneSeen(e) {
+		buf.WriteString("  no event was seen: does the SUT pass the ID along, and does it reach the sink?\n")
+	}
 	writeLossNote(buf, e)
 	if len(e.Deltas) > 0 {
 		fmt.Fprintf(buf, "  between stages (--e2e-deltas; at most %d events followed at once)\n", e.DeltasPeakInFlight)
@@ -59,6 +62,17 @@ func writeE2E(buf *bytes.Buffer, e *e2e.Summary) {
 		}
 		writeTable(buf, rows, false)
 	}
+}
+
+// noneSeen reports that no stage saw an event (the stages listed are those
+// named for the run, all pending).
+func noneSeen(e *e2e.Summary) bool {
+	for _, st := range e.Stages {
+		if st.Unique > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // writeLossNote says what the end-to-end counts can tell of loss.

@@ -40,6 +40,9 @@ func WriteHTML(w io.Writer, s *Summary) error {
 	}
 	sort.Slice(data.Errors, func(i, j int) bool { return data.Errors[i].Name < data.Errors[j].Name })
 	data.Protocols = strings.Join(countList(s.ConnectionsByProtocol), " ")
+	for _, st := range s.Steps {
+		data.StepVerdicts = data.StepVerdicts || st.KeptUp != nil
+	}
 	for _, kv := range countList(s.GRPCStatus) {
 		name, n, _ := strings.Cut(kv, ":")
 		data.GRPC = append(data.GRPC, Setting{name, n})
@@ -60,6 +63,8 @@ type htmlData struct {
 	// first; EndpointStatus the same per endpoint, in endpoint order.
 	Status         []Setting
 	EndpointStatus []string
+	// StepVerdicts says that a step was judged (the kept up column).
+	StepVerdicts bool
 }
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
@@ -80,6 +85,17 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 		return ""
 	},
 	"stages": StagesText,
+	"upper":  upperFirst,
+	"keptUp": func(ok *bool) template.HTML {
+		switch {
+		case ok == nil:
+			return "-"
+		case *ok:
+			return `<span class="pass">yes</span>`
+		}
+		return `<span class="fail">no</span>`
+	},
+	"join": strings.Join,
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>replay report {{.Started}}</title>
@@ -93,11 +109,13 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 .pass{color:#1a7f37;font-weight:600}.fail{color:#c0262d;font-weight:600}.chart{margin:8px 0 20px}svg text{font:11px system-ui,sans-serif;fill:#3b4252}
 </style></head><body>
 <h1>replay report</h1>
-<div>started {{.Started}} · model {{.S.Model}}{{if .S.Steps}} · stages {{stages .S.Steps}}{{else if .S.TargetRate}} · target {{f2 (deref .S.TargetRate)}}/s{{end}}</div>
+<div>started {{.Started}} · model {{.S.Model}}{{if .S.Steps}} · stages {{stages .S.Steps}}{{else if .S.TargetRate}} · target {{if and .S.TargetRequestRate (eq .S.RateUnit "requests")}}{{f2 (deref .S.TargetRequestRate)}} req/s ({{f2 (deref .S.TargetRate)}} iterations/s){{else}}{{f2 (deref .S.TargetRate)}}/s{{if .S.TargetRequestRate}} iterations ({{f2 (deref .S.TargetRequestRate)}} req/s){{end}}{{end}}{{end}}{{if .S.RequestsPerIteration}} · {{f2 .S.RequestsPerIteration}} requests an iteration{{end}}</div>
 <div class="kpis">
 <div class="kpi"><b>{{.S.Requests}}</b><span>requests</span></div>
 <div class="kpi"><b>{{.S.Answered}}</b><span>answered ({{sub .S.Requests .S.Answered}} failed without an answer)</span></div>
 <div class="kpi"><b>{{f2 .S.RPS}}/s</b><span>rate (answered / wall time)</span></div>
+{{if .S.SUTCPUs}}<div class="kpi" id="per-vcpu"><b>{{f2 .S.RPSPerVCPU}}/s</b><span>per vCPU (answered; {{f2 .S.ThroughputPerVCPU}}/s succeeded; --sut-cpus {{.S.SUTCPUs}})</span></div>{{end}}
+<div class="kpi"><b>{{f2 .S.IterationRate}}/s · {{f2 .S.RequestRate}}/s</b><span>achieved: iterations · requests begun a second</span></div>
 <div class="kpi"><b>{{pct .S.Succeeded .S.Requests}}</b><span>success</span></div>
 {{if .S.Answered}}<div class="kpi"><b>{{ms .S.Latency.P50}}</b><span>latency p50 (answered, from due)</span></div>
 <div class="kpi"><b>{{ms .S.Latency.P99}}</b><span>latency p99 (answered, from due)</span></div>
@@ -108,10 +126,11 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 </div>
 {{range .Charts}}<div class="chart">{{.}}</div>{{end}}
 {{if .S.Steps}}<h2>Steps</h2>
-<table id="steps"><tr><th>step</th><th>target</th><th>duration</th><th>achieved</th><th>dropped</th><th>late</th><th>requests</th><th>failed</th><th>p50</th><th>p90</th><th>p99</th><th>service p99</th>{{range (index .S.Steps 0).E2E}}<th>e2e {{.Stage}} p99</th>{{end}}</tr>
-{{range .S.Steps}}<tr class="step"><td>{{.Step}}</td><td>{{.Target}}</td><td>{{f2 .DurationS}} s</td><td>{{f2 .IterationRate}}{{if eq .Unit "rate"}}/s{{else}} it/s{{end}}</td><td>{{.Dropped}}</td><td>{{.Late}}</td><td>{{.Requests}}</td><td>{{.Failed}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Service.P99}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}{{range .E2E}}<td>{{if .Events}}{{ms .Latency.P99}}{{else}}-{{end}}</td>{{end}}</tr>
+{{with .S.StepsVerdict}}<p id="steps-verdict"><b>{{upper .Line}}</b></p>{{end}}
+{{$first := index .S.Steps 0}}<table id="steps"><tr><th>step</th><th>target</th><th>duration</th><th>achieved</th><th>requests / s</th><th>dropped</th><th>late</th><th>requests</th><th>failed</th><th>p50</th><th>p90</th><th>p99</th><th>service p99</th>{{if $first.E2E}}<th>accepted / s</th>{{end}}{{range $first.E2E}}<th>seen / s at {{.Stage}}</th><th>e2e {{.Stage}} p99</th>{{end}}{{if .StepVerdicts}}<th>kept up</th>{{end}}</tr>
+{{$verdicts := .StepVerdicts}}{{range .S.Steps}}<tr class="step"><td>{{.Step}}</td><td>{{.Target}}</td><td>{{f2 .DurationS}} s</td><td>{{f2 .IterationRate}}{{if eq .Unit "rate"}}/s{{else}} it/s{{end}}</td><td>{{f2 .RequestRate}}</td><td>{{.Dropped}}</td><td>{{.Late}}</td><td>{{.Requests}}</td><td>{{.Failed}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Service.P99}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}{{if .E2E}}<td>{{f2 .AcceptedRate}}</td>{{end}}{{range .E2E}}<td>{{f2 .SeenRate}}</td><td>{{if .Events}}{{ms .Latency.P99}}{{else}}-{{end}}</td>{{end}}{{if $verdicts}}<td>{{keptUp .KeptUp}}{{if .Behind}}: {{join .Behind "; "}}{{end}}</td>{{end}}</tr>
 {{end}}</table>
-<p>A request belongs to the step its iteration was due in; achieved is iterations begun per second of the step.</p>{{end}}
+<p>A request belongs to the step its iteration was due in; achieved is iterations begun per second of the step; a step keeps up when it achieves at least 1 − tolerance of its target in iterations whose requests succeeded, holds its thresholds, and, with sinks, each stage saw at least 90% of the events the API accepted in it.</p>{{end}}
 <h2>Endpoints</h2>
 <table><tr><th>endpoint</th><th>requests</th><th>answered</th><th>ok</th><th>status</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
 {{$st := .EndpointStatus}}{{range $i, $e := .S.Endpoints}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td>{{.Answered}}</td><td>{{pct .Succeeded .Requests}}</td><td class="status">{{index1 $st $i}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}</tr>
@@ -187,24 +206,30 @@ func stepBands(s *Summary, t0 int64) []chart.Band {
 }
 
 // targetSeries is the target rate of an open-model run at each x (elapsed
-// seconds from Unix second t0), dashed: a constant --rate, or the steps'
-// targets, a ramp moving linearly; nil for a closed model.
+// seconds from Unix second t0), dashed, in the charts' unit, requests a
+// second: a constant --rate, or the steps' targets, a ramp moving
+// linearly, each iterations a second times the requests an iteration
+// holds; nil for a closed model, or when the requests an iteration holds
+// are not known.
 func targetSeries(s *Summary, xs []float64, t0 int64) []chart.Series {
+	per := s.perIteration()
 	var at func(x float64) float64
 	switch {
+	case per <= 0:
+		return nil
 	case len(s.Steps) > 0 && s.Steps[0].Unit == "rate":
 		off := stepOffset(s, t0)
 		at = func(x float64) float64 {
 			for _, st := range s.Steps {
 				from := off + st.StartS
 				if x >= from && x < from+st.DurationS {
-					return st.From + (st.To-st.From)*(x-from)/st.DurationS
+					return per * (st.From + (st.To-st.From)*(x-from)/st.DurationS)
 				}
 			}
 			return math.NaN()
 		}
 	case len(s.Steps) == 0 && s.TargetRate != nil:
-		rate := *s.TargetRate
+		rate := *s.TargetRate * per
 		at = func(float64) float64 { return rate }
 	default:
 		return nil
@@ -213,7 +238,11 @@ func targetSeries(s *Summary, xs []float64, t0 int64) []chart.Series {
 	for i, x := range xs {
 		ys[i] = at(x + 0.5) // a point stands for its whole second
 	}
-	return []chart.Series{{Name: "target (iterations / s)", Color: "#495057", Y: ys, Dashed: true}}
+	name := "target (requests / s)"
+	if s.RateUnit != "requests" && per != 1 {
+		name = "target (requests / s: iterations / s × " + chart.Label(per) + ")"
+	}
+	return []chart.Series{{Name: name, Color: "#495057", Y: ys, Dashed: true}}
 }
 
 // chartT0 is the Unix second the time charts start at.

@@ -125,7 +125,7 @@ func TestHTMLEndToEnd(t *testing.T) {
 	tr := e2e.NewTracker(3, 1, start, nil)
 	for seq := range uint64(20) {
 		tr.Stamped(0)
-		tr.Accepted(0, seq)
+		tr.Accepted(0, seq, 0)
 		tr.Seen(e2e.AppendID(nil, e2e.ID{Nonce: 3, Seq: seq, Sent: start.UnixMicro()}), "processed", start.Add(time.Duration(seq)*100*time.Millisecond))
 	}
 	s.E2E = tr.Summary(time.Second)
@@ -174,8 +174,10 @@ func TestHTMLShowsFailuresWithoutAnswer(t *testing.T) {
 func steppedFixture(t *testing.T) *Summary { return recorded(t, "stepped") }
 
 // TestHTMLSteps: a stepped run shades its steps on every time chart, draws
-// its target rate dashed on the throughput chart, lists the steps in a
-// table, and charts the end-to-end latency per second.
+// its target rate dashed on the throughput chart in the chart's unit
+// (requests a second), lists the steps in a table with the events
+// accepted and seen a second and whether each kept up, says where the run
+// stopped keeping up, and charts the end-to-end latency per second.
 func TestHTMLSteps(t *testing.T) {
 	var buf bytes.Buffer
 	if err := WriteHTML(&buf, steppedFixture(t)); err != nil {
@@ -187,7 +189,9 @@ func TestHTMLSteps(t *testing.T) {
 		t.Errorf("%d step bands on %d charts, want 3 on each time chart", n, charts)
 	}
 	for _, want := range []string{"stages 40/s 2s, 40/s→100/s 2s, 100/s 2s", `<table id="steps">`, "step 2: 40/s→100/s",
-		"<td>40/s→100/s</td>", `stroke-dasharray="6 4"`, "target (iterations / s)", "End-to-end latency per second", "queued p99", "<th>e2e queued p99</th>"} {
+		"<td>40/s→100/s</td>", `stroke-dasharray="6 4"`, "target (requests / s)", "End-to-end latency per second", "queued p99", "<th>e2e queued p99</th>",
+		"<th>accepted / s</th>", "<th>seen / s at queued</th>", `<span class="fail">no</span>: events seen 2.5/s of 5/s accepted at queued`,
+		`<p id="steps-verdict"><b>Kept up through step 2 (40/s→100/s); fell behind in step 3 (100/s)`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the report lacks %q", want)
 		}

@@ -21,8 +21,9 @@ func ParseThresholds(exprs []string) ([]Threshold, error) {
 
 // Judge checks threshold expressions against s, a saved or merged
 // summary, and stores the verdict in s.Thresholds (a run judges its own
-// summary: internal/run). A threshold that names an endpoint s does not
-// have is an error.
+// summary: internal/run); the steps are judged again with them
+// (JudgeSteps, at the tolerance the run was judged at). A threshold that
+// names an endpoint s does not have is an error.
 func Judge(s *Summary, exprs []string) error {
 	ts, err := ParseThresholds(exprs)
 	if err != nil {
@@ -32,6 +33,13 @@ func Judge(s *Summary, exprs []string) error {
 		return err
 	}
 	Evaluate(s, ts)
+	if len(s.Steps) > 0 {
+		tolerance := DefaultTolerance
+		if v := s.StepsVerdict; v != nil {
+			tolerance = v.Tolerance
+		}
+		s.JudgeSteps(tolerance)
+	}
 	return nil
 }
 

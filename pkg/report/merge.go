@@ -128,6 +128,13 @@ type merger struct {
 	end, lastDue time.Time
 	rateSum      float64
 	rates        int
+	reqRateSum   float64 // the target rates in requests, of the summaries that have one
+	reqRates     int
+	perWeighted  float64 // requests_per_iteration × iterations, and the iterations
+	perWeight    float64
+	judged       bool // a summary's steps were judged, at tolerance
+	tolerance    float64
+
 	sched        *Schedule
 	lagWeighted  float64
 	intervals    map[int64]*intervalMerge
@@ -169,6 +176,10 @@ func (m *merger) add(i int, s *Summary, spans bool) error {
 	}
 	m.summaries = append(m.summaries, s)
 	m.addCounts(s)
+	m.out.SUTCPUs = max(m.out.SUTCPUs, s.SUTCPUs) // one SUT, whatever the shards
+	if v := s.StepsVerdict; v != nil && !m.judged {
+		m.judged, m.tolerance = true, v.Tolerance
+	}
 	m.e2es = append(m.e2es, s.E2E)
 	m.addSchedule(s)
 	m.addCompare(s.Compare)
@@ -205,6 +216,18 @@ func (m *merger) addSpan(s *Summary) {
 	if s.TargetRate != nil {
 		m.rateSum += *s.TargetRate
 		m.rates++
+	}
+	if s.TargetRequestRate != nil {
+		m.reqRateSum += *s.TargetRequestRate
+		m.reqRates++
+	}
+	if s.RequestsPerIteration > 0 {
+		w := float64(max(s.Iterations, 1))
+		m.perWeighted += s.RequestsPerIteration * w
+		m.perWeight += w
+	}
+	if out.RateUnit == "" {
+		out.RateUnit = s.RateUnit
 	}
 }
 
@@ -374,9 +397,18 @@ func (m *merger) finish(n int) (*Summary, error) {
 	out.SetRates()
 	if out.DurationS > 0 {
 		out.IterationRate = float64(out.Iterations) / out.DurationS
+		out.RequestRate = float64(out.Requests) / out.DurationS
 	}
 	if m.rates == n {
 		out.TargetRate = &m.rateSum
+	}
+	switch {
+	case m.rates == n && m.reqRates == n && m.rateSum > 0:
+		out.TargetRequestRate = &m.reqRateSum
+		out.RequestsPerIteration = m.reqRateSum / m.rateSum
+	case m.perWeight > 0:
+		out.RequestsPerIteration = m.perWeighted / m.perWeight
+		out.SetTargetRequestRate()
 	}
 	if sched := m.sched; sched != nil {
 		if sched.Scheduled > 0 {
@@ -396,6 +428,9 @@ func (m *merger) finish(n int) (*Summary, error) {
 		return nil, err
 	}
 	out.Steps = steps
+	if len(steps) > 0 && m.judged {
+		out.JudgeSteps(m.tolerance) // its thresholds are judged again, if asked (Judge)
+	}
 	out.Latency, out.Service = latencyOf(m.lat), latencyOf(m.svc)
 	out.Histogram, out.ServiceHistogram = encodeHistogram(m.lat), encodeHistogram(m.svc)
 	out.Endpoints = make([]Endpoint, 0, len(m.eps))

@@ -15,10 +15,12 @@ import (
 // was due in it (DESIGN.md, Counting), as in
 //
 //	{"step": 2, "start_s": 2, "duration_s": 2, "target": "100/s→500/s", "unit": "rate",
-//	 "from": 100, "to": 500, "ramp": true, "scheduled": 600, "iterations": 600,
-//	 "iteration_rate": 300, "dropped": 0, "late": 0, "requests": 600, "succeeded": 600,
-//	 "failed": 0, "answered": 600, "rps": 300, "latency_ms": {...}, "service_ms": {...},
-//	 "status": {"200": 600}, "errors": {}, "histogram": "HISTF...", "service_histogram": "HISTF..."}
+//	 "from": 100, "to": 500, "request_from": 100, "request_to": 500, "ramp": true,
+//	 "scheduled": 600, "iterations": 600, "iteration_rate": 300, "request_rate": 300,
+//	 "dropped": 0, "late": 0, "requests": 600, "succeeded": 600, "failed": 0,
+//	 "answered": 600, "rps": 300, "throughput": 300, "latency_ms": {...},
+//	 "service_ms": {...}, "status": {"200": 600}, "errors": {},
+//	 "kept_up": true, "histogram": "HISTF...", "service_histogram": "HISTF..."}
 //
 // A ramp step moves its target linearly from From to To; a hold (or the
 // step of a stepped pace) has From = To. Rates run over the step's own
@@ -28,51 +30,85 @@ type Step struct {
 	Step      int     `json:"step"`       // from 1, in --stages order
 	StartS    float64 `json:"start_s"`    // its start, seconds after the run's start
 	DurationS float64 `json:"duration_s"` // as planned, or until the run stopped
-	Target    string  `json:"target"`     // "300/s", "100/s→500/s", "50 VUs", "10→50 VUs"
-	Unit      string  `json:"unit"`       // "rate": iterations per second; "vus"
+	Target    string  `json:"target"`     // in the unit written: "300/s", "100/s→500/s", "1800req/s", "50 VUs", "10→50 VUs"
+	Unit      string  `json:"unit"`       // "rate": From and To are iterations per second; "vus"
 	From      float64 `json:"from"`       // target at its start
 	To        float64 `json:"to"`         // target at its end
 	Ramp      bool    `json:"ramp"`
+	// RateUnit is "requests" when the stages were written in requests a
+	// second (the target says so; From and To are still iterations);
+	// absent for iterations and VUs. RequestFrom and RequestTo are From
+	// and To in requests a second (rate steps; 0 for VUs).
+	RateUnit    string  `json:"rate_unit,omitempty"`
+	RequestFrom float64 `json:"request_from"`
+	RequestTo   float64 `json:"request_to"`
 
 	Scheduled     int64   `json:"scheduled,omitempty"` // rate: iterations that came due (iterations + dropped)
 	Iterations    int64   `json:"iterations"`          // iterations begun that were due in it
-	IterationRate float64 `json:"iteration_rate"`      // Iterations / DurationS: the achieved rate
+	IterationRate float64 `json:"iteration_rate"`      // Iterations / DurationS: the rate begun
+	RequestRate   float64 `json:"request_rate"`        // Requests / DurationS: the same in requests
 	Dropped       int64   `json:"dropped"`             // iterations due in it that no VU could start
 	Late          int64   `json:"late"`                // requests due in it begun late
 
-	Requests  int64   `json:"requests"`
-	Succeeded int64   `json:"succeeded"`
-	Failed    int64   `json:"failed"`
-	Answered  int64   `json:"answered"`
-	RPS       float64 `json:"rps"`        // Answered / DurationS
-	Latency   Latency `json:"latency_ms"` // answered, from due time
-	Service   Latency `json:"service_ms"` // answered, from the first byte sent
+	Requests   int64   `json:"requests"`
+	Succeeded  int64   `json:"succeeded"`
+	Failed     int64   `json:"failed"`
+	Answered   int64   `json:"answered"`
+	RPS        float64 `json:"rps"`        // Answered / DurationS
+	Throughput float64 `json:"throughput"` // Succeeded / DurationS
+	Latency    Latency `json:"latency_ms"` // answered, from due time
+	Service    Latency `json:"service_ms"` // answered, from the first byte sent
 
 	Status map[string]int64 `json:"status"` // answers by HTTP status
 	// GRPCStatus counts its gRPC answers by grpc-status name; absent
 	// when there were none.
 	GRPCStatus map[string]int64 `json:"grpc_status,omitempty"`
 	Errors     map[string]int64 `json:"errors"` // requests without an answer, by kind
-	// E2E is the end-to-end latency per e2e stage of the events sent in
-	// this step (run with sinks).
+	// Accepted is the events the API accepted of the requests stamped in
+	// this step, AcceptedRate the same a second (runs with sinks).
+	Accepted     int64   `json:"e2e_accepted,omitempty"`
+	AcceptedRate float64 `json:"e2e_accepted_rate,omitempty"`
+	// E2E is, per e2e stage, the events of this step seen there and
+	// their end-to-end latency (runs with sinks): every stage named for
+	// the run, seen or not.
 	E2E []StepE2E `json:"e2e,omitempty"`
+	// KeptUp says whether the step kept up (see JudgeSteps); absent when
+	// nothing judged it. Behind says why it did not.
+	KeptUp *bool    `json:"kept_up,omitempty"`
+	Behind []string `json:"behind,omitempty"`
 
 	Histogram        string `json:"histogram"`         // latency, µs, as Summary.Histogram
 	ServiceHistogram string `json:"service_histogram"` // service time
 }
 
-// StepE2E is the end-to-end latency at one e2e stage of the events sent in
-// a step.
+// StepE2E is what one e2e stage saw of the events sent in a step:
+//
+//	{"stage": "processed", "events": 980, "seen": 980, "seen_rate": 490, "pending": 20,
+//	 "pending_pct": 2, "latency_ms": {...}, "histogram": "HISTF..."}
 type StepE2E struct {
-	Stage     string  `json:"stage"`
-	Events    int64   `json:"events"` // distinct events seen at the stage
-	Latency   Latency `json:"latency_ms"`
-	Histogram string  `json:"histogram"`
+	Stage  string `json:"stage"`
+	Events int64  `json:"events"` // distinct events seen at the stage
+	// Seen is the step's accepted events seen at the stage by the end of
+	// the drain, SeenRate the same a second of the step; Pending the
+	// accepted ones not seen (of Step.Accepted, PendingPct).
+	Seen       int64   `json:"seen"`
+	SeenRate   float64 `json:"seen_rate"`
+	Pending    int64   `json:"pending"`
+	PendingPct float64 `json:"pending_pct"`
+	Latency    Latency `json:"latency_ms"`
+	Histogram  string  `json:"histogram"`
 }
 
 // TargetText writes a step's target: "300/s", "100/s→500/s", "50 VUs",
 // "10→50 VUs".
 func TargetText(from, to float64, ramp, vus bool) string {
+	return TargetTextIn(from, to, ramp, vus, "/s")
+}
+
+// TargetTextIn writes a step's target, a rate with unit after its
+// numbers ("/s" for iterations, "req/s" for requests): "1800req/s",
+// "600req/s→1800req/s".
+func TargetTextIn(from, to float64, ramp, vus bool, unit string) string {
 	n := func(v float64) string { return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64) }
 	switch {
 	case vus && ramp:
@@ -80,9 +116,17 @@ func TargetText(from, to float64, ramp, vus bool) string {
 	case vus:
 		return n(to) + " VUs"
 	case ramp:
-		return n(from) + "/s→" + n(to) + "/s"
+		return n(from) + unit + "→" + n(to) + unit
 	}
-	return n(to) + "/s"
+	return n(to) + unit
+}
+
+// targetText is st's target in the unit it was written in.
+func (st *Step) targetText() string {
+	if st.RateUnit == "requests" {
+		return TargetTextIn(st.RequestFrom, st.RequestTo, st.Ramp, false, "req/s")
+	}
+	return TargetText(st.From, st.To, st.Ramp, st.Unit == "vus")
 }
 
 // StagesText writes a run's steps for a report's header:
@@ -100,27 +144,57 @@ func StagesText(steps []Step) string {
 func (st Step) planS() float64 { return math.Round(st.DurationS*1000) / 1000 }
 
 // SetRates sets the step's rates from its counts and duration: the
-// iterations begun (IterationRate) and the answered requests (RPS) per
-// second of DurationS; 0 without a duration.
+// iterations and requests begun (IterationRate, RequestRate), the
+// answered and succeeded requests (RPS, Throughput), the events accepted
+// and those seen at each e2e stage, per second of DurationS; 0 without a
+// duration. It sets each stage's pending events too.
 func (st *Step) SetRates() {
-	st.IterationRate, st.RPS = 0, 0
+	st.IterationRate, st.RequestRate, st.RPS, st.Throughput, st.AcceptedRate = 0, 0, 0, 0, 0
+	per := func(n int64) float64 { return 0 }
 	if st.DurationS > 0 {
-		st.IterationRate = float64(st.Iterations) / st.DurationS
-		st.RPS = float64(st.Answered) / st.DurationS
+		per = func(n int64) float64 { return float64(n) / st.DurationS }
+	}
+	st.IterationRate, st.RequestRate = per(st.Iterations), per(st.Requests)
+	st.RPS, st.Throughput = per(st.Answered), per(st.Succeeded)
+	st.AcceptedRate = per(st.Accepted)
+	for i := range st.E2E {
+		e := &st.E2E[i]
+		e.SeenRate = per(e.Seen)
+		e.Pending = max(st.Accepted-e.Seen, 0)
+		e.PendingPct = 0
+		if st.Accepted > 0 {
+			e.PendingPct = 100 * float64(e.Pending) / float64(st.Accepted)
+		}
 	}
 }
 
-// SetStepE2E fills the steps' end-to-end sections from the histograms per
-// step and e2e stage the tracker kept (e2e.Tracker.StepHistograms):
-// byStage[stage][step].
-func (s *Summary) SetStepE2E(byStage []e2e.StepStage) {
-	for _, ss := range byStage {
-		for i, h := range ss.Steps {
-			if i >= len(s.Steps) || h == nil || h.TotalCount() == 0 {
-				continue
-			}
-			s.Steps[i].E2E = append(s.Steps[i].E2E, StepE2E{Stage: ss.Stage, Events: h.TotalCount(), Latency: latencyOf(h), Histogram: encodeHistogram(h)})
+// SetStepE2E fills the steps' end-to-end sections from what the tracker
+// kept by step (e2e.Tracker.StepStages): per e2e stage, the latency of
+// the events sent in each step and how many of the step's accepted
+// events it saw, and the events accepted in each step. Every stage is
+// listed in every step, seen or not.
+func (s *Summary) SetStepE2E(byStage []e2e.StepStage, accepted []int64) {
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		st.E2E = st.E2E[:0]
+		if i < len(accepted) {
+			st.Accepted = accepted[i]
 		}
+		for _, ss := range byStage {
+			e := StepE2E{Stage: ss.Stage}
+			if i < len(ss.Steps) && ss.Steps[i] != nil && ss.Steps[i].TotalCount() > 0 {
+				h := ss.Steps[i]
+				e.Events, e.Latency, e.Histogram = h.TotalCount(), latencyOf(h), encodeHistogram(h)
+			}
+			if i < len(ss.Seen) {
+				e.Seen = ss.Seen[i]
+			}
+			st.E2E = append(st.E2E, e)
+		}
+		if len(st.E2E) == 0 {
+			st.E2E = nil
+		}
+		st.SetRates()
 	}
 }
 
@@ -132,6 +206,7 @@ func mergeSteps(ss []*Summary) ([]Step, error) {
 	var lat, svc []*hdrhistogram.Histogram
 	var e2es []map[string]*hdrhistogram.Histogram
 	var e2eOrder [][]string
+	var seen []map[string]int64
 	for i, s := range ss {
 		if len(s.Steps) == 0 {
 			continue
@@ -140,8 +215,10 @@ func mergeSteps(ss []*Summary) ([]Step, error) {
 			out = make([]Step, len(s.Steps))
 			lat, svc = make([]*hdrhistogram.Histogram, len(s.Steps)), make([]*hdrhistogram.Histogram, len(s.Steps))
 			e2es, e2eOrder = make([]map[string]*hdrhistogram.Histogram, len(s.Steps)), make([][]string, len(s.Steps))
+			seen = make([]map[string]int64, len(s.Steps))
 			for j, st := range s.Steps {
-				out[j] = Step{Step: st.Step, StartS: st.StartS, DurationS: st.DurationS, Unit: st.Unit, Ramp: st.Ramp,
+				seen[j] = map[string]int64{}
+				out[j] = Step{Step: st.Step, StartS: st.StartS, DurationS: st.DurationS, Unit: st.Unit, RateUnit: st.RateUnit, Ramp: st.Ramp,
 					Status: map[string]int64{}, Errors: map[string]int64{}}
 				lat[j], svc[j], e2es[j] = newHistogram(), newHistogram(), map[string]*hdrhistogram.Histogram{}
 			}
@@ -157,6 +234,9 @@ func mergeSteps(ss []*Summary) ([]Step, error) {
 			o.DurationS = max(o.DurationS, st.DurationS)
 			o.From += st.From
 			o.To += st.To
+			o.RequestFrom += st.RequestFrom
+			o.RequestTo += st.RequestTo
+			o.Accepted += st.Accepted
 			o.Scheduled += st.Scheduled
 			o.Iterations += st.Iterations
 			o.Dropped += st.Dropped
@@ -182,6 +262,7 @@ func mergeSteps(ss []*Summary) ([]Step, error) {
 					e2es[j][e.Stage] = h
 					e2eOrder[j] = append(e2eOrder[j], e.Stage)
 				}
+				seen[j][e.Stage] += e.Seen
 				if err := mergeHistogram(h, e.Histogram, i, what+" e2e "+e.Stage); err != nil {
 					return nil, err
 				}
@@ -190,12 +271,16 @@ func mergeSteps(ss []*Summary) ([]Step, error) {
 	}
 	for j := range out {
 		o := &out[j]
-		o.Target = TargetText(o.From, o.To, o.Ramp, o.Unit == "vus")
+		o.Target = o.targetText()
 		o.Latency, o.Service = latencyOf(lat[j]), latencyOf(svc[j])
 		o.Histogram, o.ServiceHistogram = encodeHistogram(lat[j]), encodeHistogram(svc[j])
 		for _, name := range e2eOrder[j] {
 			h := e2es[j][name]
-			o.E2E = append(o.E2E, StepE2E{Stage: name, Events: h.TotalCount(), Latency: latencyOf(h), Histogram: encodeHistogram(h)})
+			e := StepE2E{Stage: name, Events: h.TotalCount(), Seen: seen[j][name]}
+			if e.Events > 0 {
+				e.Latency, e.Histogram = latencyOf(h), encodeHistogram(h)
+			}
+			o.E2E = append(o.E2E, e)
 		}
 		o.SetRates()
 	}

@@ -33,19 +33,36 @@ type Summary struct {
 	WaitS      float64   `json:"wait_s"`      // last end − (Started + DurationS): waiting for the last answers
 	WallS      float64   `json:"wall_s"`      // last end (answer or error) − Started: what rates divide by
 	Model      string    `json:"model"`       // load model: closed, rate, recorded (mixed in a merge of several; sink for a standalone sink)
-	TargetRate *float64  `json:"target_rate"` // null without a rate
-	Requests   int64     `json:"requests"`    // requests begun: Succeeded + Failed
-	Succeeded  int64     `json:"succeeded"`   // HTTP status below 400; gRPC: grpc-status 0
-	Failed     int64     `json:"failed"`      // status ≥ 400 (gRPC: grpc-status not 0), or an error
-	Answered   int64     `json:"answered"`    // requests that got an answer, whatever its status: Requests − Σ Errors
-	RPS        float64   `json:"rps"`         // Answered / WallS
-	Throughput float64   `json:"throughput"`  // Succeeded / WallS
-	Dropped    int64     `json:"dropped"`     // iterations an open model could not start; never part of Requests
-	Late       int64     `json:"late"`        // requests begun more than --late-after past their due time
-	Reconnects int64     `json:"reconnects"`  // connections opened to replace one of the same VU
-	VUsMax     int       `json:"vus_max"`     // the most VUs the run had
-	BytesIn    int64     `json:"bytes_in"`    // response bytes read
-	BytesOut   int64     `json:"bytes_out"`   // request bytes written
+	TargetRate *float64  `json:"target_rate"` // iterations per second asked for; null without a rate
+	// RateUnit is the unit the user wrote the rate in: "iterations"
+	// (--rate 500/s) or "requests" (--rate 3000req/s, scheduled as
+	// iterations by RequestsPerIteration); absent without a rate.
+	RateUnit string `json:"rate_unit,omitempty"`
+	// TargetRequestRate is TargetRate in requests a second (TargetRate ×
+	// RequestsPerIteration); absent without a rate.
+	TargetRequestRate *float64 `json:"target_request_rate,omitempty"`
+	// RequestsPerIteration is the mean number of requests an iteration
+	// of the run holds (the traffic file after the filters and the
+	// shard): what converts a rate in requests to iterations, and back.
+	RequestsPerIteration float64 `json:"requests_per_iteration,omitempty"`
+	Requests             int64   `json:"requests"`   // requests begun: Succeeded + Failed
+	Succeeded            int64   `json:"succeeded"`  // HTTP status below 400; gRPC: grpc-status 0
+	Failed               int64   `json:"failed"`     // status ≥ 400 (gRPC: grpc-status not 0), or an error
+	Answered             int64   `json:"answered"`   // requests that got an answer, whatever its status: Requests − Σ Errors
+	RPS                  float64 `json:"rps"`        // Answered / WallS
+	Throughput           float64 `json:"throughput"` // Succeeded / WallS
+	// SUTCPUs is the SUT's vCPUs (--sut-cpus); with it, RPSPerVCPU and
+	// ThroughputPerVCPU are RPS and Throughput divided by them (absent
+	// without it).
+	SUTCPUs           float64 `json:"sut_cpus,omitempty"`
+	RPSPerVCPU        float64 `json:"rps_per_vcpu,omitempty"`
+	ThroughputPerVCPU float64 `json:"throughput_per_vcpu,omitempty"`
+	Dropped           int64   `json:"dropped"`    // iterations an open model could not start; never part of Requests
+	Late              int64   `json:"late"`       // requests begun more than --late-after past their due time
+	Reconnects        int64   `json:"reconnects"` // connections opened to replace one of the same VU
+	VUsMax            int     `json:"vus_max"`    // the most VUs the run had
+	BytesIn           int64   `json:"bytes_in"`   // response bytes read
+	BytesOut          int64   `json:"bytes_out"`  // request bytes written
 
 	Connections int64 `json:"connections"` // connections opened
 	// ConnectionsByProtocol splits Connections by the protocol spoken on
@@ -76,6 +93,9 @@ type Summary struct {
 	Intervals []Interval `json:"intervals,omitempty"`
 	// Steps are the run step by step (--stages): see Step.
 	Steps []Step `json:"steps,omitempty"`
+	// StepsVerdict says where the steps stopped keeping up (JudgeSteps);
+	// absent without steps, or when nothing judged them.
+	StepsVerdict *StepsVerdict `json:"steps_verdict,omitempty"`
 	// Compare is the comparison with the recorded responses (--compare).
 	Compare *Compare `json:"compare,omitempty"`
 	// E2E is the end-to-end section: events followed through the SUT to
@@ -93,6 +113,7 @@ type Summary struct {
 
 	Iterations    int64     `json:"iterations"`                // iterations begun
 	IterationRate float64   `json:"iteration_rate"`            // Iterations / DurationS: the achieved rate
+	RequestRate   float64   `json:"request_rate"`              // Requests / DurationS: the achieved rate in requests, beside IterationRate
 	Schedule      *Schedule `json:"schedule,omitempty"`        // open models (rate, recorded)
 	OutOfOrder    int       `json:"ts_out_of_order,omitempty"` // recorded pacing: iterations listed before earlier ones
 
@@ -190,12 +211,47 @@ type Endpoint struct {
 }
 
 // SetRates sets RPS (answered requests a second) and Throughput
-// (succeeded requests a second) over the wall time; zero without one.
+// (succeeded requests a second) over the wall time, zero without one, and
+// with SUTCPUs both per vCPU.
 func (s *Summary) SetRates() {
 	s.RPS, s.Throughput = 0, 0
 	if s.WallS > 0 {
 		s.RPS, s.Throughput = float64(s.Answered)/s.WallS, float64(s.Succeeded)/s.WallS
 	}
+	s.RPSPerVCPU, s.ThroughputPerVCPU = 0, 0
+	if s.SUTCPUs > 0 {
+		s.RPSPerVCPU, s.ThroughputPerVCPU = s.RPS/s.SUTCPUs, s.Throughput/s.SUTCPUs
+	}
+}
+
+// SetSUTCPUs sets the SUT's vCPUs (--sut-cpus) and the rates per vCPU.
+func (s *Summary) SetSUTCPUs(n float64) {
+	s.SUTCPUs = n
+	s.SetRates()
+}
+
+// SetTargetRequestRate sets TargetRequestRate from TargetRate and
+// RequestsPerIteration; nil without either.
+func (s *Summary) SetTargetRequestRate() {
+	s.TargetRequestRate = nil
+	if s.TargetRate != nil && s.RequestsPerIteration > 0 {
+		r := *s.TargetRate * s.RequestsPerIteration
+		s.TargetRequestRate = &r
+	}
+}
+
+// perIteration is the requests an iteration held, to draw or state a
+// target in requests: RequestsPerIteration, or for a summary written
+// before it, the requests begun per iteration begun; 0 when neither is
+// known.
+func (s *Summary) perIteration() float64 {
+	switch {
+	case s.RequestsPerIteration > 0:
+		return s.RequestsPerIteration
+	case s.Iterations > 0 && s.Requests > 0:
+		return float64(s.Requests) / float64(s.Iterations)
+	}
+	return 0
 }
 
 // ProtocolName is the key of "connections_by_protocol" for connections of

@@ -38,6 +38,10 @@ func WriteText(w io.Writer, s *Summary) error {
 
 	line("Requests", "[total, rate, throughput]",
 		fmt.Sprintf("%d, %.2f, %.2f", s.Requests, s.RPS, s.Throughput))
+	if s.SUTCPUs > 0 {
+		line("  per vCPU", "[rate, throughput: --sut-cpus "+strconv.FormatFloat(s.SUTCPUs, 'f', -1, 64)+"]",
+			fmt.Sprintf("%.2f, %.2f", s.RPSPerVCPU, s.ThroughputPerVCPU))
+	}
 	line("Answered", "[answered, failed without an answer]", formatAnswered(s))
 	line("Duration", "[wall, issuing, wait]",
 		fmt.Sprintf("%s, %s, %s", formatSeconds(s.WallS), formatSeconds(s.DurationS), formatSeconds(s.WaitS)))
@@ -75,10 +79,14 @@ func WriteText(w io.Writer, s *Summary) error {
 	if len(s.Steps) > 0 {
 		line("Model", "[name, stages]", formatModel(s.Model, nil)+", "+StagesText(s.Steps))
 	} else {
-		line("Model", "[name, target rate]", formatModel(s.Model, s.TargetRate))
+		line("Model", "[name, target rate]", modelText(s))
 	}
 	line("Iterations", "[begun, rate, dropped, late requests]",
 		fmt.Sprintf("%d, %.2f/s, %d, %d", s.Iterations, s.IterationRate, s.Dropped, s.Late))
+	if per := s.perIteration(); per > 0 {
+		line("Achieved", "[iterations/s, requests/s, requests an iteration]",
+			fmt.Sprintf("%.2f, %.2f, %.2f", s.IterationRate, s.RequestRate, per))
+	}
 	if sc := s.Schedule; sc != nil {
 		line("Schedule", "[due, lag mean, 50, 99, max]",
 			fmt.Sprintf("%d, %s, %s, %s, %s", sc.Scheduled, formatMillis(sc.LagMeanMS),
@@ -126,7 +134,7 @@ func WriteText(w io.Writer, s *Summary) error {
 	}
 	if len(s.Steps) > 0 {
 		buf.WriteString("\nSteps (requests by the step they were due in)\n")
-		writeSteps(&buf, s.Steps)
+		writeSteps(&buf, s)
 	}
 	if e := s.E2E; e != nil {
 		writeE2E(&buf, e)
@@ -275,24 +283,52 @@ func formatModel(model string, rate *float64) string {
 	return fmt.Sprintf("%s, %.2f/s", model, *rate)
 }
 
+// modelText is the model and its target rate in both units, the one it
+// was written in first: "rate, 500.00/s (iterations; 3000.00 req/s at
+// 6.00 requests an iteration)", "rate, 1000.00 req/s (166.67
+// iterations/s at 6.00 requests an iteration)".
+func modelText(s *Summary) string {
+	t, tr := s.TargetRate, s.TargetRequestRate
+	switch {
+	case t == nil || tr == nil:
+		return formatModel(s.Model, t)
+	case s.RateUnit == "requests":
+		return fmt.Sprintf("%s, %.2f req/s (%.2f iterations/s at %.2f requests an iteration)", s.Model, *tr, *t, s.RequestsPerIteration)
+	}
+	return fmt.Sprintf("%s (iterations; %.2f req/s at %.2f requests an iteration)", formatModel(s.Model, t), *tr, s.RequestsPerIteration)
+}
+
 // formatSeconds formats a duration given in seconds; see formatMillis.
 func formatSeconds(s float64) string { return formatMillis(s * 1000) }
 
-// writeSteps writes the steps' table: target and achieved rate, dropped
-// and late, errors, latency from due and service time, and the end-to-end
-// p99 of each e2e stage.
-func writeSteps(buf *bytes.Buffer, steps []Step) {
+// writeSteps writes the steps' table: target (in the unit it was
+// written in) and achieved rates in iterations and requests, dropped and
+// late, errors, latency from due and service time; with sinks, the
+// events accepted a second and, per e2e stage, those seen a second and
+// the end-to-end p99; whether each step kept up; then the one line that
+// says where the run stopped keeping up.
+func writeSteps(buf *bytes.Buffer, s *Summary) {
+	steps := s.Steps
 	var stages []string
+	events, verdicts := false, false
 	for _, st := range steps {
+		events = events || len(st.E2E) > 0
+		verdicts = verdicts || st.KeptUp != nil
 		for _, e := range st.E2E {
 			if !slices.Contains(stages, e.Stage) {
 				stages = append(stages, e.Stage)
 			}
 		}
 	}
-	head := []string{"step", "target", "for", "iter/s", "dropped", "late", "requests", "errors", "p50", "p90", "p99", "svc p99"}
+	head := []string{"step", "target", "for", "iter/s", "req/s", "dropped", "late", "requests", "errors", "p50", "p90", "p99", "svc p99"}
+	if events {
+		head = append(head, "accepted/s")
+	}
 	for _, name := range stages {
-		head = append(head, "e2e "+name+" p99")
+		head = append(head, "seen/s "+name, "e2e "+name+" p99")
+	}
+	if verdicts {
+		head = append(head, "kept up")
 	}
 	rows := [][]string{head}
 	for _, st := range steps {
@@ -301,20 +337,51 @@ func writeSteps(buf *bytes.Buffer, steps []Step) {
 			lat = []string{"-", "-", "-", "-"}
 		}
 		row := append([]string{strconv.Itoa(st.Step), st.Target, formatSeconds(st.DurationS), fmt.Sprintf("%.2f", st.IterationRate),
-			strconv.FormatInt(st.Dropped, 10), strconv.FormatInt(st.Late, 10), strconv.FormatInt(st.Requests, 10),
+			fmt.Sprintf("%.2f", st.RequestRate), strconv.FormatInt(st.Dropped, 10), strconv.FormatInt(st.Late, 10), strconv.FormatInt(st.Requests, 10),
 			formatPercent(st.Failed, st.Requests)}, lat...)
+		if events {
+			row = append(row, fmt.Sprintf("%.2f", st.AcceptedRate))
+		}
 		for _, name := range stages {
-			v := "-"
+			seen, p99 := "-", "-"
 			for _, e := range st.E2E {
 				if e.Stage == name {
-					v = formatMillis(e.Latency.P99)
+					seen = fmt.Sprintf("%.2f", e.SeenRate)
+					if e.Events > 0 {
+						p99 = formatMillis(e.Latency.P99)
+					}
 				}
 			}
-			row = append(row, v)
+			row = append(row, seen, p99)
+		}
+		if verdicts {
+			row = append(row, keptUpText(st.KeptUp))
 		}
 		rows = append(rows, row)
 	}
 	writeTable(buf, rows, false)
+	if v := s.StepsVerdict; v != nil {
+		fmt.Fprintf(buf, "  %s\n", upperFirst(v.Line))
+	}
+}
+
+// keptUpText is a step's verdict in the steps table.
+func keptUpText(ok *bool) string {
+	switch {
+	case ok == nil:
+		return "-"
+	case *ok:
+		return "yes"
+	}
+	return "NO"
+}
+
+// upperFirst writes s with its first letter upper-cased.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // writeLagWarning says when the scheduler's own lateness is large against

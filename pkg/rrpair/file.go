@@ -508,6 +508,25 @@ func (f *File) Iterations() int {
 	return len(f.iterStart) - 1
 }
 
+// Requests is the number of requests the iterations hold: Len, or for a
+// shard, its share of the pairs.
+func (f *File) Requests() int {
+	if f.iterStart == nil {
+		return len(f.pairs)
+	}
+	return int(f.iterStart[len(f.iterStart)-1])
+}
+
+// PerIteration is the mean number of requests an iteration holds (after
+// the filter and the shard): what converts a rate in requests a second to
+// iterations. 0 for a file with no iteration.
+func (f *File) PerIteration() float64 {
+	if f.Iterations() == 0 {
+		return 0
+	}
+	return float64(f.Requests()) / float64(f.Iterations())
+}
+
 // IterationLen is the number of pairs in iteration k.
 func (f *File) IterationLen(k int) int {
 	if f.iterStart == nil {

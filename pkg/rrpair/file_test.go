@@ -557,12 +557,19 @@ func TestShardsAreDisjointAndWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer all.Close()
+	if all.Requests() != 50 || all.PerIteration() != 50/float64(all.Iterations()) {
+		t.Errorf("whole file: %d requests, %v an iteration; want 50, 50/%d", all.Requests(), all.PerIteration(), all.Iterations())
+	}
 	seen := map[int]int{}
-	iterations := 0
+	iterations, requests := 0, 0
 	for i := 0; i < 3; i++ {
 		f, err := Open(path, Options{Shard: Shard{i, 3}})
 		if err != nil {
 			t.Fatal(err)
+		}
+		requests += f.Requests()
+		if want := float64(f.Requests()) / float64(f.Iterations()); f.PerIteration() != want {
+			t.Errorf("shard %d: %v requests an iteration, want its own %v", i, f.PerIteration(), want)
 		}
 		if strings.Join(f.Endpoints(), ",") != strings.Join(all.Endpoints(), ",") {
 			t.Errorf("shard %d derives another endpoint table", i)
@@ -579,8 +586,8 @@ func TestShardsAreDisjointAndWhole(t *testing.T) {
 		}
 		f.Close()
 	}
-	if len(seen) != 50 || iterations != all.Iterations() {
-		t.Errorf("shards cover %d pairs in %d iterations, want 50 in %d", len(seen), iterations, all.Iterations())
+	if len(seen) != 50 || iterations != all.Iterations() || requests != 50 {
+		t.Errorf("shards cover %d pairs (%d requests) in %d iterations, want 50 in %d", len(seen), requests, iterations, all.Iterations())
 	}
 	for p, n := range seen {
 		if n != 1 {

@@ -81,10 +81,20 @@ type Load struct {
 	Duration   time.Duration // stop issuing after this long (0: no limit)
 	Iterations int64         // stop after this many iterations in all (0: no limit)
 	// Rate is the arrival rate at the start, in iterations (sessions) per
-	// second: k6's arrival rate, the unit every model schedules.
+	// second: k6's arrival rate, the unit every model schedules. Written
+	// in requests (Unit), it is requests a second until InIterations.
 	Rate float64
 	// Stages ramp the rate (Rate) or the number of VUs (Closed).
 	Stages []Stage
+	// Unit is the unit the user wrote the rates in. With Requests, Rate
+	// and the stages' rates are requests a second until InIterations
+	// divides them by the mean number of requests an iteration of the run
+	// holds (PerIteration): a schedule paces iterations, so that each
+	// session's requests still go in order.
+	Unit Unit
+	// PerIteration is the mean number of requests an iteration holds, set
+	// by InIterations; 0 before.
+	PerIteration float64
 	// Speed divides recorded times: Recorded pacing, and Think.
 	Speed float64
 	// Think keeps a session's recorded gaps between requests (Closed).
@@ -159,6 +169,34 @@ func (l *Load) SetDefaults() {
 	if l.Model == Closed && len(l.Stages) > 0 && l.Duration == 0 {
 		l.Duration = StagesDuration(l.Stages)
 	}
+}
+
+// InIterations is l with its rates in iterations a second, ready to be
+// scheduled: written in requests (Unit Requests), Rate and the stages'
+// rates are divided by perIteration, the mean number of requests an
+// iteration of the run holds (after filters and the shard), which it
+// keeps in PerIteration, as it does for a load written in iterations. A
+// load converted already is returned as it is; perIteration ≤ 0 (a file
+// with no iteration) counts as 1.
+func (l Load) InIterations(perIteration float64) Load {
+	if l.PerIteration > 0 {
+		return l
+	}
+	if !(perIteration > 0) {
+		perIteration = 1
+	}
+	l.PerIteration = perIteration
+	if l.Unit != Requests || l.Model != Rate {
+		return l
+	}
+	l.Rate /= perIteration
+	stages := make([]Stage, len(l.Stages))
+	for i, st := range l.Stages {
+		st.Target /= perIteration
+		stages[i] = st
+	}
+	l.Stages = stages
+	return l
 }
 
 // Share is shard i's share of l, of n shards (k6's execution segments):

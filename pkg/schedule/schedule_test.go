@@ -27,7 +27,7 @@ func rate(t *testing.T, r float64, stages string, limit time.Duration) *Schedule
 	l := Load{Model: Rate, VUs: 1, Rate: r, Duration: limit}
 	if stages != "" {
 		var err error
-		if l.Stages, err = ParseStages(stages, true); err != nil {
+		if l.Stages, _, err = ParseStages(stages, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -122,21 +122,21 @@ func TestParseStagesErrors(t *testing.T) {
 		{"10s:100,,10s:0", "stage 2"},
 		{"100@", "positive duration"},
 	} {
-		_, err := ParseStages(tt.in, true)
+		_, _, err := ParseStages(tt.in, true)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ParseStages(%q): got %v, want an error with %q", tt.in, err, tt.want)
 		}
 	}
-	if _, err := ParseStages("10s:-3", false); err == nil {
+	if _, _, err := ParseStages("10s:-3", false); err == nil {
 		t.Error("negative VUs accepted")
 	}
-	if st, err := ParseStages("10s:60/m", true); err != nil || st[0].Target != 1 {
+	if st, _, err := ParseStages("10s:60/m", true); err != nil || st[0].Target != 1 {
 		t.Errorf("60/m: got %v %v, want 1/s", st, err)
 	}
 }
 
 func TestVUs(t *testing.T) {
-	stages, err := ParseStages("10s:10,5@10s,10s:0", false)
+	stages, _, err := ParseStages("10s:10,5@10s,10s:0", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestSteps(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := tc.load
 			var err error
-			if l.Stages, err = ParseStages(tc.stages, l.Model == Rate); err != nil {
+			if l.Stages, _, err = ParseStages(tc.stages, l.Model == Rate); err != nil {
 				t.Fatal(err)
 			}
 			l.VUs = max(l.VUs, 1)
@@ -308,7 +308,7 @@ func FuzzParseStages(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		stages, err := ParseStages(s, true)
+		stages, _, err := ParseStages(s, true)
 		if err != nil {
 			return
 		}
@@ -340,5 +340,67 @@ func TestStepOfBoundaries(t *testing.T) {
 		if got := s.StepOf(off); got != want {
 			t.Errorf("StepOf(%d) = %d, want %d", off, got, want)
 		}
+	}
+}
+
+// Rates are iterations a second unless written in requests: req/s, req/m,
+// req/h; the time units are those of iterations.
+func TestParseRateUnits(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		v    float64
+		unit Unit
+	}{
+		{"2000/s", 2000, Iterations}, {"2000", 2000, Iterations}, {"120000/m", 2000, Iterations}, {"7200/h", 2, Iterations},
+		{"1000req/s", 1000, Requests}, {"60000req/m", 1000, Requests}, {"3600req/h", 1, Requests}, {"1000 req/s", 1000, Requests},
+	} {
+		v, u, err := ParseRate(tt.in)
+		if err != nil || v != tt.v || u != tt.unit {
+			t.Errorf("ParseRate(%q) = %v %v %v, want %v %v", tt.in, v, u, err, tt.v, tt.unit)
+		}
+	}
+	for _, bad := range []string{"1000req", "1000req/d", "req/s", "1000rq/s", "-5req/s"} {
+		if _, _, err := ParseRate(bad); err == nil || !strings.Contains(err.Error(), "2000req/s (requests)") {
+			t.Errorf("ParseRate(%q): got %v, want an error naming both units", bad, err)
+		}
+	}
+}
+
+// A stage list is in one unit; a list that mixes them is refused, naming
+// the stage.
+func TestParseStagesUnits(t *testing.T) {
+	stages, unit, err := ParseStages("500req/s@10s,30s:1500req/s", true)
+	if err != nil || unit != Requests || len(stages) != 2 || stages[1].Target != 1500 {
+		t.Fatalf("got %v %v %v, want two stages in requests", stages, unit, err)
+	}
+	if _, unit, err := ParseStages("500@10s,30s:1500/s", true); err != nil || unit != Iterations {
+		t.Errorf("bare and /s: got %v %v, want iterations", unit, err)
+	}
+	_, _, err = ParseStages("500req/s@10s,1000@10s", true)
+	if err == nil || !strings.Contains(err.Error(), `stage 2 "1000@10s": in iterations a second, stage 1 in requests`) {
+		t.Errorf("mixed units: got %v", err)
+	}
+}
+
+// InIterations divides a load written in requests by the requests an
+// iteration holds, once, and leaves one in iterations as it is.
+func TestInIterations(t *testing.T) {
+	l := Load{Model: Rate, VUs: 1, Rate: 600, Unit: Requests, Stages: []Stage{{Duration: time.Second, Target: 1200, Hold: true}}}
+	c := l.InIterations(6)
+	if c.Rate != 100 || c.Stages[0].Target != 200 || c.PerIteration != 6 || c.Unit != Requests {
+		t.Errorf("converted: %+v, want rate 100, stage 200, 6 a iteration", c)
+	}
+	if l.Stages[0].Target != 1200 {
+		t.Error("InIterations changed the stages of the load it was given")
+	}
+	if again := c.InIterations(3); again.Rate != 100 || again.PerIteration != 6 {
+		t.Errorf("converted twice: %+v", again)
+	}
+	it := Load{Model: Rate, VUs: 1, Rate: 600}.InIterations(6)
+	if it.Rate != 600 || it.PerIteration != 6 {
+		t.Errorf("iterations: %+v, want the rate kept and the ratio noted", it)
+	}
+	if z := (Load{Model: Rate, Rate: 5, Unit: Requests}).InIterations(0); z.Rate != 5 || z.PerIteration != 1 {
+		t.Errorf("no iteration: %+v, want 1 request an iteration", z)
 	}
 }

@@ -10,11 +10,12 @@ import (
 )
 
 // Stamper keeps the score of stamped requests (e2e.Tracker): the chain
-// tells it each request it stamps and each one the API accepted.
+// tells it each request it stamps and each one the API accepted, with the
+// send time its ID carries (Unix µs).
 type Stamper interface {
 	Nonce() uint32
 	Stamped(vu int)
-	Accepted(vu int, seq uint64)
+	Accepted(vu int, seq uint64, sent int64)
 }
 
 // StampOptions turn on correlation IDs: each request carries a unique ID
@@ -78,6 +79,7 @@ func (s *stamp) needsRecorded() bool { return false }
 // vuStamp is a VU's stamping state.
 type vuStamp struct {
 	seq     uint64 // the next sequence number
+	sent    int64  // the send time the last ID carries, Unix µs
 	pending bool   // the last request was stamped with seq-1
 }
 
@@ -89,8 +91,9 @@ func (s *stamp) apply(c *call) {
 	}
 	seq := st.seq
 	st.seq++
+	st.sent = c.now / 1000
 	buf := c.buf(0)
-	*buf = e2e.AppendID((*buf)[:0], e2e.ID{Nonce: s.nonce, Shard: s.shard, VU: c.st.vu, Seq: seq, Sent: c.now / 1000})
+	*buf = e2e.AppendID((*buf)[:0], e2e.ID{Nonce: s.nonce, Shard: s.shard, VU: c.st.vu, Seq: seq, Sent: st.sent})
 	id := *buf
 	stamped := false
 	if s.header != nil {
@@ -118,7 +121,7 @@ func (s *stamp) apply(c *call) {
 // answer below 400, or to a gRPC call, grpc-status OK.
 func (s *stamp) observe(st *vuState, _ int, p *rrpair.Pair, a result.Answer) {
 	if st.stamp.pending && accepted(p, a) {
-		s.to.Accepted(st.vu, st.stamp.seq-1)
+		s.to.Accepted(st.vu, st.stamp.seq-1, st.stamp.sent)
 	}
 	st.stamp.pending = false
 }

@@ -13,11 +13,14 @@ import (
 type stampCounter struct {
 	stamped  int
 	accepted []uint64
+	sent     int64 // the last accepted's send time, Unix µs
 }
 
-func (s *stampCounter) Nonce() uint32            { return 77 }
-func (s *stampCounter) Stamped(int)              { s.stamped++ }
-func (s *stampCounter) Accepted(_ int, q uint64) { s.accepted = append(s.accepted, q) }
+func (s *stampCounter) Nonce() uint32 { return 77 }
+func (s *stampCounter) Stamped(int)   { s.stamped++ }
+func (s *stampCounter) Accepted(_ int, q uint64, sent int64) {
+	s.accepted, s.sent = append(s.accepted, q), sent
+}
 
 func TestStamp(t *testing.T) {
 	tests := []struct {
@@ -49,8 +52,8 @@ func TestStamp(t *testing.T) {
 				t.Errorf("counts %+v, stamped %d, want failed=%v", n, sc.stamped, tt.failed)
 			}
 			c.Observe(2, &p, live(202, ""))
-			if !tt.failed && (len(sc.accepted) != 1 || sc.accepted[0] != 0) {
-				t.Errorf("accepted %v, want [0]", sc.accepted)
+			if !tt.failed && (len(sc.accepted) != 1 || sc.accepted[0] != 0 || sc.sent != now.UnixMicro()) {
+				t.Errorf("accepted %v sent at %d, want [0] sent at %d, the ID's send time", sc.accepted, sc.sent, now.UnixMicro())
 			}
 		})
 	}

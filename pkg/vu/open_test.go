@@ -166,7 +166,7 @@ func TestThinkRecorded(t *testing.T) {
 
 func TestVUStages(t *testing.T) {
 	srv := loopback.NewRaw(t, func(int64, []byte) loopback.Action { return loopback.Action{Status: 200, Stall: 5 * time.Millisecond} })
-	stages, err := schedule.ParseStages("4@400ms,1@400ms", false)
+	stages, _, err := schedule.ParseStages("4@400ms,1@400ms", false)
 	if err != nil {
 		t.Fatal(err)
 	}

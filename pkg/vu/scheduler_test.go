@@ -107,7 +107,7 @@ func TestSchedulerDrops(t *testing.T) {
 }
 
 func TestSchedulerRamp(t *testing.T) {
-	stages, _ := schedule.ParseStages("2s:1000", true)
+	stages, _, _ := schedule.ParseStages("2s:1000", true)
 	slots, _, _ := runScheduler(t, schedule.New(schedule.Load{Model: schedule.Rate, VUs: 1, Stages: stages}), 0, nil)
 	if len(slots) != 1000 { // ∫ 0→1000 over 2s
 		t.Fatalf("got %d slots, want 1000", len(slots))
