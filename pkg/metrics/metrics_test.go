@@ -177,6 +177,15 @@ func TestMetricsSet(t *testing.T) {
 	if _, ok := fams["replay_request_duration_seconds"]; ok {
 		t.Error("a histogram without a source of buckets")
 	}
+	if _, ok := fams["replay_target_request_rate"]; ok {
+		t.Error("a target in requests a second without the requests an iteration holds")
+	}
+	// With the requests an iteration holds, the target in requests a second too.
+	s.Set(Sources{Recorder: fakeRecorder{recording.Live{Requests: 10}}, Target: func() (int, float64, bool) { return 3, 150, true }, PerIteration: 6})
+	fams, _ = scrape(t, s)
+	if got := value(t, fams, "replay_target_request_rate"); got != 900 {
+		t.Errorf("replay_target_request_rate %v, want 900 (150 iterations/s × 6)", got)
+	}
 }
 
 // TestListenFunc: a server other than a run serves what its function
