@@ -101,7 +101,7 @@ const heapBound = 64 << 20
 // hostileRun runs replay against the fuzzed peer of proto, its choices
 // from src, and holds the run to what the suite asserts of every seed:
 // the summary is written; requests = succeeded + failed; the requests the
-// peer read lie within the README's bounds (at least those answered, at
+// peer read lie within the bounds of docs/strict.md (at least those answered, at
 // most requests − connect − unsent + retried); no malformed answer counted
 // (status 299 absent; no more successes than well-formed or racy answers);
 // the run within --duration + --timeout + 2 s; the heap in use risen by

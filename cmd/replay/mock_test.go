@@ -172,7 +172,7 @@ func dependency(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	return srv, &seen
 }
 
-// TestMockWholeLoop is the loop the README shows: a service's inbound
+// TestMockWholeLoop is the loop docs/mock.md shows: a service's inbound
 // traffic recorded by replay record, its calls to a dependency over HTTPS
 // (HTTPS_PROXY) by replay record --forward with the CA it generates; the
 // dependency stopped; the inbound traffic replayed with --compare body

@@ -26,7 +26,7 @@ type Class uint8
 
 // The classes of hostile answers.
 const (
-	// Good: a well-formed answer, or one whose leniency the README
+	// Good: a well-formed answer, or one whose leniency docs/strict.md
 	// documents: it must count (status 200, or StatusLenient).
 	Good Class = iota
 	// Racy: the client may take it either way (a complete answer the
@@ -285,7 +285,7 @@ func sayClose(s string) func(w *H1Writer) bool {
 // H1Cases is the catalogue of hostile HTTP/1.1 answers: bad status
 // lines, conflicting lengths, broken chunking, bare CR and LF, obs-fold,
 // huge heads, 1xx storms, 101 without an upgrade, early closes, resets,
-// dribbles, extra answers, and the leniencies the README keeps.
+// dribbles, extra answers, and the leniencies docs/strict.md keeps.
 var H1Cases = []H1Case{
 	// Well-formed answers, each a way of framing one.
 	{"ok", Good, 4, say(answer(StatusGood, "", "ok"))},
@@ -302,7 +302,7 @@ var H1Cases = []H1Case{
 	}},
 	{"ok-then-extra", Good, 2, say(answer(StatusGood, "", "ok") + answer(StatusBad, "", "extra"))},
 	{"ok-then-close", Good, 2, sayClose(answer(StatusGood, "", "ok"))},
-	// Leniencies kept (README, "Strict where it matters").
+	// Leniencies kept (docs/strict.md).
 	{"lenient-same-lengths", Good, 2, say(answer(StatusLenient, "Content-Length: 2\r\n", "ok"))},
 	{"lenient-length-list", Good, 2, say("HTTP/1.1 201 X\r\nContent-Length: 2, 2\r\n\r\nok")},
 	{"lenient-space-in-name", Good, 2, say(answer(StatusLenient, "X Odd: 1\r\n", "ok"))},

@@ -12,7 +12,7 @@ import (
 // fasthttp parses it: where the head ends (fasthttp would wait for ever
 // on a bare LF one), whether its status line is one curl takes, whether
 // its framing is one a browser or curl would frame the same way, and the
-// leniencies the README keeps (RFC 9112 is the rule; curl 8's behaviour
+// leniencies docs/strict.md keeps (RFC 9112 is the rule; curl 8's behaviour
 // the reference where the RFC leaves room).
 
 // head is what the scan of an answer's head found.

@@ -48,7 +48,7 @@ func TestUnaskedSwitchingProtocols(t *testing.T) {
 
 // TestHostileHTTP1Answers holds every case of the fuzzed peer's
 // catalogue to its class on its own: a well-formed answer, or one the
-// README keeps as a leniency, counts with its status; a malformed one
+// docs/strict.md keeps as a leniency, counts with its status; a malformed one
 // fails (as other, or eof when it is cut) and its connection is not used
 // again; no answer fails. After each, the next request is answered,
 // unless the SUT closed the connection without a word after a complete

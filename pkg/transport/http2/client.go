@@ -14,7 +14,7 @@ import (
 )
 
 // The client's side of an HTTP/2 connection: what its SETTINGS say and
-// the connection window it opens (the README's "HTTP/2 and gRPC").
+// the connection window it opens (docs/http2-grpc.md).
 const (
 	// ourStreamWindow is SETTINGS_INITIAL_WINDOW_SIZE: how much of an
 	// answer's body the SUT may send before a WINDOW_UPDATE.

@@ -78,7 +78,7 @@ var (
 )
 
 // maxInterim is how many interim (1xx) answers may come before the final
-// one, HTTP/1.1's limit too (fasthttp's and the README's).
+// one, HTTP/1.1's limit too (fasthttp's and docs/strict.md's).
 const maxInterim = 100
 
 // checkName reports what is wrong with a regular field's name: RFC 9113
