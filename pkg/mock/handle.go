@@ -29,7 +29,11 @@ func (s *Server) handleH1(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		ctx.HijackSetNoResponse(true)
-		ctx.Hijack(func(c net.Conn) {
+		ctx.Hijack(func(hijacked net.Conn) {
+			// fasthttp takes the connection back when this returns; the
+			// HTTP/2 server may still be writing its GOAWAY then.
+			c := holdConn(hijacked)
+			defer c.release()
 			if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 				return
 			}
