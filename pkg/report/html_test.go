@@ -134,7 +134,7 @@ func TestHTMLEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Sent and received over time", "events at processed", "End-to-end: send → seen by a sink",
-		"<th>stage</th><th>unique</th><th>duplicates</th>", "<td>processed</td><td>20</td>"} {
+		"<th>stage</th><th>unique</th><th>pending</th>", "<td>processed</td><td>20</td>"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("the report lacks %q", want)
 		}
