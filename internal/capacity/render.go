@@ -235,15 +235,14 @@ func writeChart(b *strings.Builder, r *Result) {
 func curveOf(r *Result) chart.Curve {
 	// x in the unit the search was asked in: iterations, or requests a
 	// second (each step's target and what it achieved in requests).
-	xLabel, x, xTarget, scale := "achieved rate (iterations/s)", func(st Step) float64 { return st.Achieved }, func(st Step) float64 { return st.Target }, 1.0
+	// The axis ends a tick past what was achieved (and the sustainable
+	// mark), not at a target no step achieved.
+	xLabel, x, scale := "achieved rate (iterations/s)", func(st Step) float64 { return st.Achieved }, 1.0
 	if r.RateUnit == "requests" && r.RequestsPerIteration > 0 {
-		xLabel, x, xTarget, scale = "achieved rate (requests/s)", func(st Step) float64 { return st.AchievedRequests }, func(st Step) float64 { return st.TargetRequests }, r.RequestsPerIteration
+		xLabel, x, scale = "achieved rate (requests/s)", func(st Step) float64 { return st.AchievedRequests }, r.RequestsPerIteration
 	}
 	c := chart.Curve{Label: "achieved rate against latency", XLabel: xLabel, YUnit: "ms",
 		Legend: "● p99  ○ p50 (numbers: steps) · green pass, red fail, amber generator limit"}
-	for _, st := range r.Steps {
-		c.XTo = max(c.XTo, xTarget(st))
-	}
 	if r.Sustainable > 0 {
 		c.Marks = []chart.Mark{{X: r.Sustainable * scale, Color: "#1a7f37", Label: "sustainable " + r.rate(r.Sustainable)}}
 	}

@@ -139,7 +139,7 @@ func TestLines(t *testing.T) {
 // TestCurve: x linear from 0 to a round value, y by decades, a polyline a
 // path, a circle a point, filled or hollow, the marks and the legend.
 func TestCurve(t *testing.T) {
-	c := Curve{Label: "rate against latency", XLabel: "rate", YUnit: "ms", XTo: 180,
+	c := Curve{Label: "rate against latency", XLabel: "rate", YUnit: "ms",
 		Lines:  []Path{{X: []float64{99, 149}, Y: []float64{12, 47}, Color: "#888"}, {X: []float64{99, 149}, Y: []float64{11, 30}, Color: "#888", Dash: "3 3"}},
 		Points: []Point{{X: 99, Y: 12, Color: "#1a7f37", Title: "step 1"}, {X: 99, Y: 11, Color: "#1a7f37", Hollow: true, Title: "step 1 p50"}},
 		Marks:  []Mark{{X: 150, Color: "#1a7f37", Label: "sustainable 150/s"}},
@@ -217,7 +217,7 @@ func TestTimeAxis(t *testing.T) {
 // no point or line is drawn, and point labels overlap neither each other
 // nor the marks' labels.
 func TestCurveLegendAbovePlot(t *testing.T) {
-	c := Curve{Legend: "● p99  ○ p50", XTo: 100, Marks: []Mark{{X: 98, Label: "sustainable 98/s"}}}
+	c := Curve{Legend: "● p99  ○ p50", Marks: []Mark{{X: 98, Label: "sustainable 98/s"}}}
 	for i := range 6 { // close together: the labels must make room
 		c.Points = append(c.Points, Point{X: 90 + float64(i), Y: 10 + float64(i), Label: strconv.Itoa(i + 1)})
 	}
@@ -244,5 +244,21 @@ func TestCurveLegendAbovePlot(t *testing.T) {
 	}
 	if len(boxes) < 4 {
 		t.Errorf("%d of 6 close points labelled, want at least 4", len(boxes))
+	}
+}
+
+// TestYAxisRoom: the y axis ends a little above the data, so that no line
+// runs along the top under the band labels, and a chart of whole things
+// (VUs) has whole ticks: a flat line at 1 VU gets ticks 0, 1, 2.
+func TestYAxisRoom(t *testing.T) {
+	c := Lines{Title: "VUs", X: []float64{0.5, 1.5}, XTick: Label, YWhole: true, Series: []Series{{Name: "VUs", Y: []float64{1, 1}}}}
+	var ticks []string
+	for _, tx := range parse(t, c.SVG()).Texts {
+		if tx.Class == "ytick" {
+			ticks = append(ticks, tx.Text)
+		}
+	}
+	if !slices.Equal(ticks, []string{"0", "1", "2"}) {
+		t.Errorf("y ticks %q, want 0 1 2", ticks)
 	}
 }

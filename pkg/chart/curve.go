@@ -16,9 +16,6 @@ type Curve struct {
 	Label  string // what the chart shows, for assistive technology
 	XLabel string // under the x axis
 	YUnit  string // after each y tick: "ms"
-	// XTo is a value the x axis reaches at least (a target no point
-	// achieved).
-	XTo    float64
 	Lines  []Path
 	Points []Point
 	Marks  []Mark
@@ -63,7 +60,7 @@ const (
 // x ticks, the marks, the lines (polylines), the points (circles) and the
 // legend, in that order.
 func (c *Curve) SVG() string {
-	maxX, minY, maxY := c.XTo, math.Inf(1), 0.0
+	maxX, minY, maxY := 0.0, math.Inf(1), 0.0
 	see := func(x, y float64) {
 		maxX = max(maxX, x)
 		if y > 0 {
@@ -88,11 +85,13 @@ func (c *Curve) SVG() string {
 	if hi <= lo {
 		hi = lo + 1
 	}
+	// The axis ends on the first round tick past the data, with room for
+	// a point's dot at the end.
 	xStep := niceStep(maxX, 5)
 	if maxX <= 0 {
 		maxX = 1
 	}
-	maxX = math.Ceil(maxX/xStep-1e-9) * xStep
+	maxX = math.Ceil(maxX*1.02/xStep) * xStep
 	x := func(v float64) float64 { return padL + v/maxX*(curveW-padL-padR) }
 	y := func(v float64) float64 {
 		return curveH - padB - (math.Log10(max(v, math.Pow(10, lo)))-lo)/(hi-lo)*(curveH-padT-padB)
@@ -139,6 +138,9 @@ func (c *Curve) SVG() string {
 			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="5" fill="%s"><title>%s</title></circle>`, x(p.X), y(p.Y), p.Color, esc(p.Title))
 		}
 	}
+	for _, p := range c.Points { // a label covers no point
+		placed = append(placed, box{x(p.X) - 5, y(p.Y) - 5, x(p.X) + 5, y(p.Y) + 5})
+	}
 	for _, p := range c.Points {
 		if p.Label == "" {
 			continue
@@ -159,7 +161,8 @@ func (a box) overlaps(b box) bool { return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < 
 
 // placeLabel finds where a label w wide goes beside the point at (px, py):
 // above it, below it, then further up and down, then to its right and
-// left, the first place inside the plot that overlaps no label placed;
+// left, the first place inside the plot that overlaps nothing placed (a
+// label, a point);
 // false when there is none (the point's title still names it on hover).
 func placeLabel(px, py, w float64, placed []box) (box, bool) {
 	const h = 12.0

@@ -29,6 +29,9 @@ type Lines struct {
 	// drawn at the middle of its second has an axis from the start of the
 	// first second to the end of the last.
 	XFrom, XTo float64
+	// YWhole says that y counts whole things (VUs): y ticks are whole
+	// numbers.
+	YWhole bool
 }
 
 // Series is one line of a Lines chart.
@@ -150,8 +153,13 @@ func (c *Lines) SVG() string {
 			}
 		}
 	}
-	ystep := niceStep(ymax, 4)
-	ymax = math.Max(ystep, math.Ceil(ymax/ystep-1e-9)*ystep)
+	// The y axis ends on the first round tick a little above the data,
+	// so that no line runs along the top, under the band labels.
+	ystep := niceStep(ymax*1.08, 4)
+	if c.YWhole {
+		ystep = math.Max(1, math.Round(ystep))
+	}
+	ymax = math.Max(ystep, math.Ceil(ymax*1.08/ystep-1e-9)*ystep)
 	px := func(x float64) float64 { return left + (x-xmin)/(xmax-xmin)*(W-left-right) }
 	py := func(y float64) float64 { return bottomY - y/ymax*(bottomY-top) }
 	// Bands (steps), behind everything.

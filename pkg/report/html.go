@@ -42,7 +42,7 @@ func WriteHTML(w io.Writer, s *Summary) error {
 	sort.Slice(data.Errors, func(i, j int) bool { return data.Errors[i].Name < data.Errors[j].Name })
 	data.Protocols = strings.Join(countList(s.ConnectionsByProtocol), " ")
 	for _, st := range s.Steps {
-		data.StepVerdicts = data.StepVerdicts || st.KeptUp != nil
+		data.StepVerdicts, data.StepsBehind = data.StepVerdicts || st.KeptUp != nil, data.StepsBehind || len(st.Behind) > 0
 		data.StepsDropped, data.StepsLate = data.StepsDropped || st.Dropped != 0, data.StepsLate || st.Late != 0
 	}
 	if s.E2E != nil {
@@ -71,6 +71,9 @@ type htmlData struct {
 	EndpointStatus []string
 	// StepVerdicts says that a step was judged (the kept up column).
 	StepVerdicts bool
+	// StepsBehind says that a step says why it did not keep up (the
+	// list under the steps table: in the table, it would widen the page).
+	StepsBehind bool
 	// StepsDropped and StepsLate say that a step dropped iterations or
 	// had late requests: the steps table has those columns only then.
 	StepsDropped, StepsLate bool
@@ -120,7 +123,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bott
 .kpi b{display:block;font-size:20px}.kpi span{color:#5a6275;font-size:12px}
 table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}th,td{padding:4px 8px;border-bottom:1px solid #e6e8ef;text-align:right}
 th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:600}
-.pass{color:#1a7f37;font-weight:600}.fail{color:#c0262d;font-weight:600}.chart{margin:8px 0 20px}svg text{font:11px system-ui,sans-serif;fill:#3b4252}
+.pass{color:#1a7f37;font-weight:600}.fail{color:#c0262d;font-weight:600}.chart{margin:8px 0 20px}#steps{font-size:13px}#steps th,#steps td{padding:4px 5px}svg text{font:11px system-ui,sans-serif;fill:#3b4252}
 </style></head><body>
 <h1>replay report</h1>
 <div>started {{.Started}} · model {{.S.Model}}{{if .S.Steps}} · stages {{stages .S.Steps}}{{else if .S.TargetRate}} · target {{if and .S.TargetRequestRate (eq .S.RateUnit "requests")}}{{f2 (deref .S.TargetRequestRate)}} req/s ({{f2 (deref .S.TargetRate)}} iterations/s){{else}}{{f2 (deref .S.TargetRate)}} iterations/s{{if .S.TargetRequestRate}} ({{f2 (deref .S.TargetRequestRate)}} req/s){{end}}{{end}}{{end}}{{if .S.RequestsPerIteration}} · {{f2 .S.RequestsPerIteration}} requests an iteration{{end}}</div>
@@ -129,7 +132,7 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 <div class="kpi"><b>{{.S.Answered}}</b><span>answered ({{sub .S.Requests .S.Answered}} failed without an answer)</span></div>
 <div class="kpi"><b>{{f2 .S.RPS}}/s</b><span>rate (answered / wall time)</span></div>
 {{if .S.SUTCPUs}}<div class="kpi" id="per-vcpu"><b>{{f2 .S.RPSPerVCPU}}/s</b><span>per vCPU (answered; {{f2 .S.ThroughputPerVCPU}}/s succeeded; --sut-cpus {{.S.SUTCPUs}})</span></div>{{end}}
-<div class="kpi"><b>{{f2 .S.IterationRate}}/s · {{f2 .S.RequestRate}}/s</b><span>achieved: iterations · requests begun a second</span></div>
+{{if .S.IterationRate}}<div class="kpi"><b>{{f2 .S.IterationRate}}/s · {{f2 .S.RequestRate}}/s</b><span>achieved: iterations · requests begun a second</span></div>{{else}}<div class="kpi"><b>{{f2 .S.RequestRate}}/s</b><span>achieved: requests begun a second</span></div>{{end}}
 <div class="kpi"><b>{{pct .S.Succeeded .S.Requests}}</b><span>success</span></div>
 {{if .S.Answered}}<div class="kpi"><b>{{ms .S.Latency.P50}}</b><span>latency p50 (answered, from due)</span></div>
 <div class="kpi"><b>{{ms .S.Latency.P99}}</b><span>latency p99 (answered, from due)</span></div>
@@ -141,9 +144,10 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 {{range .Charts}}<div class="chart">{{.}}</div>{{end}}
 {{if .S.Steps}}<h2>Steps</h2>
 {{with .S.StepsVerdict}}<p id="steps-verdict"><b>{{upper .Line}}</b></p>{{end}}
-{{$first := index .S.Steps 0}}<table id="steps"><tr><th>step</th><th>target</th><th>duration</th><th>achieved</th><th>requests / s</th>{{if .StepsDropped}}<th>dropped</th>{{end}}{{if .StepsLate}}<th>late</th>{{end}}<th>requests</th><th>failed</th><th>p50</th><th>p90</th><th>p99</th><th>service p99</th>{{if $first.E2E}}<th>accepted / s</th>{{end}}{{range $first.E2E}}<th>seen / s at {{.Stage}}</th><th>e2e {{.Stage}} p99</th>{{end}}{{if .StepVerdicts}}<th>kept up</th>{{end}}</tr>
-{{$verdicts := .StepVerdicts}}{{$dropped := .StepsDropped}}{{$late := .StepsLate}}{{range .S.Steps}}<tr class="step"><td>{{.Step}}</td><td>{{.Target}}</td><td>{{f2 .DurationS}} s</td><td>{{f2 .IterationRate}} it/s</td><td>{{f2 .RequestRate}}</td>{{if $dropped}}<td>{{.Dropped}}</td>{{end}}{{if $late}}<td>{{.Late}}</td>{{end}}<td>{{.Requests}}</td><td>{{.Failed}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Service.P99}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}{{if .E2E}}<td>{{f2 .AcceptedRate}}</td>{{end}}{{range .E2E}}<td>{{f2 .SeenRate}}</td><td>{{if .Events}}{{ms .Latency.P99}}{{else}}-{{end}}</td>{{end}}{{if $verdicts}}<td>{{keptUp .KeptUp}}{{if .Behind}}: {{join .Behind "; "}}{{end}}</td>{{end}}</tr>
+{{$first := index .S.Steps 0}}<table id="steps"><tr><th>step</th><th>target</th><th>duration</th><th>achieved it/s</th><th>requests / s</th>{{if .StepsDropped}}<th>dropped</th>{{end}}{{if .StepsLate}}<th>late</th>{{end}}<th>requests</th><th>failed</th><th>p50</th><th>p90</th><th>p99</th><th>service p99</th>{{if $first.E2E}}<th>accepted / s</th>{{end}}{{range $first.E2E}}<th>seen / s at {{.Stage}}</th><th>e2e {{.Stage}} p99</th>{{end}}{{if .StepVerdicts}}<th>kept up</th>{{end}}</tr>
+{{$verdicts := .StepVerdicts}}{{$dropped := .StepsDropped}}{{$late := .StepsLate}}{{range .S.Steps}}<tr class="step"><td>{{.Step}}</td><td>{{.Target}}</td><td>{{f2 .DurationS}} s</td><td>{{f2 .IterationRate}}</td><td>{{f2 .RequestRate}}</td>{{if $dropped}}<td>{{.Dropped}}</td>{{end}}{{if $late}}<td>{{.Late}}</td>{{end}}<td>{{.Requests}}</td><td>{{.Failed}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Service.P99}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}{{if .E2E}}<td>{{f2 .AcceptedRate}}</td>{{end}}{{range .E2E}}<td>{{f2 .SeenRate}}</td><td>{{if .Events}}{{ms .Latency.P99}}{{else}}-{{end}}</td>{{end}}{{if $verdicts}}<td>{{keptUp .KeptUp}}</td>{{end}}</tr>
 {{end}}</table>
+{{if .StepsBehind}}<ul id="steps-behind">{{range .S.Steps}}{{if .Behind}}<li>step {{.Step}} ({{.Target}}) fell behind: {{join .Behind "; "}}</li>{{end}}{{end}}</ul>{{end}}
 <p>A request belongs to the step its iteration was due in; achieved is iterations begun per second of the step; a step keeps up when it achieves at least 1 − tolerance of its target in iterations whose requests succeeded, holds its thresholds, and, with sinks, each stage saw at least 90% of the events the API accepted in it.</p>{{end}}
 <h2>Endpoints</h2>
 <table><tr><th>endpoint</th><th>requests</th><th>answered</th><th>ok</th><th>status</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
@@ -196,11 +200,17 @@ func lineChart(title, xLabel, yUnit string, xs []float64, ss []chart.Series, xTi
 // first second to the end of the last, so that a point lines up with the
 // step bands and the target drawn over the same second.
 func timeChart(title, yUnit string, mid []float64, ss []chart.Series, bands []chart.Band) template.HTML {
+	c := timeLines(title, yUnit, mid, ss, bands)
+	return template.HTML(c.SVG())
+}
+
+// timeLines is the chart timeChart draws.
+func timeLines(title, yUnit string, mid []float64, ss []chart.Series, bands []chart.Band) chart.Lines {
 	c := chart.Lines{Title: title, XLabel: "elapsed", YUnit: yUnit, X: mid, Series: ss, XTick: elapsedTick, Bands: bands}
 	if len(mid) > 0 {
 		c.XFrom, c.XTo = mid[0]-0.5, mid[len(mid)-1]+0.5
 	}
-	return template.HTML(c.SVG())
+	return c
 }
 
 // secondsAt are the middles of the Unix seconds ts on an elapsed axis
@@ -468,7 +478,9 @@ func vusChart(s *Summary) template.HTML {
 	if len(s.Steps) > 0 && s.Steps[0].Unit == "vus" {
 		ss = append(ss, chart.Series{Name: "target VUs (the most the second had)", Color: "#495057", Y: targetVUs(s, xs, stepOffset(s, t0)), Dashed: true})
 	}
-	return timeChart("VUs over time", "VUs", xs, ss, stepBands(s, t0))
+	c := timeLines("VUs over time", "VUs", xs, ss, stepBands(s, t0))
+	c.YWhole = true
+	return template.HTML(c.SVG())
 }
 
 // targetVUs is, for each second whose middle is at x, the most VUs the
