@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -186,15 +187,30 @@ td.l,th.l{text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}.generator_lim
 	for _, h := range head {
 		fmt.Fprintf(&b, "<th>%s</th>", h)
 	}
-	b.WriteString(`<th>p50 ms</th><th>p99 ms</th><th>max ms</th><th>errors</th><th>dropped</th><th>late</th><th class="l">verdict</th></tr>`)
+	// Dropped and late only when a step had some: all zero, they say nothing.
+	dropped := slices.ContainsFunc(r.Steps, func(st Step) bool { return st.Dropped != 0 })
+	late := slices.ContainsFunc(r.Steps, func(st Step) bool { return st.Late != 0 })
+	b.WriteString(`<th>p50 ms</th><th>p99 ms</th><th>max ms</th><th>errors</th>`)
+	if dropped {
+		b.WriteString(`<th>dropped</th>`)
+	}
+	if late {
+		b.WriteString(`<th>late</th>`)
+	}
+	b.WriteString(`<th class="l">verdict</th></tr>`)
 	for _, st := range r.Steps {
 		fmt.Fprintf(&b, `<tr><td>%d</td><td class="l">%s</td>`, st.N, st.Phase)
 		for _, v := range rates(st) {
 			fmt.Fprintf(&b, "<td>%s</td>", v)
 		}
-		fmt.Fprintf(&b, `<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f%%</td><td>%d</td><td>%d</td><td class="l %s">%s</td></tr>`,
-			st.Latency.P50, st.Latency.P99, st.Latency.Max, st.ErrorsPct, st.Dropped, st.Late,
-			st.Verdict, html.EscapeString(strings.TrimSuffix(string(st.Verdict)+": "+st.Reason, ": ")))
+		fmt.Fprintf(&b, `<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f%%</td>`, st.Latency.P50, st.Latency.P99, st.Latency.Max, st.ErrorsPct)
+		if dropped {
+			fmt.Fprintf(&b, `<td>%d</td>`, st.Dropped)
+		}
+		if late {
+			fmt.Fprintf(&b, `<td>%d</td>`, st.Late)
+		}
+		fmt.Fprintf(&b, `<td class="l %s">%s</td></tr>`, st.Verdict, html.EscapeString(strings.TrimSuffix(string(st.Verdict)+": "+st.Reason, ": ")))
 	}
 	fmt.Fprintf(&b, "</table><p>Took %.1fs.</p></body></html>\n", r.TookS)
 	_, err := io.WriteString(w, b.String())
@@ -202,25 +218,31 @@ td.l,th.l{text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}.generator_lim
 }
 
 // writeChart draws achieved rate (x, linear) against latency (y, log10):
-// the curve through the steps in order of target rate, a line for p99 and
-// one, dashed, for p50 (a rate held twice shows its last hold); a p99 and
-// a p50 point per step, coloured by verdict; and a vertical line at the
-// sustainable rate.
+// the curve through the steps in order of the rate they achieved, a line
+// for p99 and one, dashed, for p50 (a rate held twice shows its last
+// hold); a p99 and a p50 point per step, coloured by verdict, the p99 one
+// labelled with its step; and a vertical line at the sustainable rate.
 func writeChart(b *strings.Builder, r *Result) {
 	if len(r.Steps) == 0 {
 		return
 	}
+	c := curveOf(r)
+	b.WriteString("<h2>Achieved rate against latency</h2>")
+	b.WriteString(c.SVG())
+}
+
+// curveOf is the chart writeChart draws.
+func curveOf(r *Result) chart.Curve {
 	// x in the unit the search was asked in: iterations, or requests a
 	// second (each step's target and what it achieved in requests).
-	xLabel, x, xTarget, scale := "achieved rate (iterations/s)", func(st Step) float64 { return st.Achieved }, func(st Step) float64 { return st.Target }, 1.0
+	// The axis ends a tick past what was achieved (and the sustainable
+	// mark), not at a target no step achieved.
+	xLabel, x, scale := "achieved rate (iterations/s)", func(st Step) float64 { return st.Achieved }, 1.0
 	if r.RateUnit == "requests" && r.RequestsPerIteration > 0 {
-		xLabel, x, xTarget, scale = "achieved rate (requests/s)", func(st Step) float64 { return st.AchievedRequests }, func(st Step) float64 { return st.TargetRequests }, r.RequestsPerIteration
+		xLabel, x, scale = "achieved rate (requests/s)", func(st Step) float64 { return st.AchievedRequests }, r.RequestsPerIteration
 	}
 	c := chart.Curve{Label: "achieved rate against latency", XLabel: xLabel, YUnit: "ms",
-		Legend: "● p99  ○ p50 · green pass, red fail, amber generator limit"}
-	for _, st := range r.Steps {
-		c.XTo = max(c.XTo, xTarget(st))
-	}
+		Legend: "● p99  ○ p50 (numbers: steps) · green pass, red fail, amber generator limit"}
 	if r.Sustainable > 0 {
 		c.Marks = []chart.Mark{{X: r.Sustainable * scale, Color: "#1a7f37", Label: "sustainable " + r.rate(r.Sustainable)}}
 	}
@@ -228,14 +250,18 @@ func writeChart(b *strings.Builder, r *Result) {
 	for _, st := range r.Steps {
 		byTarget[st.Target] = st
 	}
-	targets := make([]float64, 0, len(byTarget))
-	for t := range byTarget {
-		targets = append(targets, t)
+	held := make([]Step, 0, len(byTarget))
+	for _, st := range byTarget {
+		held = append(held, st)
 	}
-	sort.Float64s(targets)
+	sort.Slice(held, func(i, j int) bool { // by the rate achieved, the x axis
+		if x(held[i]) != x(held[j]) {
+			return x(held[i]) < x(held[j])
+		}
+		return held[i].Target < held[j].Target
+	})
 	p99, p50 := chart.Path{Color: "#888"}, chart.Path{Color: "#888", Dash: "3 3"}
-	for _, t := range targets {
-		st := byTarget[t]
+	for _, st := range held {
 		p99.X, p99.Y = append(p99.X, x(st)), append(p99.Y, st.Latency.P99)
 		p50.X, p50.Y = append(p50.X, x(st)), append(p50.Y, st.Latency.P50)
 	}
@@ -244,9 +270,8 @@ func writeChart(b *strings.Builder, r *Result) {
 	for _, st := range r.Steps {
 		col := colour[st.Verdict]
 		c.Points = append(c.Points,
-			chart.Point{X: x(st), Y: st.Latency.P99, Color: col, Title: fmt.Sprintf("step %d, target %s: p99 %.2f ms", st.N, r.rate(st.Target), st.Latency.P99)},
+			chart.Point{X: x(st), Y: st.Latency.P99, Color: col, Label: fmt.Sprint(st.N), Title: fmt.Sprintf("step %d, target %s: p99 %.2f ms", st.N, r.rate(st.Target), st.Latency.P99)},
 			chart.Point{X: x(st), Y: st.Latency.P50, Color: col, Hollow: true, Title: fmt.Sprintf("step %d, target %s: p50 %.2f ms", st.N, r.rate(st.Target), st.Latency.P50)})
 	}
-	b.WriteString("<h2>Achieved rate against latency</h2>")
-	b.WriteString(c.SVG())
+	return c
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -72,5 +75,49 @@ func TestWriteJSONAndHTML(t *testing.T) {
 		if got := strings.Contains(html, want); got != (want != "<script") {
 			t.Errorf("HTML contains %q: %v", want, got)
 		}
+	}
+}
+
+// TestCurveInOrderOfRate: the curve joins the steps in order of the rate
+// they achieved (the x axis), not of their target, even where a higher
+// target achieved less; every step's p99 point carries its number; the
+// x axis ends within a tick of the data; and the HTML's step table leaves
+// out the dropped and late columns when every step had none.
+func TestCurveInOrderOfRate(t *testing.T) {
+	r := sample()
+	r.Steps = append(r.Steps, Step{N: 5, Phase: Ramp, Target: 400, Achieved: 120, Verdict: Fail, Reason: "achieved 30% of the target", Latency: Latency{P50: 300, P99: 900}})
+	c := curveOf(r)
+	for _, l := range c.Lines {
+		if !slices.IsSorted(l.X) {
+			t.Errorf("a curve goes back along the x axis: %v", l.X)
+		}
+	}
+	labels := 0
+	for _, p := range c.Points {
+		if p.Label != "" {
+			labels++
+		}
+	}
+	if labels != len(r.Steps) {
+		t.Errorf("%d points labelled, want one a step (%d)", labels, len(r.Steps))
+	}
+	svg := c.SVG()
+	var ticks []float64
+	for _, m := range regexp.MustCompile(`class="xtick"[^>]*>([0-9.]+)</text>`).FindAllStringSubmatch(svg, -1) {
+		v, _ := strconv.ParseFloat(m[1], 64)
+		ticks = append(ticks, v)
+	}
+	// Achieved rates reach 180 (step 5's target of 400 was not): ticks
+	// every 50, the axis ends at 200, not at 500 (the round-up of the
+	// target).
+	if len(ticks) < 2 || ticks[len(ticks)-1] != 200 {
+		t.Errorf("x ticks %v, want them to end at 200", ticks)
+	}
+	var page bytes.Buffer
+	if err := WriteHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(page.String(), "<th>dropped</th>") || strings.Contains(page.String(), "<th>late</th>") {
+		t.Error("the step table has dropped and late columns that are all zero")
 	}
 }

@@ -2,6 +2,9 @@ package run
 
 import (
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
@@ -83,7 +86,9 @@ func targetRate(cfg *vu.Config, plan *schedule.Schedule, st result.Counters) *fl
 	return &r
 }
 
-// settings is the run's configuration for the HTML report.
+// settings is the run's configuration for the HTML report: only what the
+// run's model uses (VUs and their cap, the rate, the stages, the length or
+// what ends the run instead), rates with their unit.
 func settings(f *rrpair.File, cfg *vu.Config, o *Options) []report.Setting {
 	skipped := f.Skipped()
 	set := []report.Setting{
@@ -91,18 +96,17 @@ func settings(f *rrpair.File, cfg *vu.Config, o *Options) []report.Setting {
 		{Name: "target", Value: o.Load.Target},
 		{Name: "model", Value: cfg.Model.String()},
 		{Name: "walk", Value: cfg.Walk.String()},
-		{Name: "VUs", Value: fmt.Sprintf("%d (max %d)", cfg.VUs, cfg.MaxVUs)},
-		{Name: "duration", Value: cfg.Duration.String()},
-		{Name: "timeout · grace", Value: o.HTTP.Timeout.String() + " · " + cfg.Grace.String()},
+		vusSetting(cfg),
 	}
-	if cfg.Model == schedule.Rate {
-		rate := fmt.Sprintf("%.2f/s (iterations; %.2f req/s)", cfg.Rate, cfg.Rate*cfg.PerIteration)
-		if cfg.Unit == schedule.Requests {
-			rate = fmt.Sprintf("%.2f req/s (%.2f iterations/s)", cfg.Rate*cfg.PerIteration, cfg.Rate)
-		}
-		set = append(set, report.Setting{Name: "rate", Value: fmt.Sprintf("%s, stages %q", rate, o.Load.Stages)})
+	if cfg.Model == schedule.Rate && len(cfg.Stages) == 0 {
+		set = append(set, report.Setting{Name: "rate", Value: settingRate(cfg, cfg.Rate)})
 	}
-	set = append(set, report.Setting{Name: "requests an iteration", Value: fmt.Sprintf("%.2f (after the filters and the shard)", f.PerIteration())})
+	if len(cfg.Stages) > 0 {
+		set = append(set, report.Setting{Name: "stages", Value: stagesText(cfg)})
+	}
+	set = append(set, report.Setting{Name: "length", Value: lengthText(cfg)},
+		report.Setting{Name: "timeout · grace", Value: o.HTTP.Timeout.String() + " · " + cfg.Grace.String()},
+		report.Setting{Name: "requests an iteration", Value: fmt.Sprintf("%.2f (after the filters and the shard)", f.PerIteration())})
 	if o.SUTCPUs > 0 {
 		set = append(set, report.Setting{Name: "SUT vCPUs", Value: fmt.Sprint(o.SUTCPUs)})
 	}
@@ -113,4 +117,85 @@ func settings(f *rrpair.File, cfg *vu.Config, o *Options) []report.Setting {
 		set = append(set, report.Setting{Name: "shard", Value: fmt.Sprintf("%d/%d", sh.Index, sh.Count)})
 	}
 	return set
+}
+
+// vusSetting is the VUs as the model uses them: a closed model's users
+// (ramped by its stages), an open model's starting pool and its cap.
+func vusSetting(cfg *vu.Config) report.Setting {
+	switch {
+	case cfg.Model == schedule.Closed && len(cfg.Stages) > 0:
+		return report.Setting{Name: "VUs", Value: fmt.Sprintf("%d at the start, then as the stages say", cfg.VUs)}
+	case cfg.Model == schedule.Closed:
+		return report.Setting{Name: "VUs", Value: fmt.Sprint(cfg.VUs)}
+	}
+	return report.Setting{Name: "VUs", Value: fmt.Sprintf("%d at the start, at most %d", cfg.VUs, cfg.MaxVUs)}
+}
+
+// settingRate is an iterations-a-second rate of cfg in the unit the user
+// wrote it in, then in the other: "50 iterations/s (303 requests/s)".
+func settingRate(cfg *vu.Config, it float64) string {
+	n := func(v float64) string { return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64) }
+	if cfg.PerIteration <= 0 {
+		return n(it) + " iterations/s"
+	}
+	if cfg.Unit == schedule.Requests {
+		return fmt.Sprintf("%s requests/s (%s iterations/s)", n(it*cfg.PerIteration), n(it))
+	}
+	return fmt.Sprintf("%s iterations/s (%s requests/s)", n(it), n(it*cfg.PerIteration))
+}
+
+// stagesText is cfg's stages as the report's header writes them, in the
+// unit they were written in: "50/s 2s, 50/s→150/s 2s", "5→15 VUs 2s",
+// "1800req/s 1m".
+func stagesText(cfg *vu.Config) string {
+	vus, unit, scale := cfg.Model == schedule.Closed, "/s", 1.0
+	if !vus && cfg.Unit == schedule.Requests && cfg.PerIteration > 0 {
+		unit, scale = "req/s", cfg.PerIteration
+	}
+	from := cfg.Rate
+	if vus {
+		from = float64(cfg.VUs)
+	}
+	parts := make([]string, len(cfg.Stages))
+	for i, st := range cfg.Stages {
+		if st.Hold {
+			from = st.Target
+		}
+		parts[i] = report.TargetTextIn(from*scale, st.Target*scale, !st.Hold && from != st.Target, vus, unit) + " " + st.Duration.String()
+		from = st.Target
+	}
+	s := strings.Join(parts, ", ")
+	switch {
+	case vus:
+		return s
+	case unit == "req/s":
+		return s + " (requests a second)"
+	}
+	return s + " (iterations a second)"
+}
+
+// lengthText says what ends the run: its duration (the stages' for a
+// staged run), a number of iterations, or one pass over the file.
+func lengthText(cfg *vu.Config) string {
+	d := cfg.Duration
+	if len(cfg.Stages) > 0 {
+		d = schedule.StagesDuration(cfg.Stages)
+	}
+	var parts []string
+	if d > 0 {
+		parts = append(parts, d.String())
+	}
+	if cfg.Iterations > 0 {
+		parts = append(parts, fmt.Sprintf("%d iterations", cfg.Iterations))
+	}
+	if len(parts) == 0 {
+		if cfg.Walk == schedule.Once {
+			return "one pass over the file"
+		}
+		return "until interrupted"
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return strings.Join(parts, " or ") + ", whichever comes first"
 }

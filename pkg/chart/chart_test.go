@@ -2,7 +2,11 @@ package chart
 
 import (
 	"encoding/xml"
+	"fmt"
 	"math"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -135,7 +139,7 @@ func TestLines(t *testing.T) {
 // TestCurve: x linear from 0 to a round value, y by decades, a polyline a
 // path, a circle a point, filled or hollow, the marks and the legend.
 func TestCurve(t *testing.T) {
-	c := Curve{Label: "rate against latency", XLabel: "rate", YUnit: "ms", XTo: 180,
+	c := Curve{Label: "rate against latency", XLabel: "rate", YUnit: "ms",
 		Lines:  []Path{{X: []float64{99, 149}, Y: []float64{12, 47}, Color: "#888"}, {X: []float64{99, 149}, Y: []float64{11, 30}, Color: "#888", Dash: "3 3"}},
 		Points: []Point{{X: 99, Y: 12, Color: "#1a7f37", Title: "step 1"}, {X: 99, Y: 11, Color: "#1a7f37", Hollow: true, Title: "step 1 p50"}},
 		Marks:  []Mark{{X: 150, Color: "#1a7f37", Label: "sustainable 150/s"}},
@@ -152,5 +156,109 @@ func TestCurve(t *testing.T) {
 	}
 	if strings.Contains(svg, ">1 ms<") || strings.Contains(svg, ">1000 ms<") {
 		t.Errorf("the y axis spans more decades than its points:\n%s", svg)
+	}
+}
+
+// TestLabelsStayInside: an x tick's label at the axis' ends is moved in
+// rather than clipped (the percentile chart's "99.999%" at its right
+// edge), and a step band too narrow for its label gets a shorter one or
+// none, never one spilling over the next band.
+func TestLabelsStayInside(t *testing.T) {
+	c := Lines{Title: "percentiles", X: []float64{0, 1, 2, 3, 4, 5}, Series: []Series{{Name: "p", Y: []float64{1, 2, 3, 4, 5, 6}}},
+		XTick: func(x float64) string { return Label(100*(1-math.Pow(10, -x))) + "%" },
+		Bands: []Band{{From: 0, To: 4.8, Label: "step 1: 10/s"}, {From: 4.8, To: 4.9, Label: "step 2: 10/s→2000/s"}, {From: 4.9, To: 5, Label: "step 3: 2000/s"}}}
+	svg := c.SVG()
+	s := parse(t, svg)
+	for _, m := range regexp.MustCompile(`<text class="xtick" x="([0-9.]+)" y="[0-9.]+" text-anchor="(\w+)">([^<]+)<`).FindAllStringSubmatch(svg, -1) {
+		x, _ := strconv.ParseFloat(m[1], 64)
+		w := textWidth(m[3])
+		x0 := map[string]float64{"start": x, "middle": x - w/2, "end": x - w}[m[2]]
+		if x0 < 0 || x0+w > width {
+			t.Errorf("x tick %q spans %.1f to %.1f, outside the chart's 0 to %v", m[3], x0, x0+w, width)
+		}
+	}
+	var labels []string
+	for _, tx := range s.Texts {
+		if tx.Class == "step-label" {
+			labels = append(labels, tx.Text)
+		}
+	}
+	// Bands 2 and 3 are 19.2 units wide: room for their number alone.
+	if !slices.Equal(labels, []string{"step 1: 10/s", "2", "3"}) {
+		t.Errorf("band labels %q, want the first band's whole, then the numbers", labels)
+	}
+	if got := fitLabel("step 2: 10/s→2000/s", 2, 5); got != "" {
+		t.Errorf("fitLabel in 5 units: %q, want none", got)
+	}
+	if got := fitLabel("step 2: 10/s→2000/s", 2, 60); got != "step 2" {
+		t.Errorf("fitLabel in 60 units: %q, want step 2", got)
+	}
+}
+
+// TestTimeAxis: with XFrom and XTo the x axis spans them, so that a point
+// at the middle of a second sits half a second from the axis' start and
+// a band from 1 to 2 spans the second from 1 to 2.
+func TestTimeAxis(t *testing.T) {
+	c := Lines{Title: "per second", X: []float64{0.5, 1.5, 2.5}, XFrom: 0, XTo: 3, XTick: Label,
+		Series: []Series{{Name: "n", Y: []float64{1, 1, 1}}}, Bands: []Band{{From: 1, To: 2, Label: "s"}}}
+	s := parse(t, c.SVG())
+	plotW := width - marginLeft - marginRight
+	pts := strings.Fields(s.Polylines[0].Points)
+	first, _ := strconv.ParseFloat(strings.Split(pts[0], ",")[0], 64)
+	if want := marginLeft + plotW/6; math.Abs(first-want) > 0.1 {
+		t.Errorf("the first point at x %v, want %v (half a second of 3 into the plot)", first, want)
+	}
+	if !strings.Contains(c.SVG(), fmt.Sprintf(`<rect class="step-band" x="%.1f"`, marginLeft+plotW/3)) {
+		t.Errorf("the band does not start a third into the plot:\n%s", c.SVG())
+	}
+}
+
+// TestCurveLegendAbovePlot: the Curve's legend sits above the plot, where
+// no point or line is drawn, and point labels overlap neither each other
+// nor the marks' labels.
+func TestCurveLegendAbovePlot(t *testing.T) {
+	c := Curve{Legend: "● p99  ○ p50", Marks: []Mark{{X: 98, Label: "sustainable 98/s"}}}
+	for i := range 6 { // close together: the labels must make room
+		c.Points = append(c.Points, Point{X: 90 + float64(i), Y: 10 + float64(i), Label: strconv.Itoa(i + 1)})
+	}
+	svg := c.SVG()
+	m := regexp.MustCompile(`<text class="legend" x="[0-9.]+" y="([0-9.]+)"`).FindStringSubmatch(svg)
+	if m == nil {
+		t.Fatalf("no legend:\n%s", svg)
+	}
+	if y, _ := strconv.ParseFloat(m[1], 64); y > padT {
+		t.Errorf("the legend's baseline at y %v, inside the plot (which starts at %d)", y, padT)
+	}
+	var boxes []box
+	for _, m := range regexp.MustCompile(`<text class="point-label" x="([0-9.]+)" y="([0-9.]+)" text-anchor="middle">([^<]+)<`).FindAllStringSubmatch(svg, -1) {
+		x, _ := strconv.ParseFloat(m[1], 64)
+		y, _ := strconv.ParseFloat(m[2], 64)
+		w := textWidth(m[3])
+		b := box{x - w/2, y - 10, x + w/2, y}
+		for _, o := range boxes {
+			if b.overlaps(o) {
+				t.Errorf("point labels overlap: %+v %+v", b, o)
+			}
+		}
+		boxes = append(boxes, b)
+	}
+	if len(boxes) < 4 {
+		t.Errorf("%d of 6 close points labelled, want at least 4", len(boxes))
+	}
+}
+
+// TestYAxisRoom: the y axis ends a little above the data, so that no line
+// runs along the top under the band labels, and a chart of whole things
+// (VUs) has whole ticks: a flat line at 1 VU gets ticks 0, 1, 2.
+func TestYAxisRoom(t *testing.T) {
+	c := Lines{Title: "VUs", X: []float64{0.5, 1.5}, XTick: Label, YWhole: true, Series: []Series{{Name: "VUs", Y: []float64{1, 1}}}}
+	var ticks []string
+	for _, tx := range parse(t, c.SVG()).Texts {
+		if tx.Class == "ytick" {
+			ticks = append(ticks, tx.Text)
+		}
+	}
+	if !slices.Equal(ticks, []string{"0", "1", "2"}) {
+		t.Errorf("y ticks %q, want 0 1 2", ticks)
 	}
 }

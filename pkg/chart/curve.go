@@ -3,24 +3,23 @@ package chart
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
 // Curve is a chart of measured points and the lines through them: x
-// linear from 0 to a round value, y on a log scale by whole decades (a
-// grid line and a tick a decade). A y of 0 or less sits on the x axis; a
-// chart whose points all have one has the decades 1 to 10.
+// linear from 0 to the first round tick at or past the data, y on a log
+// scale by whole decades (a grid line and a tick a decade). A y of 0 or
+// less sits on the x axis; a chart whose points all have one has the
+// decades 1 to 10. Its legend is a line above the plot, never on it.
 type Curve struct {
 	Label  string // what the chart shows, for assistive technology
 	XLabel string // under the x axis
 	YUnit  string // after each y tick: "ms"
-	// XTo is a value the x axis reaches at least (a target no point
-	// achieved).
-	XTo    float64
 	Lines  []Path
 	Points []Point
 	Marks  []Mark
-	// Legend is a line of text at the bottom left of the plot.
+	// Legend is a line of text above the plot.
 	Legend string
 }
 
@@ -38,6 +37,9 @@ type Point struct {
 	Color  string
 	Hollow bool
 	Title  string
+	// Label is a short text drawn beside the point ("3", its step), where
+	// it overlaps no other label; "" for none.
+	Label string
 }
 
 // Mark is a vertical dashed line across a Curve's plot at X, labelled at
@@ -51,14 +53,14 @@ type Mark struct {
 // Geometry of a Curve, in SVG units: its size and the margins of its plot.
 const (
 	curveW, curveH         = 760, 360
-	padL, padR, padT, padB = 64, 20, 20, 48
+	padL, padR, padT, padB = 64, 24, 40, 48
 )
 
 // SVG draws the chart as one svg element: the decades' grid and ticks, five
 // x ticks, the marks, the lines (polylines), the points (circles) and the
 // legend, in that order.
 func (c *Curve) SVG() string {
-	maxX, minY, maxY := c.XTo, math.Inf(1), 0.0
+	maxX, minY, maxY := 0.0, math.Inf(1), 0.0
 	see := func(x, y float64) {
 		maxX = max(maxX, x)
 		if y > 0 {
@@ -83,7 +85,13 @@ func (c *Curve) SVG() string {
 	if hi <= lo {
 		hi = lo + 1
 	}
-	maxX = niceCeil(maxX)
+	// The axis ends on the first round tick past the data, with room for
+	// a point's dot at the end.
+	xStep := niceStep(maxX, 5)
+	if maxX <= 0 {
+		maxX = 1
+	}
+	maxX = math.Ceil(maxX*1.02/xStep) * xStep
 	x := func(v float64) float64 { return padL + v/maxX*(curveW-padL-padR) }
 	y := func(v float64) float64 {
 		return curveH - padB - (math.Log10(max(v, math.Pow(10, lo)))-lo)/(hi-lo)*(curveH-padT-padB)
@@ -92,16 +100,25 @@ func (c *Curve) SVG() string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" aria-label="%s">`, curveW, curveH, esc(c.Label))
 	for e := lo; e <= hi; e++ { // one grid line a decade
 		v := math.Pow(10, e)
-		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/><text x="%d" y="%.1f" text-anchor="end">%s %s</text>`, padL, curveW-padR, y(v), y(v), padL-6, y(v)+4, Label(v), esc(c.YUnit))
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/><text class="ytick" x="%d" y="%.1f" text-anchor="end">%s %s</text>`, padL, curveW-padR, y(v), y(v), padL-6, y(v)+4, Label(v), esc(c.YUnit))
 	}
-	for i := 0; i <= 5; i++ {
-		v := maxX * float64(i) / 5
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#eee"/><text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(v), x(v), padT, curveH-padB, x(v), curveH-padB+16, Label(v))
+	for v := 0.0; v <= maxX*(1+1e-9); v += xStep {
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#eee"/><text class="xtick" x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(v), x(v), padT, curveH-padB, x(v), curveH-padB+16, Label(v))
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`, (curveW+padL)/2, curveH-8, esc(c.XLabel))
+	var placed []box // the labels drawn so far, that none overlaps
 	for _, m := range c.Marks {
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="%s" stroke-dasharray="4 3"/><text x="%.1f" y="%d">%s</text>`,
-			x(m.X), x(m.X), padT, curveH-padB, m.Color, x(m.X)+4, padT+12, esc(m.Label))
+		w := textWidth(m.Label)
+		at, anchor := x(m.X)+4, "start"
+		if at+w > curveW-padR { // it would run past the chart: left of the line
+			at, anchor = x(m.X)-4, "end"
+		}
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="%s" stroke-dasharray="4 3"/><text x="%.1f" y="%d" text-anchor="%s">%s</text>`,
+			x(m.X), x(m.X), padT, curveH-padB, m.Color, at, padT+12, anchor, esc(m.Label))
+		if anchor == "end" {
+			at -= w
+		}
+		placed = append(placed, box{at, padT, at + w, padT + 14})
 	}
 	for _, l := range c.Lines {
 		var pts []string
@@ -121,6 +138,42 @@ func (c *Curve) SVG() string {
 			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="5" fill="%s"><title>%s</title></circle>`, x(p.X), y(p.Y), p.Color, esc(p.Title))
 		}
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text></svg>`, padL+8, curveH-padB-8, esc(c.Legend))
+	for _, p := range c.Points { // a label covers no point
+		placed = append(placed, box{x(p.X) - 5, y(p.Y) - 5, x(p.X) + 5, y(p.Y) + 5})
+	}
+	for _, p := range c.Points {
+		if p.Label == "" {
+			continue
+		}
+		if at, ok := placeLabel(x(p.X), y(p.Y), textWidth(p.Label), placed); ok {
+			placed = append(placed, at)
+			fmt.Fprintf(&b, `<text class="point-label" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, (at.x0+at.x1)/2, at.y1-2, esc(p.Label))
+		}
+	}
+	fmt.Fprintf(&b, `<text class="legend" x="%d" y="%d">%s</text></svg>`, padL, padT-12, esc(c.Legend))
 	return b.String()
+}
+
+// box is a label's extent in SVG units.
+type box struct{ x0, y0, x1, y1 float64 }
+
+func (a box) overlaps(b box) bool { return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1 }
+
+// placeLabel finds where a label w wide goes beside the point at (px, py):
+// above it, below it, then further up and down, then to its right and
+// left, the first place inside the plot that overlaps nothing placed (a
+// label, a point);
+// false when there is none (the point's title still names it on hover).
+func placeLabel(px, py, w float64, placed []box) (box, bool) {
+	const h = 12.0
+	for _, d := range [][2]float64{{0, -8 - h}, {0, 8}, {0, -20 - h}, {0, 20}, {w/2 + 8, -h / 2}, {-w/2 - 8, -h / 2}, {0, -32 - h}, {0, 32}} {
+		at := box{px + d[0] - w/2, py + d[1], px + d[0] + w/2, py + d[1] + h}
+		if at.x0 < padL || at.x1 > curveW-padR || at.y0 < padT || at.y1 > curveH-padB {
+			continue
+		}
+		if !slices.ContainsFunc(placed, at.overlaps) {
+			return at, true
+		}
+	}
+	return box{}, false
 }

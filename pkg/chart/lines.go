@@ -24,6 +24,14 @@ type Lines struct {
 	// Bands are shaded behind everything; the x axis reaches the end of
 	// the last.
 	Bands []Band
+	// XFrom and XTo, when XTo > XFrom, are where the x axis starts and
+	// ends (it still reaches the points and the bands): a per-second point
+	// drawn at the middle of its second has an axis from the start of the
+	// first second to the end of the last.
+	XFrom, XTo float64
+	// YWhole says that y counts whole things (VUs): y ticks are whole
+	// numbers.
+	YWhole bool
 }
 
 // Series is one line of a Lines chart.
@@ -49,6 +57,39 @@ type Band struct {
 // the legend, and the margins left, right and below the plot.
 const width, height, marginLeft, marginRight, marginBottom = 1040.0, 260.0, 64.0, 16.0, 40.0
 
+// charW is the width of a character of the charts' 11px labels, in SVG
+// units: a little over the average of system-ui's digits and lower case,
+// so that an estimate errs on the wide side.
+const charW = 6.6
+
+// textWidth estimates how wide a label of the charts' font draws.
+func textWidth(s string) float64 { return charW * float64(len([]rune(s))) }
+
+// tickPlace is where an x tick's label of width w goes for a tick at x on
+// a chart w wide: centred under the tick, or, where the centred label
+// would run past the chart's edge, ending at the edge (starting at it on
+// the left), so that no label is clipped.
+func tickPlace(x, w, chartW float64) (float64, string) {
+	switch {
+	case x+w/2 > chartW-2:
+		return chartW - 2, "end"
+	case x-w/2 < 2:
+		return 2, "start"
+	}
+	return x, "middle"
+}
+
+// fitLabel is the label of band n that fits in room: the whole label,
+// else "step n", else "n", else "" (a band too narrow for any).
+func fitLabel(label string, n int, room float64) string {
+	for _, l := range []string{label, fmt.Sprintf("step %d", n), fmt.Sprint(n)} {
+		if textWidth(l) <= room {
+			return l
+		}
+	}
+	return ""
+}
+
 // legendItem is where one legend entry goes.
 type legendItem struct{ x, y float64 }
 
@@ -56,7 +97,7 @@ type legendItem struct{ x, y float64 }
 // wrapping within the chart's width so that no two overlap, and returns
 // where each goes and the height the rows take.
 func legendLayout(names []string) ([]legendItem, float64) {
-	const rowH, gap, charW = 15.0, 18.0, 6.6
+	const rowH, gap = 15.0, 18.0
 	out := make([]legendItem, len(names))
 	x, y := marginLeft, 34.0 // under the title
 	for i, n := range names {
@@ -95,6 +136,9 @@ func (c *Lines) SVG() string {
 	}
 	bottomY := H + legendH - bottom
 	xmin, xmax := xs[0], xs[len(xs)-1]
+	if c.XTo > c.XFrom {
+		xmin, xmax = math.Min(xmin, c.XFrom), math.Max(xmax, c.XTo)
+	}
 	for _, bd := range c.Bands {
 		xmax = math.Max(xmax, bd.To)
 	}
@@ -109,8 +153,13 @@ func (c *Lines) SVG() string {
 			}
 		}
 	}
-	ystep := niceStep(ymax, 4)
-	ymax = math.Max(ystep, math.Ceil(ymax/ystep-1e-9)*ystep)
+	// The y axis ends on the first round tick a little above the data,
+	// so that no line runs along the top, under the band labels.
+	ystep := niceStep(ymax*1.08, 4)
+	if c.YWhole {
+		ystep = math.Max(1, math.Round(ystep))
+	}
+	ymax = math.Max(ystep, math.Ceil(ymax*1.08/ystep-1e-9)*ystep)
 	px := func(x float64) float64 { return left + (x-xmin)/(xmax-xmin)*(W-left-right) }
 	py := func(y float64) float64 { return bottomY - y/ymax*(bottomY-top) }
 	// Bands (steps), behind everything.
@@ -124,7 +173,9 @@ func (c *Lines) SVG() string {
 			fill = "#f8f9fc"
 		}
 		fmt.Fprintf(&b, `<rect class="step-band" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x0, top, x1-x0, bottomY-top, fill)
-		fmt.Fprintf(&b, `<text class="step-label" x="%.1f" y="%.1f" style="fill:#6b7285">%s</text>`, x0+4, top+12, esc(bd.Label))
+		if label := fitLabel(bd.Label, i+1, x1-x0-8); label != "" {
+			fmt.Fprintf(&b, `<text class="step-label" x="%.1f" y="%.1f" style="fill:#6b7285">%s</text>`, x0+4, top+12, esc(label))
+		}
 	}
 	// Grid and y ticks.
 	for y := 0.0; y <= ymax*(1+1e-9); y += ystep {
@@ -135,7 +186,9 @@ func (c *Lines) SVG() string {
 	// X ticks, at round values.
 	xstep := niceStep(xmax-xmin, 6)
 	for x := math.Ceil(xmin/xstep-1e-9) * xstep; x <= xmax*(1+1e-9)+1e-9; x += xstep {
-		fmt.Fprintf(&b, `<text class="xtick" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, px(x), bottomY+16, esc(c.XTick(x)))
+		label := c.XTick(x)
+		at, anchor := tickPlace(px(x), textWidth(label), W)
+		fmt.Fprintf(&b, `<text class="xtick" x="%.1f" y="%.1f" text-anchor="%s">%s</text>`, at, bottomY+16, anchor, esc(label))
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, (W+left)/2, H+legendH-6, esc(c.XLabel))
 	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#8a90a0"/>`, left, W-right, bottomY, bottomY)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/pkg/chart"
+	"github.com/replay-dev/replay/pkg/e2e"
 )
 
 // WriteHTML writes the report as one self-contained HTML file: no script,
@@ -41,8 +42,13 @@ func WriteHTML(w io.Writer, s *Summary) error {
 	sort.Slice(data.Errors, func(i, j int) bool { return data.Errors[i].Name < data.Errors[j].Name })
 	data.Protocols = strings.Join(countList(s.ConnectionsByProtocol), " ")
 	for _, st := range s.Steps {
-		data.StepVerdicts = data.StepVerdicts || st.KeptUp != nil
+		data.StepVerdicts, data.StepsBehind = data.StepVerdicts || st.KeptUp != nil, data.StepsBehind || len(st.Behind) > 0
+		data.StepsDropped, data.StepsLate = data.StepsDropped || st.Dropped != 0, data.StepsLate || st.Late != 0
 	}
+	if s.E2E != nil {
+		data.E2EDuplicates = slices.ContainsFunc(s.E2E.Stages, func(st e2e.Stage) bool { return st.Duplicates != 0 })
+	}
+	data.TransformsGRPC = slices.ContainsFunc(s.Transforms, func(t Transform) bool { return t.SkippedGRPC != 0 })
 	for _, kv := range countList(s.GRPCStatus) {
 		name, n, _ := strings.Cut(kv, ":")
 		data.GRPC = append(data.GRPC, Setting{name, n})
@@ -65,6 +71,17 @@ type htmlData struct {
 	EndpointStatus []string
 	// StepVerdicts says that a step was judged (the kept up column).
 	StepVerdicts bool
+	// StepsBehind says that a step says why it did not keep up (the
+	// list under the steps table: in the table, it would widen the page).
+	StepsBehind bool
+	// StepsDropped and StepsLate say that a step dropped iterations or
+	// had late requests: the steps table has those columns only then.
+	StepsDropped, StepsLate bool
+	// E2EDuplicates says that a stage saw an event twice (the column).
+	E2EDuplicates bool
+	// TransformsGRPC says that a transform skipped a gRPC body (the
+	// column and its note).
+	TransformsGRPC bool
 }
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
@@ -106,30 +123,31 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bott
 .kpi b{display:block;font-size:20px}.kpi span{color:#5a6275;font-size:12px}
 table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}th,td{padding:4px 8px;border-bottom:1px solid #e6e8ef;text-align:right}
 th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:600}
-.pass{color:#1a7f37;font-weight:600}.fail{color:#c0262d;font-weight:600}.chart{margin:8px 0 20px}svg text{font:11px system-ui,sans-serif;fill:#3b4252}
+.pass{color:#1a7f37;font-weight:600}.fail{color:#c0262d;font-weight:600}.chart{margin:8px 0 20px}#steps{font-size:13px}#steps th,#steps td{padding:4px 5px}svg text{font:11px system-ui,sans-serif;fill:#3b4252}
 </style></head><body>
 <h1>replay report</h1>
-<div>started {{.Started}} · model {{.S.Model}}{{if .S.Steps}} · stages {{stages .S.Steps}}{{else if .S.TargetRate}} · target {{if and .S.TargetRequestRate (eq .S.RateUnit "requests")}}{{f2 (deref .S.TargetRequestRate)}} req/s ({{f2 (deref .S.TargetRate)}} iterations/s){{else}}{{f2 (deref .S.TargetRate)}}/s{{if .S.TargetRequestRate}} iterations ({{f2 (deref .S.TargetRequestRate)}} req/s){{end}}{{end}}{{end}}{{if .S.RequestsPerIteration}} · {{f2 .S.RequestsPerIteration}} requests an iteration{{end}}</div>
+<div>started {{.Started}} · model {{.S.Model}}{{if .S.Steps}} · stages {{stages .S.Steps}}{{else if .S.TargetRate}} · target {{if and .S.TargetRequestRate (eq .S.RateUnit "requests")}}{{f2 (deref .S.TargetRequestRate)}} req/s ({{f2 (deref .S.TargetRate)}} iterations/s){{else}}{{f2 (deref .S.TargetRate)}} iterations/s{{if .S.TargetRequestRate}} ({{f2 (deref .S.TargetRequestRate)}} req/s){{end}}{{end}}{{end}}{{if .S.RequestsPerIteration}} · {{f2 .S.RequestsPerIteration}} requests an iteration{{end}}</div>
 <div class="kpis">
 <div class="kpi"><b>{{.S.Requests}}</b><span>requests</span></div>
 <div class="kpi"><b>{{.S.Answered}}</b><span>answered ({{sub .S.Requests .S.Answered}} failed without an answer)</span></div>
 <div class="kpi"><b>{{f2 .S.RPS}}/s</b><span>rate (answered / wall time)</span></div>
 {{if .S.SUTCPUs}}<div class="kpi" id="per-vcpu"><b>{{f2 .S.RPSPerVCPU}}/s</b><span>per vCPU (answered; {{f2 .S.ThroughputPerVCPU}}/s succeeded; --sut-cpus {{.S.SUTCPUs}})</span></div>{{end}}
-<div class="kpi"><b>{{f2 .S.IterationRate}}/s · {{f2 .S.RequestRate}}/s</b><span>achieved: iterations · requests begun a second</span></div>
+{{if .S.IterationRate}}<div class="kpi"><b>{{f2 .S.IterationRate}}/s · {{f2 .S.RequestRate}}/s</b><span>achieved: iterations · requests begun a second</span></div>{{else}}<div class="kpi"><b>{{f2 .S.RequestRate}}/s</b><span>achieved: requests begun a second</span></div>{{end}}
 <div class="kpi"><b>{{pct .S.Succeeded .S.Requests}}</b><span>success</span></div>
 {{if .S.Answered}}<div class="kpi"><b>{{ms .S.Latency.P50}}</b><span>latency p50 (answered, from due)</span></div>
 <div class="kpi"><b>{{ms .S.Latency.P99}}</b><span>latency p99 (answered, from due)</span></div>
 <div class="kpi"><b>{{ms .S.Service.P99}}</b><span>service p99 (answered, from sent)</span></div>
 {{else}}<div class="kpi"><b class="fail">none</b><span>latency: no request was answered</span></div>
 {{end}}
-<div class="kpi"><b>{{.S.Dropped}}</b><span>dropped iterations</span></div>
+{{if or .S.Dropped (ne .S.Model "closed")}}<div class="kpi"><b>{{.S.Dropped}}</b><span>dropped iterations</span></div>{{end}}
 </div>
 {{range .Charts}}<div class="chart">{{.}}</div>{{end}}
 {{if .S.Steps}}<h2>Steps</h2>
 {{with .S.StepsVerdict}}<p id="steps-verdict"><b>{{upper .Line}}</b></p>{{end}}
-{{$first := index .S.Steps 0}}<table id="steps"><tr><th>step</th><th>target</th><th>duration</th><th>achieved</th><th>requests / s</th><th>dropped</th><th>late</th><th>requests</th><th>failed</th><th>p50</th><th>p90</th><th>p99</th><th>service p99</th>{{if $first.E2E}}<th>accepted / s</th>{{end}}{{range $first.E2E}}<th>seen / s at {{.Stage}}</th><th>e2e {{.Stage}} p99</th>{{end}}{{if .StepVerdicts}}<th>kept up</th>{{end}}</tr>
-{{$verdicts := .StepVerdicts}}{{range .S.Steps}}<tr class="step"><td>{{.Step}}</td><td>{{.Target}}</td><td>{{f2 .DurationS}} s</td><td>{{f2 .IterationRate}}{{if eq .Unit "rate"}}/s{{else}} it/s{{end}}</td><td>{{f2 .RequestRate}}</td><td>{{.Dropped}}</td><td>{{.Late}}</td><td>{{.Requests}}</td><td>{{.Failed}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Service.P99}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}{{if .E2E}}<td>{{f2 .AcceptedRate}}</td>{{end}}{{range .E2E}}<td>{{f2 .SeenRate}}</td><td>{{if .Events}}{{ms .Latency.P99}}{{else}}-{{end}}</td>{{end}}{{if $verdicts}}<td>{{keptUp .KeptUp}}{{if .Behind}}: {{join .Behind "; "}}{{end}}</td>{{end}}</tr>
+{{$first := index .S.Steps 0}}<table id="steps"><tr><th>step</th><th>target</th><th>duration</th><th>achieved it/s</th><th>requests / s</th>{{if .StepsDropped}}<th>dropped</th>{{end}}{{if .StepsLate}}<th>late</th>{{end}}<th>requests</th><th>failed</th><th>p50</th><th>p90</th><th>p99</th><th>service p99</th>{{if $first.E2E}}<th>accepted / s</th>{{end}}{{range $first.E2E}}<th>seen / s at {{.Stage}}</th><th>e2e {{.Stage}} p99</th>{{end}}{{if .StepVerdicts}}<th>kept up</th>{{end}}</tr>
+{{$verdicts := .StepVerdicts}}{{$dropped := .StepsDropped}}{{$late := .StepsLate}}{{range .S.Steps}}<tr class="step"><td>{{.Step}}</td><td>{{.Target}}</td><td>{{f2 .DurationS}} s</td><td>{{f2 .IterationRate}}</td><td>{{f2 .RequestRate}}</td>{{if $dropped}}<td>{{.Dropped}}</td>{{end}}{{if $late}}<td>{{.Late}}</td>{{end}}<td>{{.Requests}}</td><td>{{.Failed}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Service.P99}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}{{if .E2E}}<td>{{f2 .AcceptedRate}}</td>{{end}}{{range .E2E}}<td>{{f2 .SeenRate}}</td><td>{{if .Events}}{{ms .Latency.P99}}{{else}}-{{end}}</td>{{end}}{{if $verdicts}}<td>{{keptUp .KeptUp}}</td>{{end}}</tr>
 {{end}}</table>
+{{if .StepsBehind}}<ul id="steps-behind">{{range .S.Steps}}{{if .Behind}}<li>step {{.Step}} ({{.Target}}) fell behind: {{join .Behind "; "}}</li>{{end}}{{end}}</ul>{{end}}
 <p>A request belongs to the step its iteration was due in; achieved is iterations begun per second of the step; a step keeps up when it achieves at least 1 − tolerance of its target in iterations whose requests succeeded, holds its thresholds, and, with sinks, each stage saw at least 90% of the events the API accepted in it.</p>{{end}}
 <h2>Endpoints</h2>
 <table><tr><th>endpoint</th><th>requests</th><th>answered</th><th>ok</th><th>status</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
@@ -140,23 +158,27 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 {{if .GRPC}}<h2>gRPC status</h2>
 <table><tr><th>grpc-status</th><th>answers</th></tr>{{range .GRPC}}<tr><td>{{.Name}}</td><td>{{.Value}}</td></tr>{{end}}</table>
 <p>An answer to a gRPC call succeeds when its grpc-status is OK; any other is failed, whatever its HTTP status.</p>{{end}}
-<h2>Errors</h2>
-{{if .Errors}}<table><tr><th>kind</th><th>requests</th></tr>{{range .Errors}}<tr><td>{{.Name}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{else}}<p>No request failed without an answer.</p>{{end}}
-<h2>Thresholds</h2>
-{{if .S.Thresholds}}<table><tr><th>threshold</th><th>measured</th><th>result</th></tr>
+{{if .Errors}}<h2>Errors</h2>
+<table><tr><th>kind</th><th>requests</th></tr>{{range .Errors}}<tr><td>{{.Name}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
+{{if .S.Thresholds}}<h2>Thresholds</h2>
+<table><tr><th>threshold</th><th>measured</th><th>result</th></tr>
 {{range .S.Thresholds}}<tr><td>{{.Name}}</td><td>{{f2 .Measured}} {{.Unit}}</td><td class="{{if .Pass}}pass">pass{{else}}fail">FAIL{{end}}</td></tr>
-{{end}}</table>{{else}}<p>No --threshold given.</p>{{end}}
-<h2>Comparison with the recorded responses</h2>
-{{with .S.Compare}}<p>{{.Matched}} of {{.Compared}} match ({{f2 .MatchPct}}%){{if .Body}}, status and body{{else}}, status{{end}}.</p>
+{{end}}</table>{{end}}
+{{with .S.Compare}}<h2>Comparison with the recorded responses</h2>
+<p>{{.Matched}} of {{.Compared}} match ({{f2 .MatchPct}}%){{if .Body}}, status and body{{else}}, status{{end}}.</p>
 <table><tr><th>endpoint</th><th>compared</th><th>match</th></tr>{{range .Endpoints}}<tr><td>{{.Name}}</td><td>{{.Compared}}</td><td>{{f2 .MatchPct}}%</td></tr>{{end}}</table>
 {{if .Mismatches}}<table><tr><th>mismatch</th><th>count</th><th>recorded</th><th>replayed</th></tr>{{range .Mismatches}}<tr><td>{{.Endpoint}} · {{.Kind}}</td><td>{{.Count}}</td><td>{{.Recorded}}</td><td>{{.Replayed}}</td></tr>{{end}}</table>{{end}}
-{{else}}<p>Not compared (run with --compare).</p>{{end}}
+{{end}}
 {{with .S.E2E}}<h2>End-to-end: send → seen by a sink</h2>
 <p>{{.Sent}} events sent, {{.Accepted}} accepted by the API{{if .Foreign}}, {{.Foreign}} foreign IDs{{end}}; waited {{f2 .DrainS}} s for the last.</p>
-{{$known := .LossKnown}}<table><tr><th>stage</th><th>unique</th><th>duplicates</th><th>pending</th>{{if $known}}<th>lost</th>{{end}}<th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>{{range .Stages}}<tr><td>{{.Name}}</td><td>{{.Unique}}</td><td>{{.Duplicates}}</td><td>{{.Pending}} ({{f2 .PendingPct}}%)</td>{{if $known}}<td>{{.Lost}} ({{f2 .LostPct}}%)</td>{{end}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td></tr>{{end}}</table>
+{{$known := .LossKnown}}{{$dup := $.E2EDuplicates}}<table id="e2e-stages"><tr><th>stage</th><th>unique</th>{{if $dup}}<th>duplicates</th>{{end}}<th>pending</th>{{if $known}}<th>lost</th>{{end}}<th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>{{range .Stages}}<tr><td>{{.Name}}</td><td>{{.Unique}}</td>{{if $dup}}<td>{{.Duplicates}}</td>{{end}}<td>{{.Pending}} ({{f2 .PendingPct}}%)</td>{{if $known}}<td>{{.Lost}} ({{f2 .LostPct}}%)</td>{{end}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td></tr>{{end}}</table>
 {{if not $known}}<p>Loss not known: no sink can prove that an event will never come, so events accepted but not seen by the end of the drain are pending{{if .Pending}}; a longer --drain may see them{{end}}.</p>{{end}}
+{{if .Deltas}}<h3>Between stages (--e2e-deltas)</h3>
+<p>The time of each event from one stage to the next; at most {{.DeltasPeakInFlight}} events followed at once.</p>
+<table id="e2e-deltas"><tr><th>from → to</th><th>events</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>{{range .Deltas}}<tr><td>{{.From}} → {{.To}}</td><td>{{.Events}}</td><td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td></tr>{{end}}</table>{{end}}
 {{end}}{{if .S.Transforms}}<h2>Transforms</h2>
-<table><tr><th>transform</th><th>changed</th><th>failed</th><th>skipped (gRPC)</th></tr>{{range .S.Transforms}}<tr><td>{{.Name}}</td><td>{{.Changed}}</td><td>{{.Failed}}</td><td>{{.SkippedGRPC}}</td></tr>{{end}}</table>
+{{$grpc := .TransformsGRPC}}<table id="transforms"><tr><th>transform</th><th>changed</th><th>failed</th>{{if $grpc}}<th>skipped (gRPC)</th>{{end}}</tr>{{range .S.Transforms}}<tr><td>{{.Name}}</td><td>{{.Changed}}</td><td>{{.Failed}}</td>{{if $grpc}}<td>{{.SkippedGRPC}}</td>{{end}}</tr>{{end}}</table>
+{{if $grpc}}<p>A gRPC body is length-prefixed protobuf: body rewrites skip it; header rewrites still apply.</p>{{end}}
 {{end}}<h2>Configuration</h2>
 <table>{{range .Config}}<tr><td>{{.Name}}</td><td style="text-align:left">{{.Value}}</td></tr>{{end}}
 <tr><td>requests · succeeded · failed</td><td style="text-align:left">{{.S.Requests}} · {{.S.Succeeded}} · {{.S.Failed}}</td></tr>
@@ -167,22 +189,48 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 </body></html>
 `))
 
-// lineChart draws a time or distribution chart (chart.Lines) for the page.
-func lineChart(title, xLabel, yUnit string, xs []float64, ss []chart.Series, xTick func(float64) string, bands ...chart.Band) template.HTML {
-	c := chart.Lines{Title: title, XLabel: xLabel, YUnit: yUnit, X: xs, Series: ss, XTick: xTick, Bands: bands}
+// lineChart draws the distribution chart (chart.Lines) for the page.
+func lineChart(title, xLabel, yUnit string, xs []float64, ss []chart.Series, xTick func(float64) string) template.HTML {
+	c := chart.Lines{Title: title, XLabel: xLabel, YUnit: yUnit, X: xs, Series: ss, XTick: xTick}
 	return template.HTML(c.SVG())
 }
 
-func elapsedTicks(s *Summary) ([]float64, func(float64) string) {
-	var xs []float64
-	if len(s.Intervals) == 0 {
-		return nil, nil
+// timeChart draws a chart of per-second points over elapsed time: each
+// point at the middle of its second (mid), the axis from the start of the
+// first second to the end of the last, so that a point lines up with the
+// step bands and the target drawn over the same second.
+func timeChart(title, yUnit string, mid []float64, ss []chart.Series, bands []chart.Band) template.HTML {
+	c := timeLines(title, yUnit, mid, ss, bands)
+	return template.HTML(c.SVG())
+}
+
+// timeLines is the chart timeChart draws.
+func timeLines(title, yUnit string, mid []float64, ss []chart.Series, bands []chart.Band) chart.Lines {
+	c := chart.Lines{Title: title, XLabel: "elapsed", YUnit: yUnit, X: mid, Series: ss, XTick: elapsedTick, Bands: bands}
+	if len(mid) > 0 {
+		c.XFrom, c.XTo = mid[0]-0.5, mid[len(mid)-1]+0.5
 	}
-	t0 := s.Intervals[0].T
-	for _, iv := range s.Intervals {
-		xs = append(xs, float64(iv.T-t0))
+	return c
+}
+
+// secondsAt are the middles of the Unix seconds ts on an elapsed axis
+// that starts at Unix second t0: a second's count is drawn at its middle.
+func secondsAt(ts []int64, t0 int64) []float64 {
+	xs := make([]float64, len(ts))
+	for i, t := range ts {
+		xs[i] = float64(t-t0) + 0.5
 	}
-	return xs, elapsedTick
+	return xs
+}
+
+// intervalSeconds are the middles of the run's per-second intervals on
+// the time charts' axis (from chartT0).
+func intervalSeconds(s *Summary) []float64 {
+	ts := make([]int64, len(s.Intervals))
+	for i, iv := range s.Intervals {
+		ts[i] = iv.T
+	}
+	return secondsAt(ts, chartT0(s))
 }
 
 // elapsedTick labels a tick of an elapsed-seconds axis.
@@ -205,38 +253,55 @@ func stepBands(s *Summary, t0 int64) []chart.Band {
 	return bands
 }
 
-// targetSeries is the target rate of an open-model run at each x (elapsed
-// seconds from Unix second t0), dashed, in the charts' unit, requests a
-// second: a constant --rate, or the steps' targets, a ramp moving
-// linearly, each iterations a second times the requests an iteration
-// holds; nil for a closed model, or when the requests an iteration holds
-// are not known.
+// stepTarget is the target of the steps at u seconds from the run's
+// start (a ramp moving linearly), and false outside every step.
+func stepTarget(s *Summary, u float64) (float64, bool) {
+	for _, st := range s.Steps {
+		if u >= st.StartS && u < st.StartS+st.DurationS {
+			return st.From + (st.To-st.From)*(u-st.StartS)/st.DurationS, true
+		}
+	}
+	return 0, false
+}
+
+// secondSamples cut a second into this many slices to sum a target over
+// it (exact for a constant, within a slice's share at a step's edge).
+const secondSamples = 100
+
+// targetSeries is the target rate of an open-model run for each second
+// whose middle is at x (elapsed seconds from Unix second t0), dashed, in
+// the charts' unit, requests a second: the requests due in that second
+// by a constant --rate, or by the steps' targets (a ramp moving
+// linearly), each iterations a second times the requests an iteration
+// holds. A second the run covers only in part (its first and last) is due
+// only that part, as its measured count is. Nil for a closed model, or
+// when the requests an iteration holds are not known.
 func targetSeries(s *Summary, xs []float64, t0 int64) []chart.Series {
 	per := s.perIteration()
-	var at func(x float64) float64
+	var at func(u float64) (float64, bool)
 	switch {
 	case per <= 0:
 		return nil
 	case len(s.Steps) > 0 && s.Steps[0].Unit == "rate":
-		off := stepOffset(s, t0)
-		at = func(x float64) float64 {
-			for _, st := range s.Steps {
-				from := off + st.StartS
-				if x >= from && x < from+st.DurationS {
-					return per * (st.From + (st.To-st.From)*(x-from)/st.DurationS)
-				}
-			}
-			return math.NaN()
-		}
+		at = func(u float64) (float64, bool) { return stepTarget(s, u) }
 	case len(s.Steps) == 0 && s.TargetRate != nil:
-		rate := *s.TargetRate * per
-		at = func(float64) float64 { return rate }
+		at = func(u float64) (float64, bool) { return *s.TargetRate, u >= 0 && u < max(s.DurationS, 1e-9) }
 	default:
 		return nil
 	}
+	off := stepOffset(s, t0)
 	ys := make([]float64, len(xs))
 	for i, x := range xs {
-		ys[i] = at(x + 0.5) // a point stands for its whole second
+		sum, in := 0.0, false
+		for k := range secondSamples {
+			if v, ok := at(x - 0.5 + (float64(k)+0.5)/secondSamples - off); ok {
+				sum, in = sum+v/secondSamples, true
+			}
+		}
+		ys[i] = math.NaN()
+		if in {
+			ys[i] = per * sum
+		}
 	}
 	name := "target (requests / s)"
 	if s.RateUnit != "requests" && per != 1 {
@@ -257,7 +322,7 @@ func throughputChart(s *Summary) template.HTML {
 	if s.E2E != nil && len(s.E2E.Stages) > 0 {
 		return sentReceivedChart(s)
 	}
-	xs, tick := elapsedTicks(s)
+	xs := intervalSeconds(s)
 	req, fail := make([]float64, len(xs)), make([]float64, len(xs))
 	for i, iv := range s.Intervals {
 		req[i] = float64(iv.Requests)
@@ -270,8 +335,7 @@ func throughputChart(s *Summary) template.HTML {
 	t0 := chartT0(s)
 	ss := []chart.Series{{Name: "requests", Color: chart.Palette[0], Y: req}, {Name: label, Color: chart.Palette[5], Y: fail}}
 	ss = append(append(ss, failedSeries(s)...), targetSeries(s, xs, t0)...)
-	return lineChart("Throughput and failures over time", "elapsed", "requests / s",
-		xs, ss, tick, stepBands(s, t0)...)
+	return timeChart("Throughput and failures over time", "requests / s", xs, ss, stepBands(s, t0))
 }
 
 // failedSeries are the requests that failed without an answer, per second,
@@ -325,10 +389,10 @@ func sentReceivedChart(s *Summary) template.HTML {
 		return ""
 	}
 	at := map[int64]int{}
-	xs := make([]float64, len(ts))
 	for i, t := range ts {
-		at[t], xs[i] = i, float64(t-ts[0])
+		at[t] = i
 	}
+	xs := secondsAt(ts, ts[0])
 	sent := make([]float64, len(ts))
 	for _, iv := range s.Intervals {
 		sent[at[iv.T]] = float64(iv.Requests)
@@ -342,18 +406,18 @@ func sentReceivedChart(s *Summary) template.HTML {
 		ss = append(ss, chart.Series{Name: "events at " + st.Name, Color: chart.Palette[(k+1)%len(chart.Palette)], Y: recv})
 	}
 	ss = append(ss, targetSeries(s, xs, ts[0])...)
-	return lineChart("Sent and received over time", "elapsed", "per second", xs, ss, elapsedTick, stepBands(s, ts[0])...)
+	return timeChart("Sent and received over time", "per second", xs, ss, stepBands(s, ts[0]))
 }
 
 func latencyChart(s *Summary) template.HTML {
-	xs, tick := elapsedTicks(s)
+	xs := intervalSeconds(s)
 	p50, p90, p99, mx := make([]float64, len(xs)), make([]float64, len(xs)), make([]float64, len(xs)), make([]float64, len(xs))
 	for i, iv := range s.Intervals {
 		p50[i], p90[i], p99[i], mx[i] = iv.Latency.P50, iv.Latency.P90, iv.Latency.P99, iv.Latency.Max
 	}
-	return lineChart("Latency from due time, per second", "elapsed", "ms",
+	return timeChart("Latency from due time, per second", "ms",
 		xs, []chart.Series{{Name: "p50", Color: chart.Palette[0], Y: p50}, {Name: "p90", Color: chart.Palette[2], Y: p90}, {Name: "p99", Color: chart.Palette[1], Y: p99}, {Name: "max", Color: chart.Palette[3], Y: mx}},
-		tick, stepBands(s, chartT0(s))...)
+		stepBands(s, chartT0(s)))
 }
 
 // distributionChart plots latency against percentile on HdrHistogram's
@@ -384,7 +448,7 @@ func distributionChart(s *Summary) template.HTML {
 }
 
 func statusChart(s *Summary) template.HTML {
-	xs, tick := elapsedTicks(s)
+	xs := intervalSeconds(s)
 	var ss []chart.Series
 	for c, class := range []string{"2xx", "3xx", "4xx", "5xx"} {
 		ys := make([]float64, len(xs))
@@ -397,14 +461,14 @@ func statusChart(s *Summary) template.HTML {
 			ss = append(ss, chart.Series{Name: class, Color: chart.Palette[[]int{2, 0, 4, 5}[c]], Y: ys})
 		}
 	}
-	return lineChart("Answers by status class over time (by code: the table below)", "elapsed", "answers / s",
-		xs, append(ss, grpcSeries(s, len(ss))...), tick, stepBands(s, chartT0(s))...)
+	return timeChart("Answers by status class over time (by code: the table below)", "answers / s",
+		xs, append(ss, grpcSeries(s, len(ss))...), stepBands(s, chartT0(s)))
 }
 
 // vusChart is the VUs busy each second (those that finished a request in
 // it), against the VUs' target of a closed model's steps.
 func vusChart(s *Summary) template.HTML {
-	xs, tick := elapsedTicks(s)
+	xs := intervalSeconds(s)
 	ys := make([]float64, len(xs))
 	for i, iv := range s.Intervals {
 		ys[i] = float64(iv.VUs)
@@ -412,19 +476,38 @@ func vusChart(s *Summary) template.HTML {
 	ss := []chart.Series{{Name: "VUs (finished a request in the second)", Color: chart.Palette[0], Y: ys}}
 	t0 := chartT0(s)
 	if len(s.Steps) > 0 && s.Steps[0].Unit == "vus" {
-		off := stepOffset(s, t0)
-		target := make([]float64, len(xs))
-		for i, x := range xs {
-			target[i] = math.NaN()
-			for _, st := range s.Steps {
-				if from := off + st.StartS; x >= from && x < from+st.DurationS {
-					target[i] = st.From + (st.To-st.From)*(x-from)/st.DurationS
-				}
+		ss = append(ss, chart.Series{Name: "target VUs (the most the second had)", Color: "#495057", Y: targetVUs(s, xs, stepOffset(s, t0)), Dashed: true})
+	}
+	c := timeLines("VUs over time", "VUs", xs, ss, stepBands(s, t0))
+	c.YWhole = true
+	return template.HTML(c.SVG())
+}
+
+// targetVUs is, for each second whose middle is at x, the most VUs the
+// closed model's steps had active in it (their target, rounded, as the
+// VUs follow it), or NaN for a second outside the steps: what the VUs
+// that finished a request in the second are measured against, since a VU
+// counts in every second it was active in, however briefly. off is where
+// the run's start lies on the axis.
+func targetVUs(s *Summary, xs []float64, off float64) []float64 {
+	ys := make([]float64, len(xs))
+	for i, x := range xs {
+		ys[i] = math.NaN()
+		for k := range secondSamples + 1 { // both edges of the second
+			if v, ok := stepTarget(s, x-0.5+min(float64(k)/secondSamples, 1-1e-9)-off); ok {
+				ys[i] = max(nanTo0(ys[i]), math.Round(v))
 			}
 		}
-		ss = append(ss, chart.Series{Name: "target VUs", Color: "#495057", Y: target, Dashed: true})
 	}
-	return lineChart("VUs over time", "elapsed", "VUs", xs, ss, tick, stepBands(s, t0)...)
+	return ys
+}
+
+// nanTo0 is v, or 0 for NaN.
+func nanTo0(v float64) float64 {
+	if math.IsNaN(v) {
+		return 0
+	}
+	return v
 }
 
 // e2eLatencyChart is the end-to-end latency per second of each e2e stage
@@ -453,10 +536,10 @@ func e2eLatencyChart(s *Summary) template.HTML {
 	}
 	slices.Sort(ts)
 	at := map[int64]int{}
-	xs := make([]float64, len(ts))
 	for i, t := range ts {
-		at[t], xs[i] = i, float64(t-t0)
+		at[t] = i
 	}
+	xs := secondsAt(ts, t0)
 	var ss []chart.Series
 	for k, st := range s.E2E.Stages {
 		p50, p90, p99 := nanSeries(len(ts)), nanSeries(len(ts)), nanSeries(len(ts))
@@ -470,7 +553,7 @@ func e2eLatencyChart(s *Summary) template.HTML {
 		ss = append(ss, chart.Series{Name: st.Name + " p50", Color: c, Y: p50}, chart.Series{Name: st.Name + " p90", Color: chart.Palette[(3*k+1)%len(chart.Palette)], Y: p90},
 			chart.Series{Name: st.Name + " p99", Color: chart.Palette[(3*k+2)%len(chart.Palette)], Y: p99})
 	}
-	return lineChart("End-to-end latency per second (send → seen, by the second first seen)", "elapsed", "ms", xs, ss, elapsedTick, stepBands(s, t0)...)
+	return timeChart("End-to-end latency per second (send → seen, by the second first seen)", "ms", xs, ss, stepBands(s, t0))
 }
 
 // nanSeries is n points, none drawn until set.
