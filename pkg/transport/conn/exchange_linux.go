@@ -39,28 +39,6 @@ func (l *Line) exchangeStep(fd uintptr) bool {
 	return true
 }
 
-// rawIO is one read or write of b on the non-blocking fd, retried on
-// EINTR. syscall.Read and syscall.Write, not a raw system call: they tell
-// the race detector that a read follows the peer's write, as os.File's
-// reads do.
-func rawIO(trap, fd uintptr, b []byte) (int, syscall.Errno) {
-	for {
-		var n int
-		var err error
-		if trap == syscall.SYS_WRITE {
-			n, err = syscall.Write(int(fd), b)
-		} else {
-			n, err = syscall.Read(int(fd), b)
-		}
-		switch errno, _ := err.(syscall.Errno); {
-		case err == nil:
-			return n, 0
-		case errno != syscall.EINTR:
-			return 0, errno
-		}
-	}
-}
-
 // opError names a failure of Exchange as a read or a write of the
 // connection would.
 func (cn *Conn) opError(op string, err error) error {
