@@ -105,3 +105,30 @@ func TestExchangePartialWrite(t *testing.T) {
 		t.Errorf("64 MiB to a SUT that does not read: %+v; want part written, no error, nothing read", e)
 	}
 }
+
+// Arm moves a busy connection's deadline only when it is nearer than
+// --timeout: a request begun later than the last one is still given the
+// whole --timeout, never cut by the deadline an earlier request set.
+func TestArmGivesEachRequestItsTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	l := exchangeLine(t, func(c net.Conn) {
+		b := make([]byte, 1)
+		if _, err := c.Read(b); err != nil {
+			return
+		}
+		c.Write([]byte("a")) // the first request is answered, then nothing
+		io.Copy(io.Discard, c)
+	}, Options{Timeout: timeout})
+	l.Arm()
+	if e := l.Exchange([]byte("1"), make([]byte, 8)); e.WriteErr != nil || e.ReadErr != nil || e.Read != 1 {
+		t.Fatalf("first exchange: %+v", e)
+	}
+	time.Sleep(timeout * 2 / 3) // the first request's deadline is now nearer than --timeout
+	l.Arm()
+	start := time.Now()
+	e := l.Exchange([]byte("2"), make([]byte, 8))
+	took := time.Since(start)
+	if l.Kind(e.ReadErr) != result.ErrTimeout || took < timeout || took > 5*time.Second {
+		t.Errorf("silent answer %v after the last request: %+v (%v) after %v; want a timeout after %v", timeout*2/3, e, l.Kind(e.ReadErr), took, timeout)
+	}
+}
