@@ -88,6 +88,7 @@ type run struct {
 
 	base     time.Time // clock origin: nanos() = base + monotonic offset
 	baseUnix int64
+	wall     bool // the clock is WallClock: nanos reads time.Since(base)
 
 	stopping atomic.Bool // no new requests
 	stopCh   chan struct{}
@@ -140,6 +141,7 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 	}
 	r.base = cfg.Clock.Now()
 	r.baseUnix = r.base.UnixNano()
+	_, r.wall = cfg.Clock.(WallClock)
 	r.sched = sched
 	r.steps = newStepCounts(r.baseUnix, r.plan)
 	if cfg.OnStart != nil {
@@ -421,6 +423,11 @@ func (r *run) rampVUs() {
 
 // nanos is the run's clock in Unix nanoseconds, monotonic from base.
 func (r *run) nanos() int64 {
+	if r.wall {
+		// One read of the monotonic clock where time.Now reads the wall
+		// clock too: the clock is read several times a request.
+		return r.baseUnix + int64(time.Since(r.base))
+	}
 	return r.baseUnix + int64(r.cfg.Clock.Now().Sub(r.base))
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -155,7 +156,7 @@ func (d *tcpDialer) dialOne(ra remoteAddr, deadline time.Time, first []byte) (ne
 			return nil, 0, fail("connect", err)
 		}
 	}
-	return &tcpConn{f: f, raddr: ra.tcp}, sent, nil
+	return newTCPConn(f, ra.tcp), sent, nil
 }
 
 // wait parks until the handshake on f ends, the deadline passes or the
@@ -281,28 +282,102 @@ func newRemoteAddr(ap netip.AddrPort) (remoteAddr, error) {
 }
 
 // tcpConn is a connection tcpDialer opened. Its errors read as net's do.
+// It reads and writes through its RawConn (rawIO on the non-blocking
+// socket, the runtime's poller to wait), with callbacks bound once, so
+// that Line.Exchange and the idle probe share its descriptor.
 type tcpConn struct {
 	f     *os.File
+	rc    syscall.RawConn
 	raddr *net.TCPAddr
+
+	// The callbacks of Read and Write, bound once, and their state: the
+	// buffer, how much went, the error. Read and Write may run at once.
+	readFn, writeFn func(fd uintptr) bool
+	rb, wb          []byte
+	rn, wn          int
+	rerr, werr      syscall.Errno
+	// rdl and wdl are the read and write deadlines set (monoOf), which
+	// arm reads; Interrupt sets them from another goroutine.
+	rdl, wdl atomic.Int64
+	// closed is set by Close: the poller's error for a closed descriptor
+	// (reached through RawConn) then reads as net.ErrClosed, as os.File's.
+	closed atomic.Bool
+}
+
+func newTCPConn(f *os.File, raddr *net.TCPAddr) *tcpConn {
+	c := &tcpConn{f: f, raddr: raddr}
+	c.rdl.Store(math.MinInt64) // the dial's write deadline may be set: arm at the first request
+	c.wdl.Store(math.MinInt64)
+	c.rc, _ = f.SyscallConn() // an error only for a closed file
+	c.readFn, c.writeFn = c.readStep, c.writeStep
+	return c
 }
 
 func (c *tcpConn) Read(p []byte) (int, error) {
-	n, err := c.f.Read(p)
-	if err != nil && err != io.EOF {
-		err = c.opError("read", err)
+	if len(p) == 0 {
+		return 0, nil
 	}
-	return n, err
+	c.rb, c.rn, c.rerr = p, 0, 0
+	err := c.rc.Read(c.readFn)
+	c.rb = nil
+	switch {
+	case err != nil:
+		return 0, c.opError("read", err)
+	case c.rerr != 0:
+		return 0, c.opError("read", c.rerr)
+	case c.rn == 0:
+		return 0, io.EOF
+	}
+	return c.rn, nil
+}
+
+// readStep is Read's callback: one read, or false to wait for more.
+func (c *tcpConn) readStep(fd uintptr) bool {
+	n, errno := rawIO(syscall.SYS_READ, fd, c.rb)
+	if errno == syscall.EAGAIN {
+		return false
+	}
+	c.rn, c.rerr = n, errno
+	return true
 }
 
 func (c *tcpConn) Write(p []byte) (int, error) {
-	n, err := c.f.Write(p)
-	if err != nil {
-		err = c.opError("write", err)
+	if len(p) == 0 {
+		return 0, nil
 	}
-	return n, err
+	c.wb, c.wn, c.werr = p, 0, 0
+	err := c.rc.Write(c.writeFn)
+	n := c.wn
+	c.wb = nil
+	switch {
+	case c.werr != 0:
+		return n, c.opError("write", c.werr)
+	case err != nil:
+		return n, c.opError("write", err)
+	}
+	return n, nil
+}
+
+// writeStep is Write's callback: writes until all of c.wb went, or false
+// to wait for room.
+func (c *tcpConn) writeStep(fd uintptr) bool {
+	for c.wn < len(c.wb) {
+		n, errno := rawIO(syscall.SYS_WRITE, fd, c.wb[c.wn:])
+		switch errno {
+		case 0:
+			c.wn += n
+		case syscall.EAGAIN:
+			return false
+		default:
+			c.werr = errno
+			return true
+		}
+	}
+	return true
 }
 
 func (c *tcpConn) Close() error {
+	c.closed.Store(true)
 	if err := c.f.Close(); err != nil {
 		return c.opError("close", err)
 	}
@@ -327,9 +402,51 @@ func (c *tcpConn) LocalAddr() net.Addr {
 	return &net.TCPAddr{}
 }
 
-func (c *tcpConn) SetDeadline(t time.Time) error      { return c.f.SetDeadline(t) }
-func (c *tcpConn) SetReadDeadline(t time.Time) error  { return c.f.SetReadDeadline(t) }
-func (c *tcpConn) SetWriteDeadline(t time.Time) error { return c.f.SetWriteDeadline(t) }
+func (c *tcpConn) SetDeadline(t time.Time) error {
+	err := c.f.SetDeadline(t)
+	c.rdl.Store(monoOf(t))
+	c.wdl.Store(monoOf(t))
+	return err
+}
+
+func (c *tcpConn) SetReadDeadline(t time.Time) error {
+	err := c.f.SetReadDeadline(t)
+	c.rdl.Store(monoOf(t))
+	return err
+}
+
+func (c *tcpConn) SetWriteDeadline(t time.Time) error {
+	err := c.f.SetWriteDeadline(t)
+	c.wdl.Store(monoOf(t))
+	return err
+}
+
+// arm implements armer: it makes sure that the read and write deadlines
+// are at least timeout away, and moves them only when they are not,
+// timeout and a 1/1024th of it away: a request is cut after timeout,
+// within a thousandth of it, and a busy connection's deadlines (two
+// timers of the runtime, and two clock reads) move every timeout/1024
+// rather than at every request.
+func (c *tcpConn) arm(timeout time.Duration) {
+	want := time.Since(monoBase) + timeout
+	if min(c.rdl.Load(), c.wdl.Load()) >= int64(want) {
+		return
+	}
+	c.SetDeadline(monoBase.Add(want + timeout>>10))
+}
+
+// monoBase is the origin of monoOf.
+var monoBase = time.Now()
+
+// monoOf is deadline t as an offset from monoBase (monotonic when t has a
+// monotonic reading, as time.Now's have); no deadline is the smallest
+// value: a deadline to arm.
+func monoOf(t time.Time) int64 {
+	if t.IsZero() {
+		return math.MinInt64
+	}
+	return int64(t.Sub(monoBase))
+}
 
 // opError rewrites an os.File error as the net package's, so that failure
 // reports and error kinds read the same as for any connection.
@@ -338,7 +455,7 @@ func (c *tcpConn) opError(op string, err error) error {
 	if errors.As(err, &pe) {
 		err = pe.Err
 	}
-	if errors.Is(err, os.ErrClosed) {
+	if errors.Is(err, os.ErrClosed) || c.closed.Load() {
 		err = net.ErrClosed
 	} else if errno, ok := err.(syscall.Errno); ok {
 		err = os.NewSyscallError(op, errno)

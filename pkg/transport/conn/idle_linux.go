@@ -9,15 +9,10 @@ import (
 // rawConn is the raw descriptor of a connection tcpDialer opened, for the
 // idle probe; nil for any other.
 func rawConn(nc net.Conn) syscall.RawConn {
-	tc, ok := nc.(*tcpConn)
-	if !ok {
-		return nil
+	if tc, ok := nc.(*tcpConn); ok {
+		return tc.rc
 	}
-	rc, err := tc.f.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	return rc
+	return nil
 }
 
 // peek is probeIdle's RawConn callback (bound once: l.peekFn): one

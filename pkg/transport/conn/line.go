@@ -87,6 +87,10 @@ type Line struct {
 	peekFn    func(fd uintptr)
 	peekState idleState
 	peekBuf   [1]byte
+
+	// Exchange's callback, bound once, and its state.
+	xchFn func(fd uintptr) bool
+	xch   exchange
 }
 
 // NewLine makes a VU's Line. now is the run's clock, in Unix nanoseconds,
@@ -96,6 +100,7 @@ func (d *Dialer) NewLine(now func() int64) *Line {
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.dialer = newTCPDialer(&l.cut, now)
 	l.peekFn = l.peek
+	l.xchFn = l.exchangeStep
 	return l
 }
 
@@ -281,19 +286,28 @@ func (l *Line) Idle(end int64) {
 func (l *Line) Cut() bool { return l.cut.Load() }
 
 // Arm sets the deadline of the connection for a request begun now
-// (--timeout), or after Interrupt one long past, which cuts any wait at
-// once. Interrupt is checked after the deadline is set, so that one in
-// between is never overwritten.
+// (--timeout; on Linux moved only when it is nearer, to --timeout and a
+// thousandth of it: tcpConn.arm), or after Interrupt one long past, which
+// cuts any wait at once. Interrupt is checked after the deadline is set,
+// so that one in between is never overwritten.
 func (l *Line) Arm() {
 	cn := l.c
 	if cn == nil {
 		return
 	}
-	cn.Raw.SetDeadline(time.Now().Add(l.d.o.Timeout))
+	if a, ok := cn.Raw.(armer); ok {
+		a.arm(l.d.o.Timeout)
+	} else {
+		cn.Raw.SetDeadline(time.Now().Add(l.d.o.Timeout))
+	}
 	if l.cut.Load() {
 		cn.Raw.SetDeadline(time.Unix(1, 0))
 	}
 }
+
+// armer is a connection that arms its own deadlines for a request begun
+// now, bounded by timeout (the Linux dialer's: tcpConn.arm).
+type armer interface{ arm(timeout time.Duration) }
 
 // Kind names why err, a read or a write on the connection, failed
 // (KindOf): a cancellation after Interrupt.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"net"
 
 	"github.com/replay-dev/replay/pkg/result"
@@ -30,12 +31,23 @@ type Client struct {
 
 	// The last request, for Failure and Redirect (the error is the Line's).
 	headLen int    // its head is wbuf[:headLen]; 0 if never sent
+	exch    bool   // it goes out with its answer's first read (Exchange)
 	body    []byte // the body sent
 	status  int    // the answer's status; 0 without an answer
 	redir   transport.Redirector
 
 	resp fasthttp.Response
 	ans  answer // the view of resp lent to the caller
+
+	// The last final head read whole that framed its body by one
+	// Content-Length, byte for byte, and its scan (valid when seenOK): an
+	// answer that begins with the same bytes has the same head, which
+	// c.resp.Header holds parsed already (readSeen). A server's answers to
+	// the same request often share their head to the byte (a Date changes
+	// once a second); where they do not, remembering costs a copy.
+	seen     []byte
+	seenHead head
+	seenOK   bool
 
 	cn   *conn.Conn    // the connection br reads
 	br   *bufio.Reader // reused across connections
@@ -54,6 +66,7 @@ func NewClient(l *conn.Line, a transport.AnswerOptions) *Client {
 	o := l.Options()
 	c := &Client{line: l, now: l.Clock(), a: a.WithDefaults(), noReuse: o.NoConnectionReuse, timings: o.Timings}
 	c.br = bufio.NewReaderSize(&c.cr, c.a.MaxHeaderBytes)
+	c.cr.line = l
 	if c.timings {
 		c.cr.now = c.now
 	}
@@ -61,7 +74,8 @@ func NewClient(l *conn.Line, a transport.AnswerOptions) *Client {
 }
 
 // countingReader counts the bytes read from the socket and keeps the last
-// socket error, which fasthttp reports less precisely.
+// socket error, which fasthttp reports less precisely. A request left to
+// it (pending) goes out with its first read, in one conn.Line.Exchange.
 type countingReader struct {
 	nc  net.Conn
 	n   int64
@@ -69,13 +83,61 @@ type countingReader struct {
 	// With timings: when the first byte of the answer arrived.
 	now   func() int64 // nil without timings
 	first int64
+
+	// pending is a request to write before the first read (Exchange);
+	// written is how much of it went, wrote when (with timings), werr why
+	// the rest did not.
+	line    *conn.Line
+	pending []byte
+	written int
+	wrote   int64
+	werr    error
 }
 
 // reset prepares for the next answer.
 func (c *countingReader) reset() { c.n, c.err, c.first = 0, nil, 0 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
+	if c.pending != nil {
+		return c.exchange(p)
+	}
 	n, err := c.nc.Read(p)
+	return c.count(n, err)
+}
+
+// exchange writes the pending request and reads the first bytes of its
+// answer into p. A request the socket took only in part is finished with
+// a write, and its answer read, the usual way.
+func (c *countingReader) exchange(p []byte) (int, error) {
+	out := c.pending
+	c.pending = nil
+	e := c.line.Exchange(out, p)
+	c.written, c.wrote = e.Written, e.WroteAt
+	switch {
+	case e.WriteErr != nil:
+		c.werr = e.WriteErr
+		return 0, e.WriteErr
+	case e.Written < len(out):
+		w, err := c.nc.Write(out[e.Written:])
+		c.written += w
+		if c.now != nil {
+			c.wrote = c.now()
+		}
+		if err != nil {
+			c.werr = err
+			return 0, err
+		}
+		return c.Read(p)
+	case e.ReadErr != nil:
+		return c.count(0, e.ReadErr)
+	case e.Read == 0:
+		return c.count(0, io.EOF)
+	}
+	return c.count(e.Read, nil)
+}
+
+// count accounts for a read of n bytes that returned err.
+func (c *countingReader) count(n int, err error) (int, error) {
 	c.n += int64(n)
 	if err != nil {
 		c.err = err
@@ -111,7 +173,15 @@ func (c *Client) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) 
 		c.br.Reset(&c.cr)
 	}
 	res.Proto = result.ProtoHTTP1
-	if !c.send(res, early, body) {
+	if early == 0 && body == nil && c.br.Buffered() == 0 && c.line.CanExchange() {
+		// The request goes out with the answer's first read (Exchange):
+		// the read buffer is empty (a kept connection has nothing left in
+		// it), so the answer is read, and the request written, first.
+		c.line.Arm()
+		res.Sent = c.now()
+		c.cr.pending, c.cr.written, c.cr.werr = c.wbuf, 0, nil
+		c.exch = true
+	} else if !c.send(res, early, body) {
 		return nil
 	}
 	return c.read(req, res)
@@ -157,14 +227,19 @@ func (c *Client) send(res *result.Result, early int, body []byte) bool {
 // scanned first (head.go), then read with fasthttp.
 func (c *Client) read(req *rrpair.Request, res *result.Result) result.Answer {
 	a := &c.a
-	c.resp.Reset()
-	c.ans.reset(&c.resp, a.MaxBody, a.DiscardBodies)
 	isHead := string(req.Method) == "HEAD"
-	c.resp.SkipBody = isHead || a.DiscardBodies
 	c.cr.reset()
 	h, err := c.readHead(req)
 	if err == nil {
-		err = c.readAnswer(&h, isHead)
+		c.ans.reset(&c.resp, a.MaxBody, a.DiscardBodies)
+		if h.seen {
+			err = c.readSeen(&h, isHead)
+		} else {
+			err = c.readNew(&h, isHead)
+		}
+	}
+	if c.exch && !c.exchanged(res) {
+		return nil
 	}
 	res.End = c.now()
 	res.BytesIn = c.cr.n
@@ -181,6 +256,72 @@ func (c *Client) read(req *rrpair.Request, res *result.Result) result.Answer {
 	res.Status = uint16(h.status)
 	c.keepOrClose(res, &h, isHead)
 	return &c.ans
+}
+
+// exchanged accounts for the write of a request that went out with its
+// answer's first read, as send does, and reports whether all of it went;
+// if not, the request failed as a write would have.
+func (c *Client) exchanged(res *result.Result) bool {
+	c.exch = false
+	cr := &c.cr
+	cr.pending = nil
+	res.BytesOut, res.Written = int64(cr.written), cr.written > 0
+	if c.timings && cr.wrote != 0 {
+		res.SendNs = cr.wrote - res.Sent
+	}
+	if cr.werr == nil {
+		return true
+	}
+	res.Err = c.classify(cr.werr, cr.werr)
+	res.End = c.now()
+	c.line.Drop(cr.werr)
+	return false
+}
+
+// readNew reads an answer whose head h is not the one remembered: fasthttp
+// parses it (readAnswer). A final head that frames its body by one
+// Content-Length is remembered then, byte for byte, with its scan.
+func (c *Client) readNew(h *head, isHead bool) error {
+	c.seenOK = false // c.resp changes
+	c.resp.Reset()
+	c.resp.SkipBody = isHead || c.a.DiscardBodies
+	keep := !h.interim && !h.chunked && !h.sameLengths && h.length >= 0 && h.status != 101
+	if keep {
+		b, _ := c.br.Peek(h.size)
+		c.seen = append(c.seen[:0], b...)
+	}
+	if err := c.readAnswer(h, isHead); err != nil {
+		return err
+	}
+	if keep {
+		c.seenHead, c.seenOK = *h, true
+		c.seenHead.seen = true
+	}
+	return nil
+}
+
+// readSeen reads an answer whose head h is the one remembered: its bytes
+// are those fasthttp parsed into c.resp.Header last, which holds that
+// parse still; only the body is read, as readAnswer would read it (by
+// its Content-Length: a remembered head has one).
+func (c *Client) readSeen(h *head, isHead bool) error {
+	c.br.Discard(h.size)
+	bodyless := isHead || noBody(h.status)
+	if c.a.DiscardBodies {
+		if bodyless {
+			return nil
+		}
+		if _, err := c.br.Discard(int(h.length)); err != nil {
+			return unexpectedEOF(err)
+		}
+		return nil
+	}
+	c.resp.ResetBody()
+	c.resp.SkipBody = isHead
+	if bodyless {
+		return nil
+	}
+	return c.resp.ReadBody(c.br, c.a.MaxBody)
 }
 
 // readAnswer reads the answer whose head h the read buffer holds:

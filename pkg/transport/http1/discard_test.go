@@ -189,3 +189,64 @@ func TestDiscardBrokenFraming(t *testing.T) {
 		})
 	}
 }
+
+// TestRepeatedHead: an answer whose head is byte for byte the last one's
+// (the parse the client remembers is reused) shows that head and its own
+// body, kept or discarded; one that differs in a single byte, or answers
+// a HEAD, reads as its own. All on one connection.
+func TestRepeatedHead(t *testing.T) {
+	answers := map[string]string{
+		"/a": "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nX-A: 1\r\n\r\nabc",
+		"/b": "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nX-A: 1\r\n\r\nxyz",
+		"/c": "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nX-A: 2\r\n\r\ndef",
+		"/d": "HTTP/1.1 201 Created\r\nContent-Length: 5\r\nX-A: 1\r\n\r\nhello",
+	}
+	paths := []string{"/a", "/b", "/a", "HEAD /a", "/c", "/b", "/b", "/d", "/a"}
+	wantBody := []string{"abc", "xyz", "abc", "", "def", "xyz", "xyz", "hello", "abc"}
+	var lines []string
+	for _, p := range paths {
+		method, path, ok := strings.Cut(p, " ")
+		if !ok {
+			method, path = "GET", p
+		}
+		lines = append(lines, line(method, path, "", nil))
+	}
+	f := openLines(t, lines...)
+	for _, discard := range []bool{false, true} {
+		url, conns := framingServer(t, answers)
+		obs, sink := &seen{}, &collect{}
+		p := &vu.Pool{File: f, Sink: sink, Observers: []result.Observer{obs}, Config: vu.Config{Load: schedule.Load{VUs: 1}},
+			Transport: newTransport(t, Options{Conn: conn.Options{Target: url}, Answer: transport.AnswerOptions{DiscardBodies: discard}})}
+		if _, err := p.Run(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		res := sink.Results()
+		if len(res) != len(paths) || len(obs.status) != len(paths) || conns.Load() != 1 {
+			t.Fatalf("discard %v: %d results, %d answers, %d connections; want %d, %d, 1", discard, len(res), len(obs.status), conns.Load(), len(paths), len(paths))
+		}
+		for i, p := range paths {
+			path := strings.TrimPrefix(p, "HEAD ")
+			head, _, _ := strings.Cut(answers[path], "\r\n\r\n")
+			wantIn := len(answers[path])
+			if path != p {
+				wantIn = len(head) + 4
+			}
+			wantStatus, wantX := 200, "X-A: 1"
+			if path == "/c" {
+				wantX = "X-A: 2"
+			}
+			if path == "/d" {
+				wantStatus = 201
+			}
+			body := wantBody[i]
+			if discard {
+				body = ""
+			}
+			if r := res[i]; r.Err != result.ErrNone || int(r.Status) != wantStatus || r.BytesIn != int64(wantIn) ||
+				obs.status[i] != wantStatus || !strings.Contains(obs.headers[i], wantX) || string(obs.body[i]) != body {
+				t.Errorf("discard %v, answer %d (%s): %+v, observed %d %q body %q; want %d, %s, body %q, %d bytes in",
+					discard, i, p, r, obs.status[i], obs.headers[i], obs.body[i], wantStatus, wantX, body, wantIn)
+			}
+		}
+	}
+}

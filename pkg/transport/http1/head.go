@@ -29,6 +29,8 @@ type head struct {
 	// refuses: the client frames the answer from a head with one.
 	sameLengths bool
 	chunked     bool
+	// seen: the head is the one the client remembered (Client.seen).
+	seen bool
 }
 
 // The heads the client refuses: the request fails as "other" and the
@@ -91,6 +93,11 @@ func (c *Client) peekHead() (head, error) {
 	for {
 		if n := c.br.Buffered(); n > from {
 			b, _ := c.br.Peek(n)
+			if s := c.seen; c.seenOK && len(b) >= len(s) && bytes.Equal(b[:len(s)], s) {
+				// The same bytes up to the blank line that ended the
+				// remembered head: the same head, scanned as it was.
+				return c.seenHead, nil
+			}
 			end, next, err := headEnd(b, from)
 			if err != nil {
 				return head{}, err
