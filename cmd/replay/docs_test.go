@@ -401,7 +401,7 @@ func anchors(text string) map[string]bool {
 // slug is GitHub's heading anchor: lower case, punctuation dropped,
 // spaces to hyphens.
 func slug(h string) string {
-	h = regexp.MustCompile("\\[([^]]*)\\]\\([^)]*\\)").ReplaceAllString(h, "$1")
+	h = regexp.MustCompile(`\[([^]]*)\]\([^)]*\)`).ReplaceAllString(h, "$1")
 	var b strings.Builder
 	for _, r := range strings.ToLower(h) {
 		switch {
