@@ -349,6 +349,7 @@ func TestEveryFlagIsDocumented(t *testing.T) {
 	docs := all.String()
 	root := newRootCmd(strings.NewReader(""), io.Discard, io.Discard)
 	missing := map[string][]string{}
+	checked := 0
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
@@ -358,6 +359,7 @@ func TestEveryFlagIsDocumented(t *testing.T) {
 			if f.Hidden || f.Name == "help" {
 				return
 			}
+			checked++
 			if !regexp.MustCompile(`--` + regexp.QuoteMeta(f.Name) + `\b`).MatchString(docs) {
 				missing["--"+f.Name] = append(missing["--"+f.Name], c.CommandPath())
 			}
@@ -367,6 +369,10 @@ func TestEveryFlagIsDocumented(t *testing.T) {
 		}
 	}
 	walk(root)
+	if checked < 300 {
+		t.Errorf("only %d flags walked: is the command tree read whole?", checked)
+	}
+	t.Logf("%d flags checked (each command's own)", checked)
 	var names []string
 	for n := range missing {
 		names = append(names, n)
