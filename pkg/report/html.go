@@ -126,7 +126,7 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 .pass{color:#1a7f37;font-weight:600}.fail{color:#c0262d;font-weight:600}.chart{margin:8px 0 20px}#steps{font-size:13px}#steps th,#steps td{padding:4px 5px}svg text{font:11px system-ui,sans-serif;fill:#3b4252}
 </style></head><body>
 <h1>replay report</h1>
-<div>started {{.Started}} · model {{.S.Model}}{{if .S.Steps}} · stages {{stages .S.Steps}}{{else if .S.TargetRate}} · target {{if and .S.TargetRequestRate (eq .S.RateUnit "requests")}}{{f2 (deref .S.TargetRequestRate)}} req/s ({{f2 (deref .S.TargetRate)}} iterations/s){{else}}{{f2 (deref .S.TargetRate)}} iterations/s{{if .S.TargetRequestRate}} ({{f2 (deref .S.TargetRequestRate)}} req/s){{end}}{{end}}{{end}}{{if .S.RequestsPerIteration}} · {{f2 .S.RequestsPerIteration}} requests an iteration{{end}}</div>
+<div>started {{.Started}} · model {{.S.Model}}{{if .S.Steps}} · stages {{stages .S.Steps}}{{else if .S.TargetRate}} · target {{if and .S.TargetRequestRate (eq .S.RateUnit "requests")}}{{f2 (deref .S.TargetRequestRate)}} req/s ({{f2 (deref .S.TargetRate)}} iterations/s){{else}}{{f2 (deref .S.TargetRate)}} iterations/s{{if .S.TargetRequestRate}} ({{f2 (deref .S.TargetRequestRate)}} req/s){{end}}{{end}}{{end}}{{if .S.RequestsPerIteration}} · {{f2 .S.RequestsPerIteration}} requests an iteration{{end}}{{if .S.MergedFrom}} · merged from {{.S.MergedFrom}} summaries{{end}}</div>
 <div class="kpis">
 <div class="kpi"><b>{{.S.Requests}}</b><span>requests</span></div>
 <div class="kpi"><b>{{.S.Answered}}</b><span>answered ({{sub .S.Requests .S.Answered}} failed without an answer)</span></div>

@@ -116,7 +116,16 @@ func Merge(ss []*Summary) (*Summary, error) {
 			return nil, err
 		}
 	}
-	return m.finish(n)
+	out, err := m.finish(n)
+	if out != nil {
+		out.MergedFrom = len(ss)
+		for _, s := range ss {
+			if s.MergedFrom > 1 { // a merge of merges counts what they merged
+				out.MergedFrom += s.MergedFrom - 1
+			}
+		}
+	}
+	return out, err
 }
 
 // merger folds summaries one by one; finish turns what it holds into the

@@ -111,3 +111,34 @@ func TestMergeE2E(t *testing.T) {
 		t.Errorf("no section: %v, %+v", err, m.E2E)
 	}
 }
+
+// A merged summary says how many it folded, a merge of merges all of
+// them, and its reports say it was merged.
+func TestMergedFrom(t *testing.T) {
+	read := func() *Summary {
+		s, err := ReadSummary(strings.NewReader(`{"version":2,"started":"2026-11-22T10:00:00Z","duration_s":1,"wall_s":1,"model":"closed",
+			"requests":10,"succeeded":10,"answered":10,"status":{"200":10},"endpoints":[]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if s := read(); s.MergedFrom != 0 {
+		t.Fatalf("a run's own summary: merged_from %d", s.MergedFrom)
+	}
+	two, err := Merge([]*Summary{read(), read()})
+	if err != nil || two.MergedFrom != 2 {
+		t.Fatalf("merged_from %d (%v), want 2", two.MergedFrom, err)
+	}
+	three, err := Merge([]*Summary{two, read()})
+	if err != nil || three.MergedFrom != 3 || three.Requests != 30 {
+		t.Fatalf("a merge of a merge: merged_from %d, requests %d (%v); want 3, 30", three.MergedFrom, three.Requests, err)
+	}
+	var text, page bytes.Buffer
+	if err := WriteText(&text, three); err != nil || !strings.Contains(text.String(), "3: report merge") {
+		t.Errorf("the text report does not say it was merged: %v\n%s", err, text.String())
+	}
+	if err := WriteHTML(&page, three); err != nil || !strings.Contains(page.String(), "merged from 3 summaries") {
+		t.Errorf("the HTML report does not say it was merged: %v", err)
+	}
+}

@@ -137,6 +137,10 @@ type Summary struct {
 	// include their time to failure, which version 1 did not keep apart.
 	LatencyWithFailed bool `json:"latency_includes_failed,omitempty"`
 
+	// MergedFrom is how many summaries report merge folded into this one
+	// (shards, a sink's); absent on a run's own.
+	MergedFrom int `json:"merged_from,omitempty"`
+
 	// Settings are the run's configuration as the HTML report shows it
 	// (the target, the load, the file...). They are not written to the
 	// JSON: a summary read back, or merged, has none.

@@ -45,6 +45,9 @@ func WriteText(w io.Writer, s *Summary) error {
 	line("Answered", "[answered, failed without an answer]", formatAnswered(s))
 	line("Duration", "[wall, issuing, wait]",
 		fmt.Sprintf("%s, %s, %s", formatSeconds(s.WallS), formatSeconds(s.DurationS), formatSeconds(s.WaitS)))
+	if s.MergedFrom > 0 {
+		line("Merged", "[summaries]", strconv.Itoa(s.MergedFrom)+": report merge")
+	}
 	lat, svc := formatLatency(s.Latency), formatLatency(s.Service)
 	if s.Answered == 0 {
 		lat, svc = "none: no request was answered", "none: no request was answered"
