@@ -306,15 +306,16 @@ func formatSeconds(s float64) string { return formatMillis(s * 1000) }
 
 // writeSteps writes the steps' table: target (in the unit it was
 // written in) and achieved rates in iterations and requests, dropped and
-// late, errors, latency from due and service time; with sinks, the
+// late (when a step had any), errors, latency from due and service time; with sinks, the
 // events accepted a second and, per e2e stage, those seen a second and
 // the end-to-end p99; whether each step kept up; then the one line that
 // says where the run stopped keeping up.
 func writeSteps(buf *bytes.Buffer, s *Summary) {
 	steps := s.Steps
 	var stages []string
-	events, verdicts := false, false
+	events, verdicts, dropped, late := false, false, false, false
 	for _, st := range steps {
+		dropped, late = dropped || st.Dropped != 0, late || st.Late != 0
 		events = events || len(st.E2E) > 0
 		verdicts = verdicts || st.KeptUp != nil
 		for _, e := range st.E2E {
@@ -323,7 +324,15 @@ func writeSteps(buf *bytes.Buffer, s *Summary) {
 			}
 		}
 	}
-	head := []string{"step", "target", "for", "iter/s", "req/s", "dropped", "late", "requests", "errors", "p50", "p90", "p99", "svc p99"}
+	// dropped and late only when a step had some, as in the HTML report
+	head := []string{"step", "target", "for", "iter/s", "req/s"}
+	if dropped {
+		head = append(head, "dropped")
+	}
+	if late {
+		head = append(head, "late")
+	}
+	head = append(head, "requests", "errors", "p50", "p90", "p99", "svc p99")
 	if events {
 		head = append(head, "accepted/s")
 	}
@@ -339,9 +348,14 @@ func writeSteps(buf *bytes.Buffer, s *Summary) {
 		if st.Answered == 0 {
 			lat = []string{"-", "-", "-", "-"}
 		}
-		row := append([]string{strconv.Itoa(st.Step), st.Target, formatSeconds(st.DurationS), fmt.Sprintf("%.2f", st.IterationRate),
-			fmt.Sprintf("%.2f", st.RequestRate), strconv.FormatInt(st.Dropped, 10), strconv.FormatInt(st.Late, 10), strconv.FormatInt(st.Requests, 10),
-			formatPercent(st.Failed, st.Requests)}, lat...)
+		row := []string{strconv.Itoa(st.Step), st.Target, formatSeconds(st.DurationS), fmt.Sprintf("%.2f", st.IterationRate), fmt.Sprintf("%.2f", st.RequestRate)}
+		if dropped {
+			row = append(row, strconv.FormatInt(st.Dropped, 10))
+		}
+		if late {
+			row = append(row, strconv.FormatInt(st.Late, 10))
+		}
+		row = append(append(row, strconv.FormatInt(st.Requests, 10), formatPercent(st.Failed, st.Requests)), lat...)
 		if events {
 			row = append(row, fmt.Sprintf("%.2f", st.AcceptedRate))
 		}

@@ -92,3 +92,21 @@ func TestLagWarning(t *testing.T) {
 		})
 	}
 }
+
+// The steps table has dropped and late columns only when a step had
+// some, as the HTML report's.
+func TestTextStepsDroppedLate(t *testing.T) {
+	s := &Summary{Model: "rate", Steps: []Step{{Step: 1, Target: "10/s", Unit: "rate", DurationS: 1, Requests: 10, Answered: 10},
+		{Step: 2, Target: "20/s", Unit: "rate", DurationS: 1, Requests: 20, Answered: 20}}}
+	var buf bytes.Buffer
+	writeSteps(&buf, s)
+	if strings.Contains(buf.String(), "dropped") || strings.Contains(buf.String(), "late") {
+		t.Errorf("all-zero dropped and late columns:\n%s", buf.String())
+	}
+	s.Steps[1].Dropped = 3
+	buf.Reset()
+	writeSteps(&buf, s)
+	if !strings.Contains(buf.String(), "dropped") || strings.Contains(buf.String(), "late") {
+		t.Errorf("want the dropped column alone:\n%s", buf.String())
+	}
+}
