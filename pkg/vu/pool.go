@@ -319,6 +319,17 @@ func (r *run) dispatch(s slot) bool {
 	return true
 }
 
+// unbegun takes back slot s, which its VU could not begin: the run
+// stopped between the hand-off and its first request. It came due and was
+// not begun, so it counts as dropped (scheduled = begun + dropped).
+func (r *run) unbegun(s slot) {
+	r.started.Add(-1)
+	r.sched.dropped.Add(1)
+	if r.steps != nil {
+		r.steps.dropped[r.steps.of(s.due)].Add(1)
+	}
+}
+
 // endWork tells every VU of an open model that no more slots will come.
 func (r *run) endWork() {
 	r.vusMu.Lock()

@@ -21,6 +21,9 @@ type vu struct {
 	res  result.Result // of the request in flight
 	hop  bool          // the request in flight follows a redirect
 	hops int           // redirects followed to reach the request in flight
+	// began: the iteration under way sent its first request (open
+	// models: a slot not begun is taken back as dropped).
+	began bool
 	// handed reports that the request in flight reached the client (a
 	// rewrite error fails it before); ans is the client's answer, if any.
 	handed bool
@@ -88,8 +91,12 @@ func (v *vu) waitActive() bool {
 func (v *vu) serve() error {
 	defer v.client.Close()
 	for s := range v.work {
+		v.began = false
 		if err := v.iteration(s.iter, s.due); err != nil {
 			return err
+		}
+		if !v.began {
+			v.r.unbegun(s)
 		}
 		v.r.idle <- v // never blocks: it holds room for every VU
 	}
@@ -146,8 +153,11 @@ func (v *vu) iteration(k int, firstDue int64) error {
 				r.steps.late[r.steps.of(due)].Add(1)
 			}
 		}
-		if j == 0 && r.steps != nil {
-			r.steps.began[r.steps.of(due)].Add(1)
+		if j == 0 {
+			v.began = true
+			if r.steps != nil {
+				r.steps.began[r.steps.of(due)].Add(1)
+			}
 		}
 		prevEnd = v.do(due)
 		for v.hops < cfg.FollowRedirects && v.redirect() {
