@@ -114,8 +114,10 @@ func TestRateInRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(page), "req/s") || !strings.Contains(string(page), "per vCPU") {
-		t.Errorf("the HTML report states neither the unit nor the per-vCPU rates")
+	for _, want := range []string{"target 60.00 req/s (20.00 iterations/s)", `id="per-vcpu"`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the HTML report lacks %q", want)
+		}
 	}
 }
 

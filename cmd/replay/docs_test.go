@@ -41,7 +41,7 @@ var (
 )
 
 // shellFences are the fenced blocks whose lines are commands.
-var shellFences = map[string]bool{"sh": true, "bash": true, "shell": true, "console": true, "": false}
+var shellFences = map[string]bool{"sh": true, "bash": true, "shell": true, "console": true}
 
 // docCommands extracts the replay commands of a markdown text: the lines
 // of its shell blocks (a trailing \ joins the next line) and its inline
@@ -114,9 +114,12 @@ func isReplay(w string) bool {
 	return w == "replay" || strings.HasSuffix(w, "/replay") || w == "replay.exe"
 }
 
+var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// isAssignment reports whether shell word w sets a variable (NAME=value).
 func isAssignment(w string) bool {
 	eq := strings.IndexByte(w, '=')
-	return eq > 0 && regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString(w[:eq])
+	return eq > 0 && varName.MatchString(w[:eq])
 }
 
 // shellWords splits a line into words as a shell would, quotes removed,
@@ -200,7 +203,7 @@ func checkDocCommand(root *cobra.Command, args []string) error {
 		case a == "--" || a == "-":
 			positional = true
 		case strings.HasPrefix(a, "-") && len(a) > 1 && !positional:
-			name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 			var f *pflag.Flag
 			if strings.HasPrefix(a, "--") {
 				f = lookupFlag(cmd, name)
@@ -210,7 +213,6 @@ func checkDocCommand(root *cobra.Command, args []string) error {
 			if f == nil {
 				return fmt.Errorf("%q: %s has no flag %s", strings.Join(args, " "), cmd.CommandPath(), a)
 			}
-			_ = value
 			if !hasValue && f.Value.Type() != "bool" && f.NoOptDefVal == "" {
 				i++ // its value
 			}
