@@ -95,7 +95,7 @@ type run struct {
 	stopped  atomic.Int64 // when stopping began, Unix ns
 	hard     atomic.Bool  // the grace expired: in-flight requests are cut off
 	next     atomic.Int64 // Once, closed model: next iteration to hand out
-	started  atomic.Int64 // iterations begun
+	started  atomic.Int64 // iterations begun (open models: counted as each ends, settle)
 	late     atomic.Int64
 	inFlight atomic.Int64 // requests begun and not yet recorded
 	active   atomic.Int64 // closed model with stages: VUs with id < active run
@@ -314,16 +314,18 @@ func (r *run) dispatch(s slot) bool {
 		}
 		v = r.spawn()
 	}
-	r.started.Add(1)
 	v.work <- s
 	return true
 }
 
-// unbegun takes back slot s, which its VU could not begin: the run
-// stopped between the hand-off and its first request. It came due and was
-// not begun, so it counts as dropped (scheduled = begun + dropped).
-func (r *run) unbegun(s slot) {
-	r.started.Add(-1)
+// settle counts slot s once its VU is done with it: begun when its first
+// request went, else dropped — the run stopped between the hand-off and
+// that request — so that scheduled = begun + dropped.
+func (r *run) settle(s slot, began bool) {
+	if began {
+		r.started.Add(1)
+		return
+	}
 	r.sched.dropped.Add(1)
 	if r.steps != nil {
 		r.steps.dropped[r.steps.of(s.due)].Add(1)

@@ -22,7 +22,7 @@ type vu struct {
 	hop  bool          // the request in flight follows a redirect
 	hops int           // redirects followed to reach the request in flight
 	// began: the iteration under way sent its first request (open
-	// models: a slot not begun is taken back as dropped).
+	// models: run.settle counts the slot begun, or dropped).
 	began bool
 	// handed reports that the request in flight reached the client (a
 	// rewrite error fails it before); ans is the client's answer, if any.
@@ -92,11 +92,10 @@ func (v *vu) serve() error {
 	defer v.client.Close()
 	for s := range v.work {
 		v.began = false
-		if err := v.iteration(s.iter, s.due); err != nil {
+		err := v.iteration(s.iter, s.due)
+		v.r.settle(s, v.began)
+		if err != nil {
 			return err
-		}
-		if !v.began {
-			v.r.unbegun(s)
 		}
 		v.r.idle <- v // never blocks: it holds room for every VU
 	}
