@@ -37,7 +37,7 @@ type rule struct {
 	Why  string
 }
 
-// contract is DESIGN.md's "Packages": arrows point from a room to what it
+// contract is docs/design.md's "The package contract": arrows point from a room to what it
 // may import, and nothing points back up.
 var contract = []rule{
 	{From: []string{"pkg/rrpair"}, To: []string{"project"},

@@ -53,7 +53,7 @@ func sumValues(m map[string]any, key string) int64 {
 	return s
 }
 
-// TestAccountingAddsUp checks DESIGN.md's counting end to end, from the
+// TestAccountingAddsUp checks docs/design.md's counting end to end, from the
 // SUT's own count to the summary JSON.
 func TestAccountingAddsUp(t *testing.T) {
 	srv, received := misbehaving(t)

@@ -485,3 +485,78 @@ func TestDocsLinksResolve(t *testing.T) {
 		t.Errorf("only %d relative links checked in README.md and docs/: is the link pattern broken?", checked)
 	}
 }
+
+// mdNameRe finds a markdown file named in a text: a path or a bare name
+// ending .md, as a link, in code or in a comment.
+var mdNameRe = regexp.MustCompile(`[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.md\b`)
+
+// TestNoFileNamedOutsideRepository: every markdown file that the
+// repository's code, docs and scripts name is in the repository, so a
+// reader can follow each reference (the design is docs/design.md, not a
+// document kept elsewhere). A path resolves from the naming file's folder
+// or the repository's root; a bare name is any file of that name in it.
+func TestNoFileNamedOutsideRepository(t *testing.T) {
+	const root = "../.."
+	var files []string
+	have := map[string]bool{} // base names of the repository's .md files
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); name == ".git" || name == "testdata" || name == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch ext := filepath.Ext(p); {
+		case ext == ".md":
+			have[filepath.Base(p)] = true
+			files = append(files, p)
+		case ext == ".go" && filepath.Base(p) != "docs_test.go", // its fixtures name pages that are not meant to exist
+			ext == ".sh", ext == ".yaml", ext == ".yml", filepath.Base(p) == "Makefile", filepath.Base(p) == "Dockerfile":
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, loc := range mdNameRe.FindAllStringIndex(line, -1) {
+				name := line[loc[0]:loc[1]]
+				if strings.Contains(line[:loc[0]], "://") { // a URL's page, outside by design
+					continue
+				}
+				named++
+				if resolves(root, f, name, have) {
+					continue
+				}
+				t.Errorf("%s:%d names %s, which is not in the repository", strings.TrimPrefix(f, root+"/"), i+1, name)
+			}
+		}
+	}
+	if named < 100 {
+		t.Errorf("only %d markdown files named in the repository: is the pattern broken?", named)
+	}
+}
+
+// resolves reports whether name, written in file f, is a file of the
+// repository at root (have: the base names of its .md files).
+func resolves(root, f, name string, have map[string]bool) bool {
+	if !strings.Contains(name, "/") {
+		return have[name]
+	}
+	for _, p := range []string{filepath.Join(filepath.Dir(f), name), filepath.Join(root, name)} {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}

@@ -8,7 +8,7 @@ import (
 	"os"
 )
 
-// Exit codes (DESIGN.md).
+// Exit codes (docs/design.md).
 const (
 	exitOK        = 0
 	exitFailed    = 1 // could not start, or failed: bad input, bad flags

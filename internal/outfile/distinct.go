@@ -20,7 +20,7 @@ func In(flag, path string) Named { return Named{Flag: flag, Path: path} }
 func Out(flag, path string) Named { return Named{Flag: flag, Path: path, Output: true} }
 
 // CheckDistinct refuses an output that is the same file as an input or
-// as another output (DESIGN.md: no output may name an input): the same
+// as another output (docs/design.md: no output may name an input): the same
 // inode for files that exist (a link, another spelling), else the same
 // cleaned absolute path. Empty paths and "-" (standard input or output)
 // are not files. The error names both flags, the output's first.

@@ -2,7 +2,7 @@
 // that each importer is only its format: the import job (Import), the
 // export jobs (Export, ExportK6), and the output, the skip log and the
 // ending (Create, SkipLog, Finish) both use. "Converting command" is
-// DESIGN.md's word for import and export; "import" itself is a Go
+// docs/design.md's word for import and export; "import" itself is a Go
 // keyword.
 //
 // The rules:

@@ -1,4 +1,4 @@
-// Package hist owns replay's one histogram geometry (DESIGN.md,
+// Package hist owns replay's one histogram geometry (docs/design.md,
 // Histograms) and what is read out of such a histogram: recording a
 // duration, the HdrHistogram V2 text encoding the summaries carry, and
 // Latency, the distribution in milliseconds that every latency section of

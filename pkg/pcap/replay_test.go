@@ -108,7 +108,7 @@ func dedupe(t *testing.T, k *tconn, all []*tseg) []byte {
 	return out
 }
 
-// onTheWire is request m as a replay sends it to host, by DESIGN.md's
+// onTheWire is request m as a replay sends it to host, by docs/design.md's
 // "Headers on the wire": HTTP/1.1, Host where it stood, Content-Length
 // the length of the body sent (where it stood, else last), the
 // connection's headers dropped, the body de-chunked.

@@ -14,7 +14,7 @@ import (
 	"github.com/replay-dev/replay/pkg/schedule"
 )
 
-// summaryKeys are the top-level keys of the summary JSON: DESIGN.md's,
+// summaryKeys are the top-level keys of the summary JSON: docs/design.md's,
 // then those this package adds.
 var summaryKeys = []string{
 	"version", "started", "duration_s", "model", "target_rate",

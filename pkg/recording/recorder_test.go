@@ -120,7 +120,7 @@ func TestRecorderCounts(t *testing.T) {
 	checkInvariants(t, s)
 }
 
-// checkInvariants checks what DESIGN.md's Counting promises of every
+// checkInvariants checks what docs/design.md's Counting promises of every
 // summary.
 func checkInvariants(t *testing.T, s *report.Summary) {
 	t.Helper()

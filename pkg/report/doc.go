@@ -1,5 +1,5 @@
 // Package report owns a run's outcome as plain data and how it is shown:
-// the Summary (the "run --out" JSON contract of DESIGN.md) and
+// the Summary (the "run --out" JSON contract of docs/design.md) and
 // ReadSummary, the exact merge of summaries made side by side (Merge),
 // thresholds on a summary from one table of metrics (ParseThreshold,
 // Evaluate), and the renderers of a Summary, one a file and each a

@@ -5,7 +5,7 @@ import (
 	"github.com/replay-dev/replay/pkg/hist"
 )
 
-// The geometry of every histogram in replay (DESIGN.md, Histograms): values
+// The geometry of every histogram in replay (docs/design.md, Histograms): values
 // in microseconds from 1 µs to one hour, 3 significant digits. One geometry
 // everywhere is what lets shard summaries merge exactly. Package hist owns
 // it (the end-to-end tracker builds its histograms there too); these are

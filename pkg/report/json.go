@@ -7,7 +7,7 @@ import (
 )
 
 // WriteJSON writes s as indented JSON followed by a newline: the summary
-// JSON of DESIGN.md. It returns the first encoding or write error.
+// JSON of docs/design.md. It returns the first encoding or write error.
 func WriteJSON(w io.Writer, s *Summary) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {

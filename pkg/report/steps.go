@@ -12,7 +12,7 @@ import (
 
 // Step is the share of one step of a run with --stages (one item of the
 // list): its target, what was achieved, and the requests whose iteration
-// was due in it (DESIGN.md, Counting), as in
+// was due in it (docs/design.md, Counting), as in
 //
 //	{"step": 2, "start_s": 2, "duration_s": 2, "target": "100/s→500/s", "unit": "rate",
 //	 "from": 100, "to": 500, "request_from": 100, "request_to": 500, "ramp": true,

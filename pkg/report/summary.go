@@ -18,7 +18,7 @@ import (
 const SummaryVersion = 2
 
 // Summary is the outcome of a run as plain data: the summary JSON of
-// DESIGN.md ("run --out"), a contract users script against and shards
+// docs/design.md ("run --out"), a contract users script against and shards
 // merge through. Fields may be added; renaming or dropping one needs a new
 // Version. A Recorder (package recording) makes one from a run; render it
 // with a Renderer (WriteJSON, WriteText, ...).

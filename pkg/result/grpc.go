@@ -42,7 +42,7 @@ func GRPCCode(name string) (uint8, bool) {
 
 // GRPCStatusFromHTTP maps the HTTP status of an answer that carries no
 // grpc-status (a proxy's 503) to a gRPC code, with gRPC's own table
-// (doc/http-grpc-status-mapping.md, as grpc-go applies it): 400 INTERNAL,
+// (its HTTP-to-gRPC status mapping, as grpc-go applies it): 400 INTERNAL,
 // 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 UNIMPLEMENTED, 429, 502,
 // 503 and 504 UNAVAILABLE, anything else (200 included: a gRPC server
 // always sends grpc-status) UNKNOWN.

@@ -9,7 +9,7 @@
 package result
 
 // ErrorKind classifies why a request failed without an HTTP response.
-// The names are the keys of the summary's "errors" object (DESIGN.md, Counting).
+// The names are the keys of the summary's "errors" object (docs/design.md, Counting).
 type ErrorKind uint8
 
 // The error kinds. ErrNone means an HTTP response was read (its status may
@@ -122,7 +122,7 @@ type Result struct {
 	ConnectNs, TLSNs, SendNs, WaitNs, ReceiveNs int64
 }
 
-// Succeeded reports whether r counts as succeeded (DESIGN.md, Counting):
+// Succeeded reports whether r counts as succeeded (docs/design.md, Counting):
 // an answer with a status below 400, or, to a gRPC call, an answer whose
 // grpc-status is 0 (OK), whatever its HTTP status. Anything else failed.
 func (r *Result) Succeeded() bool {

@@ -3,7 +3,7 @@ package rrpair
 // The one set of checks for what may go on the wire in a request line or a
 // header: the file's decoder, the flags and the transforms all use these,
 // so a value from outside the recording (a flag, a config file, a live
-// answer) passes exactly the checks a recorded one does (DESIGN.md,
+// answer) passes exactly the checks a recorded one does (docs/design.md,
 // Invariants 11).
 
 // ValidToken reports whether b is an RFC 9110 token: a method or a header

@@ -19,7 +19,7 @@ import (
 	"time"
 )
 
-// Model is the load model (DESIGN.md, "Iterations, sessions and load
+// Model is the load model (docs/design.md, "Iterations, sessions and load
 // models").
 type Model int
 
@@ -42,7 +42,7 @@ func (m Model) String() string {
 	return "closed"
 }
 
-// Walk is how the VUs walk the file (DESIGN.md, "file walk").
+// Walk is how the VUs walk the file (docs/design.md, "file walk").
 type Walk int
 
 const (

@@ -92,7 +92,7 @@ func (s *Schedule) VUs(at time.Duration) int {
 
 // StepOf is the step (from 0) that offset at falls in: the one rule by
 // which a request belongs to the step its iteration was due in
-// (DESIGN.md, Counting). An offset past the last step (a session's later
+// (docs/design.md, Counting). An offset past the last step (a session's later
 // request) belongs to the last; one before the start, to the first. A
 // schedule without steps answers -1. It allocates nothing.
 func (s *Schedule) StepOf(at time.Duration) int {

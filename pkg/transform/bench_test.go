@@ -11,7 +11,7 @@ import (
 // BenchmarkTransform runs each transform, and a chain of the common ones,
 // on a realistic pair: an event POST with a bearer JWT, a request id and a
 // JSON body with two timestamps. Header, query, timestamp and cached-JWT
-// rewrites allocate nothing (DESIGN.md invariant 3); regular expressions
+// rewrites allocate nothing (docs/design.md invariant 3); regular expressions
 // and signing say what they cost.
 func BenchmarkTransform(b *testing.B) {
 	l := benchLine(b)

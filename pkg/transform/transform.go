@@ -58,7 +58,8 @@ type learner interface {
 	needsRecorded() bool
 }
 
-// Chain is a run's transform chain. Build it with New; it is safe for use
+// Chain is a run's transform chain. Build it with Program.Chain (a Program
+// comes from Compile, once a run); it is safe for use
 // by many VUs at once, each with its own number.
 type Chain struct {
 	steps    []step

@@ -9,7 +9,7 @@ import (
 
 // StepCount is what the VUs counted of one step (one item of Stages): the
 // iterations begun, dropped and the requests begun late, each in the step
-// it was due in (DESIGN.md, Counting). Results carry their own due time,
+// it was due in (docs/design.md, Counting). Results carry their own due time,
 // so the recorder attributes requests to steps itself; these counts have
 // no result.
 type StepCount struct {

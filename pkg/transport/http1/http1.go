@@ -1,5 +1,5 @@
 // Package http1 is HTTP/1.1 on a conn.Line: each VU's client writes the
-// recorded request as DESIGN.md's "Headers on the wire" says (wire.go),
+// recorded request as docs/design.md's "Headers on the wire" says (wire.go),
 // scans each answer's head for what a browser or curl would refuse, what
 // fasthttp would misread or wait on (a bare LF, a "000" status, a 101
 // nobody asked for) and the leniencies kept (head.go), reads the answer

@@ -7,7 +7,7 @@ import (
 )
 
 // appendHead appends the request line and headers of r to dst, following
-// DESIGN.md's "Headers on the wire":
+// docs/design.md's "Headers on the wire":
 //
 //   - headers go in recorded order, names in recorded case, one line per value;
 //   - Host carries host, written where the recorded Host key stands, else first;

@@ -34,7 +34,7 @@ var (
 )
 
 // build makes the header list of r going to host over TLS or not, as
-// RFC 9113 §8.2-8.3 wants it and DESIGN.md's "Headers on the wire" keeps
+// RFC 9113 §8.2-8.3 wants it and docs/design.md's "Headers on the wire" keeps
 // it:
 //
 //   - the pseudo-headers first: :method, :scheme, :authority (the Host
