@@ -82,35 +82,44 @@ type ThresholdResult struct {
 	Note    string `json:"note,omitempty"`
 }
 
+// thresholdJSON is a ThresholdResult as JSON has it: Measured null for
+// +Inf.
+type thresholdJSON struct {
+	Threshold string   `json:"threshold"`
+	Step      int      `json:"step,omitempty"`
+	Measured  *float64 `json:"measured"`
+	Unit      string   `json:"unit"`
+	Pass      bool     `json:"pass"`
+	Pending   int64    `json:"pending,omitempty"`
+	Note      string   `json:"note,omitempty"`
+}
+
 // MarshalJSON writes r with a Measured of +Inf as null: JSON has no
 // infinity, and no number would be honest.
 func (r ThresholdResult) MarshalJSON() ([]byte, error) {
-	type plain ThresholdResult
+	w := thresholdJSON{Threshold: r.Threshold, Step: r.Step, Unit: r.Unit, Pass: r.Pass, Pending: r.Pending, Note: r.Note}
 	if !math.IsInf(r.Measured, 0) {
-		return json.Marshal(plain(r))
+		w.Measured = &r.Measured
 	}
-	return json.Marshal(struct {
-		plain
-		Measured *float64 `json:"measured"`
-	}{plain: plain(r)})
+	return json.Marshal(w)
 }
 
-// UnmarshalJSON reads r as MarshalJSON writes it: a null measured is +Inf.
+// UnmarshalJSON reads r as MarshalJSON writes it: a null measured is +Inf
+// (an absent one, 0).
 func (r *ThresholdResult) UnmarshalJSON(b []byte) error {
-	type plain ThresholdResult
-	var in struct {
-		plain
+	var w struct {
+		thresholdJSON
 		Measured json.RawMessage `json:"measured"`
 	}
-	if err := json.Unmarshal(b, &in); err != nil {
+	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*r = ThresholdResult(in.plain)
+	*r = ThresholdResult{Threshold: w.Threshold, Step: w.Step, Unit: w.Unit, Pass: w.Pass, Pending: w.Pending, Note: w.Note}
 	switch {
-	case string(in.Measured) == "null":
+	case string(w.Measured) == "null":
 		r.Measured = math.Inf(1)
-	case in.Measured != nil:
-		return json.Unmarshal(in.Measured, &r.Measured)
+	case w.Measured != nil:
+		return json.Unmarshal(w.Measured, &r.Measured)
 	}
 	return nil
 }
