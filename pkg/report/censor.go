@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/replay-dev/replay/pkg/e2e"
 )
@@ -35,6 +36,28 @@ import (
 type census struct {
 	seen, unseen int64
 	word         string // "pending" or "lost"; "" for no stage measured
+	// at is a stage a threshold named that the run does not list (no
+	// event reached it, or no such stage), and stages those it lists.
+	at     string
+	stages []string
+}
+
+// unseenWord is what e calls an event not seen: lost where its sinks
+// prove loss, else pending.
+func unseenWord(e *e2e.Summary) string {
+	if e.LossKnown {
+		return "lost"
+	}
+	return "pending"
+}
+
+// stageNames are the names of e's stages.
+func stageNames(e *e2e.Summary) []string {
+	names := make([]string, len(e.Stages))
+	for i, st := range e.Stages {
+		names[i] = st.Name
+	}
+	return names
 }
 
 // stageCensus is the census of stage st.
@@ -51,6 +74,8 @@ func stageCensus(st *e2e.Stage) census {
 // threshold's result: "" when every event was seen.
 func (c census) note(value float64) string {
 	switch {
+	case c.seen == 0 && len(c.stages) > 0:
+		return fmt.Sprintf("no event seen (%d %s); no event reached %q, the run's stages: %s", c.unseen, c.word, c.at, strings.Join(c.stages, ", "))
 	case c.seen == 0:
 		return fmt.Sprintf("no event seen (%d %s)", c.unseen, c.word)
 	case c.unseen == 0:
@@ -148,12 +173,8 @@ func atOrAbove(l Latency, q float64) float64 {
 func e2eLatency(v *view, q query) (float64, string, census) {
 	e := v.e2e
 	if e == nil || len(e.Stages) == 0 {
-		if e != nil && e.Accepted > 0 && q.stage == "" {
-			word := "pending"
-			if e.LossKnown {
-				word = "lost"
-			}
-			return math.Inf(1), "", census{unseen: e.Accepted, word: word}
+		if e != nil && e.Accepted > 0 {
+			return math.Inf(1), "", census{unseen: e.Accepted, word: unseenWord(e), at: q.stage}
 		}
 		return math.NaN(), "(no event seen by a sink)", census{}
 	}
@@ -171,6 +192,9 @@ func e2eLatency(v *view, q query) (float64, string, census) {
 		found = true
 	}
 	if !found {
+		if e.Accepted > 0 { // accepted, and none seen there
+			return math.Inf(1), "", census{unseen: e.Accepted, word: unseenWord(e), at: q.stage, stages: stageNames(e)}
+		}
 		return math.NaN(), fmt.Sprintf("(no stage %q)", q.stage), census{}
 	}
 	if math.IsNaN(worst) {

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -418,11 +419,17 @@ func overStages(of func(st *e2e.Stage, q query) float64, by combine) measureFunc
 }
 
 // allPending measures pending events where the API accepted some and no
-// stage was listed (no sink named one and none saw an event): all of them
-// are pending.
+// stage was listed (no sink named one and none saw an event), or the
+// stage named is not listed (no event reached it): all of them are
+// pending there.
 func allPending(m measureFunc) measureFunc {
 	return func(v *view, q query) (float64, string) {
-		if e := v.e2e; e != nil && len(e.Stages) == 0 && e.Accepted > 0 && !e.LossKnown && q.stage == "" {
+		e := v.e2e
+		if e == nil || e.Accepted == 0 || e.LossKnown {
+			return m(v, q)
+		}
+		listed := slices.ContainsFunc(e.Stages, func(st e2e.Stage) bool { return st.Name == q.stage })
+		if len(e.Stages) == 0 || q.stage != "" && !listed {
 			return shareOr(q, 100, e.Accepted), ""
 		}
 		return m(v, q)
