@@ -92,4 +92,3 @@ func TestDeadPipelineFails(t *testing.T) {
 		t.Errorf("replay report merge: exit %d, want %d saying %q\n%s\n%s", r.code, exitThreshold, twice, r.stdout, r.stderr)
 	}
 }
-
