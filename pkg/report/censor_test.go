@@ -242,7 +242,8 @@ func TestDeadPipeline(t *testing.T) {
 		{"json", func(b *bytes.Buffer, s *Summary) error { return WriteJSON(b, s) },
 			[]string{`"measured": null`, `"pending": 120`, `"note": "no event seen (120 pending)"`}, nil},
 		{"html", func(b *bytes.Buffer, s *Summary) error { return WriteHTML(b, s) },
-			[]string{"<td>e2e.p99&lt;2s</td><td>no event seen (120 pending)</td>", "<td>–</td><td>–</td><td>–</td><td>–</td></tr></table>"},
+			[]string{"<td>e2e.p99&lt;2s</td><td>no event seen (120 pending)</td>", "<td>–</td><td>–</td><td>–</td><td>–</td></tr></table>",
+				"<td>30.00</td><td>0.00</td><td>–</td></tr>"}, // a step: accepted/s, seen/s, e2e p99
 			[]string{"+Inf", "<td>0s</td>"}},
 		{"junit", func(b *bytes.Buffer, s *Summary) error { return WriteJUnit(b, s) },
 			[]string{`<failure message="no event seen (120 pending)">`}, []string{"measured 0"}},
@@ -275,6 +276,11 @@ func TestDeadPipeline(t *testing.T) {
 				e2eText := e2eSection(out, "End-to-end")
 				if strings.Contains(e2eText, " 0s") {
 					t.Errorf("end-to-end section, want the stage's percentiles –:\n%s", e2eText)
+				}
+				for _, line := range strings.Split(e2eSection(out, "Steps"), "\n")[2:] {
+					if !strings.HasSuffix(line, "0.00               –") {
+						t.Errorf("step row %q, want seen/s 0.00 and e2e p99 –", line)
+					}
 				}
 			}
 			for _, w := range tt.want {
