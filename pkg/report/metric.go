@@ -20,8 +20,9 @@ var metrics = []metric{
 		measure: answeredLatency(func(v *view) Latency { return v.latency })},
 	{name: "service", stat: true, label: "service", example: "service p95", unit: "ms", scopes: onRun | onStep,
 		measure: answeredLatency(func(v *view) Latency { return v.service })},
-	{name: "e2e", stat: true, label: "e2e latency", example: "e2e.p99", unit: "ms", scopes: onRun | onStep | onStage, censored: true,
-		measure: func(v *view, q query) (float64, string) { x, missing, _ := e2eLatency(v, q); return x, missing }},
+	{name: "e2e", stat: true, label: "e2e latency", example: "e2e.p99", unit: "ms", scopes: onRun | onStep | onStage,
+		measure: func(v *view, q query) (float64, string) { x, missing, _ := e2eLatency(v, q); return x, missing },
+		census:  func(v *view, q query) census { _, _, c := e2eLatency(v, q); return c }},
 	{name: "errors", percent: share, unit: "requests", scopes: onRun | onEndpoint | onStep, grows: func(c counts) int64 { return c.failed },
 		measure: failed},
 	{name: "rps", unit: "/s", scopes: onRun | onStep, measure: number(func(v *view) float64 { return v.rps })},
@@ -69,9 +70,10 @@ type metric struct {
 	grows func(counts) int64
 	// measure measures it on a view; see measureFunc.
 	measure measureFunc
-	// censored: an end-to-end latency, whose result says what the events
-	// not seen did to it (censor.go).
-	censored bool
+	// census, for an end-to-end latency, is what the value measured
+	// rests on: the events seen and not seen at the stage measured, which
+	// the result reports (censor.go). Nil for any other.
+	census func(v *view, q query) census
 }
 
 // argument is what a metric written NAME.ARG takes after the dot.
@@ -250,25 +252,22 @@ func measure(v *view, t Threshold) measurement {
 	if m.scopes&onStage != 0 {
 		q.stage = t.Stage
 	}
-	if m.censored {
-		value, missing, c := e2eLatency(v, q)
-		out := measurement{value: value, unit: m.unit, unseen: c.unseen}
-		if missing != "" {
-			out.unit = missing
-		}
-		if c.word != "" { // a stage was measured
-			out.note = c.note(value)
-		}
-		return out
-	}
 	value, missing := m.measure(v, q)
+	var out measurement
 	switch {
 	case missing != "":
-		return measurement{value: math.NaN(), unit: missing}
+		out = measurement{value: math.NaN(), unit: missing}
 	case asShare:
-		return measurement{value: value, unit: "%"}
+		out = measurement{value: value, unit: "%"}
+	default:
+		out = measurement{value: value, unit: m.unit}
 	}
-	return measurement{value: value, unit: m.unit}
+	if m.census != nil {
+		if c := m.census(v, q); c.word != "" { // a stage was measured
+			out.note, out.unseen = c.note(value), c.unseen
+		}
+	}
+	return out
 }
 
 // noAnswer is the unit of a latency threshold measured on no answer.
