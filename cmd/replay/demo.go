@@ -90,7 +90,7 @@ func demoAlone(cmd *cobra.Command, sut demorun.ServeOptions, write string, log z
 		return err
 	}
 	sut.WorkerRate, _ = cmd.Flags().GetFloat64("worker-rate")
-	srv, err := demorun.StartSUT(sut)
+	srv, err := demorun.StartSUT(sut, log)
 	if err != nil {
 		return err
 	}

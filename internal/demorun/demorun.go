@@ -52,6 +52,7 @@ func Start(o *run.Options, d Options, log zerolog.Logger) (*demo.Server, error) 
 	if err != nil {
 		return nil, err
 	}
+	opts.Log = log
 	srv, err := demo.StartWith("127.0.0.1:0", opts)
 	if err != nil {
 		return nil, err
@@ -153,9 +154,9 @@ type ServeOptions struct {
 	WorkerRate float64
 }
 
-// StartSUT checks o and starts the demo SUT alone. Nothing it starts
-// listens or delivers beyond loopback.
-func StartSUT(o ServeOptions) (*demo.Server, error) {
+// StartSUT checks o and starts the demo SUT alone, its server's messages
+// going to log. Nothing it starts listens or delivers beyond loopback.
+func StartSUT(o ServeOptions, log zerolog.Logger) (*demo.Server, error) {
 	if err := loopback("--serve", o.Addr); err != nil {
 		return nil, err
 	}
@@ -169,7 +170,7 @@ func StartSUT(o ServeOptions) (*demo.Server, error) {
 		}
 		o.DeliverTo = strings.TrimSuffix(o.DeliverTo, "/")
 	}
-	srv, err := demo.StartWith(o.Addr, demo.Options{SinkURL: o.DeliverTo, WorkerRate: o.WorkerRate})
+	srv, err := demo.StartWith(o.Addr, demo.Options{SinkURL: o.DeliverTo, WorkerRate: o.WorkerRate, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("--serve: %w", err)
 	}

@@ -54,6 +54,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/replay-dev/replay/internal/printflog"
+	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 )
 
@@ -82,6 +84,9 @@ type Options struct {
 	// WorkerRate is the worker's events per second (DefaultWorkerRate
 	// when 0).
 	WorkerRate float64
+	// Log gets what the server has to say (fasthttp's messages, as
+	// warnings); the zero Logger discards it.
+	Log zerolog.Logger
 }
 
 // Server is a running demo SUT.
@@ -134,6 +139,7 @@ func StartWith(addr string, opts Options) (*Server, error) {
 		DisableHeaderNamesNormalizing: true,
 		ReadTimeout:                   time.Minute,
 		IdleTimeout:                   time.Minute,
+		Logger:                        printflog.Logger{Log: opts.Log, Level: zerolog.WarnLevel, From: "fasthttp"},
 	}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
