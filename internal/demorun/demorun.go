@@ -66,6 +66,10 @@ func Start(o *run.Options, d Options, log zerolog.Logger) (*demo.Server, error) 
 		o.Transforms.Builtin, o.Transforms.BuiltinName = replay.DemoTransforms, "demo-transforms.yaml"
 		log.Info().Msg("replaying with the demo's transforms (timestamps shifted, JWT re-signed, order ids correlated); --raw to go without")
 	}
+	if o.Compare.Mode == "body" {
+		o.Compare.Ignore = append(o.Compare.Ignore, demo.CompareIgnore...)
+		log.Info().Strs("ignored", demo.CompareIgnore).Msg("--compare body: ignoring by name the fields the demo SUT adds to the recorded answers")
+	}
 	o.Open = func(opt rrpair.Options) (*rrpair.File, error) {
 		return rrpair.OpenReader(bytes.NewReader(replay.DemoTraffic), "demo.jsonl", opt)
 	}

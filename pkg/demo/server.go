@@ -74,6 +74,14 @@ const (
 	maxOrders = 100_000
 )
 
+// CompareIgnore are the JSON fields the demo SUT adds to the answers of
+// its recorded traffic, which replay demo --compare body ignores by name:
+// an event read back (GET /events/{id}) has its "type" and "received_at",
+// recorded without them, and a feed (GET /users/{id}/feed) its "items",
+// recorded empty. The event ids it issues differ from the recorded ones
+// too; the demo's transforms correlate those (POST /events, json: id).
+var CompareIgnore = []string{"type", "received_at", "items"}
+
 // Options configure a Server. The zero value is the default.
 type Options struct {
 	// Now is the server's clock, for token and event times; time.Now when nil.
