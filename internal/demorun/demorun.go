@@ -64,7 +64,7 @@ func Start(o *run.Options, d Options, log zerolog.Logger) (*demo.Server, error) 
 		log.Info().Msg("--raw: replaying the traffic as recorded; expect 401s: the recorded token expired (past it, stale events get 422 and unknown orders 404)")
 	case o.Transforms.File == "":
 		o.Transforms.Builtin, o.Transforms.BuiltinName = replay.DemoTransforms, "demo-transforms.yaml"
-		log.Info().Msg("replaying with the demo's transforms (timestamps shifted, JWT re-signed, order ids correlated); --raw to go without")
+		log.Info().Msg("replaying with the demo's transforms (timestamps shifted, JWT re-signed, order and event ids correlated); --raw to go without")
 	}
 	if o.Compare.Mode == "body" {
 		o.Compare.Ignore = append(o.Compare.Ignore, demo.CompareIgnore...)
