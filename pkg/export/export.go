@@ -211,7 +211,7 @@ func K6(script, data io.Writer, dataName string, f *rrpair.File, o K6Options, sk
 	last := -1
 	var st Stats
 	var prev Request // the previous request of the iteration (its times), for think time
-	rates, warning, _, err := k6Rates(load)
+	rates, warning, err := k6Rates(load)
 	if err != nil {
 		return st, err
 	}
@@ -391,13 +391,13 @@ func rateNote(l K6Load, rates K6Rates) string {
 	if rates.Unit == time.Second {
 		return ""
 	}
-	asked := []string{trimFloat(l.Rate)}
+	asked := []string{rateFigure(l.Rate)}
 	for i := 1; i < len(rates.Counts); i++ {
-		asked = append(asked, trimFloat(l.Stages[i-1].Target))
+		asked = append(asked, rateFigure(l.Stages[i-1].Target))
 	}
 	how := "exact"
 	if rates.RelErr > 0 {
-		how = fmt.Sprintf("within %.4g%% of it", 100*rates.RelErr)
+		how = "within " + percent(rates.RelErr) + " of it"
 	}
 	return fmt.Sprintf("\n      // %s iterations/s (k6 takes a whole number of iterations per timeUnit: the rates below are %s)", strings.Join(asked, ", "), how)
 }

@@ -3,6 +3,7 @@ package export
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -43,8 +44,8 @@ type K6Rates struct {
 // that makes every rate a whole number of iterations (to K6ExactRate),
 // else the shortest that does within K6NearRate, else the timeUnit whose
 // counts come nearest (the least of their largest relative error; the
-// shorter on a tie). A zero rate (a stage's target)
-// is 0 in any unit; a positive rate is never written 0.
+// shorter on a tie). A zero rate (a stage's target) is 0 in any unit; a
+// positive rate is never written 0.
 func K6RatesOf(rates []float64) K6Rates {
 	best := K6Rates{RelErr: math.Inf(1)}
 	var near time.Duration // the shortest unit within K6NearRate
@@ -61,6 +62,8 @@ func K6RatesOf(rates []float64) K6Rates {
 			}
 			worst = max(worst, math.Abs(n-x)/x)
 			if worst >= best.RelErr {
+				// No better than best: the unit is not taken, nor is it the
+				// first within K6NearRate (best, found before, would be).
 				break
 			}
 		}
@@ -96,11 +99,11 @@ func K6RatesOf(rates []float64) K6Rates {
 // k6Rates are the rates of l's arrival-rate scenario as k6 writes them
 // (the start rate first, then each stage's target), a warning when they
 // are not exact, or the error when they are further than K6MostRateError
-// from the load asked for. ok is false for a load with no arrival rate.
-func k6Rates(l K6Load) (r K6Rates, warning string, ok bool, err error) {
+// from the load asked for; none for a load with no arrival rate.
+func k6Rates(l K6Load) (r K6Rates, warning string, err error) {
 	rampsRate := l.RateStages && len(l.Stages) > 0
 	if !rampsRate && l.Rate <= 0 {
-		return K6Rates{}, "", false, nil
+		return K6Rates{}, "", nil
 	}
 	rates := []float64{l.Rate}
 	if rampsRate {
@@ -110,17 +113,29 @@ func k6Rates(l K6Load) (r K6Rates, warning string, ok bool, err error) {
 	}
 	r = K6RatesOf(rates)
 	if r.RelErr == 0 {
-		return r, "", true, nil
+		return r, "", nil
 	}
 	var asked, written []string
 	for i, x := range rates {
-		asked = append(asked, trimFloat(x))
+		asked = append(asked, rateFigure(x))
 		written = append(written, fmt.Sprint(r.Counts[i]))
 	}
-	what := fmt.Sprintf("k6 takes a whole number of iterations per timeUnit, and no timeUnit up to %s writes %s iterations/s exactly: written as %s per %s, %.2g%% off at most",
-		k6Duration(K6MaxTimeUnit), strings.Join(asked, ", "), strings.Join(written, ", "), k6Duration(r.Unit), 100*r.RelErr)
+	what := fmt.Sprintf("k6 takes a whole number of iterations per timeUnit, and no timeUnit up to %s writes %s iterations/s exactly: written as %s per %s, %s off at most",
+		k6Duration(K6MaxTimeUnit), strings.Join(asked, ", "), strings.Join(written, ", "), k6Duration(r.Unit), percent(r.RelErr))
 	if r.RelErr > K6MostRateError {
-		return r, "", true, fmt.Errorf("--rate/--stages: %s, more than the %g%% the export accepts: give rates k6 can write (a whole number of iterations per second, minute or hour)", what, 100*K6MostRateError)
+		return r, "", fmt.Errorf("--rate/--stages: %s, more than the %g%% the export accepts: give rates k6 can write (a whole number of iterations per second, minute or hour)", what, 100*K6MostRateError)
 	}
-	return r, what, true, nil
+	return r, what, nil
+}
+
+// rateFigure writes a rate to six significant figures (0.0001, 198.02).
+func rateFigure(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
+
+// percent writes a relative error as a percentage: two significant
+// figures below 1% (8.6e-06%), one decimal above (180.0%).
+func percent(e float64) string {
+	if e < 0.01 {
+		return fmt.Sprintf("%.2g%%", 100*e)
+	}
+	return fmt.Sprintf("%.1f%%", 100*e)
 }

@@ -72,7 +72,7 @@ func TestK6RateWarnsOrRefuses(t *testing.T) {
 		err     string
 	}{
 		{"exact", K6Load{VUs: 1, RateStages: true, Rate: 1200 / 6.06}, "", ""},
-		{"near", K6Load{VUs: 1, RateStages: true, Rate: math.Pi}, "3.142 iterations/s exactly: written as 355 per 113s, 8.5e-06% off at most", ""},
+		{"near", K6Load{VUs: 1, RateStages: true, Rate: math.Pi}, "3.14159 iterations/s exactly: written as 355 per 113s, 8.5e-06% off at most", ""},
 		// One iteration every two hours at the start, then 1/s: within an
 		// hour the start is 0.5 or 1 a unit, 50% or 100% off.
 		{"refused", K6Load{VUs: 1, RateStages: true, Rate: 1.0 / 7200, Stages: []K6Stage{{time.Minute, 1}}}, "", "--rate/--stages: k6 takes a whole number of iterations per timeUnit"},
