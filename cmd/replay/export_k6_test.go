@@ -538,3 +538,24 @@ func TestExportK6FractionalRatesRunInK6(t *testing.T) {
 		})
 	}
 }
+
+// TestExportK6InexactRate: a rate no timeUnit up to an hour writes
+// exactly is exported with a warning, before the summary, naming what was
+// asked for and what was written; one further than 1% off is refused,
+// naming the flags, and nothing is written.
+func TestExportK6InexactRate(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "pi.js")
+	r := runMain(t, context.Background(), "", "export", "k6", "-f", "../../testdata/demo.jsonl", "--target", "http://127.0.0.1:8080",
+		"--rate", "3.14159265/s", "--duration", "2s", "-o", script)
+	warn, wrote := strings.Index(r.stderr, "replay: warning: k6 takes a whole number of iterations per timeUnit"), strings.Index(r.stderr, "replay: wrote")
+	if r.code != 0 || warn < 0 || wrote < warn || !strings.Contains(r.stderr, "3.14159 iterations/s exactly: written as 355 per 113s") {
+		t.Errorf("--rate 3.14159265/s: exit %d, stderr %q; want exit 0 and the warning before the summary", r.code, r.stderr)
+	}
+	bad := filepath.Join(dir, "bad.js")
+	r = runMain(t, context.Background(), "", "export", "k6", "-f", "../../testdata/demo.jsonl", "--target", "http://127.0.0.1:8080",
+		"--rate", "1/s", "--stages", "1m:0.0001/s", "-o", bad)
+	if r.code == 0 || !strings.Contains(r.stderr, "--rate/--stages: k6 takes a whole number") || fileExists(bad) {
+		t.Errorf("--stages 1m:0.0001/s: exit %d, stderr %q, script written %v; want refused, naming the flags, nothing written", r.code, r.stderr, fileExists(bad))
+	}
+}
