@@ -29,9 +29,9 @@ The demo SUT checks what goes stale in recorded traffic: it verifies JWTs
 (the recorded token expired an hour after the recording), refuses events
 older than five minutes, and knows only the orders it created. The demo
 therefore replays with its transforms file (testdata/demo-transforms.yaml,
-inside the binary): timestamps shifted, the token re-signed, order ids
-learned from the live answers. --raw replays without them, to show the
-traffic failing; --transforms FILE uses yours instead.
+inside the binary): timestamps shifted, the token re-signed, order and
+event ids learned from the live answers. --raw replays without them, to
+show the traffic failing; --transforms FILE uses yours instead.
 
 To take it apart: --write-traffic DIR writes the demo's traffic and
 transforms as files (demo.jsonl, demo-transforms.yaml); --serve ADDR only
@@ -90,7 +90,7 @@ func demoAlone(cmd *cobra.Command, sut demorun.ServeOptions, write string, log z
 		return err
 	}
 	sut.WorkerRate, _ = cmd.Flags().GetFloat64("worker-rate")
-	srv, err := demorun.StartSUT(sut)
+	srv, err := demorun.StartSUT(sut, log)
 	if err != nil {
 		return err
 	}

@@ -472,3 +472,90 @@ func TestExportK6RefusesWhatK6CannotExpress(t *testing.T) {
 		}
 	}
 }
+
+// TestExportK6FractionalRatesRunInK6: a rate k6 cannot write as a whole
+// number a second (1200 req/s of the demo's iterations of 6.06 requests:
+// 198.02 iterations/s; 150/m: 2.5/s) is exported as a whole rate per a
+// longer timeUnit, exactly, and real k6 loads and runs the script against
+// the demo SUT, starting (or dropping, on a busy machine) as many
+// iterations as the rate asks for in the duration. Before, the script
+// said "rate: 198.02" and k6 refused it (exit 104).
+func TestExportK6FractionalRatesRunInK6(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := demo.StartWith("127.0.0.1:0", demo.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	rateRE := regexp.MustCompile(`\n      rate: ([0-9]+),\n      timeUnit: '([0-9]+)s',\n`)
+	type exported struct {
+		name, script string
+		want         float64 // iterations the rate asks for in 2s
+	}
+	var scripts []exported
+	for _, tt := range []struct {
+		rate string
+		want float64 // iterations a second
+	}{
+		{"40/s", 40},
+		{"150/m", 2.5},
+		{"1200req/s", 1200.0 * 50 / 303},
+	} {
+		script := filepath.Join(dir, strings.ReplaceAll(tt.rate, "/", "-")+".js")
+		r := runMain(t, context.Background(), "", "export", "k6", "-f", "../../testdata/demo.jsonl", "--target", srv.URL(),
+			"--rate", tt.rate, "--duration", "2s", "--max-vus", "50", "-o", script)
+		if r.code != 0 || strings.Contains(r.stderr, "warning") {
+			t.Fatalf("export --rate %s: exit %d: %s", tt.rate, r.code, r.stderr)
+		}
+		b, err := os.ReadFile(script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := rateRE.FindStringSubmatch(string(b))
+		if m == nil {
+			t.Fatalf("--rate %s: got no whole rate per whole seconds in the script:\n%s", tt.rate, b)
+		}
+		count, _ := strconv.ParseFloat(m[1], 64)
+		unit, _ := strconv.ParseFloat(m[2], 64)
+		if got := count / unit; math.Abs(got-tt.want) > 1e-9*tt.want {
+			t.Errorf("--rate %s: got %s per %ss = %v iterations/s, want %v", tt.rate, m[1], m[2], got, tt.want)
+		}
+		scripts = append(scripts, exported{tt.rate, script, 2 * tt.want})
+	}
+
+	k6 := findK6(t)
+	for _, e := range scripts {
+		t.Run(e.name, func(t *testing.T) {
+			m, code := runK6(t, k6, e.script)
+			started := m["iterations"]["count"].(float64)
+			if d, ok := m["dropped_iterations"]["count"].(float64); ok {
+				started += d
+			}
+			t.Logf("--rate %s: k6 exit %d, %.0f iterations started or dropped in 2s, %v requests", e.name, code, started, m["http_reqs"]["count"])
+			if code != 0 || math.Abs(started-e.want) > 2+0.05*e.want {
+				t.Errorf("--rate %s: k6 exit %d, %.0f iterations started or dropped; want exit 0 and %.0f", e.name, code, started, e.want)
+			}
+		})
+	}
+}
+
+// TestExportK6InexactRate: a rate no timeUnit up to an hour writes
+// exactly is exported with a warning, before the summary, naming what was
+// asked for and what was written; one further than 1% off is refused,
+// naming the flags, and nothing is written.
+func TestExportK6InexactRate(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "pi.js")
+	r := runMain(t, context.Background(), "", "export", "k6", "-f", "../../testdata/demo.jsonl", "--target", "http://127.0.0.1:8080",
+		"--rate", "3.14159265/s", "--duration", "2s", "-o", script)
+	warn, wrote := strings.Index(r.stderr, "replay: warning: k6 takes a whole number of iterations per timeUnit"), strings.Index(r.stderr, "replay: wrote")
+	if r.code != 0 || warn < 0 || wrote < warn || !strings.Contains(r.stderr, "3.14159 iterations/s exactly: written as 355 per 113s") {
+		t.Errorf("--rate 3.14159265/s: exit %d, stderr %q; want exit 0 and the warning before the summary", r.code, r.stderr)
+	}
+	bad := filepath.Join(dir, "bad.js")
+	r = runMain(t, context.Background(), "", "export", "k6", "-f", "../../testdata/demo.jsonl", "--target", "http://127.0.0.1:8080",
+		"--rate", "1/s", "--stages", "1m:0.0001/s", "-o", bad)
+	if r.code == 0 || !strings.Contains(r.stderr, "--rate/--stages: k6 takes a whole number") || fileExists(bad) {
+		t.Errorf("--stages 1m:0.0001/s: exit %d, stderr %q, script written %v; want refused, naming the flags, nothing written", r.code, r.stderr, fileExists(bad))
+	}
+}

@@ -99,3 +99,35 @@ func TestFlagsFromEnv(t *testing.T) {
 		t.Errorf("got %v, want an error naming REPLAY_VUS", err)
 	}
 }
+
+// TestShardWarnsOnlyWhenShardsRunMore: "the shards run more in all than
+// asked" is said when they do (one VU, or a stage of one VU, in two
+// shards: each runs one), and not for a rate run, whose shards divide the
+// rate exactly whatever the VUs the pool starts with (the README's shard
+// step, --rate 200/s in two shards, said it falsely).
+func TestShardWarnsOnlyWhenShardsRunMore(t *testing.T) {
+	srv, _ := uriServer(t)
+	file := trafficFile(t, 10)
+	for _, tt := range []struct {
+		name string
+		load []string
+		warn bool
+	}{
+		{"rate", []string{"--rate", "40/s", "--duration", "500ms"}, false},
+		{"rate in requests", []string{"--rate", "40req/s", "--duration", "500ms"}, false},
+		{"closed, two VUs", []string{"--vus", "2", "--duration", "300ms"}, false},
+		{"closed, one VU", []string{"--vus", "1", "--duration", "300ms"}, true},
+		{"closed stages ending at one VU", []string{"--stages", "2@200ms,1@200ms"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"run", "-f", file, "--target", srv.URL, "--shard", "0/2", "-q", "--log-format", "json"}, tt.load...)
+			r := runMain(t, context.Background(), "", args...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			if got := strings.Contains(r.stderr, "more in all than asked"); got != tt.warn {
+				t.Errorf("got the warning %v, want %v:\n%s", got, tt.warn, r.stderr)
+			}
+		})
+	}
+}

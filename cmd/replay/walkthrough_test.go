@@ -111,6 +111,11 @@ func checkWalkthroughOutcome(t *testing.T, work, out string) {
 	if !regexp.MustCompile(`gate failed: exit 99\b`).MatchString(out) {
 		t.Errorf("the failing CI gate did not exit 99 (a failed threshold) as the README says:\n%s", out)
 	}
+	// The shard step divides a rate exactly: no word of shards running
+	// more than asked (said falsely of every rate run in shards before).
+	if strings.Contains(out, "more in all than asked") {
+		t.Errorf("the shard step warned that the shards run more than asked; they divide the rate exactly:\n%s", out)
+	}
 	for _, glob := range []string{"*.html", "*.json", "*.jsonl"} {
 		m, _ := filepath.Glob(filepath.Join(work, glob))
 		if len(m) == 0 {

@@ -52,6 +52,7 @@ func Start(o *run.Options, d Options, log zerolog.Logger) (*demo.Server, error) 
 	if err != nil {
 		return nil, err
 	}
+	opts.Log = log
 	srv, err := demo.StartWith("127.0.0.1:0", opts)
 	if err != nil {
 		return nil, err
@@ -63,7 +64,11 @@ func Start(o *run.Options, d Options, log zerolog.Logger) (*demo.Server, error) 
 		log.Info().Msg("--raw: replaying the traffic as recorded; expect 401s: the recorded token expired (past it, stale events get 422 and unknown orders 404)")
 	case o.Transforms.File == "":
 		o.Transforms.Builtin, o.Transforms.BuiltinName = replay.DemoTransforms, "demo-transforms.yaml"
-		log.Info().Msg("replaying with the demo's transforms (timestamps shifted, JWT re-signed, order ids correlated); --raw to go without")
+		log.Info().Msg("replaying with the demo's transforms (timestamps shifted, JWT re-signed, order and event ids correlated); --raw to go without")
+	}
+	if o.Compare.Mode == "body" {
+		o.Compare.Ignore = append(o.Compare.Ignore, demo.CompareIgnore...)
+		log.Info().Strs("ignored", demo.CompareIgnore).Msg("--compare body: ignoring by name the fields the demo SUT adds to the recorded answers")
 	}
 	o.Open = func(opt rrpair.Options) (*rrpair.File, error) {
 		return rrpair.OpenReader(bytes.NewReader(replay.DemoTraffic), "demo.jsonl", opt)
@@ -153,9 +158,9 @@ type ServeOptions struct {
 	WorkerRate float64
 }
 
-// StartSUT checks o and starts the demo SUT alone. Nothing it starts
-// listens or delivers beyond loopback.
-func StartSUT(o ServeOptions) (*demo.Server, error) {
+// StartSUT checks o and starts the demo SUT alone, its server's messages
+// going to log. Nothing it starts listens or delivers beyond loopback.
+func StartSUT(o ServeOptions, log zerolog.Logger) (*demo.Server, error) {
 	if err := loopback("--serve", o.Addr); err != nil {
 		return nil, err
 	}
@@ -169,7 +174,7 @@ func StartSUT(o ServeOptions) (*demo.Server, error) {
 		}
 		o.DeliverTo = strings.TrimSuffix(o.DeliverTo, "/")
 	}
-	srv, err := demo.StartWith(o.Addr, demo.Options{SinkURL: o.DeliverTo, WorkerRate: o.WorkerRate})
+	srv, err := demo.StartWith(o.Addr, demo.Options{SinkURL: o.DeliverTo, WorkerRate: o.WorkerRate, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("--serve: %w", err)
 	}

@@ -68,9 +68,9 @@ func checkAsked(whole schedule.Load, f *rrpair.File, shards int, log zerolog.Log
 	l.SetDefaults()
 	if shards > 1 {
 		l = l.Share(f.Shard().Index, shards)
-		if whole.VUs < shards || (whole.Iterations > 0 && whole.Iterations < int64(shards)) {
+		if whole.ShareExceeds(shards) {
 			log.Warn().Int("vus", whole.VUs).Int64("iterations", whole.Iterations).Int("shards", shards).
-				Msg("fewer VUs (or iterations) than shards: every shard runs at least one, so the shards run more in all than asked")
+				Msg("fewer VUs (or iterations, or a stage's VUs) than shards: every shard runs at least one, so the shards run more in all than asked")
 		}
 	}
 	n := int64(f.Iterations())

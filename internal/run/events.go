@@ -217,7 +217,7 @@ type sinks struct {
 func startSinks(set *sinkSet, rec e2e.Receiver, log zerolog.Logger) (*sinks, error) {
 	s := &sinks{}
 	if set.http != "" {
-		h, err := sink.ListenHTTP(set.http, rec)
+		h, err := sink.ListenHTTP(set.http, rec, log)
 		if err != nil {
 			return nil, fmt.Errorf("--sink-http: %w", err)
 		}

@@ -54,6 +54,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/replay-dev/replay/internal/printflog"
+	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 )
 
@@ -72,6 +74,14 @@ const (
 	maxOrders = 100_000
 )
 
+// CompareIgnore are the JSON fields the demo SUT adds to the answers of
+// its recorded traffic, which replay demo --compare body ignores by name:
+// an event read back (GET /events/{id}) has its "type" and "received_at",
+// recorded without them, and a feed (GET /users/{id}/feed) its "items",
+// recorded empty. The event ids it issues differ from the recorded ones
+// too; the demo's transforms correlate those (POST /events, json: id).
+var CompareIgnore = []string{"type", "received_at", "items"}
+
 // Options configure a Server. The zero value is the default.
 type Options struct {
 	// Now is the server's clock, for token and event times; time.Now when nil.
@@ -82,6 +92,9 @@ type Options struct {
 	// WorkerRate is the worker's events per second (DefaultWorkerRate
 	// when 0).
 	WorkerRate float64
+	// Log gets what the server has to say (fasthttp's messages, as
+	// warnings); the zero Logger discards it.
+	Log zerolog.Logger
 }
 
 // Server is a running demo SUT.
@@ -134,6 +147,7 @@ func StartWith(addr string, opts Options) (*Server, error) {
 		DisableHeaderNamesNormalizing: true,
 		ReadTimeout:                   time.Minute,
 		IdleTimeout:                   time.Minute,
+		Logger:                        printflog.Logger{Log: opts.Log, Level: zerolog.WarnLevel, From: "fasthttp"},
 	}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil

@@ -128,8 +128,8 @@ var recordingStart = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 // What goes stale between recording and replay: the bearer token (expired
 // an hour after recordingStart), every event's "ts" and "sent_at" (the
 // pair's recorded time; a batch's events the time of the pair before), and
-// the order ids (created by the SUT, so a replayed GET /orders/{id} needs
-// the id the live POST /orders answered).
+// the order ids and event ids (created by the SUT, so a replayed GET
+// /orders/{id} or GET /events/evt-N needs the id the live POST answered).
 func generate() []byte {
 	rng := rand.New(rand.NewPCG(2026, 11))
 	t := recordingStart
@@ -201,8 +201,8 @@ func generate() []byte {
 				pairs = append(pairs, recorded{ts: step(), session: session, method: "GET", uri: fmt.Sprintf("/users/%d/feed?limit=20", user),
 					headers: append([]header{{"Accept", []string{"application/json", "text/plain;q=0.5"}}}, common...), status: 200,
 					resBody: `{"user":"` + fmt.Sprint(user) + `","items":[]}`, duration: 1.2})
-			case 1:
-				id := fmt.Sprint(evID)
+			case 1: // the event just posted, by the id the API issued, or another
+				id := fmt.Sprintf("evt-%d", evID)
 				if rng.IntN(2) == 0 {
 					id = fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", rng.Uint32(), rng.IntN(1<<16), rng.IntN(1<<12), rng.IntN(1<<12), rng.Uint64()&(1<<48-1))
 				}

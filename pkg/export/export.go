@@ -48,6 +48,10 @@ type Stats struct {
 	// of its transforms not embedded), each with what it holds:
 	// "REPLAY_JWT_KEY (the HS256 key)"; "" for none.
 	Env string
+	// Warning, when not empty, says how the export had to change what
+	// was asked for (a rate k6 cannot write exactly), for the user to
+	// read before using the script.
+	Warning string
 }
 
 // skipGRPC is why a gRPC pair is not exported.
@@ -207,7 +211,12 @@ func K6(script, data io.Writer, dataName string, f *rrpair.File, o K6Options, sk
 	last := -1
 	var st Stats
 	var prev Request // the previous request of the iteration (its times), for think time
-	err := Walk(f, o.Target, &st, func(k int, r *Request) error {
+	rates, warning, err := k6Rates(load)
+	if err != nil {
+		return st, err
+	}
+	st.Warning = warning
+	err = Walk(f, o.Target, &st, func(k int, r *Request) error {
 		if k != last {
 			if last >= 0 {
 				bw.WriteString("],\n")
@@ -259,7 +268,7 @@ func K6(script, data io.Writer, dataName string, f *rrpair.File, o K6Options, sk
 			}
 		}
 	}
-	b, err := k6Script(o, dataName, st)
+	b, err := k6Script(o, dataName, st, rates)
 	if err != nil {
 		return st, err
 	}
@@ -310,36 +319,41 @@ func thinkTime(prev, r *Request, speed float64) float64 {
 	return math.Round(gap.Seconds()/speed*1000) / 1000
 }
 
-// scenario is the options.scenarios entry for load.
-func scenario(l K6Load, iters int) string {
+// scenario is the options.scenarios entry for load; rates are its
+// arrival rates as k6 writes them (k6Rates), the start rate first.
+func scenario(l K6Load, iters int, rates K6Rates) string {
 	vus := max(l.VUs, 1)
 	most := max(l.MostVUs, vus)
 	stages := func() string {
 		var b strings.Builder
-		for _, s := range l.Stages {
-			fmt.Fprintf(&b, "\n        { duration: '%s', target: %s },", k6Duration(s.Duration), trimFloat(s.Target))
+		for i, s := range l.Stages {
+			target := trimFloat(s.Target)
+			if l.RateStages {
+				target = fmt.Sprint(rates.Counts[i+1])
+			}
+			fmt.Fprintf(&b, "\n        { duration: '%s', target: %s },", k6Duration(s.Duration), target)
 		}
 		return b.String() + "\n      "
 	}
 	switch {
 	case l.RateStages && len(l.Stages) > 0:
 		return fmt.Sprintf(`{
-      executor: 'ramping-arrival-rate',
-      startRate: %s,
-      timeUnit: '1s',
+      executor: 'ramping-arrival-rate',%s
+      startRate: %d,
+      timeUnit: '%s',
       preAllocatedVUs: %d,
       maxVUs: %d,
       stages: [%s],
-    }`, trimFloat(l.Rate), most, most, stages())
+    }`, rateNote(l, rates), rates.Counts[0], k6Duration(rates.Unit), most, most, stages())
 	case l.Rate > 0:
 		return fmt.Sprintf(`{
-      executor: 'constant-arrival-rate',
-      rate: %s,
-      timeUnit: '1s',
+      executor: 'constant-arrival-rate',%s
+      rate: %d,
+      timeUnit: '%s',
       duration: '%s',
       preAllocatedVUs: %d,
       maxVUs: %d,
-    }`, trimFloat(l.Rate), k6Duration(rateDuration(l, iters)), most, most)
+    }`, rateNote(l, rates), rates.Counts[0], k6Duration(rates.Unit), k6Duration(rateDuration(l, iters)), most, most)
 	case len(l.Stages) > 0:
 		return fmt.Sprintf(`{
       executor: 'ramping-vus',
@@ -369,6 +383,23 @@ func scenario(l K6Load, iters int) string {
       iterations: %d,
       maxDuration: '%s',
     }`, min(int64(vus), max(n, 1)), max(n, 1), maxDuration)
+}
+
+// rateNote is a comment on an arrival rate written per a timeUnit other
+// than 1s: the rates asked for in iterations a second, and how near.
+func rateNote(l K6Load, rates K6Rates) string {
+	if rates.Unit == time.Second {
+		return ""
+	}
+	asked := []string{rateFigure(l.Rate)}
+	for i := 1; i < len(rates.Counts); i++ {
+		asked = append(asked, rateFigure(l.Stages[i-1].Target))
+	}
+	how := "exact"
+	if rates.RelErr > 0 {
+		how = "within " + percent(rates.RelErr) + " of it"
+	}
+	return fmt.Sprintf("\n      // %s iterations/s (k6 takes a whole number of iterations per timeUnit: the rates below are %s)", strings.Join(asked, ", "), how)
 }
 
 // rateDuration is how long an arrival rate runs: --duration, else long

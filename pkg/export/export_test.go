@@ -42,6 +42,9 @@ func TestK6Golden(t *testing.T) {
 		{"vus", K6Load{VUs: 20, Duration: time.Minute}},
 		{"rate", K6Load{VUs: 5, MostVUs: 100, Rate: 50}},
 		{"rate-stages", K6Load{VUs: 5, MostVUs: 1000, Rate: 0, RateStages: true, Stages: []K6Stage{{30 * time.Second, 100}, {time.Minute, 100}}}},
+		// 1200 req/s of iterations of 6.06 requests, 150/m: whole counts per a longer timeUnit.
+		{"rate-fraction", K6Load{VUs: 5, MostVUs: 100, RateStages: true, Rate: 1200 / 6.06}},
+		{"rate-stages-fraction", K6Load{VUs: 5, MostVUs: 100, Rate: 0, RateStages: true, Stages: []K6Stage{{30 * time.Second, 2.5}, {time.Minute, 1.25}}}},
 		{"iterations-duration", K6Load{VUs: 4, Iterations: 50, Duration: 20 * time.Second}},
 		{"vu-stages", K6Load{VUs: 5, Stages: []K6Stage{{10 * time.Second, 50}, {20 * time.Second, 0}}}},
 	} {

@@ -9,7 +9,7 @@ import (
 // k6Script is the script of an export: its header, the data, the
 // scenario and thresholds, the transforms' runtime and checks when asked,
 // and the default function, which replays one recorded iteration.
-func k6Script(o K6Options, dataName string, st Stats) (string, error) {
+func k6Script(o K6Options, dataName string, st Stats, rates K6Rates) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, k6Head, o.Source, st.Iterations, st.Requests)
 	if o.Load.Think {
@@ -28,7 +28,7 @@ func k6Script(o K6Options, dataName string, st Stats) (string, error) {
 		b.WriteString("import { Counter } from 'k6/metrics';\n")
 	}
 	fmt.Fprintf(&b, "\nconst iterations = new SharedArray('iterations', () => JSON.parse(open('%s')));\n", dataName)
-	fmt.Fprintf(&b, "\nexport const options = {\n  scenarios: {\n    replay: %s,\n  },\n", scenario(o.Load, st.Iterations))
+	fmt.Fprintf(&b, "\nexport const options = {\n  scenarios: {\n    replay: %s,\n  },\n", scenario(o.Load, st.Iterations, rates))
 	if o.Checks != nil && len(o.Checks.order) > 0 {
 		b.WriteString("  thresholds: {\n")
 		for _, key := range o.Checks.order {

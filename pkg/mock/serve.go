@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/h2serve"
+	"github.com/replay-dev/replay/internal/printflog"
 	"github.com/replay-dev/replay/pkg/tlsca"
+	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 )
 
@@ -66,7 +68,7 @@ func (s *Server) serve() {
 		MaxRequestBodySize:            64 << 20,
 		ReadBufferSize:                16 << 10,
 		CloseOnShutdown:               true,
-		Logger:                        quietLogger{},
+		Logger:                        printflog.Logger{Log: s.o.Log, Level: zerolog.DebugLevel, From: "fasthttp"},
 	}
 	s.h1ln = h2serve.NewListener(s.lns[0].ln.Addr())
 	go func() { s.h1done <- s.h1.Serve(s.h1ln) }()
@@ -76,12 +78,6 @@ func (s *Server) serve() {
 		go s.accept(l)
 	}
 }
-
-// quietLogger keeps fasthttp's messages (a client's bad request, a
-// connection cut) out of the mock's output: they are counted instead.
-type quietLogger struct{}
-
-func (quietLogger) Printf(string, ...any) {}
 
 func (s *Server) accept(l served) {
 	defer s.wg.Done()

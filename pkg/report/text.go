@@ -86,9 +86,11 @@ func WriteText(w io.Writer, s *Summary) error {
 	}
 	line("Iterations", "[begun, rate, dropped, late requests]",
 		fmt.Sprintf("%d, %.2f/s, %d, %d", s.Iterations, s.IterationRate, s.Dropped, s.Late))
-	if per := s.perIteration(); per > 0 {
+	if s.perIteration() > 0 && s.Iterations > 0 {
+		// What ran: the requests begun per iteration begun, not the plan's
+		// RequestsPerIteration (the Model line's, labelled as the target).
 		line("Achieved", "[iterations/s, requests/s, requests an iteration]",
-			fmt.Sprintf("%.2f, %.2f, %.2f", s.IterationRate, s.RequestRate, per))
+			fmt.Sprintf("%.2f, %.2f, %.2f", s.IterationRate, s.RequestRate, float64(s.Requests)/float64(s.Iterations)))
 	}
 	if sc := s.Schedule; sc != nil {
 		line("Schedule", "[due, lag mean, 50, 99, max]",

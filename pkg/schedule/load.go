@@ -228,6 +228,34 @@ func (l Load) Share(i, n int) Load {
 	return l
 }
 
+// ShareExceeds reports whether the shares of n shards (Share) ask for
+// more in all than l does: an iteration limit below n (each shard begins
+// at least one), or under the closed model fewer VUs, or a stage target
+// (0 included), below n (each shard runs at least one VU). An open
+// model's VUs are a pool that grows to carry the rate, not the load: the
+// rate and its stages divide exactly, so a rate run's shards never ask
+// for more.
+func (l Load) ShareExceeds(n int) bool {
+	if n <= 1 {
+		return false
+	}
+	if l.Iterations > 0 && l.Iterations < int64(n) {
+		return true
+	}
+	if l.Model != Closed {
+		return false
+	}
+	if len(l.Stages) == 0 {
+		return l.VUs < n
+	}
+	for _, st := range l.Stages {
+		if int(st.Target+0.5) < n {
+			return true
+		}
+	}
+	return false
+}
+
 // share is shard i's part of total, of n: the parts of all shards add up
 // to total.
 func share(total, i, n int) int {

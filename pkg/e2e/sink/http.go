@@ -7,7 +7,9 @@ import (
 	"net"
 	"time"
 
+	"github.com/replay-dev/replay/internal/printflog"
 	"github.com/replay-dev/replay/pkg/e2e"
+	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 )
 
@@ -29,14 +31,16 @@ type HTTP struct {
 }
 
 // ListenHTTP starts an HTTP sink on addr (":9090", "127.0.0.1:0") that
-// reports what it receives to r.
-func ListenHTTP(addr string, r e2e.Receiver) (*HTTP, error) {
+// reports what it receives to r; what its server has to say (a connection
+// that failed as the sink shut down) goes to log, as warnings.
+func ListenHTTP(addr string, r e2e.Receiver, log zerolog.Logger) (*HTTP, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("sink: %w", err)
 	}
 	s := &HTTP{ln: ln, recv: r, done: make(chan error, 1)}
-	s.srv = &fasthttp.Server{Handler: s.handle, Name: "replay-sink", ReadTimeout: time.Minute, IdleTimeout: time.Minute}
+	s.srv = &fasthttp.Server{Handler: s.handle, Name: "replay-sink", ReadTimeout: time.Minute, IdleTimeout: time.Minute,
+		Logger: printflog.Logger{Log: log, Level: zerolog.WarnLevel, From: "fasthttp"}}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/replay-dev/replay/internal/testservers"
 	"github.com/replay-dev/replay/pkg/e2e"
+	"github.com/rs/zerolog"
 )
 
 func TestJSONID(t *testing.T) {
@@ -49,7 +50,7 @@ func (s *seen) list() []string {
 
 func TestHTTPSink(t *testing.T) {
 	rec := &seen{}
-	sink, err := ListenHTTP("127.0.0.1:0", rec)
+	sink, err := ListenHTTP("127.0.0.1:0", rec, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
