@@ -18,7 +18,11 @@ import (
 )
 
 // findK6 finds the k6 binary: on PATH or in Go's bin directory. Missing,
-// the test skips loudly, or fails under REPLAY_CI=1 (.ci/run installs it).
+// the test skips, saying so on standard error too (go test prints a skip's
+// reason only with -v). CI does not install k6: its licence (the AGPL)
+// keeps it off the project's machines, so these tests run where a
+// developer has k6; TestExportK6OptionsLoad checks every exported
+// script's options against k6's types with node instead.
 func findK6(t *testing.T) string {
 	if p, err := exec.LookPath("k6"); err == nil {
 		return p
@@ -31,10 +35,9 @@ func findK6(t *testing.T) string {
 	if p := filepath.Join(gopath, "bin", "k6"); fileExists(p) {
 		return p
 	}
-	if os.Getenv("REPLAY_CI") == "1" {
-		t.Fatal("k6 is not installed, and REPLAY_CI=1: .ci/run installs it (go install go.k6.io/k6@v1.8.1)")
-	}
-	t.Skip("SKIPPED: k6 is not installed (go install go.k6.io/k6@v1.8.1); the exported script was not run")
+	msg := "SKIPPED " + t.Name() + ": k6 is not installed (its licence, the AGPL, keeps it off the project's machines); the exported script was not run in k6"
+	fmt.Fprintln(os.Stderr, msg)
+	t.Skip(msg)
 	return ""
 }
 
