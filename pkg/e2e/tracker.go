@@ -38,6 +38,9 @@ type Tracker struct {
 	accepted []bitset
 	marks    []stepMarks
 	sent     []int64 // per VU: requests stamped
+	// acceptedAt[vu] counts the VU's accepted events by the slice of
+	// their send time; written by that VU's goroutine only.
+	acceptedAt []Series
 	// provesLoss: the sinks can prove an event will never come, so what
 	// is unseen at the end of the drain is lost, not pending. Set before
 	// the run (ProveLoss).
@@ -81,6 +84,9 @@ type stageScore struct {
 	spare              hist.Pool
 	// steps[i] is the latency of the events sent in step i (SetSteps).
 	steps []*hdrhistogram.Histogram
+	// seenAt counts the distinct events by the slice they were first
+	// seen in.
+	seenAt Series
 }
 
 // bitset is a growable set of sequence numbers.
@@ -139,7 +145,8 @@ func NewTracker(nonce uint32, vus int, start time.Time, now func() time.Time) *T
 	if now == nil {
 		now = time.Now
 	}
-	return &Tracker{nonce: nonce, start: start, now: now, accepted: make([]bitset, vus), marks: make([]stepMarks, vus), sent: make([]int64, vus)}
+	return &Tracker{nonce: nonce, start: start, now: now, accepted: make([]bitset, vus), marks: make([]stepMarks, vus), sent: make([]int64, vus),
+		acceptedAt: make([]Series, vus)}
 }
 
 // Expect names the stages the run's sinks will see before any event
@@ -202,12 +209,14 @@ func (t *Tracker) Stamped(vu int) {
 
 // Accepted records that the API answered the stamped request seq of VU vu,
 // sent at Unix µs sent, below 400, so its event is expected downstream.
-// Called on that VU's goroutine; it allocates only when the VU's set
-// grows, and at the VU's first event of a step.
+// Called on that VU's goroutine; it allocates only when the VU's set or
+// its series of accepted events (by the slice of time sent) grows, and
+// at the VU's first event of a step.
 func (t *Tracker) Accepted(vu int, seq uint64, sent int64) {
 	if vu < 0 || vu >= len(t.accepted) || !t.accepted[vu].set(seq) {
 		return
 	}
+	t.acceptedAt[vu].Add(sent / 1000)
 	if t.nSteps > 0 {
 		t.marks[vu].add(t.stepOf(sent), seq)
 	}
@@ -247,6 +256,7 @@ func (t *Tracker) Seen(idText []byte, stage string, at time.Time) {
 	ns := at.Sub(time.UnixMicro(id.Sent)).Nanoseconds()
 	hist.RecordNanos(st.hist, ns)
 	st.recordSecond(at.Unix(), ns)
+	st.seenAt.Add(at.UnixMilli())
 	t.recordStep(st, id.Sent, ns)
 	t.recordDelta(slot, id.Seq, idx, at.UnixNano())
 }
@@ -344,6 +354,14 @@ type Summary struct {
 	// memory: that × DeltaBytes).
 	Deltas             []Delta `json:"deltas,omitempty"`
 	DeltasPeakInFlight int     `json:"deltas_peak_in_flight,omitempty"`
+	// AcceptedSeries counts the accepted events by the slice of time
+	// they were sent in; SeenUntilMS is when the sinks stopped counting
+	// (Unix ms: the end of the drain; in a merge, the earliest end). With
+	// each stage's SeenSeries they say, step by step, whether a stage
+	// kept up (report's JudgeSteps). Absent from summaries written before
+	// they were kept, and SeenUntilMS from a run without sinks of its own.
+	AcceptedSeries *Series `json:"accepted_series,omitempty"`
+	SeenUntilMS    int64   `json:"seen_until_ms,omitempty"`
 }
 
 // Pending is the most events pending at a stage (the stage that misses
@@ -369,6 +387,9 @@ type Stage struct {
 	Latency    hist.Latency `json:"latency_ms"`  // seen − sent
 	Histogram  string       `json:"histogram"`   // HdrHistogram V2 compressed base64, µs
 	Intervals  []Interval   `json:"intervals"`   // received per second since the start
+	// SeenSeries counts the distinct events by the slice of time they
+	// were first seen here in (Series); absent from older summaries.
+	SeenSeries *Series `json:"seen_series,omitempty"`
 }
 
 // Interval is one second of a stage:
@@ -389,10 +410,15 @@ type Interval struct {
 func (t *Tracker) Summary(drain time.Duration) *Summary {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := &Summary{Foreign: t.foreign, DrainS: drain.Seconds(), LossKnown: t.provesLoss}
+	s := &Summary{Foreign: t.foreign, DrainS: drain.Seconds(), LossKnown: t.provesLoss, SeenUntilMS: t.now().UnixMilli()}
+	acc := &Series{SliceMS: SliceMS}
 	for vu := range t.accepted {
 		s.Sent += t.sent[vu]
 		s.Accepted += t.accepted[vu].n
+		_ = acc.AddSeries(&t.acceptedAt[vu]) // one width: cannot fail
+	}
+	if len(acc.Counts) > 0 {
+		s.AcceptedSeries = acc
 	}
 	for _, st := range t.reported() {
 		var seenAccepted int64
@@ -404,6 +430,11 @@ func (t *Tracker) Summary(drain time.Duration) *Summary {
 		e.SetUnseen(s.Accepted-seenAccepted, s.Accepted, s.LossKnown)
 		st.closeSeconds(st.newest)
 		e.Intervals = append([]Interval(nil), st.secs...)
+		if len(st.seenAt.Counts) > 0 {
+			seen := st.seenAt
+			seen.Counts = append([]int64(nil), seen.Counts...)
+			e.SeenSeries = &seen
+		}
 		s.Stages = append(s.Stages, e)
 	}
 	if t.inFlight != nil {

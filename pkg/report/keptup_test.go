@@ -1,8 +1,15 @@
 package report
 
 import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/e2e"
 )
 
 // A step keeps up when its achieved rate is within the tolerance of its
@@ -57,5 +64,203 @@ func TestJudgeSteps(t *testing.T) {
 	s.JudgeSteps(DefaultTolerance)
 	if s.StepsVerdict != nil || s.Steps[0].KeptUp != nil {
 		t.Errorf("VU stages judged: %+v", s.StepsVerdict)
+	}
+}
+
+// pipeline simulates a queue-backed SUT on constructed series: events
+// accepted at each step's rate (evenly spaced), delivered to one stage
+// in order after delay, by a worker of capacity events a second (0: no
+// limit), counted by sinks until the drain ends (every event seen, or
+// drain after the last send). It returns the run's summary with its
+// steps and e2e section, as a run fills them.
+func pipeline(t *testing.T, rates []float64, stepS float64, capacity float64, delay, drain time.Duration) *Summary {
+	t.Helper()
+	start := time.Date(2026, 11, 28, 6, 0, 0, 123e6, time.UTC)
+	s := &Summary{Started: start}
+	acc, seen := &e2e.Series{}, &e2e.Series{}
+	type ev struct {
+		step       int
+		sent, seen time.Time
+	}
+	var evs []ev
+	free := start // when the worker is next free
+	for i, r := range rates {
+		n := int(r * stepS)
+		s.Steps = append(s.Steps, Step{Step: i + 1, StartS: float64(i) * stepS, DurationS: stepS, Unit: "rate", From: r, To: r, Target: TargetText(r, r, false, false),
+			Iterations: int64(n), Requests: int64(n), Succeeded: int64(n), Answered: int64(n), Throughput: r})
+		for k := range n {
+			sent := start.Add(time.Duration((float64(i)*stepS + (float64(k)+0.5)/r) * float64(time.Second)))
+			at := sent.Add(delay)
+			if capacity > 0 {
+				at = later(at, free)
+				free = at.Add(time.Duration(float64(time.Second) / capacity))
+			}
+			evs = append(evs, ev{i, sent, at})
+		}
+	}
+	end := start.Add(time.Duration(float64(len(rates)) * stepS * float64(time.Second)))
+	until := end.Add(drain)
+	if last := evs[len(evs)-1].seen; last.Before(until) {
+		until = last // every event seen: the drain ends
+	}
+	lat := make([][]float64, len(rates))
+	for _, e := range evs {
+		acc.Add(e.sent.UnixMilli())
+		if !e.seen.After(until) {
+			seen.Add(e.seen.UnixMilli())
+			lat[e.step] = append(lat[e.step], float64(e.seen.Sub(e.sent).Microseconds())/1000)
+		}
+	}
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		st.Accepted = int64(rates[i] * stepS)
+		ls := lat[i]
+		sort.Float64s(ls)
+		e := StepE2E{Stage: "processed", Events: int64(len(ls)), Seen: int64(len(ls))}
+		if len(ls) > 0 {
+			e.Latency.P50, e.Latency.P99 = ls[len(ls)/2], ls[len(ls)*99/100]
+		}
+		st.E2E = []StepE2E{e}
+		st.SetRates()
+	}
+	s.E2E = &e2e.Summary{Accepted: int64(len(evs)), AcceptedSeries: acc, SeenUntilMS: until.UnixMilli(),
+		Stages: []e2e.Stage{{Name: "processed", SeenSeries: seen}}}
+	s.SetStepWindows()
+	return s
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// keptUp lists the steps' verdicts.
+func keptUp(s *Summary) []string {
+	var out []string
+	for _, st := range s.Steps {
+		switch {
+		case st.KeptUp == nil:
+			out = append(out, "none")
+		case *st.KeptUp:
+			out = append(out, "kept up")
+		default:
+			out = append(out, "behind")
+		}
+	}
+	return out
+}
+
+// A step keeps up by what happened in its own window: the verdict is the
+// same whatever the drain, a capped worker falls behind above its
+// capacity and keeps up below it, and a long constant delay is no
+// backlog. (By the end of the drain, as the steps were judged before,
+// the capped worker "kept up" at 450/s with a 15 s drain.)
+func TestKeepUpByWindow(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		rates    []float64
+		capacity float64
+		delay    time.Duration
+		want     []string
+	}{
+		{"capped worker (the issue's)", []float64{150, 450}, 300, time.Millisecond, []string{"kept up", "behind"}},
+		{"0.9 and 1.1 of the capacity", []float64{100, 270, 330}, 300, time.Millisecond, []string{"kept up", "kept up", "behind"}},
+		{"behind, then catching up", []float64{450, 100}, 300, time.Millisecond, []string{"behind", "kept up"}},
+		{"constant 3s delay", []float64{100, 200}, 0, 3 * time.Second, []string{"kept up", "kept up"}},
+		{"delay and capacity", []float64{100, 400}, 300, 2 * time.Second, []string{"kept up", "behind"}},
+	} {
+		for _, drain := range []time.Duration{time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second} {
+			t.Run(fmt.Sprintf("%s, drain %s", c.name, drain), func(t *testing.T) {
+				s := pipeline(t, c.rates, 3, c.capacity, c.delay, drain)
+				s.JudgeSteps(DefaultTolerance)
+				if got := keptUp(s); !slices.Equal(got, c.want) {
+					t.Errorf("got %v, want %v\n%s", got, c.want, windows(s))
+				}
+			})
+		}
+	}
+}
+
+// windows shows the steps' windows, for a failure message.
+func windows(s *Summary) string {
+	var b strings.Builder
+	for _, st := range s.Steps {
+		for _, e := range st.E2E {
+			fmt.Fprintf(&b, "step %d %s: %+v %v\n", st.Step, e.Stage, *e.Window, st.Behind)
+		}
+	}
+	return b.String()
+}
+
+// A pipeline that delivers nothing falls behind in every step; a drain
+// that ended before the stage's delay passed judges the part of the step
+// it could see, and a step of which it saw nothing is not judged by the
+// stage (its rate still is).
+func TestKeepUpWindowEdges(t *testing.T) {
+	s := pipeline(t, []float64{100, 100}, 3, 0, time.Millisecond, time.Second)
+	s.E2E.Stages[0].SeenSeries = nil
+	for i := range s.Steps {
+		s.Steps[i].E2E[0] = StepE2E{Stage: "processed"}
+	}
+	s.SetStepWindows()
+	s.JudgeSteps(DefaultTolerance)
+	if got := keptUp(s); !slices.Equal(got, []string{"behind", "behind"}) {
+		t.Errorf("nothing delivered: got %v, want behind twice", got)
+	}
+	if b := strings.Join(s.Steps[0].Behind, "; "); !regexp.MustCompile(`^backlog at processed grew from [0-3] to 30[0-3] events: seen 0/s of (99\.\d+|100)/s accepted \(delay 0s\)$`).MatchString(b) {
+		t.Errorf("why step 1 fell behind: got %q", b)
+	}
+
+	s = pipeline(t, []float64{100, 100}, 3, 0, 3*time.Second, time.Second)
+	w := s.Steps[1].E2E[0].Window
+	if w.JudgedS < 0.9 || w.JudgedS > 1.1 {
+		t.Errorf("3s delay, drain 1s: step 2 judged over %gs, want the 1s the sinks could see", w.JudgedS)
+	}
+	// Steps of 1s, a delay of 3s, a drain of 1s: the sinks stopped
+	// before any event of steps 2 and 3 was due at the stage.
+	s = pipeline(t, []float64{100, 100, 100}, 1, 0, 3*time.Second, time.Second)
+	s.JudgeSteps(DefaultTolerance)
+	if w := s.Steps[0].E2E[0].Window; w.JudgedS != 1 || s.Steps[0].KeptUp == nil || !*s.Steps[0].KeptUp {
+		t.Errorf("step 1 seen whole: window %+v, kept up %v: want judged over 1s, kept up", *w, s.Steps[0].KeptUp)
+	}
+	for _, st := range s.Steps[1:] {
+		if w := st.E2E[0].Window; w.JudgedS != 0 || st.KeptUp == nil || !*st.KeptUp {
+			t.Errorf("step %d unseen: window %+v, kept up %v: want not judged by the stage, judged by its rate", st.Step, *w, st.KeptUp)
+		}
+	}
+}
+
+// The window's counts come from the series the shards merge: a run split
+// into two shards, merged, gives the windows of the whole.
+func TestStepWindowsMerge(t *testing.T) {
+	whole := pipeline(t, []float64{150, 450}, 3, 300, time.Millisecond, time.Second)
+	halves := [2]*e2e.Summary{{SeenUntilMS: whole.E2E.SeenUntilMS, AcceptedSeries: &e2e.Series{}, Stages: []e2e.Stage{{Name: "processed", SeenSeries: &e2e.Series{}}}},
+		{SeenUntilMS: whole.E2E.SeenUntilMS + 500, AcceptedSeries: &e2e.Series{}, Stages: []e2e.Stage{{Name: "processed", SeenSeries: &e2e.Series{}}}}}
+	split := func(from *e2e.Series, to func(k int) *e2e.Series) {
+		for i, n := range from.Counts {
+			for k := range n {
+				to(int(k)).Add(from.StartMS + int64(i)*from.SliceMS)
+			}
+		}
+	}
+	split(whole.E2E.AcceptedSeries, func(k int) *e2e.Series { return halves[k%2].AcceptedSeries })
+	split(whole.E2E.Stages[0].SeenSeries, func(k int) *e2e.Series { return halves[(k+1)%2].Stages[0].SeenSeries })
+	m, err := e2e.Merge(halves[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged := *whole
+	merged.Steps = slices.Clone(whole.Steps)
+	for i := range merged.Steps {
+		merged.Steps[i].E2E = slices.Clone(whole.Steps[i].E2E)
+	}
+	merged.E2E = m
+	merged.SetStepWindows()
+	for i := range whole.Steps {
+		if got, want := *merged.Steps[i].E2E[0].Window, *whole.Steps[i].E2E[0].Window; got != want {
+			t.Errorf("step %d: merged window %+v, want %+v", i+1, got, want)
+		}
 	}
 }
