@@ -70,6 +70,7 @@ processed to --deliver-to (a loopback replay sink, or a run's --sink-http).`,
 	cmd.Flags().BoolVar(&d.Raw, "raw", false, "replay without the demo's transforms, to see the recorded traffic fail")
 	cmd.Flags().BoolVar(&d.NoSink, "no-sink", false, "do not follow events to the demo's worker (no end-to-end section)")
 	cmd.Flags().Float64Var(&d.WorkerRate, "worker-rate", demo.DefaultWorkerRate, "events a second the demo SUT's worker processes; above it, a backlog grows")
+	cmd.Flags().DurationVar(&d.WorkerDelay, "worker-delay", 0, "the demo SUT's worker delivers no event sooner than this after it was queued (a slow pipeline, not a full one)")
 	return cmd
 }
 
@@ -90,6 +91,7 @@ func demoAlone(cmd *cobra.Command, sut demorun.ServeOptions, write string, log z
 		return err
 	}
 	sut.WorkerRate, _ = cmd.Flags().GetFloat64("worker-rate")
+	sut.WorkerDelay, _ = cmd.Flags().GetDuration("worker-delay")
 	srv, err := demorun.StartSUT(sut)
 	if err != nil {
 		return err

@@ -82,6 +82,9 @@ type Options struct {
 	// WorkerRate is the worker's events per second (DefaultWorkerRate
 	// when 0).
 	WorkerRate float64
+	// WorkerDelay is the least time from an event queued to delivered
+	// (0: as soon as the worker's rate allows).
+	WorkerDelay time.Duration
 }
 
 // Server is a running demo SUT.
@@ -121,7 +124,7 @@ func StartWith(addr string, opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	if opts.SinkURL != "" {
-		if s.worker, err = startWorker(opts.SinkURL, opts.WorkerRate); err != nil {
+		if s.worker, err = startWorker(opts.SinkURL, opts.WorkerRate, opts.WorkerDelay); err != nil {
 			ln.Close()
 			return nil, err
 		}

@@ -105,6 +105,18 @@ type StepE2E struct {
 	Window *StepWindow `json:"window,omitempty"`
 }
 
+// SeenPerSecond is the rate the step's "seen/s" column shows: the events
+// first seen at the stage during the step shifted by its delay, a second
+// (Window.SeenRate); for a summary written before the windows were kept,
+// the step's accepted events seen by the end of the drain, a second of
+// the step (SeenRate).
+func (e StepE2E) SeenPerSecond() float64 {
+	if e.Window != nil && e.Window.JudgedS > 0 {
+		return e.Window.SeenRate
+	}
+	return e.SeenRate
+}
+
 // StepWindow is one e2e stage's account of a step by its own window, as
 // in
 //

@@ -363,7 +363,7 @@ func writeSteps(buf *bytes.Buffer, s *Summary) {
 			seen, p99 := "-", "-"
 			for _, e := range st.E2E {
 				if e.Stage == name {
-					seen = fmt.Sprintf("%.2f", e.SeenRate)
+					seen = fmt.Sprintf("%.2f", e.SeenPerSecond())
 					if e.Events > 0 {
 						p99 = formatMillis(e.Latency.P99)
 					}
