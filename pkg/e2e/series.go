@@ -95,7 +95,12 @@ func (s *Series) Total() int64 {
 // Until is the events counted before Unix ms ms: whole slices before it,
 // and of the slice it falls in the share before it (events spread evenly
 // across a slice). 0 for a nil series.
-func (s *Series) Until(ms float64) float64 {
+func (s *Series) Until(ms float64) float64 { return s.UntilEnd(ms, math.Inf(1)) }
+
+// UntilEnd is Until for a series that stopped counting at Unix ms end:
+// the events of the slice end falls in were counted before end, so they
+// spread evenly over the part of the slice before it.
+func (s *Series) UntilEnd(ms, end float64) float64 {
 	if s == nil || len(s.Counts) == 0 || s.SliceMS <= 0 {
 		return 0
 	}
@@ -109,15 +114,20 @@ func (s *Series) Until(ms float64) float64 {
 		sum += float64(s.Counts[i])
 	}
 	if whole < len(s.Counts) {
-		sum += float64(s.Counts[whole]) * (x - float64(whole))
+		width := min(float64(s.SliceMS), end-float64(s.StartMS+int64(whole)*s.SliceMS)) // the part of the slice counted
+		sum += float64(s.Counts[whole]) * min((x-float64(whole))*float64(s.SliceMS)/max(width, 1e-9), 1)
 	}
 	return sum
 }
 
 // Between is the events counted in [from, to) (Unix ms), as Until counts.
-func (s *Series) Between(from, to float64) float64 {
+func (s *Series) Between(from, to float64) float64 { return s.BetweenEnd(from, to, math.Inf(1)) }
+
+// BetweenEnd is Between for a series that stopped counting at end, as
+// UntilEnd counts.
+func (s *Series) BetweenEnd(from, to, end float64) float64 {
 	if to <= from {
 		return 0
 	}
-	return s.Until(to) - s.Until(from)
+	return s.UntilEnd(to, end) - s.UntilEnd(from, end)
 }

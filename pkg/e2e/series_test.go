@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,12 @@ func TestSeries(t *testing.T) {
 	}
 	if got := s.Between(1_000_000, 1_000_200); got != 3 {
 		t.Errorf("Between: got %g, want 3", got)
+	}
+	// Counting stopped at 1000170: the slice's two events came before it.
+	for _, c := range []struct{ ms, want float64 }{{1_000_135, 3}, {1_000_170, 4}, {1_000_190, 4}} {
+		if got := s.UntilEnd(c.ms, 1_000_170); got != c.want {
+			t.Errorf("UntilEnd(%g, 1000170): got %g, want %g", c.ms, got, c.want)
+		}
 	}
 	var sum Series
 	o := Series{StartMS: 1_000_400, SliceMS: SliceMS, Counts: []int64{5}}
@@ -88,5 +95,28 @@ func TestTrackerSeries(t *testing.T) {
 	bad := &Summary{AcceptedSeries: &Series{StartMS: 0, SliceMS: 1000, Counts: []int64{1}}}
 	if _, err := Merge([]*Summary{s, bad}); err == nil || !strings.Contains(err.Error(), "merge: summary 2, e2e accepted_series: slices of 1000 ms against 100 ms") {
 		t.Errorf("a series of another width: got %v", err)
+	}
+}
+
+// The series end where the drain ended: an event the sinks pass on while
+// they close is counted, but not in the series, which are exact up to
+// the drain's end (SeenUntilMS).
+func TestTrackerSeriesEndAtDrain(t *testing.T) {
+	start := time.Date(2026, 11, 28, 7, 0, 0, 0, time.UTC)
+	clock := start
+	tr := NewTracker(6, 1, start, func() time.Time { return clock })
+	for seq := range uint64(2) {
+		tr.Stamped(0)
+		tr.Accepted(0, seq, start.UnixMicro())
+	}
+	tr.Seen(AppendID(nil, ID{Nonce: 6, Seq: 0, Sent: start.UnixMicro()}), "done", start.Add(100*time.Millisecond))
+	clock = start.Add(time.Second)
+	tr.Drain(context.Background(), start, 500*time.Millisecond, time.Second, func(time.Duration) {})
+	tr.Seen(AppendID(nil, ID{Nonce: 6, Seq: 1, Sent: start.UnixMicro()}), "done", clock.Add(10*time.Millisecond))
+	clock = clock.Add(time.Second)
+	s := tr.Summary(time.Second)
+	if s.Stages[0].Unique != 2 || s.Stages[0].SeenSeries.Total() != 1 || s.SeenUntilMS != start.Add(time.Second).UnixMilli() {
+		t.Errorf("unique %d, in the series %d, until %d: want 2, 1 (the one before the drain's end), %d",
+			s.Stages[0].Unique, s.Stages[0].SeenSeries.Total(), s.SeenUntilMS, start.Add(time.Second).UnixMilli())
 	}
 }

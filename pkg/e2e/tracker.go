@@ -46,8 +46,11 @@ type Tracker struct {
 	// the run (ProveLoss).
 	provesLoss bool
 
-	mu       sync.Mutex // guards what follows
-	stages   []*stageScore
+	mu     sync.Mutex // guards what follows
+	stages []*stageScore
+	// drained is when Drain ended (Unix ms; 0 before): the series count
+	// no event seen after it, so that they are exact up to it.
+	drained  int64
 	foreign  int64 // IDs seen that this run did not send
 	lastSeen time.Time
 	// fallback is the stage listed when no event was seen at all (an
@@ -256,7 +259,9 @@ func (t *Tracker) Seen(idText []byte, stage string, at time.Time) {
 	ns := at.Sub(time.UnixMicro(id.Sent)).Nanoseconds()
 	hist.RecordNanos(st.hist, ns)
 	st.recordSecond(at.Unix(), ns)
-	st.seenAt.Add(at.UnixMilli())
+	if ms := at.UnixMilli(); t.drained == 0 || ms < t.drained {
+		st.seenAt.Add(ms)
+	}
 	t.recordStep(st, id.Sent, ns)
 	t.recordDelta(slot, id.Seq, idx, at.UnixNano())
 }
@@ -321,7 +326,11 @@ func (t *Tracker) Drain(ctx context.Context, lastSend time.Time, drain, idle tim
 		}
 		sleep(min(idle/4, 50*time.Millisecond))
 	}
-	return t.now().Sub(began)
+	end := t.now()
+	t.mu.Lock()
+	t.drained = end.UnixMilli()
+	t.mu.Unlock()
+	return end.Sub(began)
 }
 
 // Summary is the end-to-end section of a run's summary (report.Summary's
@@ -410,7 +419,10 @@ type Interval struct {
 func (t *Tracker) Summary(drain time.Duration) *Summary {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := &Summary{Foreign: t.foreign, DrainS: drain.Seconds(), LossKnown: t.provesLoss, SeenUntilMS: t.now().UnixMilli()}
+	s := &Summary{Foreign: t.foreign, DrainS: drain.Seconds(), LossKnown: t.provesLoss, SeenUntilMS: t.drained}
+	if s.SeenUntilMS == 0 { // no drain (a standalone sink): until now
+		s.SeenUntilMS = t.now().UnixMilli()
+	}
 	acc := &Series{SliceMS: SliceMS}
 	for vu := range t.accepted {
 		s.Sent += t.sent[vu]

@@ -42,7 +42,7 @@ func WriteHTML(w io.Writer, s *Summary) error {
 	sort.Slice(data.Errors, func(i, j int) bool { return data.Errors[i].Name < data.Errors[j].Name })
 	data.Protocols = strings.Join(countList(s.ConnectionsByProtocol), " ")
 	for _, st := range s.Steps {
-		data.StepVerdicts, data.StepsBehind = data.StepVerdicts || st.KeptUp != nil, data.StepsBehind || len(st.Behind) > 0
+		data.StepVerdicts, data.StepsBehind = data.StepVerdicts || st.KeptUp != nil, data.StepsBehind || len(st.Behind)+len(st.NotJudged) > 0
 		data.StepsDropped, data.StepsLate = data.StepsDropped || st.Dropped != 0, data.StepsLate || st.Late != 0
 	}
 	if s.E2E != nil {
@@ -147,7 +147,7 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 {{$first := index .S.Steps 0}}<table id="steps"><tr><th>step</th><th>target</th><th>duration</th><th>achieved it/s</th><th>requests / s</th>{{if .StepsDropped}}<th>dropped</th>{{end}}{{if .StepsLate}}<th>late</th>{{end}}<th>requests</th><th>failed</th><th>p50</th><th>p90</th><th>p99</th><th>service p99</th>{{if $first.E2E}}<th>accepted / s</th>{{end}}{{range $first.E2E}}<th>seen / s at {{.Stage}}</th><th>e2e {{.Stage}} p99</th>{{end}}{{if .StepVerdicts}}<th>kept up</th>{{end}}</tr>
 {{$verdicts := .StepVerdicts}}{{$dropped := .StepsDropped}}{{$late := .StepsLate}}{{range .S.Steps}}<tr class="step"><td>{{.Step}}</td><td>{{.Target}}</td><td>{{f2 .DurationS}} s</td><td>{{f2 .IterationRate}}</td><td>{{f2 .RequestRate}}</td>{{if $dropped}}<td>{{.Dropped}}</td>{{end}}{{if $late}}<td>{{.Late}}</td>{{end}}<td>{{.Requests}}</td><td>{{.Failed}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Service.P99}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}{{if .E2E}}<td>{{f2 .AcceptedRate}}</td>{{end}}{{range .E2E}}<td>{{f2 .SeenPerSecond}}</td><td>{{if .Events}}{{ms .Latency.P99}}{{else}}-{{end}}</td>{{end}}{{if $verdicts}}<td>{{keptUp .KeptUp}}</td>{{end}}</tr>
 {{end}}</table>
-{{if .StepsBehind}}<ul id="steps-behind">{{range .S.Steps}}{{if .Behind}}<li>step {{.Step}} ({{.Target}}) fell behind: {{join .Behind "; "}}</li>{{end}}{{end}}</ul>{{end}}
+{{if .StepsBehind}}<ul id="steps-behind">{{range .S.Steps}}{{if .Behind}}<li>step {{.Step}} ({{.Target}}) fell behind: {{join .Behind "; "}}</li>{{end}}{{if .NotJudged}}<li>step {{.Step}} ({{.Target}}) not judged: {{join .NotJudged "; "}}</li>{{end}}{{end}}</ul>{{end}}
 <p>A request belongs to the step its iteration was due in; achieved is iterations begun per second of the step; a step keeps up when it achieves at least 1 − tolerance of its target in iterations whose requests succeeded, holds its thresholds, and, with sinks, each stage saw at least 90% of the events the API accepted in it.</p>{{end}}
 <h2>Endpoints</h2>
 <table><tr><th>endpoint</th><th>requests</th><th>answered</th><th>ok</th><th>status</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>

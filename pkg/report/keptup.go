@@ -57,8 +57,9 @@ type StepsVerdict struct {
 //     of tolerance/(1 + tolerance) of what it is sent, just under the
 //     tolerance: half of it lies between the two.) How long the drain waited changes nothing
 //     of it unless the drain ended before the delay had passed: then
-//     only the part of the step the sinks could see is judged, and a
-//     step of which no part could be is not judged by that stage. A
+//     only the part of the step the sinks could see is judged; a step
+//     of which less than MinJudged could be has no verdict (unless
+//     another check put it behind), and says why in NotJudged. A
 //     summary without the series (written before they were kept) is
 //     judged as it was: SeenShare of the accepted seen by the end of
 //     the drain.
@@ -70,11 +71,15 @@ func (s *Summary) JudgeSteps(tolerance float64) {
 	judged := false
 	for i := range s.Steps {
 		st := &s.Steps[i]
-		st.KeptUp, st.Behind = nil, nil
+		st.KeptUp, st.Behind, st.NotJudged = nil, nil, nil
 		if st.DurationS <= 0 {
 			continue
 		}
-		checks, behind := s.stepChecks(st, tolerance)
+		checks, behind, unjudged := s.stepChecks(st, tolerance)
+		if len(behind) == 0 && len(unjudged) > 0 {
+			st.NotJudged = unjudged // what it did not see may have fallen behind
+			continue
+		}
 		if checks == 0 {
 			continue
 		}
@@ -86,9 +91,14 @@ func (s *Summary) JudgeSteps(tolerance float64) {
 	}
 }
 
-// stepChecks judges step st: how many checks applied, and the reasons
-// of those that failed.
-func (s *Summary) stepChecks(st *Step, tolerance float64) (checks int, behind []string) {
+// MinJudged is the least share of a step an e2e stage's window must cover
+// for the stage to judge it: a drain that ended before the stage's delay
+// had passed leaves the end of the last steps unseen.
+const MinJudged = 0.5
+
+// stepChecks judges step st: how many checks applied, the reasons of
+// those that failed, and why a stage could not judge it.
+func (s *Summary) stepChecks(st *Step, tolerance float64) (checks int, behind, unjudged []string) {
 	if st.Unit == "rate" {
 		checks++
 		target, achieved, unit := (st.From+st.To)/2, 0.0, "/s"
@@ -120,7 +130,10 @@ func (s *Summary) stepChecks(st *Step, tolerance float64) (checks int, behind []
 			if float64(e.Seen) < SeenShare*float64(st.Accepted) {
 				behind = append(behind, fmt.Sprintf("events seen %s of %s accepted at %s", rateLabel(e.SeenRate, "/s"), rateLabel(st.AcceptedRate, "/s"), e.Stage))
 			}
-		case w != nil && w.JudgedS > 0 && w.Accepted > 0:
+		case w != nil && w.JudgedS < MinJudged*st.DurationS && (w.JudgedS > 0 || w.DelayMS > 0):
+			unjudged = append(unjudged, fmt.Sprintf("%s saw %s of the step's %s: its events are due there %s after they are sent, and the drain ended %s after the run; a --drain of at least %s judges it",
+				e.Stage, formatSeconds(max(w.JudgedS, 0)), formatSeconds(st.DurationS), formatMillis(w.DelayMS), formatSeconds(s.drainS()), formatMillis(w.DelayMS+1000)))
+		case w != nil && w.Accepted > 0:
 			judged = true
 			if fellBehind(w, tolerance) {
 				behind = append(behind, fmt.Sprintf("backlog at %s grew from %s to %s events: seen %s of %s accepted (delay %s)", e.Stage,
@@ -132,7 +145,15 @@ func (s *Summary) stepChecks(st *Step, tolerance float64) (checks int, behind []
 	if judged {
 		checks++
 	}
-	return checks, behind
+	return checks, behind, unjudged
+}
+
+// drainS is how long the run waited for its events, in seconds.
+func (s *Summary) drainS() float64 {
+	if s.E2E == nil {
+		return 0
+	}
+	return s.E2E.DrainS
 }
 
 // fellBehind reports whether a stage fell behind in a step's window: its
@@ -182,18 +203,24 @@ func (s *Summary) SetStepWindows() {
 			}
 			seen := stage.SeenSeries
 			w.JudgedS = (to - from) / 1000
-			a, sn := acc.Between(from, to), seen.Between(from+d, to+d)
+			// The sinks counted nothing from until on: the events of its
+			// slice came before it.
+			a, sn := acc.Between(from, to), seen.BetweenEnd(from+d, to+d, until)
 			w.Accepted, w.Seen = int64(math.Round(a)), int64(math.Round(sn))
 			w.AcceptedRate, w.SeenRate = a/w.JudgedS, sn/w.JudgedS
-			w.BacklogStart = int64(math.Round(acc.Until(from) - seen.Until(from+d)))
-			w.BacklogEnd = int64(math.Round(acc.Until(to) - seen.Until(to+d)))
+			w.BacklogStart = int64(math.Round(acc.Until(from) - seen.UntilEnd(from+d, until)))
+			w.BacklogEnd = int64(math.Round(acc.Until(to) - seen.UntilEnd(to+d, until)))
 		}
 	}
 }
 
-// stageDelays is each e2e stage's delay, in ms: the lowest median
+// stageDelays is each e2e stage's delay, in ms: the lowest p99
 // end-to-end latency it had in any step (its delay where the system was
-// least loaded); 0 for a stage that saw no event.
+// least loaded); 0 for a stage that saw no event. The p99, not the
+// median: the window's end then waits for nearly every event a stage
+// that keeps up delivers, so that a machine's jitter (a pause of a
+// tenth of a second as a step ends) is not read as a backlog; a stage
+// short of capacity still delivers no faster in the shifted window.
 func stageDelays(steps []Step) map[string]float64 {
 	out := map[string]float64{}
 	for _, st := range steps {
@@ -201,8 +228,8 @@ func stageDelays(steps []Step) map[string]float64 {
 			if e.Events == 0 {
 				continue
 			}
-			if d, ok := out[e.Stage]; !ok || e.Latency.P50 < d {
-				out[e.Stage] = e.Latency.P50
+			if d, ok := out[e.Stage]; !ok || e.Latency.P99 < d {
+				out[e.Stage] = e.Latency.P99
 			}
 		}
 	}
@@ -214,9 +241,12 @@ func stageDelays(steps []Step) map[string]float64 {
 // why and how its latency (end to end with sinks) compares.
 func stepsVerdict(steps []Step, tolerance float64) *StepsVerdict {
 	v := &StepsVerdict{Tolerance: tolerance}
-	var last *Step // the last step judged to keep up before the first behind
+	var last, unjudged *Step // the last step judged to keep up before the first behind; the first that could not be judged
 	for i := range steps {
 		st := &steps[i]
+		if st.KeptUp == nil && st.NotJudged != nil && unjudged == nil {
+			unjudged = st
+		}
 		if st.KeptUp == nil {
 			continue
 		}
@@ -224,7 +254,23 @@ func stepsVerdict(steps []Step, tolerance float64) *StepsVerdict {
 			v.FellBehind = st.Step
 			break
 		}
-		last, v.KeptUpThrough = st, st.Step
+		if unjudged == nil { // kept up one after the other from the first
+			last, v.KeptUpThrough = st, st.Step
+		}
+	}
+	if unjudged != nil {
+		var parts []string
+		if last != nil {
+			parts = append(parts, fmt.Sprintf("kept up through step %d (%s)", last.Step, targetLabel(last)))
+		}
+		parts = append(parts, fmt.Sprintf("step %d (%s) not judged: %s", unjudged.Step, targetLabel(unjudged), strings.Join(unjudged.NotJudged, "; ")))
+		if v.FellBehind != 0 {
+			bad := &steps[v.FellBehind-1]
+			what, lat := latencyLabel(bad)
+			parts = append(parts, fmt.Sprintf("fell behind in step %d (%s): %s, %s %s", bad.Step, targetLabel(bad), strings.Join(bad.Behind, "; "), what, lat))
+		}
+		v.Line = strings.Join(parts, "; ")
+		return v
 	}
 	if v.FellBehind == 0 {
 		v.Line = fmt.Sprintf("kept up through every step (the last, step %d: %s)", last.Step, targetLabel(last))

@@ -76,6 +76,10 @@ type Step struct {
 	// nothing judged it. Behind says why it did not.
 	KeptUp *bool    `json:"kept_up,omitempty"`
 	Behind []string `json:"behind,omitempty"`
+	// NotJudged says why a step has no verdict though it has checks: an
+	// e2e stage saw too little of it (the drain ended before the stage's
+	// delay had passed).
+	NotJudged []string `json:"not_judged,omitempty"`
 
 	Histogram        string `json:"histogram"`         // latency, µs, as Summary.Histogram
 	ServiceHistogram string `json:"service_histogram"` // service time
@@ -125,7 +129,7 @@ func (e StepE2E) SeenPerSecond() float64 {
 //
 // The window is the step's span [start, end) for the events accepted
 // (by their send time), and the same span shifted by the stage's delay
-// for the events first seen at the stage: DelayMS, the lowest median
+// for the events first seen at the stage: DelayMS, the lowest p99
 // end-to-end latency of the stage in any step (its delay where the
 // system was least loaded). Where the sinks stopped counting before the
 // shifted end (a drain shorter than the delay), the window ends earlier:
