@@ -34,10 +34,9 @@ learned from the live answers. --raw replays without them, to show the
 traffic failing; --transforms FILE uses yours instead.
 
 To take it apart: --write-traffic DIR writes the demo's traffic and
-transforms as files (demo.jsonl, demo-transforms.yaml); --serve ADDR only
-runs the demo SUT on ADDR (a loopback address) until interrupted, to aim
-replay run or another tool at it, its worker delivering the events it
-processed to --deliver-to (a loopback replay sink, or a run's --sink-http).`,
+transforms as files; --serve ADDR only runs the demo SUT on ADDR (loopback)
+until interrupted, to aim replay run or another tool at it, its worker
+delivering the events it processed to --deliver-to (a loopback sink).`,
 		Example: `  replay demo
   replay demo --raw                  # the same traffic without transforms: 401s
   replay demo --vus 50 --duration 10s --out demo.json
@@ -50,6 +49,7 @@ processed to --deliver-to (a loopback replay sink, or a run's --sink-http).`,
 				return err
 			}
 			if sut.Addr != "" || write != "" {
+				sut.WorkerRate, sut.WorkerDelay = d.WorkerRate, d.WorkerDelay
 				return demoAlone(cmd, sut, write, log)
 			}
 			markGiven(cmd.Flags(), &f.run.Load)
@@ -90,8 +90,6 @@ func demoAlone(cmd *cobra.Command, sut demorun.ServeOptions, write string, log z
 		}
 		return err
 	}
-	sut.WorkerRate, _ = cmd.Flags().GetFloat64("worker-rate")
-	sut.WorkerDelay, _ = cmd.Flags().GetDuration("worker-delay")
 	srv, err := demorun.StartSUT(sut)
 	if err != nil {
 		return err
