@@ -51,18 +51,20 @@ type StepsVerdict struct {
 //     the backlog (accepted, not yet seen) grew by at most half the
 //     tolerance of the events accepted in the step, and one event for
 //     the slices' rounding — the events first seen at the stage during
-//     the step shifted by the stage's delay are at least (1 −
-//     tolerance/2) of those accepted during the step. (A stage below its
-//     capacity grows no backlog; one at (1 + tolerance) of it grows one
-//     of tolerance/(1 + tolerance) of what it is sent, just under the
-//     tolerance: half of it lies between the two.) How long the drain waited changes nothing
-//     of it unless the drain ended before the delay had passed: then
-//     only the part of the step the sinks could see is judged; a step
-//     of which less than MinJudged could be has no verdict (unless
-//     another check put it behind), and says why in NotJudged. A
-//     summary without the series (written before they were kept) is
-//     judged as it was: SeenShare of the accepted seen by the end of
-//     the drain.
+//     the step shifted by the stage's delay (its lowest p99 in any step)
+//     are at least (1 − tolerance/2) of those accepted during the step.
+//     A stage below its capacity grows no backlog; one at (1 +
+//     tolerance) of it grows one of tolerance/(1 + tolerance) of what it
+//     is sent, just under the tolerance: half of it lies between the
+//     two.
+//
+// How long the drain waited changes nothing of it unless the drain ended
+// before the stage's delay had passed: then only the part of the step
+// the sinks could see is judged, and a step of which less than MinJudged
+// could be has no verdict (unless another check put it behind) and says
+// why in NotJudged. A summary without the series (written before they
+// were kept) is judged as it was: SeenShare of the accepted seen by the
+// end of the drain.
 //
 // A step nothing of this judges (VU stages without thresholds or sinks),
 // or one the run stopped before, has no verdict; without any, s has none.
@@ -131,8 +133,8 @@ func (s *Summary) stepChecks(st *Step, tolerance float64) (checks int, behind, u
 				behind = append(behind, fmt.Sprintf("events seen %s of %s accepted at %s", rateLabel(e.SeenRate, "/s"), rateLabel(st.AcceptedRate, "/s"), e.Stage))
 			}
 		case w != nil && w.JudgedS < MinJudged*st.DurationS && (w.JudgedS > 0 || w.DelayMS > 0):
-			unjudged = append(unjudged, fmt.Sprintf("%s saw %s of the step's %s: its events are due there %s after they are sent, and the drain ended %s after the run; a --drain of at least %s judges it",
-				e.Stage, formatSeconds(max(w.JudgedS, 0)), formatSeconds(st.DurationS), formatMillis(w.DelayMS), formatSeconds(s.drainS()), formatMillis(w.DelayMS+1000)))
+			unjudged = append(unjudged, fmt.Sprintf("%s saw %s of the step's %s: its events are due there %s after they are sent, and the drain ended %s after the run; a --drain longer than that delay judges it",
+				e.Stage, formatSeconds(max(w.JudgedS, 0)), formatSeconds(st.DurationS), formatMillis(w.DelayMS), formatSeconds(s.drainS())))
 		case w != nil && w.Accepted > 0:
 			judged = true
 			if fellBehind(w, tolerance) {
