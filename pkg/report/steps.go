@@ -134,9 +134,10 @@ func (e StepE2E) SeenPerSecond() float64 {
 // system was least loaded). Where the sinks stopped counting before the
 // shifted end (a drain shorter than the delay), the window ends earlier:
 // JudgedS is its length (0: none of the step could be judged). The
-// backlog at a moment t is the events accepted before t and not seen at
-// the stage by t + the delay; BacklogEnd − BacklogStart = Accepted −
-// Seen.
+// backlog at a moment t is the events accepted before t less those seen
+// at the stage by t + the delay (below 0 when events sent after t are
+// seen within the delay: what counts is its growth); BacklogEnd −
+// BacklogStart = Accepted − Seen.
 type StepWindow struct {
 	DelayMS      float64 `json:"delay_ms"`
 	JudgedS      float64 `json:"judged_s"`
