@@ -34,10 +34,9 @@ event ids learned from the live answers. --raw replays without them, to
 show the traffic failing; --transforms FILE uses yours instead.
 
 To take it apart: --write-traffic DIR writes the demo's traffic and
-transforms as files (demo.jsonl, demo-transforms.yaml); --serve ADDR only
-runs the demo SUT on ADDR (a loopback address) until interrupted, to aim
-replay run or another tool at it, its worker delivering the events it
-processed to --deliver-to (a loopback replay sink, or a run's --sink-http).`,
+transforms as files; --serve ADDR only runs the demo SUT on ADDR (loopback)
+until interrupted, to aim replay run or another tool at it, its worker
+delivering the events it processed to --deliver-to (a loopback sink).`,
 		Example: `  replay demo
   replay demo --raw                  # the same traffic without transforms: 401s
   replay demo --vus 50 --duration 10s --out demo.json
@@ -50,6 +49,7 @@ processed to --deliver-to (a loopback replay sink, or a run's --sink-http).`,
 				return err
 			}
 			if sut.Addr != "" || write != "" {
+				sut.WorkerRate, sut.WorkerDelay = d.WorkerRate, d.WorkerDelay
 				return demoAlone(cmd, sut, write, log)
 			}
 			markGiven(cmd.Flags(), &f.run.Load)
@@ -70,6 +70,7 @@ processed to --deliver-to (a loopback replay sink, or a run's --sink-http).`,
 	cmd.Flags().BoolVar(&d.Raw, "raw", false, "replay without the demo's transforms, to see the recorded traffic fail")
 	cmd.Flags().BoolVar(&d.NoSink, "no-sink", false, "do not follow events to the demo's worker (no end-to-end section)")
 	cmd.Flags().Float64Var(&d.WorkerRate, "worker-rate", demo.DefaultWorkerRate, "events a second the demo SUT's worker processes; above it, a backlog grows")
+	cmd.Flags().DurationVar(&d.WorkerDelay, "worker-delay", 0, "the demo SUT's worker delivers no event sooner than this after it was queued (a slow pipeline, not a full one)")
 	return cmd
 }
 
@@ -89,7 +90,6 @@ func demoAlone(cmd *cobra.Command, sut demorun.ServeOptions, write string, log z
 		}
 		return err
 	}
-	sut.WorkerRate, _ = cmd.Flags().GetFloat64("worker-rate")
 	srv, err := demorun.StartSUT(sut, log)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	replay "github.com/replay-dev/replay"
 	"github.com/replay-dev/replay/internal/outfile"
@@ -37,6 +38,8 @@ type Options struct {
 	NoSink bool
 	// WorkerRate is the events a second the demo's worker processes.
 	WorkerRate float64
+	// WorkerDelay is the least time from an event queued to delivered.
+	WorkerDelay time.Duration
 }
 
 // Start checks d against the run's options o, starts the demo SUT on a
@@ -79,7 +82,7 @@ func Start(o *run.Options, d Options, log zerolog.Logger) (*demo.Server, error) 
 // sink has the demo's worker deliver processed events to the run's HTTP
 // sink (one on a free loopback port, unless NoSink or the user's own).
 func sink(o *run.Events, d Options) (demo.Options, error) {
-	opts := demo.Options{WorkerRate: d.WorkerRate}
+	opts := demo.Options{WorkerRate: d.WorkerRate, WorkerDelay: d.WorkerDelay}
 	if o.HTTP == "" && !d.NoSink {
 		addr, err := freeLoopbackAddr()
 		if err != nil {
@@ -156,6 +159,8 @@ type ServeOptions struct {
 	DeliverTo string
 	// WorkerRate is the events a second the worker processes.
 	WorkerRate float64
+	// WorkerDelay is the least time from an event queued to delivered.
+	WorkerDelay time.Duration
 }
 
 // StartSUT checks o and starts the demo SUT alone, its server's messages
@@ -174,7 +179,7 @@ func StartSUT(o ServeOptions, log zerolog.Logger) (*demo.Server, error) {
 		}
 		o.DeliverTo = strings.TrimSuffix(o.DeliverTo, "/")
 	}
-	srv, err := demo.StartWith(o.Addr, demo.Options{SinkURL: o.DeliverTo, WorkerRate: o.WorkerRate, Log: log})
+	srv, err := demo.StartWith(o.Addr, demo.Options{SinkURL: o.DeliverTo, WorkerRate: o.WorkerRate, WorkerDelay: o.WorkerDelay, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("--serve: %w", err)
 	}
@@ -199,7 +204,7 @@ func loopback(flag, addr string) error {
 
 // AloneFlags are the flags replay demo takes with --serve or
 // --write-traffic; the others are a run's.
-var AloneFlags = []string{"serve", "deliver-to", "worker-rate", "write-traffic", "log-level", "log-format"}
+var AloneFlags = []string{"serve", "deliver-to", "worker-rate", "worker-delay", "write-traffic", "log-level", "log-format"}
 
 // CheckAlone refuses, with --serve or --write-traffic (mode, the flag
 // given), any of the flags given that only a run uses: the run flags

@@ -192,7 +192,9 @@ func (t *tracking) close() {
 // returns the tracker's summary.
 func (t *tracking) drain(ctx context.Context, log zerolog.Logger) *e2e.Summary {
 	if !t.set.any() {
-		return t.tracker.Summary(0) // stamped for sinks elsewhere (replay sink)
+		s := t.tracker.Summary(0) // stamped for sinks elsewhere (replay sink)
+		s.SeenUntilMS = 0         // no sink of its own: it counted nothing until then
+		return s
 	}
 	log.Info().Dur("at_most", t.wait).Msg("draining: waiting for the events still on their way")
 	waited := t.tracker.Drain(ctx, time.Now(), t.wait, t.set.idle, time.Sleep)

@@ -3,6 +3,7 @@ package chart
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -34,7 +35,9 @@ type Lines struct {
 	YWhole bool
 }
 
-// Series is one line of a Lines chart.
+// Series is one line of a Lines chart. Its polyline carries its name
+// (data-series) and the values it draws (data-values: "x:y x:y ..."),
+// for a reader of the page that wants the numbers, not the pixels.
 type Series struct {
 	Name  string // in the legend
 	Color string
@@ -194,17 +197,19 @@ func (c *Lines) SVG() string {
 	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#8a90a0"/>`, left, W-right, bottomY, bottomY)
 	// Lines and legend.
 	for i, s := range c.Series {
-		var pts []string
+		var pts, data []string
 		for j, y := range s.Y {
 			if j < len(xs) && !math.IsNaN(y) {
 				pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(xs[j]), py(y)))
+				data = append(data, strconv.FormatFloat(xs[j], 'g', -1, 64)+":"+strconv.FormatFloat(y, 'g', 6, 64))
 			}
 		}
 		dash := ""
 		if s.Dashed {
 			dash = ` stroke-dasharray="6 4"`
 		}
-		fmt.Fprintf(&b, `<polyline class="series" fill="none" stroke="%s" stroke-width="1.8"%s points="%s"/>`, s.Color, dash, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<polyline class="series" fill="none" stroke="%s" stroke-width="1.8"%s points="%s" data-series="%s" data-values="%s"/>`,
+			s.Color, dash, strings.Join(pts, " "), esc(s.Name), strings.Join(data, " "))
 		l := legend[i]
 		fmt.Fprintf(&b, `<rect class="legend" x="%.1f" y="%.1f" width="12" height="3" fill="%s"/><text x="%.1f" y="%.1f">%s</text>`, l.x, l.y-4, s.Color, l.x+16, l.y, esc(s.Name))
 	}

@@ -95,6 +95,9 @@ type Options struct {
 	// Log gets what the server has to say (fasthttp's messages, as
 	// warnings); the zero Logger discards it.
 	Log zerolog.Logger
+	// WorkerDelay is the least time from an event queued to delivered
+	// (0: as soon as the worker's rate allows).
+	WorkerDelay time.Duration
 }
 
 // Server is a running demo SUT.
@@ -134,7 +137,7 @@ func StartWith(addr string, opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	if opts.SinkURL != "" {
-		if s.worker, err = startWorker(opts.SinkURL, opts.WorkerRate); err != nil {
+		if s.worker, err = startWorker(opts.SinkURL, opts.WorkerRate, opts.WorkerDelay); err != nil {
 			ln.Close()
 			return nil, err
 		}

@@ -18,7 +18,9 @@ import (
 // a second, as a POST to SinkURL + "/stage/processed" with the same ce-id:
 // the work an event-driven service does behind its 202. Under a load above
 // the worker's rate the queue grows, and the time from send to delivery
-// with it, while the API still answers in a millisecond.
+// with it, while the API still answers in a millisecond. With
+// Options.WorkerDelay, no event is delivered sooner than that after it
+// was queued: a pipeline slow by construction, not by load.
 
 // DefaultWorkerRate is how many events a second the demo's worker delivers.
 const DefaultWorkerRate = 3000
@@ -31,7 +33,8 @@ const maxQueue = 200_000
 type worker struct {
 	sink    string // POST target
 	rate    float64
-	queue   chan []byte
+	delay   time.Duration // the least time from queued to delivered
+	queue   chan queued
 	client  *fasthttp.Client
 	dropped atomic.Int64
 	sent    atomic.Int64
@@ -40,7 +43,13 @@ type worker struct {
 	wg      sync.WaitGroup
 }
 
-func startWorker(sinkURL string, rate float64) (*worker, error) {
+// queued is an event in the queue: its ID, and when it was queued.
+type queued struct {
+	id []byte
+	at time.Time
+}
+
+func startWorker(sinkURL string, rate float64, delay time.Duration) (*worker, error) {
 	u, err := url.Parse(sinkURL)
 	if err != nil || u.Scheme != "http" || u.Host == "" {
 		return nil, fmt.Errorf("demo sink %q: want http://host:port", sinkURL)
@@ -52,7 +61,7 @@ func startWorker(sinkURL string, rate float64) (*worker, error) {
 		rate = DefaultWorkerRate
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &worker{sink: sinkURL + "/stage/processed", rate: rate, queue: make(chan []byte, maxQueue), stop: cancel,
+	w := &worker{sink: sinkURL + "/stage/processed", rate: rate, delay: max(delay, 0), queue: make(chan queued, maxQueue), stop: cancel,
 		client: &fasthttp.Client{MaxConnsPerHost: 4, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}}
 	w.wg.Add(1)
 	go w.run(ctx)
@@ -62,13 +71,14 @@ func startWorker(sinkURL string, rate float64) (*worker, error) {
 // enqueue queues an event's ID; it never blocks.
 func (w *worker) enqueue(id []byte) {
 	select {
-	case w.queue <- append([]byte(nil), id...):
+	case w.queue <- queued{id: append([]byte(nil), id...), at: time.Now()}:
 	default:
 		w.dropped.Add(1)
 	}
 }
 
-// run delivers at most rate events a second, in order, until stopped.
+// run delivers at most rate events a second, in order, each no sooner
+// than delay after it was queued, until stopped.
 func (w *worker) run(ctx context.Context) {
 	defer w.wg.Done()
 	interval := time.Duration(float64(time.Second) / w.rate)
@@ -77,11 +87,15 @@ func (w *worker) run(ctx context.Context) {
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	for {
-		var id []byte
+		var ev queued
 		select {
 		case <-ctx.Done():
 			return
-		case id = <-w.queue:
+		case ev = <-w.queue:
+		}
+		id := ev.id
+		if due := ev.at.Add(w.delay); due.After(next) {
+			next = due
 		}
 		if d := time.Until(next); d > 0 {
 			select {

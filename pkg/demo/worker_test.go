@@ -101,3 +101,38 @@ func TestWorkerLoopbackOnly(t *testing.T) {
 		t.Errorf("got %v, want the demo to refuse a sink outside loopback", err)
 	}
 }
+
+// With a delay, the worker delivers no event sooner than the delay after
+// it was queued, and still each once, in order.
+func TestWorkerDelay(t *testing.T) {
+	const delay = 400 * time.Millisecond
+	sk := newSink(t)
+	srv, err := StartWith("127.0.0.1:0", Options{SinkURL: sk.URL, WorkerRate: 1000, WorkerDelay: delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	posted := make([]time.Time, 5)
+	for i := range posted {
+		posted[i] = time.Now() // queued after this
+		postEvent(t, srv.URL(), fmt.Sprintf("ev-%d", i))
+		time.Sleep(50 * time.Millisecond)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(sk.received()) < len(posted) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	if len(sk.ids) != len(posted) {
+		t.Fatalf("got %d deliveries, want %d", len(sk.ids), len(posted))
+	}
+	for i, id := range sk.ids {
+		if want := fmt.Sprintf("ev-%d", i); id != want {
+			t.Errorf("delivery %d: got %s, want %s", i, id, want)
+		}
+		if got := sk.at[i].Sub(posted[i]); got < delay {
+			t.Errorf("event %d delivered %v after it was posted, want at least %v", i, got, delay)
+		}
+	}
+}

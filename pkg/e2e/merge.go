@@ -11,7 +11,8 @@ import (
 // Merge adds up the end-to-end sections of summaries made side by side
 // (shards, or runs and standalone sinks): counts by stage name, histograms
 // merged exactly (each stage's, each of its seconds', each delta's),
-// per-second counts added. es[i] is the section of summary i, nil where it
+// per-second counts and series (accepted, seen at each stage) added slice
+// by slice; the sinks counted up to the earliest SeenUntilMS. es[i] is the section of summary i, nil where it
 // has none; errors name the summary from 1 ("merge: summary 2, e2e stage
 // done: ..."). It returns nil when no summary has a section.
 //
@@ -39,6 +40,17 @@ func Merge(es []*Summary) (*Summary, error) {
 		out.Foreign += e.Foreign
 		out.DrainS = max(out.DrainS, e.DrainS)
 		out.LossKnown = out.LossKnown && e.LossKnown
+		if e.SeenUntilMS != 0 && (out.SeenUntilMS == 0 || e.SeenUntilMS < out.SeenUntilMS) {
+			out.SeenUntilMS = e.SeenUntilMS // counted everywhere up to the earliest end
+		}
+		if e.AcceptedSeries != nil {
+			if out.AcceptedSeries == nil {
+				out.AcceptedSeries = &Series{}
+			}
+			if err := out.AcceptedSeries.AddSeries(e.AcceptedSeries); err != nil {
+				return nil, fmt.Errorf("merge: summary %d, e2e accepted_series: %w", i+1, err)
+			}
+		}
 		for _, st := range e.Stages {
 			m := byName[st.Name]
 			if m == nil {
@@ -98,6 +110,14 @@ func (m *stageMerge) add(i int, st Stage, lossKnown bool) error {
 	for _, iv := range st.Intervals {
 		if err := mergeSecond(m.secs, iv, i, st.Name); err != nil {
 			return err
+		}
+	}
+	if st.SeenSeries != nil {
+		if m.st.SeenSeries == nil {
+			m.st.SeenSeries = &Series{}
+		}
+		if err := m.st.SeenSeries.AddSeries(st.SeenSeries); err != nil {
+			return fmt.Errorf("merge: summary %d, e2e stage %s, seen_series: %w", i+1, st.Name, err)
 		}
 	}
 	return nil

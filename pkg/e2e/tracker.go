@@ -38,13 +38,19 @@ type Tracker struct {
 	accepted []bitset
 	marks    []stepMarks
 	sent     []int64 // per VU: requests stamped
+	// acceptedAt[vu] counts the VU's accepted events by the slice of
+	// their send time; written by that VU's goroutine only.
+	acceptedAt []Series
 	// provesLoss: the sinks can prove an event will never come, so what
 	// is unseen at the end of the drain is lost, not pending. Set before
 	// the run (ProveLoss).
 	provesLoss bool
 
-	mu       sync.Mutex // guards what follows
-	stages   []*stageScore
+	mu     sync.Mutex // guards what follows
+	stages []*stageScore
+	// drained is when Drain ended (Unix ms; 0 before): the series count
+	// no event seen after it, so that they are exact up to it.
+	drained  int64
 	foreign  int64 // IDs seen that this run did not send
 	lastSeen time.Time
 	// fallback is the stage listed when no event was seen at all (an
@@ -81,6 +87,9 @@ type stageScore struct {
 	spare              hist.Pool
 	// steps[i] is the latency of the events sent in step i (SetSteps).
 	steps []*hdrhistogram.Histogram
+	// seenAt counts the distinct events by the slice they were first
+	// seen in.
+	seenAt Series
 }
 
 // bitset is a growable set of sequence numbers.
@@ -139,7 +148,8 @@ func NewTracker(nonce uint32, vus int, start time.Time, now func() time.Time) *T
 	if now == nil {
 		now = time.Now
 	}
-	return &Tracker{nonce: nonce, start: start, now: now, accepted: make([]bitset, vus), marks: make([]stepMarks, vus), sent: make([]int64, vus)}
+	return &Tracker{nonce: nonce, start: start, now: now, accepted: make([]bitset, vus), marks: make([]stepMarks, vus), sent: make([]int64, vus),
+		acceptedAt: make([]Series, vus)}
 }
 
 // Expect names the stages the run's sinks will see before any event
@@ -202,12 +212,14 @@ func (t *Tracker) Stamped(vu int) {
 
 // Accepted records that the API answered the stamped request seq of VU vu,
 // sent at Unix µs sent, below 400, so its event is expected downstream.
-// Called on that VU's goroutine; it allocates only when the VU's set
-// grows, and at the VU's first event of a step.
+// Called on that VU's goroutine; it allocates only when the VU's set or
+// its series of accepted events (by the slice of time sent) grows, and
+// at the VU's first event of a step.
 func (t *Tracker) Accepted(vu int, seq uint64, sent int64) {
 	if vu < 0 || vu >= len(t.accepted) || !t.accepted[vu].set(seq) {
 		return
 	}
+	t.acceptedAt[vu].Add(sent / 1000)
 	if t.nSteps > 0 {
 		t.marks[vu].add(t.stepOf(sent), seq)
 	}
@@ -247,6 +259,9 @@ func (t *Tracker) Seen(idText []byte, stage string, at time.Time) {
 	ns := at.Sub(time.UnixMicro(id.Sent)).Nanoseconds()
 	hist.RecordNanos(st.hist, ns)
 	st.recordSecond(at.Unix(), ns)
+	if ms := at.UnixMilli(); t.drained == 0 || ms < t.drained {
+		st.seenAt.Add(ms)
+	}
 	t.recordStep(st, id.Sent, ns)
 	t.recordDelta(slot, id.Seq, idx, at.UnixNano())
 }
@@ -311,7 +326,11 @@ func (t *Tracker) Drain(ctx context.Context, lastSend time.Time, drain, idle tim
 		}
 		sleep(min(idle/4, 50*time.Millisecond))
 	}
-	return t.now().Sub(began)
+	end := t.now()
+	t.mu.Lock()
+	t.drained = end.UnixMilli()
+	t.mu.Unlock()
+	return end.Sub(began)
 }
 
 // Summary is the end-to-end section of a run's summary (report.Summary's
@@ -344,6 +363,14 @@ type Summary struct {
 	// memory: that × DeltaBytes).
 	Deltas             []Delta `json:"deltas,omitempty"`
 	DeltasPeakInFlight int     `json:"deltas_peak_in_flight,omitempty"`
+	// AcceptedSeries counts the accepted events by the slice of time
+	// they were sent in; SeenUntilMS is when the sinks stopped counting
+	// (Unix ms: the end of the drain; in a merge, the earliest end). With
+	// each stage's SeenSeries they say, step by step, whether a stage
+	// kept up (report's JudgeSteps). Absent from summaries written before
+	// they were kept, and SeenUntilMS from a run without sinks of its own.
+	AcceptedSeries *Series `json:"accepted_series,omitempty"`
+	SeenUntilMS    int64   `json:"seen_until_ms,omitempty"`
 }
 
 // Pending is the most events pending at a stage (the stage that misses
@@ -369,6 +396,9 @@ type Stage struct {
 	Latency    hist.Latency `json:"latency_ms"`  // seen − sent
 	Histogram  string       `json:"histogram"`   // HdrHistogram V2 compressed base64, µs
 	Intervals  []Interval   `json:"intervals"`   // received per second since the start
+	// SeenSeries counts the distinct events by the slice of time they
+	// were first seen here in (Series); absent from older summaries.
+	SeenSeries *Series `json:"seen_series,omitempty"`
 }
 
 // Interval is one second of a stage:
@@ -389,10 +419,18 @@ type Interval struct {
 func (t *Tracker) Summary(drain time.Duration) *Summary {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := &Summary{Foreign: t.foreign, DrainS: drain.Seconds(), LossKnown: t.provesLoss}
+	s := &Summary{Foreign: t.foreign, DrainS: drain.Seconds(), LossKnown: t.provesLoss, SeenUntilMS: t.drained}
+	if s.SeenUntilMS == 0 { // no drain (a standalone sink): until now
+		s.SeenUntilMS = t.now().UnixMilli()
+	}
+	acc := &Series{SliceMS: SliceMS}
 	for vu := range t.accepted {
 		s.Sent += t.sent[vu]
 		s.Accepted += t.accepted[vu].n
+		_ = acc.AddSeries(&t.acceptedAt[vu]) // one width: cannot fail
+	}
+	if len(acc.Counts) > 0 {
+		s.AcceptedSeries = acc
 	}
 	for _, st := range t.reported() {
 		var seenAccepted int64
@@ -404,6 +442,11 @@ func (t *Tracker) Summary(drain time.Duration) *Summary {
 		e.SetUnseen(s.Accepted-seenAccepted, s.Accepted, s.LossKnown)
 		st.closeSeconds(st.newest)
 		e.Intervals = append([]Interval(nil), st.secs...)
+		if len(st.seenAt.Counts) > 0 {
+			seen := st.seenAt
+			seen.Counts = append([]int64(nil), seen.Counts...)
+			e.SeenSeries = &seen
+		}
 		s.Stages = append(s.Stages, e)
 	}
 	if t.inFlight != nil {

@@ -42,7 +42,7 @@ func WriteHTML(w io.Writer, s *Summary) error {
 	sort.Slice(data.Errors, func(i, j int) bool { return data.Errors[i].Name < data.Errors[j].Name })
 	data.Protocols = strings.Join(countList(s.ConnectionsByProtocol), " ")
 	for _, st := range s.Steps {
-		data.StepVerdicts, data.StepsBehind = data.StepVerdicts || st.KeptUp != nil, data.StepsBehind || len(st.Behind) > 0
+		data.StepVerdicts, data.StepsBehind = data.StepVerdicts || st.KeptUp != nil, data.StepsBehind || len(st.Behind)+len(st.NotJudged) > 0
 		data.StepsDropped, data.StepsLate = data.StepsDropped || st.Dropped != 0, data.StepsLate || st.Late != 0
 	}
 	if s.E2E != nil {
@@ -146,10 +146,10 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 {{if .S.Steps}}<h2>Steps</h2>
 {{with .S.StepsVerdict}}<p id="steps-verdict"><b>{{upper .Line}}</b></p>{{end}}
 {{$first := index .S.Steps 0}}<table id="steps"><tr><th>step</th><th>target</th><th>duration</th><th>achieved it/s</th><th>requests / s</th>{{if .StepsDropped}}<th>dropped</th>{{end}}{{if .StepsLate}}<th>late</th>{{end}}<th>requests</th><th>failed</th><th>p50</th><th>p90</th><th>p99</th><th>service p99</th>{{if $first.E2E}}<th>accepted / s</th>{{end}}{{range $first.E2E}}<th>seen / s at {{.Stage}}</th><th>e2e {{.Stage}} p99</th>{{end}}{{if .StepVerdicts}}<th>kept up</th>{{end}}</tr>
-{{$verdicts := .StepVerdicts}}{{$dropped := .StepsDropped}}{{$late := .StepsLate}}{{range .S.Steps}}<tr class="step"><td>{{.Step}}</td><td>{{.Target}}</td><td>{{f2 .DurationS}} s</td><td>{{f2 .IterationRate}}</td><td>{{f2 .RequestRate}}</td>{{if $dropped}}<td>{{.Dropped}}</td>{{end}}{{if $late}}<td>{{.Late}}</td>{{end}}<td>{{.Requests}}</td><td>{{.Failed}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Service.P99}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}{{if .E2E}}<td>{{f2 .AcceptedRate}}</td>{{end}}{{range .E2E}}<td>{{f2 .SeenRate}}</td><td>{{seenMs .Events .Latency.P99}}</td>{{end}}{{if $verdicts}}<td>{{keptUp .KeptUp}}</td>{{end}}</tr>
+{{$verdicts := .StepVerdicts}}{{$dropped := .StepsDropped}}{{$late := .StepsLate}}{{range .S.Steps}}<tr class="step"><td>{{.Step}}</td><td>{{.Target}}</td><td>{{f2 .DurationS}} s</td><td>{{f2 .IterationRate}}</td><td>{{f2 .RequestRate}}</td>{{if $dropped}}<td>{{.Dropped}}</td>{{end}}{{if $late}}<td>{{.Late}}</td>{{end}}<td>{{.Requests}}</td><td>{{.Failed}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Service.P99}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}{{if .E2E}}<td>{{f2 .AcceptedRate}}</td>{{end}}{{range .E2E}}<td>{{f2 .SeenPerSecond}}</td><td>{{seenMs .Events .Latency.P99}}</td>{{end}}{{if $verdicts}}<td>{{keptUp .KeptUp}}</td>{{end}}</tr>
 {{end}}</table>
-{{if .StepsBehind}}<ul id="steps-behind">{{range .S.Steps}}{{if .Behind}}<li>step {{.Step}} ({{.Target}}) fell behind: {{join .Behind "; "}}</li>{{end}}{{end}}</ul>{{end}}
-<p>A request belongs to the step its iteration was due in; achieved is iterations begun per second of the step; a step keeps up when it achieves at least 1 − tolerance of its target in iterations whose requests succeeded, holds its thresholds, and, with sinks, each stage saw at least 90% of the events the API accepted in it.</p>{{end}}
+{{if .StepsBehind}}<ul id="steps-behind">{{range .S.Steps}}{{if .Behind}}<li>step {{.Step}} ({{.Target}}) fell behind: {{join .Behind "; "}}</li>{{end}}{{if .NotJudged}}<li>step {{.Step}} ({{.Target}}) not judged: {{join .NotJudged "; "}}</li>{{end}}{{end}}</ul>{{end}}
+<p>A request belongs to the step its iteration was due in; achieved is iterations begun per second of the step; a step keeps up when it achieves at least 1 − tolerance of its target in iterations whose requests succeeded, holds its thresholds, and, with sinks, each stage kept its backlog: over the step's own window, shifted by the stage's least delay, it saw what the API accepted in it, but for half the tolerance (the rule: docs/runs.md).</p>{{end}}
 <h2>Endpoints</h2>
 <table><tr><th>endpoint</th><th>requests</th><th>answered</th><th>ok</th><th>status</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
 {{$st := .EndpointStatus}}{{range $i, $e := .S.Endpoints}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td>{{.Answered}}</td><td>{{pct .Succeeded .Requests}}</td><td class="status">{{index1 $st $i}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}</tr>
@@ -197,21 +197,59 @@ func lineChart(title, xLabel, yUnit string, xs []float64, ss []chart.Series, xTi
 }
 
 // timeChart draws a chart of per-second points over elapsed time: each
-// point at the middle of its second (mid), the axis from the start of the
-// first second to the end of the last, so that a point lines up with the
-// step bands and the target drawn over the same second.
-func timeChart(title, yUnit string, mid []float64, ss []chart.Series, bands []chart.Band) template.HTML {
-	c := timeLines(title, yUnit, mid, ss, bands)
+// point at the middle of its second (mid), on the page's one time axis
+// (pageAxis), so that a point lines up with the step bands and the target
+// drawn over the same second, and with the same second on every other
+// time chart of the page.
+func timeChart(title, yUnit string, ax pageAxis, mid []float64, ss []chart.Series, bands []chart.Band) template.HTML {
+	c := timeLines(title, yUnit, ax, mid, ss, bands)
 	return template.HTML(c.SVG())
 }
 
 // timeLines is the chart timeChart draws.
-func timeLines(title, yUnit string, mid []float64, ss []chart.Series, bands []chart.Band) chart.Lines {
+func timeLines(title, yUnit string, ax pageAxis, mid []float64, ss []chart.Series, bands []chart.Band) chart.Lines {
 	c := chart.Lines{Title: title, XLabel: "elapsed", YUnit: yUnit, X: mid, Series: ss, XTick: elapsedTick, Bands: bands}
-	if len(mid) > 0 {
-		c.XFrom, c.XTo = mid[0]-0.5, mid[len(mid)-1]+0.5
-	}
+	c.XFrom, c.XTo = 0, ax.end
 	return c
+}
+
+// pageAxis is the one time axis every time chart of a run's page shares
+// (requests, latency, end-to-end, VUs): from T0, the Unix second the run
+// started in (or the first second anything was counted in, if earlier),
+// to end seconds after it, the end of the last second anything was
+// counted in, of the run's last answer and of its drain (the sinks' end
+// of counting), whichever is last.
+type pageAxis struct {
+	T0  int64
+	end float64
+}
+
+// axisOf is s's page axis.
+func axisOf(s *Summary) pageAxis {
+	t0, last := s.Started.Unix(), float64(s.Started.UnixNano())/1e9+max(s.WallS, s.DurationS+s.WaitS)
+	if s.Started.IsZero() && len(s.Intervals) > 0 {
+		t0, last = s.Intervals[0].T, 0
+	}
+	see := func(t int64) {
+		t0, last = min(t0, t), max(last, float64(t+1))
+	}
+	for _, iv := range s.Intervals {
+		see(iv.T)
+	}
+	if s.E2E != nil {
+		for _, st := range s.E2E.Stages {
+			for _, iv := range st.Intervals {
+				see(iv.T)
+			}
+		}
+		if s.E2E.SeenUntilMS > 0 {
+			last = max(last, float64(s.E2E.SeenUntilMS)/1000)
+		}
+	}
+	for _, st := range s.Steps {
+		last = max(last, float64(s.Started.UnixNano())/1e9+st.StartS+st.DurationS)
+	}
+	return pageAxis{T0: t0, end: max(last-float64(t0), 1)}
 }
 
 // secondsAt are the middles of the Unix seconds ts on an elapsed axis
@@ -311,13 +349,8 @@ func targetSeries(s *Summary, xs []float64, t0 int64) []chart.Series {
 	return []chart.Series{{Name: name, Color: "#495057", Y: ys, Dashed: true}}
 }
 
-// chartT0 is the Unix second the time charts start at.
-func chartT0(s *Summary) int64 {
-	if len(s.Intervals) == 0 {
-		return s.Started.Unix()
-	}
-	return s.Intervals[0].T
-}
+// chartT0 is the Unix second the time charts start at (pageAxis).
+func chartT0(s *Summary) int64 { return axisOf(s).T0 }
 
 func throughputChart(s *Summary) template.HTML {
 	if s.E2E != nil && len(s.E2E.Stages) > 0 {
@@ -336,7 +369,7 @@ func throughputChart(s *Summary) template.HTML {
 	t0 := chartT0(s)
 	ss := []chart.Series{{Name: "requests", Color: chart.Palette[0], Y: req}, {Name: label, Color: chart.Palette[5], Y: fail}}
 	ss = append(append(ss, failedSeries(s)...), targetSeries(s, xs, t0)...)
-	return timeChart("Throughput and failures over time", "requests / s", xs, ss, stepBands(s, t0))
+	return timeChart("Throughput and failures over time", "requests / s", axisOf(s), xs, ss, stepBands(s, t0))
 }
 
 // failedSeries are the requests that failed without an answer, per second,
@@ -393,7 +426,8 @@ func sentReceivedChart(s *Summary) template.HTML {
 	for i, t := range ts {
 		at[t] = i
 	}
-	xs := secondsAt(ts, ts[0])
+	ax := axisOf(s)
+	xs := secondsAt(ts, ax.T0)
 	sent := make([]float64, len(ts))
 	for _, iv := range s.Intervals {
 		sent[at[iv.T]] = float64(iv.Requests)
@@ -406,8 +440,8 @@ func sentReceivedChart(s *Summary) template.HTML {
 		}
 		ss = append(ss, chart.Series{Name: "events at " + st.Name, Color: chart.Palette[(k+1)%len(chart.Palette)], Y: recv})
 	}
-	ss = append(ss, targetSeries(s, xs, ts[0])...)
-	return timeChart("Sent and received over time", "per second", xs, ss, stepBands(s, ts[0]))
+	ss = append(ss, targetSeries(s, xs, ax.T0)...)
+	return timeChart("Sent and received over time", "per second", ax, xs, ss, stepBands(s, ax.T0))
 }
 
 func latencyChart(s *Summary) template.HTML {
@@ -416,7 +450,7 @@ func latencyChart(s *Summary) template.HTML {
 	for i, iv := range s.Intervals {
 		p50[i], p90[i], p99[i], mx[i] = iv.Latency.P50, iv.Latency.P90, iv.Latency.P99, iv.Latency.Max
 	}
-	return timeChart("Latency from due time, per second", "ms",
+	return timeChart("Latency from due time, per second", "ms", axisOf(s),
 		xs, []chart.Series{{Name: "p50", Color: chart.Palette[0], Y: p50}, {Name: "p90", Color: chart.Palette[2], Y: p90}, {Name: "p99", Color: chart.Palette[1], Y: p99}, {Name: "max", Color: chart.Palette[3], Y: mx}},
 		stepBands(s, chartT0(s)))
 }
@@ -462,7 +496,7 @@ func statusChart(s *Summary) template.HTML {
 			ss = append(ss, chart.Series{Name: class, Color: chart.Palette[[]int{2, 0, 4, 5}[c]], Y: ys})
 		}
 	}
-	return timeChart("Answers by status class over time (by code: the table below)", "answers / s",
+	return timeChart("Answers by status class over time (by code: the table below)", "answers / s", axisOf(s),
 		xs, append(ss, grpcSeries(s, len(ss))...), stepBands(s, chartT0(s)))
 }
 
@@ -479,7 +513,7 @@ func vusChart(s *Summary) template.HTML {
 	if len(s.Steps) > 0 && s.Steps[0].Unit == "vus" {
 		ss = append(ss, chart.Series{Name: "target VUs (the most the second had)", Color: "#495057", Y: targetVUs(s, xs, stepOffset(s, t0)), Dashed: true})
 	}
-	c := timeLines("VUs over time", "VUs", xs, ss, stepBands(s, t0))
+	c := timeLines("VUs over time", "VUs", axisOf(s), xs, ss, stepBands(s, t0))
 	c.YWhole = true
 	return template.HTML(c.SVG())
 }
@@ -518,13 +552,12 @@ func e2eLatencyChart(s *Summary) template.HTML {
 	if s.E2E == nil || len(s.E2E.Stages) == 0 {
 		return ""
 	}
-	t0 := chartT0(s)
+	ax := axisOf(s)
 	seconds := map[int64]bool{}
 	for _, st := range s.E2E.Stages {
 		for _, iv := range st.Intervals {
 			if iv.Latency != nil {
 				seconds[iv.T] = true
-				t0 = min(t0, iv.T)
 			}
 		}
 	}
@@ -540,7 +573,7 @@ func e2eLatencyChart(s *Summary) template.HTML {
 	for i, t := range ts {
 		at[t] = i
 	}
-	xs := secondsAt(ts, t0)
+	xs := secondsAt(ts, ax.T0)
 	var ss []chart.Series
 	for k, st := range s.E2E.Stages {
 		p50, p90, p99 := nanSeries(len(ts)), nanSeries(len(ts)), nanSeries(len(ts))
@@ -554,7 +587,7 @@ func e2eLatencyChart(s *Summary) template.HTML {
 		ss = append(ss, chart.Series{Name: st.Name + " p50", Color: c, Y: p50}, chart.Series{Name: st.Name + " p90", Color: chart.Palette[(3*k+1)%len(chart.Palette)], Y: p90},
 			chart.Series{Name: st.Name + " p99", Color: chart.Palette[(3*k+2)%len(chart.Palette)], Y: p99})
 	}
-	return timeChart("End-to-end latency per second (send → seen, by the second first seen)", "ms", xs, ss, stepBands(s, t0))
+	return timeChart("End-to-end latency per second (send → seen, by the second first seen)", "ms", ax, xs, ss, stepBands(s, ax.T0))
 }
 
 // nanSeries is n points, none drawn until set.

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/replay-dev/replay/pkg/e2e"
 )
 
 // DefaultTolerance is how far below its target a step's achieved rate may
@@ -13,7 +15,9 @@ import (
 const DefaultTolerance = 0.1
 
 // SeenShare is the least share of a step's accepted events that each e2e
-// stage must have seen by the end of the drain for the step to keep up.
+// stage must have seen by the end of the drain for the step to keep up,
+// for a summary written before the e2e series were kept (no
+// StepE2E.Window); the others are judged by their own window.
 const SeenShare = 0.9
 
 // StepsVerdict says where a run with --stages stopped keeping up, as in
@@ -42,8 +46,25 @@ type StepsVerdict struct {
 //     its target (a ramp's mean);
 //   - every threshold on it (step N:, each step:) held: call it after
 //     Evaluate;
-//   - with sinks, each e2e stage saw at least SeenShare of the events the
-//     API accepted in the step by the end of the drain.
+//   - with sinks, each e2e stage kept up with the events the API
+//     accepted in the step, by the step's own window (StepE2E.Window):
+//     the backlog (accepted, not yet seen) grew by at most half the
+//     tolerance of the events accepted in the step, and one event for
+//     the slices' rounding — the events first seen at the stage during
+//     the step shifted by the stage's delay (its lowest p99 in any step)
+//     are at least (1 − tolerance/2) of those accepted during the step.
+//     A stage below its capacity grows no backlog; one at (1 +
+//     tolerance) of it grows one of tolerance/(1 + tolerance) of what it
+//     is sent, just under the tolerance: half of it lies between the
+//     two.
+//
+// How long the drain waited changes nothing of it unless the drain ended
+// before the stage's delay had passed: then only the part of the step
+// the sinks could see is judged, and a step of which less than MinJudged
+// could be has no verdict (unless another check put it behind) and says
+// why in NotJudged. A summary without the series (written before they
+// were kept) is judged as it was: SeenShare of the accepted seen by the
+// end of the drain.
 //
 // A step nothing of this judges (VU stages without thresholds or sinks),
 // or one the run stopped before, has no verdict; without any, s has none.
@@ -52,11 +73,15 @@ func (s *Summary) JudgeSteps(tolerance float64) {
 	judged := false
 	for i := range s.Steps {
 		st := &s.Steps[i]
-		st.KeptUp, st.Behind = nil, nil
+		st.KeptUp, st.Behind, st.NotJudged = nil, nil, nil
 		if st.DurationS <= 0 {
 			continue
 		}
-		checks, behind := s.stepChecks(st, tolerance)
+		checks, behind, unjudged := s.stepChecks(st, tolerance)
+		if len(behind) == 0 && len(unjudged) > 0 {
+			st.NotJudged = unjudged // what it did not see may have fallen behind
+			continue
+		}
 		if checks == 0 {
 			continue
 		}
@@ -68,9 +93,14 @@ func (s *Summary) JudgeSteps(tolerance float64) {
 	}
 }
 
-// stepChecks judges step st: how many checks applied, and the reasons
-// of those that failed.
-func (s *Summary) stepChecks(st *Step, tolerance float64) (checks int, behind []string) {
+// MinJudged is the least share of a step an e2e stage's window must cover
+// for the stage to judge it: a drain that ended before the stage's delay
+// had passed leaves the end of the last steps unseen.
+const MinJudged = 0.5
+
+// stepChecks judges step st: how many checks applied, the reasons of
+// those that failed, and why a stage could not judge it.
+func (s *Summary) stepChecks(st *Step, tolerance float64) (checks int, behind, unjudged []string) {
 	if st.Unit == "rate" {
 		checks++
 		target, achieved, unit := (st.From+st.To)/2, 0.0, "/s"
@@ -90,18 +120,126 @@ func (s *Summary) stepChecks(st *Step, tolerance float64) (checks int, behind []
 		}
 		checks++
 		if !t.Pass {
-			behind = append(behind, fmt.Sprintf("%s (measured %s %s)", t.Threshold, strconv.FormatFloat(math.Round(t.Measured*1000)/1000, 'f', -1, 64), t.Unit))
+			r := t
+			if !math.IsInf(r.Measured, 0) {
+				r.Measured = math.Round(r.Measured*1000) / 1000
+			}
+			behind = append(behind, fmt.Sprintf("%s (%s)", t.Threshold, r.MeasuredText(-1)))
 		}
 	}
-	if len(st.E2E) > 0 && st.Accepted > 0 {
-		checks++
-		for _, e := range st.E2E {
+	judged := false
+	for _, e := range st.E2E {
+		w := e.Window
+		switch {
+		case w == nil && st.Accepted > 0: // a summary from before the series
+			judged = true
 			if float64(e.Seen) < SeenShare*float64(st.Accepted) {
 				behind = append(behind, fmt.Sprintf("events seen %s of %s accepted at %s", rateLabel(e.SeenRate, "/s"), rateLabel(st.AcceptedRate, "/s"), e.Stage))
 			}
+		case w != nil && w.JudgedS < MinJudged*st.DurationS && (w.JudgedS > 0 || w.DelayMS > 0):
+			unjudged = append(unjudged, fmt.Sprintf("%s saw %s of the step's %s: its events are due there %s after they are sent, and the drain ended %s after the run; a --drain longer than that delay judges it",
+				e.Stage, formatSeconds(max(w.JudgedS, 0)), formatSeconds(st.DurationS), formatMillis(w.DelayMS), formatSeconds(s.drainS())))
+		case w != nil && w.Accepted > 0:
+			judged = true
+			if fellBehind(w, tolerance) {
+				behind = append(behind, fmt.Sprintf("backlog at %s grew from %s to %s events: seen %s of %s accepted (delay %s)", e.Stage,
+					rateLabel(float64(max(w.BacklogStart, 0)), ""), rateLabel(float64(max(w.BacklogEnd, 0)), ""),
+					rateLabel(w.SeenRate, "/s"), rateLabel(w.AcceptedRate, "/s"), formatMillis(w.DelayMS)))
+			}
 		}
 	}
-	return checks, behind
+	if judged {
+		checks++
+	}
+	return checks, behind, unjudged
+}
+
+// drainS is how long the run waited for its events, in seconds.
+func (s *Summary) drainS() float64 {
+	if s.E2E == nil {
+		return 0
+	}
+	return s.E2E.DrainS
+}
+
+// fellBehind reports whether a stage fell behind in a step's window: its
+// backlog grew by more than half the tolerance of the events accepted in
+// it (and one event, for the slices' rounding).
+func fellBehind(w *StepWindow, tolerance float64) bool {
+	return float64(w.Accepted-w.Seen) > tolerance/2*float64(w.Accepted)+1
+}
+
+// SetStepWindows sets each e2e stage's Window in each step (see
+// StepWindow) from the e2e section's series: the events accepted in the
+// step's span, those first seen at the stage in the same span shifted by
+// the stage's delay, cut where the sinks stopped counting. It does
+// nothing for a summary without the series (written before they were
+// kept), or without steps.
+func (s *Summary) SetStepWindows() {
+	if s.E2E == nil || s.E2E.AcceptedSeries == nil || len(s.Steps) == 0 {
+		return
+	}
+	byName := map[string]*e2e.Stage{}
+	for i := range s.E2E.Stages {
+		byName[s.E2E.Stages[i].Name] = &s.E2E.Stages[i]
+	}
+	delay := stageDelays(s.Steps)
+	origin := float64(s.Started.UnixNano()) / 1e6
+	until := float64(s.E2E.SeenUntilMS)
+	if until == 0 {
+		until = math.Inf(1) // merged from sinks that did not say: all they saw
+	}
+	acc := s.E2E.AcceptedSeries
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		from := origin + st.StartS*1000
+		for j := range st.E2E {
+			e := &st.E2E[j]
+			e.Window = nil
+			stage := byName[e.Stage]
+			if stage == nil || st.DurationS <= 0 {
+				continue
+			}
+			d := delay[e.Stage]
+			to := min(from+st.DurationS*1000, until-d) // the sinks saw up to until: sends up to until − d
+			w := &StepWindow{DelayMS: d}
+			e.Window = w
+			if to <= from {
+				continue // the drain ended before the delay passed: nothing of the step to judge
+			}
+			seen := stage.SeenSeries
+			w.JudgedS = (to - from) / 1000
+			// The sinks counted nothing from until on: the events of its
+			// slice came before it.
+			a, sn := acc.Between(from, to), seen.BetweenEnd(from+d, to+d, until)
+			w.Accepted, w.Seen = int64(math.Round(a)), int64(math.Round(sn))
+			w.AcceptedRate, w.SeenRate = a/w.JudgedS, sn/w.JudgedS
+			w.BacklogStart = int64(math.Round(acc.Until(from) - seen.UntilEnd(from+d, until)))
+			w.BacklogEnd = int64(math.Round(acc.Until(to) - seen.UntilEnd(to+d, until)))
+		}
+	}
+}
+
+// stageDelays is each e2e stage's delay, in ms: the lowest p99
+// end-to-end latency it had in any step (its delay where the system was
+// least loaded); 0 for a stage that saw no event. The p99, not the
+// median: the window's end then waits for nearly every event a stage
+// that keeps up delivers, so that a machine's jitter (a pause of a
+// tenth of a second as a step ends) is not read as a backlog; a stage
+// short of capacity still delivers no faster in the shifted window.
+func stageDelays(steps []Step) map[string]float64 {
+	out := map[string]float64{}
+	for _, st := range steps {
+		for _, e := range st.E2E {
+			if e.Events == 0 {
+				continue
+			}
+			if d, ok := out[e.Stage]; !ok || e.Latency.P99 < d {
+				out[e.Stage] = e.Latency.P99
+			}
+		}
+	}
+	return out
 }
 
 // stepsVerdict puts the steps' verdicts in one line: the last step of
@@ -109,9 +247,12 @@ func (s *Summary) stepChecks(st *Step, tolerance float64) (checks int, behind []
 // why and how its latency (end to end with sinks) compares.
 func stepsVerdict(steps []Step, tolerance float64) *StepsVerdict {
 	v := &StepsVerdict{Tolerance: tolerance}
-	var last *Step // the last step judged to keep up before the first behind
+	var last, unjudged *Step // the last step judged to keep up before the first behind; the first that could not be judged
 	for i := range steps {
 		st := &steps[i]
+		if st.KeptUp == nil && st.NotJudged != nil && unjudged == nil {
+			unjudged = st
+		}
 		if st.KeptUp == nil {
 			continue
 		}
@@ -119,7 +260,23 @@ func stepsVerdict(steps []Step, tolerance float64) *StepsVerdict {
 			v.FellBehind = st.Step
 			break
 		}
-		last, v.KeptUpThrough = st, st.Step
+		if unjudged == nil { // kept up one after the other from the first
+			last, v.KeptUpThrough = st, st.Step
+		}
+	}
+	if unjudged != nil {
+		var parts []string
+		if last != nil {
+			parts = append(parts, fmt.Sprintf("kept up through step %d (%s)", last.Step, targetLabel(last)))
+		}
+		parts = append(parts, fmt.Sprintf("step %d (%s) not judged: %s", unjudged.Step, targetLabel(unjudged), strings.Join(unjudged.NotJudged, "; ")))
+		if v.FellBehind != 0 {
+			bad := &steps[v.FellBehind-1]
+			what, lat := latencyLabel(bad)
+			parts = append(parts, fmt.Sprintf("fell behind in step %d (%s): %s, %s %s", bad.Step, targetLabel(bad), strings.Join(bad.Behind, "; "), what, lat))
+		}
+		v.Line = strings.Join(parts, "; ")
+		return v
 	}
 	if v.FellBehind == 0 {
 		v.Line = fmt.Sprintf("kept up through every step (the last, step %d: %s)", last.Step, targetLabel(last))

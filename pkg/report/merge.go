@@ -437,6 +437,7 @@ func (m *merger) finish(n int) (*Summary, error) {
 		return nil, err
 	}
 	out.Steps = steps
+	out.SetStepWindows() // from the merged series: exact, as the counts are
 	if len(steps) > 0 && m.judged {
 		out.JudgeSteps(m.tolerance) // its thresholds are judged again, if asked (Judge)
 	}

@@ -76,6 +76,10 @@ type Step struct {
 	// nothing judged it. Behind says why it did not.
 	KeptUp *bool    `json:"kept_up,omitempty"`
 	Behind []string `json:"behind,omitempty"`
+	// NotJudged says why a step has no verdict though it has checks: an
+	// e2e stage saw too little of it (the drain ended before the stage's
+	// delay had passed).
+	NotJudged []string `json:"not_judged,omitempty"`
 
 	Histogram        string `json:"histogram"`         // latency, µs, as Summary.Histogram
 	ServiceHistogram string `json:"service_histogram"` // service time
@@ -90,13 +94,59 @@ type StepE2E struct {
 	Events int64  `json:"events"` // distinct events seen at the stage
 	// Seen is the step's accepted events seen at the stage by the end of
 	// the drain, SeenRate the same a second of the step; Pending the
-	// accepted ones not seen (of Step.Accepted, PendingPct).
+	// accepted ones not seen (of Step.Accepted, PendingPct). They are the
+	// final accounting, which a longer --drain can change; whether the
+	// step kept up reads Window instead.
 	Seen       int64   `json:"seen"`
 	SeenRate   float64 `json:"seen_rate"`
 	Pending    int64   `json:"pending"`
 	PendingPct float64 `json:"pending_pct"`
 	Latency    Latency `json:"latency_ms"`
 	Histogram  string  `json:"histogram"`
+	// Window is what the stage saw during the step, which its keep-up
+	// verdict reads (JudgeSteps); absent from summaries written before
+	// the e2e series were kept.
+	Window *StepWindow `json:"window,omitempty"`
+}
+
+// SeenPerSecond is the rate the step's "seen/s" column shows: the events
+// first seen at the stage during the step shifted by its delay, a second
+// (Window.SeenRate); for a summary written before the windows were kept,
+// the step's accepted events seen by the end of the drain, a second of
+// the step (SeenRate).
+func (e StepE2E) SeenPerSecond() float64 {
+	if e.Window != nil && e.Window.JudgedS > 0 {
+		return e.Window.SeenRate
+	}
+	return e.SeenRate
+}
+
+// StepWindow is one e2e stage's account of a step by its own window, as
+// in
+//
+//	{"delay_ms": 4.2, "judged_s": 3, "accepted": 1350, "accepted_rate": 450,
+//	 "seen": 900, "seen_rate": 300, "backlog_start": 2, "backlog_end": 452}
+//
+// The window is the step's span [start, end) for the events accepted
+// (by their send time), and the same span shifted by the stage's delay
+// for the events first seen at the stage: DelayMS, the lowest p99
+// end-to-end latency of the stage in any step (its delay where the
+// system was least loaded). Where the sinks stopped counting before the
+// shifted end (a drain shorter than the delay), the window ends earlier:
+// JudgedS is its length (0: none of the step could be judged). The
+// backlog at a moment t is the events accepted before t less those seen
+// at the stage by t + the delay (below 0 when events sent after t are
+// seen within the delay: what counts is its growth); BacklogEnd −
+// BacklogStart = Accepted − Seen.
+type StepWindow struct {
+	DelayMS      float64 `json:"delay_ms"`
+	JudgedS      float64 `json:"judged_s"`
+	Accepted     int64   `json:"accepted"`
+	AcceptedRate float64 `json:"accepted_rate"`
+	Seen         int64   `json:"seen"`
+	SeenRate     float64 `json:"seen_rate"`
+	BacklogStart int64   `json:"backlog_start"`
+	BacklogEnd   int64   `json:"backlog_end"`
 }
 
 // TargetText writes a step's target: "300/s", "100/s→500/s", "50 VUs",
@@ -196,6 +246,7 @@ func (s *Summary) SetStepE2E(byStage []e2e.StepStage, accepted []int64) {
 		}
 		st.SetRates()
 	}
+	s.SetStepWindows()
 }
 
 // mergeSteps merges the steps of shards, which ran the same --stages with

@@ -365,7 +365,7 @@ func writeSteps(buf *bytes.Buffer, s *Summary) {
 			seen, p99 := "-", noEvent
 			for _, e := range st.E2E {
 				if e.Stage == name {
-					seen, p99 = fmt.Sprintf("%.2f", e.SeenRate), seenMillis(e.Events, e.Latency.P99)
+					seen, p99 = fmt.Sprintf("%.2f", e.SeenPerSecond()), seenMillis(e.Events, e.Latency.P99)
 				}
 			}
 			row = append(row, seen, p99)

@@ -44,6 +44,24 @@ type Layout struct {
 	Shapes   int      `json:"shapes"`   // lines, polylines, rects, circles
 	Height   int      `json:"height"`   // the page's height in CSS pixels
 	Problems []string `json:"problems"` // overlaps and overflows, in words
+	// Axes are where each chart drew its x axis, in page order.
+	Axes []Axis `json:"axes"`
+}
+
+// Axis is where a chart drew its x axis, in CSS pixels from the chart's
+// left edge as laid out: its step bands (rects of class "step-band",
+// left and right edges) and its x ticks (texts of class "xtick", label
+// and middle). Charts on one time axis draw the same.
+type Axis struct {
+	Chart string       `json:"chart"` // the svg's aria-label
+	Bands [][2]float64 `json:"bands"`
+	Ticks []Tick       `json:"ticks"`
+}
+
+// Tick is an x tick's label and where its middle was drawn.
+type Tick struct {
+	Label string  `json:"label"`
+	X     float64 `json:"x"`
 }
 
 // measure is the script added to a copy of the page (the report itself
@@ -55,13 +73,23 @@ type Layout struct {
 // a pre#layout.
 const measure = `<script>
 (function(){
-  var out = {charts:0, texts:0, shapes:0, problems:[]};
+  var out = {charts:0, texts:0, shapes:0, problems:[], axes:[]};
   var svgs = document.querySelectorAll("svg");
   svgs.forEach(function(svg, i){
     out.charts++;
     var name = (svg.getAttribute("aria-label") || "chart " + (i+1));
     var c = svg.getBoundingClientRect();
     var texts = [], dots = [];
+    var axis = {chart: name, bands: [], ticks: []};
+    svg.querySelectorAll("rect.step-band").forEach(function(el){
+      var r = el.getBoundingClientRect();
+      axis.bands.push([r.left - c.left, r.right - c.left]);
+    });
+    svg.querySelectorAll("text.xtick").forEach(function(el){
+      var r = el.getBoundingClientRect();
+      axis.ticks.push({label: el.textContent, x: (r.left + r.right) / 2 - c.left});
+    });
+    out.axes.push(axis);
     svg.querySelectorAll("text, line, polyline, rect, circle").forEach(function(el){
       var r = el.getBoundingClientRect();
       if (r.width === 0 && r.height === 0) return;
