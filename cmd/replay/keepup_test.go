@@ -49,13 +49,23 @@ type keepUpSummary struct {
 	} `json:"e2e"`
 }
 
-// verdicts lists the steps' kept_up, "none" where a step has none.
+// verdicts lists the steps' end-to-end verdicts: "false" where a step
+// fell behind at a stage (its backlog grew, or too few events were seen),
+// "none" where it has no verdict, else "true". The steps' other check,
+// the rate achieved, is the generator's as much as the SUT's on a busy
+// machine (a 2-core machine at a load of 19 began 106 of 120 iterations a
+// second in its first step): these tests are about the pipeline.
 func (s *keepUpSummary) verdicts() []string {
 	var out []string
 	for _, st := range s.Steps {
 		v := "none"
 		if st.KeptUp != nil {
-			v = strconv.FormatBool(*st.KeptUp)
+			v = "true"
+			for _, b := range st.Behind {
+				if strings.HasPrefix(b, "backlog at ") || strings.HasPrefix(b, "events seen ") {
+					v = "false"
+				}
+			}
 		}
 		out = append(out, v)
 	}
@@ -113,10 +123,11 @@ func expectByCapacity(t *testing.T, s *keepUpSummary, capacity float64) {
 	t.Helper()
 	for _, st := range s.Steps {
 		w := st.E2E[0].Window
+		v := s.verdicts()[st.Step-1]
 		switch r := w.AcceptedRate; {
-		case r <= 0.9*capacity && (st.KeptUp == nil || !*st.KeptUp):
+		case r <= 0.9*capacity && v != "true":
 			t.Errorf("step %d: %.0f events/s accepted against a worker at %.0f/s: fell behind (%v), want kept up", st.Step, r, capacity, st.Behind)
-		case r >= 1.1*capacity && (st.KeptUp == nil || *st.KeptUp):
+		case r >= 1.1*capacity && v != "false":
 			t.Errorf("step %d: %.0f events/s accepted against a worker at %.0f/s: kept up (seen %.0f/s), want fell behind", st.Step, r, capacity, w.SeenRate)
 		}
 	}
