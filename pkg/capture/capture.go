@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -33,7 +34,9 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/connset"
+	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/rs/zerolog"
 )
 
 // Options configure a Proxy.
@@ -50,7 +53,10 @@ type Options struct {
 	Window time.Duration
 	// Session names the session of a pair: "" is one session per client
 	// connection; "header:NAME" or "cookie:NAME" takes it from the request.
-	Session      string
+	Session string
+	// Redact is the preset of headers redacted: RedactCredentials (the
+	// default, when "") or RedactNone.
+	Redact       string
 	RedactHeader []string // header names whose values are recorded as REDACTED
 	RedactJSON   []string // top-level (dotted) JSON body fields recorded as REDACTED
 	// MaxBody: an exchange whose request body is larger is passed on but
@@ -86,13 +92,17 @@ type Stats struct {
 
 // Proxy is a running recording proxy.
 type Proxy struct {
-	opt   Options
-	fwd   *forward // the forward proxy's; nil for the reverse proxy
-	ln    net.Listener
-	w     *Writer
-	wg    sync.WaitGroup // the accept loop
-	conns connset.Set    // open client connections
-	stats struct {
+	opt Options
+	fwd *forward // the forward proxy's; nil for the reverse proxy
+	ln  net.Listener
+	w   *Writer
+	// out is the output Start opened (nil for Listen's writer): put in
+	// place by Close.
+	out     *openOutput
+	outPath string
+	wg      sync.WaitGroup // the accept loop
+	conns   connset.Set    // open client connections
+	stats   struct {
 		conns, pairs, errs, large, unreplayable, tunnels, tls atomic.Int64
 	}
 	seq atomic.Int64
@@ -111,6 +121,13 @@ func (opt Options) withDefaults() (Options, error) {
 	}
 	if s := opt.Session; s != "" && !strings.HasPrefix(s, "header:") && !strings.HasPrefix(s, "cookie:") {
 		return opt, fmt.Errorf("session %q: want header:NAME or cookie:NAME", s)
+	}
+	switch opt.Redact {
+	case "":
+		opt.Redact = RedactCredentials
+	case RedactCredentials, RedactNone:
+	default:
+		return opt, fmt.Errorf("--redact %q: want %s (the default) or %s", opt.Redact, RedactCredentials, RedactNone)
 	}
 	if opt.Window < 0 {
 		return opt, fmt.Errorf("--reorder-window: want a positive duration such as 2s, got %v", opt.Window)
@@ -139,10 +156,18 @@ func listen(addr string, w io.Writer, opt Options, fwd *forward) (*Proxy, error)
 	if err != nil {
 		return nil, err
 	}
+	return serve(ln, w, opt, fwd), nil
+}
+
+// serve starts a proxy on ln, its options checked, writing pairs to w.
+func serve(ln net.Listener, w io.Writer, opt Options, fwd *forward) *Proxy {
 	p := &Proxy{opt: opt, fwd: fwd, ln: ln, w: NewWriterWith(w, WriterOptions{Window: opt.Window})}
+	if fwd != nil {
+		fwd.h2 = h2serve.New(http.HandlerFunc(p.exchangeH2))
+	}
 	p.wg.Add(1)
 	go p.accept()
-	return p, nil
+	return p
 }
 
 // Addr is where the proxy listens.
@@ -172,7 +197,15 @@ func (p *Proxy) Close(ctx context.Context) error {
 	if p.fwd != nil {
 		p.fwd.close()
 	}
-	return p.w.Close()
+	err := p.w.Close()
+	if p.out != nil {
+		if err != nil {
+			p.out.abort()
+			return fmt.Errorf("-o %s: %w (nothing written: the file is as it was)", p.outPath, err)
+		}
+		err = p.out.commit()
+	}
+	return err
 }
 
 func (p *Proxy) accept() {
@@ -248,28 +281,65 @@ const badGateway = "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection:
 
 // Start starts what `replay record` asks for on listen: the reverse proxy
 // to upstream ("http://host[:port]"), or with forward the forward proxy
-// (fo's CA and Reach, which only it takes). Errors name the flag.
-func Start(listen, upstream string, forward bool, w io.Writer, fo ForwardOptions) (*Proxy, error) {
-	if forward {
+// (fo's CA and Reach, which only it takes), writing to out. Everything is
+// checked before anything is written: a refused start (a bad flag, a busy
+// port, a CA that does not load) leaves the disk as it was; the output
+// file and a CA generated into --ca-out are written only once the proxy
+// listens. Errors name the flag. Close puts the output in place.
+func Start(listen, upstream string, fwd bool, out Output, fo ForwardOptions) (*Proxy, error) {
+	if err := out.check(); err != nil {
+		return nil, err
+	}
+	var f *forward
+	var saveCA func() error
+	opt := fo.Options
+	if fwd {
 		if upstream != "" {
 			return nil, errors.New("--upstream: a forward proxy sends each call to the host it names; drop --upstream or --forward")
 		}
-		return ListenForward(listen, w, fo)
+		var err error
+		if f, opt, saveCA, err = prepareForward(fo); err != nil {
+			return nil, err
+		}
+	} else {
+		if fo.CA.Given() || fo.Reach != (Upstream{}) {
+			return nil, errors.New("--ca-cert, --ca-key, --ca-out, --upstream-insecure, --upstream-ca, --client-cert and --client-key: only with --forward")
+		}
+		u, err := url.Parse(upstream)
+		if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return nil, fmt.Errorf("--upstream: want http://host:port, got %q", upstream)
+		}
+		opt.Upstream, opt.Authority = u.Host, u.Host
+		if u.Port() == "" {
+			opt.Upstream += ":80"
+		}
+		if opt, err = opt.withDefaults(); err != nil {
+			return nil, err
+		}
 	}
-	if fo.CA.Given() || fo.Reach != (Upstream{}) {
-		return nil, errors.New("--ca-cert, --ca-key, --ca-out, --upstream-insecure, --upstream-ca, --client-cert and --client-key: only with --forward")
-	}
-	u, err := url.Parse(upstream)
-	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
-		return nil, fmt.Errorf("--upstream: want http://host:port, got %q", upstream)
-	}
-	fo.Upstream, fo.Authority = u.Host, u.Host
-	if u.Port() == "" {
-		fo.Upstream += ":80"
-	}
-	p, err := Listen(listen, w, fo.Options)
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("--listen: %w", err)
 	}
+	o, err := out.open()
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if saveCA != nil {
+		if err := saveCA(); err != nil {
+			ln.Close()
+			o.abort()
+			return nil, err
+		}
+	}
+	p := serve(ln, o.w, opt, f)
+	p.out, p.outPath = o, out.Path
 	return p, nil
+}
+
+// MarshalZerologObject writes s as the fields of a log line.
+func (s Stats) MarshalZerologObject(e *zerolog.Event) {
+	e.Int64("pairs", s.Pairs).Int64("connections", s.Connections).Int64("tunnels", s.Tunnels).Int64("errors", s.Errors).
+		Int64("too_large", s.TooLarge).Int64("unreplayable", s.Unreplayable).Int64("out_of_order", s.OutOfOrder)
 }

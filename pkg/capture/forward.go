@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -53,39 +52,54 @@ type forward struct {
 }
 
 // ListenForward starts a forward proxy on addr that writes pairs, each
-// with direction OUT, to w (flushed every 200 ms and at Close).
+// with direction OUT, to w (flushed every 200 ms and at Close). A CA to
+// generate into --ca-out is written once the proxy listens.
 func ListenForward(addr string, w io.Writer, opt ForwardOptions) (*Proxy, error) {
-	if err := opt.Validate(); err != nil {
+	f, fo, saveCA, err := prepareForward(opt)
+	if err != nil {
 		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--listen: %w", err)
+	}
+	if saveCA != nil {
+		if err := saveCA(); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
+	return serve(ln, w, fo, f), nil
+}
+
+// prepareForward checks opt, reads its files and makes the CA (saveCA,
+// when not nil, writes it into --ca-out) and the way to the real hosts,
+// writing nothing.
+func prepareForward(opt ForwardOptions) (f *forward, fo Options, saveCA func() error, err error) {
+	if err := opt.Validate(); err != nil {
+		return nil, fo, nil, err
 	}
 	if err := opt.Reach.Check(); err != nil {
-		return nil, err
+		return nil, fo, nil, err
 	}
-	fo, err := opt.Options.withDefaults()
-	if err != nil {
-		return nil, err
+	if fo, err = opt.Options.withDefaults(); err != nil {
+		return nil, fo, nil, err
 	}
-	ca, err := opt.CA.Open()
+	ca, saveCA, err := opt.CA.Load()
 	if err != nil {
-		return nil, err
+		return nil, fo, nil, err
 	}
 	co := opt.Reach.ConnOptions()
 	d, err := conn.New(co)
 	if err != nil {
-		return nil, err
+		return nil, fo, nil, err
 	}
 	t, err := negotiate.New(negotiate.Options{Conn: co, HTTP2: negotiate.On,
 		Answer: transport.AnswerOptions{MaxBody: int(max(fo.MaxBody, transport.DefaultMaxBody)), MaxHeaderBytes: 64 << 10}})
 	if err != nil {
-		return nil, err
+		return nil, fo, nil, err
 	}
-	f := &forward{ca: ca, dialer: d, pool: t.Pool()}
-	p, err := listen(addr, w, fo, f)
-	if err != nil {
-		return nil, err
-	}
-	f.h2 = h2serve.New(http.HandlerFunc(p.exchangeH2))
-	return p, nil
+	return &forward{ca: ca, dialer: d, pool: t.Pool()}, fo, saveCA, nil
 }
 
 func (f *forward) shutdown(ctx context.Context) { go f.h2.Shutdown(ctx) }

@@ -104,7 +104,68 @@ func (p *Proxy) redactHeader(h rrpair.Field) rrpair.Field {
 			return rrpair.Field{Name: h.Name, Value: Redacted}
 		}
 	}
+	if p.opt.Redact == RedactCredentials {
+		h.Value = RedactCredential(h.Name, h.Value)
+	}
 	return h
+}
+
+// The --redact presets.
+const (
+	// RedactCredentials, the default, records the credentials of the
+	// usual headers as REDACTED (RedactCredential).
+	RedactCredentials = "credentials"
+	// RedactNone records every header as it went by (--redact none):
+	// only --redact-header and --redact-json redact.
+	RedactNone = "none"
+)
+
+// RedactCredential is value with the credentials the preset
+// RedactCredentials hides replaced by REDACTED, for a header called name
+// (any case): Authorization and Proxy-Authorization keep their scheme
+// ("Bearer REDACTED"); Cookie keeps each cookie's name
+// ("sid=REDACTED; theme=REDACTED"), Set-Cookie the cookie's name and its
+// attributes ("sid=REDACTED; Path=/; HttpOnly"); a header whose name
+// holds "api-key", "api_key", "apikey", "token", "secret" or "password"
+// (X-Api-Key, X-Auth-Token, X-Amz-Security-Token...) is
+// REDACTED whole. Any other header's value comes back as it was.
+func RedactCredential(name, value string) string {
+	lower := strings.ToLower(name)
+	switch lower {
+	case "authorization", "proxy-authorization":
+		if scheme, _, ok := strings.Cut(value, " "); ok && scheme != "" {
+			return scheme + " " + Redacted
+		}
+		return Redacted
+	case "cookie":
+		parts := strings.Split(value, ";")
+		for i, kv := range parts {
+			parts[i] = redactCookie(kv)
+		}
+		return strings.Join(parts, ";")
+	case "set-cookie":
+		first, attrs, ok := strings.Cut(value, ";")
+		if ok {
+			return redactCookie(first) + ";" + attrs
+		}
+		return redactCookie(first)
+	}
+	for _, word := range []string{"api-key", "api_key", "apikey", "token", "secret", "password"} {
+		if strings.Contains(lower, word) {
+			return Redacted
+		}
+	}
+	return value
+}
+
+// redactCookie is one "name=value" with its value REDACTED, the spaces
+// around it kept.
+func redactCookie(kv string) string {
+	k, _, ok := strings.Cut(kv, "=")
+	if !ok {
+		return Redacted
+	}
+	return k + "=" + Redacted
 }
 
 // redactJSON replaces the configured fields of a JSON object body. A body
