@@ -35,7 +35,6 @@ import (
 
 	"github.com/replay-dev/replay/internal/connset"
 	"github.com/replay-dev/replay/internal/h2serve"
-	"github.com/replay-dev/replay/internal/rawhttp"
 	"github.com/rs/zerolog"
 )
 
@@ -64,9 +63,19 @@ type Options struct {
 	// larger is recorded without its body. Default 16 MiB. Each message is
 	// held in memory while it passes.
 	MaxBody int64
-	// IdleTimeout closes a client connection idle this long (default 2m).
+	// IdleTimeout closes a client connection idle this long (default
+	// 2m): waiting for a request, or while a body streams, no byte read
+	// or written for that long.
 	IdleTimeout time.Duration
+	// HeadTimeout closes a client connection whose request head (its
+	// line and headers) is not whole this long after its first byte
+	// (default 30s; HTTP/2: the time to a stream's headers).
+	HeadTimeout time.Duration
 }
+
+// DefaultHeadTimeout is the time a request head has to come whole
+// (--head-timeout).
+const DefaultHeadTimeout = 30 * time.Second
 
 // Redacted replaces a redacted value.
 const Redacted = "REDACTED"
@@ -84,6 +93,12 @@ type Stats struct {
 	// Tunnels are the CONNECT tunnels opened (forward proxy), TLS those
 	// that carried TLS, terminated here.
 	Tunnels, TLS int64
+	// Cut are answers recorded with their body cut at MaxBody
+	// (http.res.bodyCut says the whole size).
+	Cut int64
+	// Slow are client connections closed for a request head not whole
+	// within the head timeout, or ended in the middle of one.
+	Slow int64
 	// OutOfOrder are lines written out of the order their requests began
 	// in: exchanges under way longer than the reorder window (Window), or
 	// while MaxWaiting later ones were done, written when they ended.
@@ -103,7 +118,7 @@ type Proxy struct {
 	wg      sync.WaitGroup // the accept loop
 	conns   connset.Set    // open client connections
 	stats   struct {
-		conns, pairs, errs, large, unreplayable, tunnels, tls atomic.Int64
+		conns, pairs, errs, large, unreplayable, tunnels, tls, cut, slow atomic.Int64
 	}
 	seq atomic.Int64
 	// closing is set by Close before it cuts idle reads off, so that a
@@ -118,6 +133,12 @@ func (opt Options) withDefaults() (Options, error) {
 	}
 	if opt.IdleTimeout == 0 {
 		opt.IdleTimeout = 2 * time.Minute
+	}
+	if opt.HeadTimeout == 0 {
+		opt.HeadTimeout = DefaultHeadTimeout
+	}
+	if opt.IdleTimeout < 0 || opt.HeadTimeout < 0 {
+		return opt, fmt.Errorf("--idle-timeout %v, --head-timeout %v: want positive durations", opt.IdleTimeout, opt.HeadTimeout)
 	}
 	if s := opt.Session; s != "" && !strings.HasPrefix(s, "header:") && !strings.HasPrefix(s, "cookie:") {
 		return opt, fmt.Errorf("session %q: want header:NAME or cookie:NAME", s)
@@ -163,7 +184,7 @@ func listen(addr string, w io.Writer, opt Options, fwd *forward) (*Proxy, error)
 func serve(ln net.Listener, w io.Writer, opt Options, fwd *forward) *Proxy {
 	p := &Proxy{opt: opt, fwd: fwd, ln: ln, w: NewWriterWith(w, WriterOptions{Window: opt.Window})}
 	if fwd != nil {
-		fwd.h2 = h2serve.New(http.HandlerFunc(p.exchangeH2))
+		fwd.h2 = h2serve.NewIdle(http.HandlerFunc(p.exchangeH2), opt.IdleTimeout)
 	}
 	p.wg.Add(1)
 	go p.accept()
@@ -177,7 +198,8 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 func (p *Proxy) Stats() Stats {
 	return Stats{Connections: p.stats.conns.Load(), Pairs: p.stats.pairs.Load(), Errors: p.stats.errs.Load(),
 		TooLarge: p.stats.large.Load(), Unreplayable: p.stats.unreplayable.Load(),
-		Tunnels: p.stats.tunnels.Load(), TLS: p.stats.tls.Load(), OutOfOrder: p.w.OutOfOrder()}
+		Tunnels: p.stats.tunnels.Load(), TLS: p.stats.tls.Load(), Cut: p.stats.cut.Load(), Slow: p.stats.slow.Load(),
+		OutOfOrder: p.w.OutOfOrder()}
 }
 
 // Close stops accepting, lets each connection finish the exchange under
@@ -228,17 +250,6 @@ func (p *Proxy) accept() {
 	}
 }
 
-// nextRequest reads a client connection's next request from br (c's
-// reader), within the idle timeout; a request expecting 100-continue gets
-// it on w. ok is false when the connection ends: the proxy is closing, the
-// client went, or sent what is not a request (counted).
-func (p *Proxy) nextRequest(c net.Conn, br *bufio.Reader, w io.Writer) (req *rawhttp.Message, ok bool) {
-	if !p.awaitRequest(c, br) {
-		return nil, false
-	}
-	return p.readRequest(br, w)
-}
-
 // awaitRequest waits, within the idle timeout, for the first byte of a
 // client connection's next request: when it began. false when the
 // connection ends first (the proxy is closing, the client went).
@@ -252,16 +263,6 @@ func (p *Proxy) awaitRequest(c net.Conn, br *bufio.Reader) bool {
 		return false
 	}
 	return true
-}
-
-// readRequest reads the request whose first byte awaitRequest saw.
-func (p *Proxy) readRequest(br *bufio.Reader, w io.Writer) (*rawhttp.Message, bool) {
-	req, err := rawhttp.Read(br, true, "", w)
-	if err != nil {
-		p.countReadError(err)
-		return nil, false
-	}
-	return req, true
 }
 
 // countReadError counts a client's read that failed otherwise than by
@@ -341,5 +342,5 @@ func Start(listen, upstream string, fwd bool, out Output, fo ForwardOptions) (*P
 // MarshalZerologObject writes s as the fields of a log line.
 func (s Stats) MarshalZerologObject(e *zerolog.Event) {
 	e.Int64("pairs", s.Pairs).Int64("connections", s.Connections).Int64("tunnels", s.Tunnels).Int64("errors", s.Errors).
-		Int64("too_large", s.TooLarge).Int64("unreplayable", s.Unreplayable).Int64("out_of_order", s.OutOfOrder)
+		Int64("too_large", s.TooLarge).Int64("answers_cut", s.Cut).Int64("slow_heads", s.Slow).Int64("unreplayable", s.Unreplayable).Int64("out_of_order", s.OutOfOrder)
 }

@@ -1,6 +1,8 @@
 package capture
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sort"
@@ -26,9 +28,19 @@ func (p *Proxy) exchangeH2(w http.ResponseWriter, r *http.Request) {
 	}
 	scheme, authority, session := tn.scheme, tn.authority, tn.session
 	seq, start := p.w.BeginAt()
-	body, err := io.ReadAll(r.Body)
+	// The body is read whole to be sent again (the pool sends a body it
+	// holds), so at most MaxBody of it, each read within the idle timeout:
+	// a larger one is refused with 413, not passed on.
+	body, err := p.readH2Body(w, r)
 	if err != nil {
 		p.fail(seq)
+		if errors.Is(err, errTooLarge) {
+			p.stats.large.Add(1)
+			msg := fmt.Sprintf("replay record --forward: an HTTP/2 request body over --max-body (%d bytes) is not passed on", p.opt.MaxBody)
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			io.WriteString(w, msg)
+		}
 		return
 	}
 	reqFields, reqHeaders := h2Headers(r.Header)
@@ -49,6 +61,30 @@ func (p *Proxy) exchangeH2(w http.ResponseWriter, r *http.Request) {
 	rec := &rrpair.Record{Version: "2", Method: r.Method, URI: r.RequestURI, Headers: reqFields, Body: body,
 		Status: status, ResHeaders: dropConnection(resHeaders), ResTrailers: trailers, ResBody: resBody}
 	p.record(seq, rec, exchange{start: start, end: end, session: session, host: authority, scheme: scheme, direction: "OUT"})
+}
+
+var errTooLarge = errors.New("body too large")
+
+// readH2Body reads r's body, at most MaxBody bytes (errTooLarge past
+// them), each read within the idle timeout.
+func (p *Proxy) readH2Body(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	var body []byte
+	buf := make([]byte, 32<<10)
+	for {
+		rc.SetReadDeadline(time.Now().Add(p.opt.IdleTimeout))
+		n, err := r.Body.Read(buf)
+		if int64(len(body)+n) > p.opt.MaxBody {
+			return nil, errTooLarge
+		}
+		body = append(body, buf[:n]...)
+		if errors.Is(err, io.EOF) {
+			return body, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // writeH2Answer writes an answer to an HTTP/2 stream: its headers as they

@@ -19,11 +19,21 @@ type exchange struct {
 	direction  string // "OUT" for the forward proxy
 }
 
-// recordRaw records an HTTP/1.x exchange under ticket seq.
-func (p *Proxy) recordRaw(seq int64, req, res *rawhttp.Message, x exchange) {
-	r := &rrpair.Record{Version: req.Version, Method: req.Method, URI: req.Target, Status: res.Status,
-		Headers: dropConnection(req.Headers), ResHeaders: dropConnection(res.Headers), Body: req.Body, ResBody: res.Body}
-	p.record(seq, r, x)
+// recordRaw records an HTTP/1.x exchange under ticket seq: a request
+// body cut (over MaxBody) records nothing, counted too large; an answer
+// body cut is recorded as far as kept, its whole size said (bodyCut).
+func (p *Proxy) recordRaw(seq int64, req *rawhttp.Message, x passed, ex exchange) {
+	if x.reqBody.Cut() {
+		p.stats.large.Add(1)
+		p.w.Done(seq, nil)
+		return
+	}
+	r := &rrpair.Record{Version: req.Version, Method: req.Method, URI: req.Target, Status: x.res.Status,
+		Headers: dropConnection(req.Headers), ResHeaders: dropConnection(x.res.Headers), Body: x.reqBody.Kept, ResBody: x.resBody.Kept}
+	if x.resBody.Cut() {
+		r.ResBodyCut = x.resBody.Size
+	}
+	p.record(seq, r, ex)
 }
 
 // dropConnection is hs without the headers of the connection, which a
@@ -48,7 +58,10 @@ func (p *Proxy) record(seq int64, r *rrpair.Record, x exchange) {
 		return
 	}
 	if int64(len(r.ResBody)) > p.opt.MaxBody {
-		r.ResBody = nil
+		r.ResBodyCut, r.ResBody = int64(len(r.ResBody)), r.ResBody[:p.opt.MaxBody]
+	}
+	if r.ResBodyCut > 0 {
+		p.stats.cut.Add(1)
 	}
 	r.TS, r.Duration = x.start, max(x.end.Sub(x.start), time.Microsecond)
 	r.Protocol, r.Direction, r.Host = x.scheme, x.direction, x.host

@@ -32,6 +32,10 @@ type Record struct {
 	// HTTP/2 answer's, gRPC's grpc-status among them.
 	ResTrailers []Field
 	ResBody     []byte
+	// ResBodyCut, when not 0, is the whole size in bytes of an answer
+	// body cut to ResBody (a recorder's --max-body): written as
+	// http.res.bodyCut, so that a cut body never passes for whole.
+	ResBodyCut int64
 }
 
 // Field is one header line.
@@ -92,6 +96,10 @@ func AppendLine(dst []byte, r *Record) []byte {
 		dst = appendFields(dst, `,"headers":{`, r.ResHeaders)
 		dst = appendFields(dst, `,"trailers":{`, r.ResTrailers)
 		dst = appendBody(dst, r.ResBody)
+		if r.ResBodyCut > 0 {
+			dst = append(dst, `,"bodyCut":`...)
+			dst = strconv.AppendInt(dst, r.ResBodyCut, 10)
+		}
 		dst = append(dst, '}')
 	}
 	return append(dst, "}}\n"...)
