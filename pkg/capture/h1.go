@@ -17,7 +17,7 @@ import (
 // while a body streams, each read and write has the idle timeout.
 type client struct {
 	p         *Proxy
-	c         net.Conn  // where the deadlines are set
+	c         net.Conn      // where the deadlines are set
 	rw        io.ReadWriter // read and written: c, or TLS over it
 	br        *bufio.Reader
 	bw        *bufio.Writer
