@@ -117,6 +117,7 @@ type Proxy struct {
 	outPath string
 	wg      sync.WaitGroup // the accept loop
 	conns   connset.Set    // open client connections
+	ups     sync.Map       // net.Conn -> struct{}: the reverse proxy's upstream connections
 	stats   struct {
 		conns, pairs, errs, large, unreplayable, tunnels, tls, cut, slow atomic.Int64
 	}
@@ -209,6 +210,12 @@ func (p *Proxy) Close(ctx context.Context) error {
 	p.closing.Store(true)
 	p.ln.Close()
 	p.wg.Wait()
+	// An exchange still waiting on its upstream when ctx ends is cut
+	// there too: Drain closes the client's side only.
+	stop := context.AfterFunc(ctx, func() {
+		p.ups.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
+	})
+	defer stop()
 	// Idle connections wait in a read: cut them off now; busy ones get
 	// ctx. An HTTP/2 connection is told GOAWAY: its streams under way
 	// finish, then it closes.

@@ -17,7 +17,8 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 		io.WriteString(c, badGateway)
 		return
 	}
-	defer up.Close()
+	p.ups.Store(up, struct{}{})
+	defer func() { p.ups.Delete(up); up.Close() }()
 	cl := p.newClient(c, c, nil)
 	ur, uw := bufio.NewReaderSize(up, 64<<10), bufio.NewWriterSize(up, 64<<10)
 	session := "c-" + strconv.FormatInt(connID, 10)
