@@ -50,7 +50,7 @@ Pairs say direction OUT, for replay mock.`,
 			if err != nil {
 				return err
 			}
-			opt.Session, out.Stdout = session, io.out
+			opt.Session, out.Stdout, opt.Log = session, io.out, log
 			p, err := capture.Start(listen, upstream, forward, out, fo)
 			if err != nil {
 				return err
@@ -81,6 +81,9 @@ Pairs say direction OUT, for replay mock.`,
 	fs.DurationVar(&opt.Window, "reorder-window", capture.DefaultWindow, "lines go in the order requests began: a finished exchange waits this long at most for earlier ones; one under way longer is written when it ends, counted out_of_order")
 	fs.BoolVar(&forward, "forward", false, "a forward proxy for the service's own calls (HTTP_PROXY, HTTPS_PROXY): pairs with direction OUT")
 	fs.IntVar(&fo.CA.MaxLeaves, "leaf-cache", tlsca.DefaultMaxLeaves, "keep the leaf certificates of this many server `NAMES`, the least recently used dropped")
+	fs.BoolVar(&opt.AllowRemote, "allow-remote", false, "listen beyond loopback (--listen :8080): anyone who reaches the port is served")
+	fs.BoolVar(&opt.AllowPublicClients, "allow-public-clients", false, "with --allow-remote, serve clients from public addresses too (closed by default)")
+	fs.StringArrayVar(&opt.AllowUpstream, "allow-upstream", nil, "with --forward, reach loopback or link-local upstreams in this `CIDR` for clients (refused by default; repeatable)")
 	addCAFlags(fs, &fo.CA)
 	addUpstreamFlags(fs, &fo.Reach)
 	return cmd

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -86,12 +87,15 @@ func (u *bulkUpstream) serve(c net.Conn) {
 
 // startRecorder starts `replay record ARGS` as a child process (this test
 // binary as replay) and returns it once it answers on addr.
-func startRecorder(t *testing.T, addr string, args ...string) (*exec.Cmd, *bytes.Buffer, chan int64) {
+func startRecorder(t *testing.T, addr string, args ...string) (*exec.Cmd, *syncBuffer, chan int64) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"record", "--listen", addr, "--log-format", "json"}, args...)...)
+	if lim := os.Getenv("RECORD_TEST_NOFILE"); lim != "" { // under a descriptor limit: through sh's ulimit
+		cmd = exec.Command("/bin/sh", append([]string{"-c", `ulimit -n ` + lim + ` && exec "$0" "$@"`, cmd.Path}, cmd.Args[1:]...)...)
+	}
 	cmd.Env = append(os.Environ(), "REPLAY_BE_MAIN=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	peak := make(chan int64, 1)
 	started := make(chan error, 1)
 	go func() {
@@ -113,7 +117,26 @@ func startRecorder(t *testing.T, addr string, args ...string) (*exec.Cmd, *bytes
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return cmd, &stderr, peak
+	return cmd, stderr, peak
+}
+
+// syncBuffer is a buffer a child's output goes into while the test reads
+// it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestRecordForwardStreamsBodies: a 512 MiB POST through `record
@@ -127,7 +150,8 @@ func TestRecordForwardStreamsBodies(t *testing.T) {
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "out.jsonl")
 	addr := freeAddr(t)
-	cmd, stderr, peak := startRecorder(t, addr, "--forward", "--ca-out", filepath.Join(dir, "ca"), "-o", rec, "--max-body", "1048576")
+	cmd, stderr, peak := startRecorder(t, addr, "--forward", "--ca-out", filepath.Join(dir, "ca"), "-o", rec, "--max-body", "1048576",
+		"--allow-upstream", "127.0.0.0/8")
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -216,4 +240,53 @@ func readHeadLen(t *testing.T, br *bufio.Reader) int64 {
 			n, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		}
 	}
+}
+
+// TestRecordServesAgainAfterDescriptorsComeBack runs `replay record`
+// under a limit of 40 descriptors, holds idle client connections until
+// its accept fails (too many open files), lets them go, and gets an
+// answer again: the accept loop outlived the error (it used to end for
+// good, the port still open and nothing served).
+func TestRecordServesAgainAfterDescriptorsComeBack(t *testing.T) {
+	up := newBulkUpstream(t)
+	addr := freeAddr(t)
+	t.Setenv("RECORD_TEST_NOFILE", "40")
+	cmd, stderr, _ := startRecorder(t, addr, "--upstream", "http://"+up.ln.Addr().String(), "-o", filepath.Join(t.TempDir(), "out.jsonl"))
+	os.Unsetenv("RECORD_TEST_NOFILE")
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for range 60 { // each costs the recorder two: the client's, and its upstream's
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			t.Fatalf("dial %d: %v", len(idle), err)
+		}
+		idle = append(idle, c)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), "too many open files") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(stderr.String(), "too many open files") {
+		t.Fatalf("the recorder never ran out of descriptors; stderr:\n%s", stderr)
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	idle = nil
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "GET /2 HTTP/1.1\r\nHost: x\r\n\r\n")
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 200 ") {
+		t.Fatalf("after the descriptors came back: got %q, %v, want a 200; stderr:\n%s", line, err, stderr)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
 }

@@ -35,6 +35,7 @@ import (
 
 	"github.com/replay-dev/replay/internal/connset"
 	"github.com/replay-dev/replay/internal/h2serve"
+	"github.com/replay-dev/replay/internal/listen"
 	"github.com/rs/zerolog"
 )
 
@@ -63,6 +64,17 @@ type Options struct {
 	// larger is recorded without its body. Default 16 MiB. Each message is
 	// held in memory while it passes.
 	MaxBody int64
+	// AllowRemote lets the proxy listen beyond loopback (--allow-remote);
+	// AllowPublicClients lets it then answer clients from public
+	// addresses (--allow-public-clients); AllowUpstream are the CIDR
+	// prefixes of loopback or link-local addresses the forward proxy may
+	// still reach for a client (--allow-upstream). internal/listen's
+	// policy.
+	AllowRemote, AllowPublicClients bool
+	AllowUpstream                   []string
+	// Log is where the listener says what it retried (out of
+	// descriptors) and refused (public clients); nothing when zero.
+	Log zerolog.Logger
 	// IdleTimeout closes a client connection idle this long (default
 	// 2m): waiting for a request, or while a body streams, no byte read
 	// or written for that long.
@@ -99,6 +111,10 @@ type Stats struct {
 	// Slow are client connections closed for a request head not whole
 	// within the head timeout, or ended in the middle of one.
 	Slow int64
+	// AcceptRetries are accepts that failed for a lack of resources
+	// (descriptors, buffers) and were tried again; PublicRefused the
+	// clients from public addresses closed (internal/listen).
+	AcceptRetries, PublicRefused int64
 	// OutOfOrder are lines written out of the order their requests began
 	// in: exchanges under way longer than the reorder window (Window), or
 	// while MaxWaiting later ones were done, written when they ended.
@@ -109,7 +125,7 @@ type Stats struct {
 type Proxy struct {
 	opt Options
 	fwd *forward // the forward proxy's; nil for the reverse proxy
-	ln  net.Listener
+	ln  *listen.Listener
 	w   *Writer
 	// out is the output Start opened (nil for Listen's writer): put in
 	// place by Close.
@@ -160,21 +176,36 @@ func (opt Options) withDefaults() (Options, error) {
 	return opt, nil
 }
 
+// policy is opt's listening policy; its error names --allow-upstream.
+func (opt *Options) policy() (listen.Policy, error) {
+	ups, err := listen.ParseUpstreams(opt.AllowUpstream)
+	return listen.Policy{AllowRemote: opt.AllowRemote, AllowPublicClients: opt.AllowPublicClients, Upstreams: ups}, err
+}
+
+// bind listens on addr (--listen) as opt's policy allows.
+func (opt *Options) bind(addr string) (*listen.Listener, error) {
+	pol, err := opt.policy()
+	if err != nil {
+		return nil, err
+	}
+	return listen.Bind(addr, "--listen", pol, "record", opt.Log)
+}
+
 // Listen starts a reverse proxy on addr that forwards to opt.Upstream and
 // writes pairs to w (flushed every 200 ms and at Close).
 func Listen(addr string, w io.Writer, opt Options) (*Proxy, error) {
 	if opt.Upstream == "" {
 		return nil, errors.New("no upstream")
 	}
-	return listen(addr, w, opt, nil)
+	return listenOn(addr, w, opt, nil)
 }
 
-func listen(addr string, w io.Writer, opt Options, fwd *forward) (*Proxy, error) {
+func listenOn(addr string, w io.Writer, opt Options, fwd *forward) (*Proxy, error) {
 	opt, err := opt.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := opt.bind(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +213,7 @@ func listen(addr string, w io.Writer, opt Options, fwd *forward) (*Proxy, error)
 }
 
 // serve starts a proxy on ln, its options checked, writing pairs to w.
-func serve(ln net.Listener, w io.Writer, opt Options, fwd *forward) *Proxy {
+func serve(ln *listen.Listener, w io.Writer, opt Options, fwd *forward) *Proxy {
 	p := &Proxy{opt: opt, fwd: fwd, ln: ln, w: NewWriterWith(w, WriterOptions{Window: opt.Window})}
 	if fwd != nil {
 		fwd.h2 = h2serve.NewIdle(http.HandlerFunc(p.exchangeH2), opt.IdleTimeout)
@@ -200,6 +231,7 @@ func (p *Proxy) Stats() Stats {
 	return Stats{Connections: p.stats.conns.Load(), Pairs: p.stats.pairs.Load(), Errors: p.stats.errs.Load(),
 		TooLarge: p.stats.large.Load(), Unreplayable: p.stats.unreplayable.Load(),
 		Tunnels: p.stats.tunnels.Load(), TLS: p.stats.tls.Load(), Cut: p.stats.cut.Load(), Slow: p.stats.slow.Load(),
+		AcceptRetries: p.ln.Retried(), PublicRefused: p.ln.Refused(),
 		OutOfOrder: p.w.OutOfOrder()}
 }
 
@@ -287,14 +319,14 @@ func isTimeout(err error) bool {
 
 const badGateway = "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
-// Start starts what `replay record` asks for on listen: the reverse proxy
+// Start starts what `replay record` asks for on addr (--listen): the reverse proxy
 // to upstream ("http://host[:port]"), or with forward the forward proxy
 // (fo's CA and Reach, which only it takes), writing to out. Everything is
 // checked before anything is written: a refused start (a bad flag, a busy
 // port, a CA that does not load) leaves the disk as it was; the output
 // file and a CA generated into --ca-out are written only once the proxy
 // listens. Errors name the flag. Close puts the output in place.
-func Start(listen, upstream string, fwd bool, out Output, fo ForwardOptions) (*Proxy, error) {
+func Start(addr, upstream string, fwd bool, out Output, fo ForwardOptions) (*Proxy, error) {
 	if err := out.check(); err != nil {
 		return nil, err
 	}
@@ -325,9 +357,9 @@ func Start(listen, upstream string, fwd bool, out Output, fo ForwardOptions) (*P
 			return nil, err
 		}
 	}
-	ln, err := net.Listen("tcp", listen)
+	ln, err := opt.bind(addr)
 	if err != nil {
-		return nil, fmt.Errorf("--listen: %w", err)
+		return nil, err
 	}
 	o, err := out.open()
 	if err != nil {
@@ -349,5 +381,6 @@ func Start(listen, upstream string, fwd bool, out Output, fo ForwardOptions) (*P
 // MarshalZerologObject writes s as the fields of a log line.
 func (s Stats) MarshalZerologObject(e *zerolog.Event) {
 	e.Int64("pairs", s.Pairs).Int64("connections", s.Connections).Int64("tunnels", s.Tunnels).Int64("errors", s.Errors).
-		Int64("too_large", s.TooLarge).Int64("answers_cut", s.Cut).Int64("slow_heads", s.Slow).Int64("unreplayable", s.Unreplayable).Int64("out_of_order", s.OutOfOrder)
+		Int64("too_large", s.TooLarge).Int64("answers_cut", s.Cut).Int64("slow_heads", s.Slow).Int64("unreplayable", s.Unreplayable).Int64("out_of_order", s.OutOfOrder).
+		Int64("accept_retries", s.AcceptRetries).Int64("public_refused", s.PublicRefused)
 }

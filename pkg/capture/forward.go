@@ -59,9 +59,9 @@ func ListenForward(addr string, w io.Writer, opt ForwardOptions) (*Proxy, error)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := fo.bind(addr)
 	if err != nil {
-		return nil, fmt.Errorf("--listen: %w", err)
+		return nil, err
 	}
 	if saveCA != nil {
 		if err := saveCA(); err != nil {
@@ -89,7 +89,12 @@ func prepareForward(opt ForwardOptions) (f *forward, fo Options, saveCA func() e
 	if err != nil {
 		return nil, fo, nil, err
 	}
+	pol, err := fo.policy()
+	if err != nil {
+		return nil, fo, nil, err
+	}
 	co := opt.Reach.ConnOptions()
+	co.Allow = pol.CheckUpstream // on the address dialed: a name that resolves to loopback is refused too
 	d, err := conn.New(co)
 	if err != nil {
 		return nil, fo, nil, err
