@@ -71,6 +71,12 @@ func TestRecordRefusedStartLeavesDisk(t *testing.T) {
 		{"existing file, no --force", func(dir string) []string {
 			return []string{"--listen", freeAddr(t), "--upstream", upURL}
 		}, "the file exists"},
+		{"every address, no --allow-remote", func(dir string) []string {
+			return []string{"--forward", "--listen", "0.0.0.0:0", "--ca-out", filepath.Join(dir, "ca"), "--force"}
+		}, "--allow-remote"},
+		{"bad --allow-upstream", func(dir string) []string {
+			return []string{"--forward", "--listen", freeAddr(t), "--ca-out", filepath.Join(dir, "ca"), "--allow-upstream", "localhost", "--force"}
+		}, "--allow-upstream"},
 		{"bad --redact", func(dir string) []string {
 			return []string{"--listen", freeAddr(t), "--upstream", upURL, "--redact", "all", "--force"}
 		}, "--redact"},

@@ -126,10 +126,10 @@ func (b *Body) Write(p []byte) (int, error) {
 
 // CopyBody copies m's body, framed as f says, from br to dst as it came
 // (chunk lines and trailers included), and its content (de-chunked) into
-// body, which keeps what its Max allows: a body of any size passes in
+// body (a *Body keeps what its Max allows): a body of any size passes in
 // the memory of br and dst's buffers. For a response, method is the
 // request's. A response read until the connection closes sets m.Close.
-func (m *Message) CopyBody(dst io.Writer, br *bufio.Reader, f Framing, method string, body *Body) error {
+func (m *Message) CopyBody(dst io.Writer, br *bufio.Reader, f Framing, method string, body io.Writer) error {
 	request := m.Method != ""
 	switch {
 	case !request && NoBody(method, m.Status):
@@ -301,7 +301,7 @@ func readLine(br *bufio.Reader, raw *bytes.Buffer) (string, error) {
 
 // copyChunked copies a chunked body from br to dst as it came, and its
 // content de-chunked into body.
-func copyChunked(dst io.Writer, br *bufio.Reader, body *Body) error {
+func copyChunked(dst io.Writer, br *bufio.Reader, body io.Writer) error {
 	var line bytes.Buffer
 	next := func() (string, error) {
 		line.Reset()

@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +50,30 @@ type forward struct {
 	dialer *conn.Dialer
 	pool   *negotiate.Pool
 	h2     *h2serve.Server
+	// h2hosts are the authorities that answered "h2" by ALPN: their
+	// HTTP/2 clients' calls go through pool.
+	h2hosts sync.Map
+	// mu guards free: the upstreams of HTTP/2 clients' calls to HTTP/1.1
+	// hosts, kept between calls.
+	mu   sync.Mutex
+	free []*upstream
+}
+
+func (f *forward) getUpstream() *upstream {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := len(f.free); n > 0 {
+		u := f.free[n-1]
+		f.free = f.free[:n-1]
+		return u
+	}
+	return f.upstream()
+}
+
+func (f *forward) putUpstream(u *upstream) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.free = append(f.free, u)
 }
 
 // ListenForward starts a forward proxy on addr that writes pairs, each
@@ -109,7 +134,15 @@ func prepareForward(opt ForwardOptions) (f *forward, fo Options, saveCA func() e
 
 func (f *forward) shutdown(ctx context.Context) { go f.h2.Shutdown(ctx) }
 
-func (f *forward) close() { f.pool.Close() }
+func (f *forward) close() {
+	f.pool.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, u := range f.free {
+		u.line.Close()
+	}
+	f.free = nil
+}
 
 // h1Only is what an HTTP/1.x exchange's upstream connection may speak.
 var h1Only = conn.Protocols{ALPN: []string{"http/1.1"}}
