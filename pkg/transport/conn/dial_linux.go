@@ -37,9 +37,9 @@ type tcpDialer struct {
 	soErr   error              // set by connected
 	checked func(uintptr) bool // connected, bound once
 
-	check func(netip.Addr) error // Options.Allow; nil: any address
-	clock func() int64           // the run's clock
-	sentAt int64        // when the last dial wrote its first bytes
+	check  func(netip.Addr) error // Options.Allow; nil: any address
+	clock  func() int64           // the run's clock
+	sentAt int64                  // when the last dial wrote its first bytes
 }
 
 // dnsTTL is how long a VU keeps a resolved name, as k6 does by default.
