@@ -160,6 +160,29 @@ type upstream struct {
 
 func unixNano() int64 { return time.Now().UnixNano() }
 
+// use makes cn the connection u reads and writes, each read and write
+// giving the exchange the upstream timeout again (Line.Arm): a body that
+// keeps moving may take longer than it, a host that stops may not.
+func (u *upstream) use(cn *conn.Conn) {
+	if cn != u.cn {
+		u.cn, u.br, u.bw = cn, bufio.NewReaderSize(armed{u}, 64<<10), bufio.NewWriterSize(armed{u}, 64<<10)
+	}
+	u.line.Arm()
+}
+
+// armed is an upstream connection whose reads and writes each arm it.
+type armed struct{ u *upstream }
+
+func (a armed) Read(b []byte) (int, error) {
+	a.u.line.Arm()
+	return a.u.cn.NC.Read(b)
+}
+
+func (a armed) Write(b []byte) (int, error) {
+	a.u.line.Arm()
+	return a.u.cn.NC.Write(b)
+}
+
 func (f *forward) upstream() *upstream { return &upstream{line: f.dialer.NewLine(unixNano)} }
 
 // roundTrip passes the exchange of h to authority over scheme: raw (its
@@ -172,10 +195,7 @@ func (p *Proxy) roundTrip(u *upstream, cl *client, h head, raw []byte, scheme, a
 		_, err := u.line.Failure()
 		return passed{}, fmt.Errorf("%s %s: %w", kind, dst.Addr, err)
 	}
-	if cn != u.cn {
-		u.cn, u.br, u.bw = cn, bufio.NewReaderSize(cn.NC, 64<<10), bufio.NewWriterSize(cn.NC, 64<<10)
-	}
-	u.line.Arm()
+	u.use(cn)
 	x, err := p.pass(cl, h, raw, u.bw, u.br)
 	if err != nil {
 		u.line.Drop(err)

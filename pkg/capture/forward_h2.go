@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -111,10 +110,7 @@ func (p *Proxy) viaH1(w http.ResponseWriter, r *http.Request, headers []rrpair.F
 		u.line.Drop(nil)
 		return false, nil
 	}
-	if cn != u.cn {
-		u.cn, u.br, u.bw = cn, bufio.NewReaderSize(cn.NC, 64<<10), bufio.NewWriterSize(cn.NC, 64<<10)
-	}
-	u.line.Arm()
+	u.use(cn)
 	u.bw.WriteString(r.Method + " " + r.RequestURI + " HTTP/1.1\r\nHost: " + tn.authority + "\r\n")
 	for _, h := range headers {
 		if h.Name != "host" && h.Name != "content-length" && !rrpair.ConnectionHeader(h.Name) && h.Name != "te" {

@@ -146,3 +146,27 @@ func TestForwardIdleTunnels(t *testing.T) {
 		}
 	})
 }
+
+// TestForwardSlowBodyKeepsMoving: a body that keeps moving may take
+// longer than the upstream timeout: each read and write gives the
+// exchange the timeout again.
+func TestForwardSlowBodyKeepsMoving(t *testing.T) {
+	up := rawUpstream(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	var out bytes.Buffer
+	p, _ := forwardProxy(t, &out, "", func(o *ForwardOptions) { o.Reach.Timeout = 400 * time.Millisecond })
+	defer closeProxy(t, p)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "POST http://"+up+"/slow HTTP/1.1\r\nHost: "+up+"\r\nContent-Length: 12\r\n\r\n")
+	for range 12 { // 1.2 s in all, 100 ms a byte: three times the timeout
+		time.Sleep(100 * time.Millisecond)
+		io.WriteString(c, "x")
+	}
+	if m := readAnswer(t, bufio.NewReader(c), "POST"); m.Status != 200 {
+		t.Errorf("got %d, want 200", m.Status)
+	}
+}
