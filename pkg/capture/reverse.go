@@ -20,7 +20,10 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 	p.ups.Store(up, struct{}{})
 	defer func() { p.ups.Delete(up); up.Close() }()
 	cl := p.newClient(c, c, nil)
-	ur, uw := bufio.NewReaderSize(up, 64<<10), bufio.NewWriterSize(up, 64<<10)
+	// An upstream silent for the idle timeout ends the exchange: it
+	// would hold its client's connection for good.
+	idle := idleConn{up, p.opt.IdleTimeout}
+	ur, uw := bufio.NewReaderSize(idle, 64<<10), bufio.NewWriterSize(idle, 64<<10)
 	session := "c-" + strconv.FormatInt(connID, 10)
 	for {
 		h, ok := p.nextHead(cl)
@@ -47,4 +50,21 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 func (p *Proxy) fail(seq int64) {
 	p.stats.errs.Add(1)
 	p.w.Done(seq, nil)
+}
+
+// idleConn is a connection each of whose reads and writes must move
+// within d.
+type idleConn struct {
+	net.Conn
+	d time.Duration
+}
+
+func (c idleConn) Read(b []byte) (int, error) {
+	c.SetReadDeadline(time.Now().Add(c.d))
+	return c.Conn.Read(b)
+}
+
+func (c idleConn) Write(b []byte) (int, error) {
+	c.SetWriteDeadline(time.Now().Add(c.d))
+	return c.Conn.Write(b)
 }

@@ -170,3 +170,46 @@ func TestForwardSlowBodyKeepsMoving(t *testing.T) {
 		t.Errorf("got %d, want 200", m.Status)
 	}
 }
+
+// TestReverseSilentUpstreamCut: an upstream that never answers ends the
+// exchange at the idle timeout with a 502, rather than holding the
+// client's connection for good.
+func TestReverseSilentUpstreamCut(t *testing.T) {
+	up, _ := byteUpstreamSilent(t)
+	var out bytes.Buffer
+	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: up, IdleTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeProxy(t, p)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 502 ") {
+		t.Errorf("got %q, %v, want a 502 at the idle timeout", line, err)
+	}
+}
+
+// byteUpstreamSilent is an upstream that reads and never answers.
+func byteUpstreamSilent(t *testing.T) (string, net.Listener) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(io.Discard, c) }()
+		}
+	}()
+	return ln.Addr().String(), ln
+}
