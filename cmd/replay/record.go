@@ -32,14 +32,17 @@ none to keep them), and --redact-header and --redact-json add to them. The
 file (0600) is written beside -o and put in place when recording stops; an
 existing one is refused without --force or --append. An exchange a replay could not send (a request target that is not
 a path) is passed on but not written, counted as unreplayable. Stop with Ctrl-C (or SIGTERM): exchanges under way finish, the
-file is flushed and closed (or after --duration). Plain HTTP/1.x upstreams.
+file is flushed and put in place (or after --duration). Bodies stream
+through, at most --max-body of each recorded. Plain HTTP/1.x upstreams.
+It listens on loopback unless --allow-remote.
 
 With --forward, record the service's own calls instead: point its
 HTTP_PROXY and HTTPS_PROXY at --listen. TLS inside CONNECT is terminated
 with a certificate of the CA of --ca-cert/--ca-key, or of one generated once
 into --ca-out (the service must trust it); each call is made again to the
 real host, its certificate checked (--upstream-insecure, --upstream-ca,
---client-cert/--client-key). HTTP/2 and gRPC when the service offers h2.
+--client-cert/--client-key); loopback and link-local hosts only when
+--allow-upstream names them. HTTP/2 and gRPC when the service offers h2.
 Pairs say direction OUT, for replay mock.`,
 		Example: `  replay record --listen :8080 --upstream http://svc:80 -o traffic.jsonl
   replay record --listen 127.0.0.1:9000 --upstream http://127.0.0.1:8080 --session cookie:sid --redact-header Authorization -o t.jsonl
