@@ -112,10 +112,17 @@ func (p *Proxy) viaH1(w http.ResponseWriter, r *http.Request, headers []rrpair.F
 	}
 	u.use(cn)
 	u.bw.WriteString(r.Method + " " + r.RequestURI + " HTTP/1.1\r\nHost: " + tn.authority + "\r\n")
+	var cookies []string // HTTP/2's cookie fields, one line over HTTP/1.1 (RFC 9113 8.2.3)
 	for _, h := range headers {
-		if h.Name != "host" && h.Name != "content-length" && !rrpair.ConnectionHeader(h.Name) && h.Name != "te" {
+		switch {
+		case h.Name == "cookie":
+			cookies = append(cookies, h.Value)
+		case h.Name != "host" && h.Name != "content-length" && !rrpair.ConnectionHeader(h.Name) && h.Name != "te":
 			u.bw.WriteString(h.Name + ": " + h.Value + "\r\n")
 		}
+	}
+	if len(cookies) > 0 {
+		u.bw.WriteString("cookie: " + strings.Join(cookies, "; ") + "\r\n")
 	}
 	if len(body) > 0 || r.Method == "POST" || r.Method == "PUT" || r.Method == "PATCH" {
 		u.bw.WriteString("Content-Length: " + strconv.Itoa(len(body)) + "\r\n")
