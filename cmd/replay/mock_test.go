@@ -187,7 +187,7 @@ func TestMockWholeLoop(t *testing.T) {
 	os.WriteFile(depCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: dep.Certificate().Raw}), 0o644)
 	a := newApp(t, dep.URL, filepath.Join(caDir, "ca.pem"))
 
-	fwd, fwdAddr := runBackground(t, "listen", "record", "--forward", "--listen", "127.0.0.1:0", "--ca-out", caDir, "--upstream-ca", depCA, "-o", outbound)
+	fwd, fwdAddr := runBackground(t, "listen", "record", "--forward", "--listen", "127.0.0.1:0", "--ca-out", caDir, "--upstream-ca", depCA, "--allow-upstream", "127.0.0.0/8", "-o", outbound)
 	a.proxy.Store(&url.URL{Scheme: "http", Host: fwdAddr})
 	rev, revAddr := runBackground(t, "listen", "record", "--listen", "127.0.0.1:0", "--upstream", a.URL, "-o", inbound)
 	const checkouts = 5

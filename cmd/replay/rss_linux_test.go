@@ -17,8 +17,16 @@ import (
 // memory until exec (CLONE_VM), and at exec Linux records the old
 // memory's peak — the parent's — as the child's maxrss, so a test binary
 // grown large would fail a bound the child itself keeps.
-func runPeakRSS(cmd *exec.Cmd) (int64, bool) {
-	if err := cmd.Start(); err != nil {
+func runPeakRSS(cmd *exec.Cmd) (int64, bool) { return runPeakRSSStarted(cmd, nil) }
+
+// runPeakRSSStarted is runPeakRSS that says on started (when not nil)
+// that cmd started, or why not.
+func runPeakRSSStarted(cmd *exec.Cmd, started chan<- error) (int64, bool) {
+	err := cmd.Start()
+	if started != nil {
+		started <- err
+	}
+	if err != nil {
 		return 0, false
 	}
 	done := make(chan struct{})

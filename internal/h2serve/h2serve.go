@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // Server serves the connections handed to it as HTTP/2.
@@ -34,13 +35,18 @@ type entry struct {
 type valueKey struct{}
 
 // New starts a server whose streams h answers.
-func New(h http.Handler) *Server {
+func New(h http.Handler) *Server { return NewIdle(h, 0) }
+
+// NewIdle is New with connections closed once idle (no stream open) for
+// idle, when it is not 0.
+func NewIdle(h http.Handler, idle time.Duration) *Server {
 	s := &Server{ln: NewListener(handAddr{}), served: make(chan error, 1)}
 	var p http.Protocols
 	p.SetHTTP2(true)
 	p.SetUnencryptedHTTP2(true)
 	s.hs = &http.Server{Handler: h, Protocols: &p, ConnContext: s.connContext, ConnState: s.connState,
-		ErrorLog: log.New(io.Discard, "", 0)} // a client's broken connection is the caller's to count, not to print
+		ErrorLog:    log.New(io.Discard, "", 0), // a client's broken connection is the caller's to count, not to print
+		IdleTimeout: idle}
 	go func() { s.served <- s.hs.Serve(s.ln) }()
 	return s
 }

@@ -42,67 +42,110 @@ const maxHead = 64 << 10
 // and the fields (as ParseHead reads them), then the body's length by
 // HEAD/1xx/204/304, Transfer-Encoding, Content-Length or close.
 func Read(br *bufio.Reader, request bool, method string, w io.Writer) (*Message, error) {
-	m := &Message{}
-	var raw bytes.Buffer
-	line, err := readLine(br, &raw)
+	m, f, err := ReadHead(br, request)
 	if err != nil {
 		return nil, err
 	}
-	for request && len(line) == 0 { // stray CRLF between requests
-		raw.Reset()
-		if line, err = readLine(br, &raw); err != nil {
-			return nil, err
-		}
-	}
-	if err := m.startLine(line, request); err != nil {
-		return nil, err
-	}
-	var fields []string
-	for {
-		h, err := readLine(br, &raw)
-		if err != nil {
-			return nil, err
-		}
-		if raw.Len() > maxHead {
-			return nil, errors.New("head too large")
-		}
-		if h == "" {
-			break
-		}
-		fields = append(fields, h)
-	}
-	f, err := m.fields(fields)
-	if err != nil {
-		return nil, err
-	}
-	length, chunked := f.Length, f.Chunked
 	if request && w != nil && HasToken(m.Headers, "expect", "100-continue") {
 		if _, err := io.WriteString(w, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
 			return nil, err
 		}
 		m.Continued = true
 	}
-	switch {
-	case !request && NoBody(method, m.Status):
-	case chunked: // de-chunked into a slice of its own
-		if m.Body, err = readChunked(br, &raw); err != nil {
-			return nil, err
+	raw := bytes.NewBuffer(m.Raw)
+	body := Body{Max: -1}
+	if err := m.CopyBody(raw, br, f, method, &body); err != nil {
+		return nil, err
+	}
+	m.Raw, m.Body = raw.Bytes(), body.Kept
+	return m, nil
+}
+
+// ReadHead reads a message's head from br: its start line and fields, up
+// to the blank line (Raw holds them as they came), and how its body is
+// framed. A request's stray CRLFs before its line are skipped.
+func ReadHead(br *bufio.Reader, request bool) (*Message, Framing, error) {
+	m := &Message{}
+	var raw bytes.Buffer
+	line, err := readLine(br, &raw)
+	if err != nil {
+		return nil, Framing{}, err
+	}
+	for request && len(line) == 0 { // stray CRLF between requests
+		raw.Reset()
+		if line, err = readLine(br, &raw); err != nil {
+			return nil, Framing{}, err
 		}
-	case length >= 0:
-		start := raw.Len()
-		if _, err := io.CopyN(&raw, br, length); err != nil {
-			return nil, fmt.Errorf("body: %w", err)
+	}
+	if err := m.startLine(line, request); err != nil {
+		return nil, Framing{}, err
+	}
+	var fields []string
+	for {
+		h, err := readLine(br, &raw)
+		if err != nil {
+			return nil, Framing{}, err
 		}
-		m.Body = bytes.Clone(raw.Bytes()[start:])
-	case !request: // until the connection closes
-		start := raw.Len()
-		if _, err := io.Copy(&raw, br); err != nil {
-			return nil, err
+		if raw.Len() > maxHead {
+			return nil, Framing{}, errors.New("head too large")
 		}
-		m.Body, m.Close = bytes.Clone(raw.Bytes()[start:]), true
+		if h == "" {
+			break
+		}
+		fields = append(fields, h)
+	}
+	f, err := m.fields(fields, request)
+	if err != nil {
+		return nil, Framing{}, err
 	}
 	m.Raw = raw.Bytes()
-	return m, nil
+	return m, f, nil
+}
+
+// Body is what CopyBody keeps of a body: its first Max bytes (de-chunked;
+// Max < 0 keeps all), and its whole Size.
+type Body struct {
+	Max  int64
+	Kept []byte
+	Size int64
+}
+
+// Cut says the body was larger than what was kept.
+func (b *Body) Cut() bool { return b.Max >= 0 && b.Size > b.Max }
+
+// Write keeps p within Max and counts it.
+func (b *Body) Write(p []byte) (int, error) {
+	b.Size += int64(len(p))
+	if b.Max < 0 {
+		b.Kept = append(b.Kept, p...)
+	} else if room := b.Max - int64(len(b.Kept)); room > 0 {
+		b.Kept = append(b.Kept, p[:min(int64(len(p)), room)]...)
+	}
+	return len(p), nil
+}
+
+// CopyBody copies m's body, framed as f says, from br to dst as it came
+// (chunk lines and trailers included), and its content (de-chunked) into
+// body (a *Body keeps what its Max allows): a body of any size passes in
+// the memory of br and dst's buffers. For a response, method is the
+// request's. A response read until the connection closes sets m.Close.
+func (m *Message) CopyBody(dst io.Writer, br *bufio.Reader, f Framing, method string, body io.Writer) error {
+	request := m.Method != ""
+	switch {
+	case !request && NoBody(method, m.Status):
+	case f.Chunked:
+		return copyChunked(dst, br, body)
+	case f.Length >= 0:
+		if _, err := io.CopyN(io.MultiWriter(dst, body), br, f.Length); err != nil {
+			return fmt.Errorf("body: %w", err)
+		}
+	case !request: // until the connection closes
+		if _, err := io.Copy(io.MultiWriter(dst, body), br); err != nil {
+			return err
+		}
+		m.Close = true
+	}
+	return nil
 }
 
 // ReadResponse reads the answer to a request of method from br: past any
@@ -151,7 +194,7 @@ func ParseHead(head []byte, request bool) (*Message, Framing, error) {
 	if err := m.startLine(lines[0], request); err != nil {
 		return nil, Framing{}, err
 	}
-	f, err := m.fields(lines[1:])
+	f, err := m.fields(lines[1:], request)
 	return m, f, err
 }
 
@@ -177,9 +220,14 @@ func (m *Message) startLine(line string, request bool) error {
 }
 
 // fields reads a head's field lines into m, and says how its body is
-// framed.
-func (m *Message) fields(lines []string) (Framing, error) {
+// framed. A request is held to RFC 9112 §6 as a proxy must hold it (a
+// request framed two ways could be read one way here and another way
+// upstream, RFC 9112 §11.2): Content-Length and Transfer-Encoding
+// together, Content-Lengths that differ, one that is not digits, and a
+// Transfer-Encoding whose last coding is not chunked are errors.
+func (m *Message) fields(lines []string, request bool) (Framing, error) {
 	f := Framing{Length: -1}
+	te := false
 	for _, h := range lines {
 		name, value, ok := strings.Cut(h, ":")
 		if !ok {
@@ -189,21 +237,50 @@ func (m *Message) fields(lines []string) (Framing, error) {
 		m.Headers = append(m.Headers, rrpair.Field{Name: name, Value: value})
 		switch strings.ToLower(name) {
 		case "content-length":
-			n, err := strconv.ParseInt(value, 10, 64)
-			if err != nil || n < 0 {
-				return f, fmt.Errorf("Content-Length %q", value)
+			n, err := contentLength(value)
+			if err != nil {
+				return f, err
+			}
+			if f.Length >= 0 && n != f.Length {
+				return f, fmt.Errorf("Content-Length %d and %d: a message has one length", f.Length, n)
 			}
 			f.Length = n
 		case "transfer-encoding":
-			f.Chunked = strings.Contains(strings.ToLower(value), "chunked")
+			te = true
+			codings := strings.Split(strings.ToLower(value), ",")
+			f.Chunked = strings.TrimSpace(codings[len(codings)-1]) == "chunked"
+			if request && !f.Chunked {
+				return f, fmt.Errorf("Transfer-Encoding %q: a request's last coding must be chunked", value)
+			}
 		case "connection":
 			m.Close = strings.EqualFold(value, "close")
 		}
+	}
+	if request && te && f.Length >= 0 {
+		return f, errors.New("Content-Length and Transfer-Encoding together: a request has one framing")
 	}
 	if m.Version == "1.0" && !HasToken(m.Headers, "connection", "keep-alive") {
 		m.Close = true
 	}
 	return f, nil
+}
+
+// contentLength reads a Content-Length value: digits only (no sign, no
+// space; a list of one value repeated, "5, 5", is that value).
+func contentLength(value string) (int64, error) {
+	var n int64 = -1
+	for _, v := range strings.Split(value, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" || strings.Trim(v, "0123456789") != "" || len(v) > 18 {
+			return 0, fmt.Errorf("Content-Length %q: want digits", value)
+		}
+		k, _ := strconv.ParseInt(v, 10, 64)
+		if n >= 0 && k != n {
+			return 0, fmt.Errorf("Content-Length %q: a message has one length", value)
+		}
+		n = k
+	}
+	return n, nil
 }
 
 // readLine reads one line into raw and returns it without its line end.
@@ -222,37 +299,44 @@ func readLine(br *bufio.Reader, raw *bytes.Buffer) (string, error) {
 	return strings.TrimRight(string(line), "\r\n"), nil
 }
 
-// readChunked reads a chunked body (raw kept in raw) and returns it
-// de-chunked.
-func readChunked(br *bufio.Reader, raw *bytes.Buffer) ([]byte, error) {
-	var body []byte
-	for {
-		line, err := readLine(br, raw)
-		if err != nil {
-			return nil, err
+// copyChunked copies a chunked body from br to dst as it came, and its
+// content de-chunked into body.
+func copyChunked(dst io.Writer, br *bufio.Reader, body io.Writer) error {
+	var line bytes.Buffer
+	next := func() (string, error) {
+		line.Reset()
+		l, err := readLine(br, &line)
+		if err == nil {
+			_, err = dst.Write(line.Bytes())
 		}
-		size, err := strconv.ParseInt(strings.TrimSpace(strings.SplitN(line, ";", 2)[0]), 16, 64)
-		if err != nil || size < 0 {
-			return nil, fmt.Errorf("chunk size %q", line)
+		return l, err
+	}
+	for {
+		l, err := next()
+		if err != nil {
+			return err
+		}
+		hexSize := strings.TrimSpace(strings.SplitN(l, ";", 2)[0])
+		size, err := strconv.ParseInt(hexSize, 16, 64)
+		if err != nil || size < 0 || strings.HasPrefix(hexSize, "+") {
+			return fmt.Errorf("chunk size %q", l)
 		}
 		if size == 0 {
 			for { // trailers up to the blank line
-				t, err := readLine(br, raw)
+				t, err := next()
 				if err != nil {
-					return nil, err
+					return err
 				}
 				if t == "" {
-					return body, nil
+					return nil
 				}
 			}
 		}
-		start := raw.Len()
-		if _, err := io.CopyN(raw, br, size); err != nil {
-			return nil, err
+		if _, err := io.CopyN(io.MultiWriter(dst, body), br, size); err != nil {
+			return err
 		}
-		body = append(body, raw.Bytes()[start:]...)
-		if _, err := readLine(br, raw); err != nil { // the CRLF after the data
-			return nil, err
+		if _, err := next(); err != nil { // the CRLF after the data
+			return err
 		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -33,7 +34,9 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/connset"
-	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/internal/h2serve"
+	"github.com/replay-dev/replay/internal/listen"
+	"github.com/rs/zerolog"
 )
 
 // Options configure a Proxy.
@@ -50,7 +53,10 @@ type Options struct {
 	Window time.Duration
 	// Session names the session of a pair: "" is one session per client
 	// connection; "header:NAME" or "cookie:NAME" takes it from the request.
-	Session      string
+	Session string
+	// Redact is the preset of headers redacted: RedactCredentials (the
+	// default, when "") or RedactNone.
+	Redact       string
 	RedactHeader []string // header names whose values are recorded as REDACTED
 	RedactJSON   []string // top-level (dotted) JSON body fields recorded as REDACTED
 	// MaxBody: an exchange whose request body is larger is passed on but
@@ -58,9 +64,30 @@ type Options struct {
 	// larger is recorded without its body. Default 16 MiB. Each message is
 	// held in memory while it passes.
 	MaxBody int64
-	// IdleTimeout closes a client connection idle this long (default 2m).
+	// AllowRemote lets the proxy listen beyond loopback (--allow-remote);
+	// AllowPublicClients lets it then answer clients from public
+	// addresses (--allow-public-clients); AllowUpstream are the CIDR
+	// prefixes of loopback or link-local addresses the forward proxy may
+	// still reach for a client (--allow-upstream). internal/listen's
+	// policy.
+	AllowRemote, AllowPublicClients bool
+	AllowUpstream                   []string
+	// Log is where the listener says what it retried (out of
+	// descriptors) and refused (public clients); nothing when zero.
+	Log zerolog.Logger
+	// IdleTimeout closes a client connection idle this long (default
+	// 2m): waiting for a request, or while a body streams, no byte read
+	// or written for that long.
 	IdleTimeout time.Duration
+	// HeadTimeout closes a client connection whose request head (its
+	// line and headers) is not whole this long after its first byte
+	// (default 30s; HTTP/2: the time to a stream's headers).
+	HeadTimeout time.Duration
 }
+
+// DefaultHeadTimeout is the time a request head has to come whole
+// (--head-timeout).
+const DefaultHeadTimeout = 30 * time.Second
 
 // Redacted replaces a redacted value.
 const Redacted = "REDACTED"
@@ -78,6 +105,16 @@ type Stats struct {
 	// Tunnels are the CONNECT tunnels opened (forward proxy), TLS those
 	// that carried TLS, terminated here.
 	Tunnels, TLS int64
+	// Cut are answers recorded with their body cut at MaxBody
+	// (http.res.bodyCut says the whole size).
+	Cut int64
+	// Slow are client connections closed for a request head not whole
+	// within the head timeout, or ended in the middle of one.
+	Slow int64
+	// AcceptRetries are accepts that failed for a lack of resources
+	// (descriptors, buffers) and were tried again; PublicRefused the
+	// clients from public addresses closed (internal/listen).
+	AcceptRetries, PublicRefused int64
 	// OutOfOrder are lines written out of the order their requests began
 	// in: exchanges under way longer than the reorder window (Window), or
 	// while MaxWaiting later ones were done, written when they ended.
@@ -86,14 +123,19 @@ type Stats struct {
 
 // Proxy is a running recording proxy.
 type Proxy struct {
-	opt   Options
-	fwd   *forward // the forward proxy's; nil for the reverse proxy
-	ln    net.Listener
-	w     *Writer
-	wg    sync.WaitGroup // the accept loop
-	conns connset.Set    // open client connections
-	stats struct {
-		conns, pairs, errs, large, unreplayable, tunnels, tls atomic.Int64
+	opt Options
+	fwd *forward // the forward proxy's; nil for the reverse proxy
+	ln  *listen.Listener
+	w   *Writer
+	// out is the output Start opened (nil for Listen's writer): put in
+	// place by Close.
+	out     *openOutput
+	outPath string
+	wg      sync.WaitGroup // the accept loop
+	conns   connset.Set    // open client connections
+	ups     sync.Map       // net.Conn -> struct{}: the reverse proxy's upstream connections
+	stats   struct {
+		conns, pairs, errs, large, unreplayable, tunnels, tls, cut, slow atomic.Int64
 	}
 	seq atomic.Int64
 	// closing is set by Close before it cuts idle reads off, so that a
@@ -109,8 +151,21 @@ func (opt Options) withDefaults() (Options, error) {
 	if opt.IdleTimeout == 0 {
 		opt.IdleTimeout = 2 * time.Minute
 	}
+	if opt.HeadTimeout == 0 {
+		opt.HeadTimeout = DefaultHeadTimeout
+	}
+	if opt.IdleTimeout < 0 || opt.HeadTimeout < 0 {
+		return opt, fmt.Errorf("--idle-timeout %v, --head-timeout %v: want positive durations", opt.IdleTimeout, opt.HeadTimeout)
+	}
 	if s := opt.Session; s != "" && !strings.HasPrefix(s, "header:") && !strings.HasPrefix(s, "cookie:") {
 		return opt, fmt.Errorf("session %q: want header:NAME or cookie:NAME", s)
+	}
+	switch opt.Redact {
+	case "":
+		opt.Redact = RedactCredentials
+	case RedactCredentials, RedactNone:
+	default:
+		return opt, fmt.Errorf("--redact %q: want %s (the default) or %s", opt.Redact, RedactCredentials, RedactNone)
 	}
 	if opt.Window < 0 {
 		return opt, fmt.Errorf("--reorder-window: want a positive duration such as 2s, got %v", opt.Window)
@@ -121,28 +176,51 @@ func (opt Options) withDefaults() (Options, error) {
 	return opt, nil
 }
 
+// policy is opt's listening policy; its error names --allow-upstream.
+func (opt *Options) policy() (listen.Policy, error) {
+	ups, err := listen.ParseUpstreams(opt.AllowUpstream)
+	return listen.Policy{AllowRemote: opt.AllowRemote, AllowPublicClients: opt.AllowPublicClients, Upstreams: ups}, err
+}
+
+// bind listens on addr (--listen) as opt's policy allows.
+func (opt *Options) bind(addr string) (*listen.Listener, error) {
+	pol, err := opt.policy()
+	if err != nil {
+		return nil, err
+	}
+	return listen.Bind(addr, "--listen", pol, "record", opt.Log)
+}
+
 // Listen starts a reverse proxy on addr that forwards to opt.Upstream and
 // writes pairs to w (flushed every 200 ms and at Close).
 func Listen(addr string, w io.Writer, opt Options) (*Proxy, error) {
 	if opt.Upstream == "" {
 		return nil, errors.New("no upstream")
 	}
-	return listen(addr, w, opt, nil)
+	return listenOn(addr, w, opt, nil)
 }
 
-func listen(addr string, w io.Writer, opt Options, fwd *forward) (*Proxy, error) {
+func listenOn(addr string, w io.Writer, opt Options, fwd *forward) (*Proxy, error) {
 	opt, err := opt.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := opt.bind(addr)
 	if err != nil {
 		return nil, err
 	}
+	return serve(ln, w, opt, fwd), nil
+}
+
+// serve starts a proxy on ln, its options checked, writing pairs to w.
+func serve(ln *listen.Listener, w io.Writer, opt Options, fwd *forward) *Proxy {
 	p := &Proxy{opt: opt, fwd: fwd, ln: ln, w: NewWriterWith(w, WriterOptions{Window: opt.Window})}
+	if fwd != nil {
+		fwd.h2 = h2serve.NewIdle(http.HandlerFunc(p.exchangeH2), opt.IdleTimeout)
+	}
 	p.wg.Add(1)
 	go p.accept()
-	return p, nil
+	return p
 }
 
 // Addr is where the proxy listens.
@@ -152,7 +230,9 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 func (p *Proxy) Stats() Stats {
 	return Stats{Connections: p.stats.conns.Load(), Pairs: p.stats.pairs.Load(), Errors: p.stats.errs.Load(),
 		TooLarge: p.stats.large.Load(), Unreplayable: p.stats.unreplayable.Load(),
-		Tunnels: p.stats.tunnels.Load(), TLS: p.stats.tls.Load(), OutOfOrder: p.w.OutOfOrder()}
+		Tunnels: p.stats.tunnels.Load(), TLS: p.stats.tls.Load(), Cut: p.stats.cut.Load(), Slow: p.stats.slow.Load(),
+		AcceptRetries: p.ln.Retried(), PublicRefused: p.ln.Refused(),
+		OutOfOrder: p.w.OutOfOrder()}
 }
 
 // Close stops accepting, lets each connection finish the exchange under
@@ -162,6 +242,12 @@ func (p *Proxy) Close(ctx context.Context) error {
 	p.closing.Store(true)
 	p.ln.Close()
 	p.wg.Wait()
+	// An exchange still waiting on its upstream when ctx ends is cut
+	// there too: Drain closes the client's side only.
+	stop := context.AfterFunc(ctx, func() {
+		p.ups.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
+	})
+	defer stop()
 	// Idle connections wait in a read: cut them off now; busy ones get
 	// ctx. An HTTP/2 connection is told GOAWAY: its streams under way
 	// finish, then it closes.
@@ -172,7 +258,15 @@ func (p *Proxy) Close(ctx context.Context) error {
 	if p.fwd != nil {
 		p.fwd.close()
 	}
-	return p.w.Close()
+	err := p.w.Close()
+	if p.out != nil {
+		if err != nil {
+			p.out.abort()
+			return fmt.Errorf("-o %s: %w (nothing written: the file is as it was)", p.outPath, err)
+		}
+		err = p.out.commit()
+	}
+	return err
 }
 
 func (p *Proxy) accept() {
@@ -195,17 +289,6 @@ func (p *Proxy) accept() {
 	}
 }
 
-// nextRequest reads a client connection's next request from br (c's
-// reader), within the idle timeout; a request expecting 100-continue gets
-// it on w. ok is false when the connection ends: the proxy is closing, the
-// client went, or sent what is not a request (counted).
-func (p *Proxy) nextRequest(c net.Conn, br *bufio.Reader, w io.Writer) (req *rawhttp.Message, ok bool) {
-	if !p.awaitRequest(c, br) {
-		return nil, false
-	}
-	return p.readRequest(br, w)
-}
-
 // awaitRequest waits, within the idle timeout, for the first byte of a
 // client connection's next request: when it began. false when the
 // connection ends first (the proxy is closing, the client went).
@@ -219,16 +302,6 @@ func (p *Proxy) awaitRequest(c net.Conn, br *bufio.Reader) bool {
 		return false
 	}
 	return true
-}
-
-// readRequest reads the request whose first byte awaitRequest saw.
-func (p *Proxy) readRequest(br *bufio.Reader, w io.Writer) (*rawhttp.Message, bool) {
-	req, err := rawhttp.Read(br, true, "", w)
-	if err != nil {
-		p.countReadError(err)
-		return nil, false
-	}
-	return req, true
 }
 
 // countReadError counts a client's read that failed otherwise than by
@@ -246,30 +319,68 @@ func isTimeout(err error) bool {
 
 const badGateway = "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
-// Start starts what `replay record` asks for on listen: the reverse proxy
+// Start starts what `replay record` asks for on addr (--listen): the reverse proxy
 // to upstream ("http://host[:port]"), or with forward the forward proxy
-// (fo's CA and Reach, which only it takes). Errors name the flag.
-func Start(listen, upstream string, forward bool, w io.Writer, fo ForwardOptions) (*Proxy, error) {
-	if forward {
+// (fo's CA and Reach, which only it takes), writing to out. Everything is
+// checked before anything is written: a refused start (a bad flag, a busy
+// port, a CA that does not load) leaves the disk as it was; the output
+// file and a CA generated into --ca-out are written only once the proxy
+// listens. Errors name the flag. Close puts the output in place.
+func Start(addr, upstream string, fwd bool, out Output, fo ForwardOptions) (*Proxy, error) {
+	if err := out.check(); err != nil {
+		return nil, err
+	}
+	var f *forward
+	var saveCA func() error
+	opt := fo.Options
+	if fwd {
 		if upstream != "" {
 			return nil, errors.New("--upstream: a forward proxy sends each call to the host it names; drop --upstream or --forward")
 		}
-		return ListenForward(listen, w, fo)
+		var err error
+		if f, opt, saveCA, err = prepareForward(fo); err != nil {
+			return nil, err
+		}
+	} else {
+		if fo.CA.Given() || fo.Reach != (Upstream{}) {
+			return nil, errors.New("--ca-cert, --ca-key, --ca-out, --upstream-insecure, --upstream-ca, --client-cert and --client-key: only with --forward")
+		}
+		u, err := url.Parse(upstream)
+		if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return nil, fmt.Errorf("--upstream: want http://host:port, got %q", upstream)
+		}
+		opt.Upstream, opt.Authority = u.Host, u.Host
+		if u.Port() == "" {
+			opt.Upstream += ":80"
+		}
+		if opt, err = opt.withDefaults(); err != nil {
+			return nil, err
+		}
 	}
-	if fo.CA.Given() || fo.Reach != (Upstream{}) {
-		return nil, errors.New("--ca-cert, --ca-key, --ca-out, --upstream-insecure, --upstream-ca, --client-cert and --client-key: only with --forward")
-	}
-	u, err := url.Parse(upstream)
-	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
-		return nil, fmt.Errorf("--upstream: want http://host:port, got %q", upstream)
-	}
-	fo.Upstream, fo.Authority = u.Host, u.Host
-	if u.Port() == "" {
-		fo.Upstream += ":80"
-	}
-	p, err := Listen(listen, w, fo.Options)
+	ln, err := opt.bind(addr)
 	if err != nil {
-		return nil, fmt.Errorf("--listen: %w", err)
+		return nil, err
 	}
+	o, err := out.open()
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if saveCA != nil {
+		if err := saveCA(); err != nil {
+			ln.Close()
+			o.abort()
+			return nil, err
+		}
+	}
+	p := serve(ln, o.w, opt, f)
+	p.out, p.outPath = o, out.Path
 	return p, nil
+}
+
+// MarshalZerologObject writes s as the fields of a log line.
+func (s Stats) MarshalZerologObject(e *zerolog.Event) {
+	e.Int64("pairs", s.Pairs).Int64("connections", s.Connections).Int64("tunnels", s.Tunnels).Int64("errors", s.Errors).
+		Int64("too_large", s.TooLarge).Int64("answers_cut", s.Cut).Int64("slow_heads", s.Slow).Int64("unreplayable", s.Unreplayable).Int64("out_of_order", s.OutOfOrder).
+		Int64("accept_retries", s.AcceptRetries).Int64("public_refused", s.PublicRefused)
 }

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,92 +50,162 @@ type forward struct {
 	dialer *conn.Dialer
 	pool   *negotiate.Pool
 	h2     *h2serve.Server
+	// h2hosts are the authorities that answered "h2" by ALPN: their
+	// HTTP/2 clients' calls go through pool.
+	h2hosts sync.Map
+	// mu guards free: the upstreams of HTTP/2 clients' calls to HTTP/1.1
+	// hosts, kept between calls.
+	mu   sync.Mutex
+	free []*upstream
+}
+
+func (f *forward) getUpstream() *upstream {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := len(f.free); n > 0 {
+		u := f.free[n-1]
+		f.free = f.free[:n-1]
+		return u
+	}
+	return f.upstream()
+}
+
+func (f *forward) putUpstream(u *upstream) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.free = append(f.free, u)
 }
 
 // ListenForward starts a forward proxy on addr that writes pairs, each
-// with direction OUT, to w (flushed every 200 ms and at Close).
+// with direction OUT, to w (flushed every 200 ms and at Close). A CA to
+// generate into --ca-out is written once the proxy listens.
 func ListenForward(addr string, w io.Writer, opt ForwardOptions) (*Proxy, error) {
-	if err := opt.Validate(); err != nil {
+	f, fo, saveCA, err := prepareForward(opt)
+	if err != nil {
 		return nil, err
+	}
+	ln, err := fo.bind(addr)
+	if err != nil {
+		return nil, err
+	}
+	if saveCA != nil {
+		if err := saveCA(); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
+	return serve(ln, w, fo, f), nil
+}
+
+// prepareForward checks opt, reads its files and makes the CA (saveCA,
+// when not nil, writes it into --ca-out) and the way to the real hosts,
+// writing nothing.
+func prepareForward(opt ForwardOptions) (f *forward, fo Options, saveCA func() error, err error) {
+	if err := opt.Validate(); err != nil {
+		return nil, fo, nil, err
 	}
 	if err := opt.Reach.Check(); err != nil {
-		return nil, err
+		return nil, fo, nil, err
 	}
-	fo, err := opt.Options.withDefaults()
-	if err != nil {
-		return nil, err
+	if fo, err = opt.Options.withDefaults(); err != nil {
+		return nil, fo, nil, err
 	}
-	ca, err := opt.CA.Open()
+	ca, saveCA, err := opt.CA.Load()
 	if err != nil {
-		return nil, err
+		return nil, fo, nil, err
+	}
+	pol, err := fo.policy()
+	if err != nil {
+		return nil, fo, nil, err
 	}
 	co := opt.Reach.ConnOptions()
+	co.Allow = pol.CheckUpstream // on the address dialed: a name that resolves to loopback is refused too
 	d, err := conn.New(co)
 	if err != nil {
-		return nil, err
+		return nil, fo, nil, err
 	}
 	t, err := negotiate.New(negotiate.Options{Conn: co, HTTP2: negotiate.On,
 		Answer: transport.AnswerOptions{MaxBody: int(max(fo.MaxBody, transport.DefaultMaxBody)), MaxHeaderBytes: 64 << 10}})
 	if err != nil {
-		return nil, err
+		return nil, fo, nil, err
 	}
-	f := &forward{ca: ca, dialer: d, pool: t.Pool()}
-	p, err := listen(addr, w, fo, f)
-	if err != nil {
-		return nil, err
-	}
-	f.h2 = h2serve.New(http.HandlerFunc(p.exchangeH2))
-	return p, nil
+	return &forward{ca: ca, dialer: d, pool: t.Pool()}, fo, saveCA, nil
 }
 
 func (f *forward) shutdown(ctx context.Context) { go f.h2.Shutdown(ctx) }
 
-func (f *forward) close() { f.pool.Close() }
+func (f *forward) close() {
+	f.pool.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, u := range f.free {
+		u.line.Close()
+	}
+	f.free = nil
+}
 
 // h1Only is what an HTTP/1.x exchange's upstream connection may speak.
 var h1Only = conn.Protocols{ALPN: []string{"http/1.1"}}
 
 // upstream is a client connection's way to the real hosts for its
 // HTTP/1.x exchanges: a conn.Line (one connection at a time, kept alive
-// while the host stays the same), and the reader of its connection.
+// while the host stays the same), and the reader and writer of its
+// connection.
 type upstream struct {
 	line *conn.Line
 	cn   *conn.Conn
 	br   *bufio.Reader
+	bw   *bufio.Writer
 }
 
 func unixNano() int64 { return time.Now().UnixNano() }
 
+// use makes cn the connection u reads and writes, each read and write
+// giving the exchange the upstream timeout again (Line.Arm): a body that
+// keeps moving may take longer than it, a host that stops may not.
+func (u *upstream) use(cn *conn.Conn) {
+	if cn != u.cn {
+		u.cn, u.br, u.bw = cn, bufio.NewReaderSize(armed{u}, 64<<10), bufio.NewWriterSize(armed{u}, 64<<10)
+	}
+	u.line.Arm()
+}
+
+// armed is an upstream connection whose reads and writes each arm it.
+type armed struct{ u *upstream }
+
+func (a armed) Read(b []byte) (int, error) {
+	a.u.line.Arm()
+	return a.u.cn.NC.Read(b)
+}
+
+func (a armed) Write(b []byte) (int, error) {
+	a.u.line.Arm()
+	return a.u.cn.NC.Write(b)
+}
+
 func (f *forward) upstream() *upstream { return &upstream{line: f.dialer.NewLine(unixNano)} }
 
-// roundTrip sends raw, the head and body of req, to authority over scheme
-// and reads the answer, passing interim answers to client.
-func (u *upstream) roundTrip(raw []byte, req *rawhttp.Message, scheme, authority string, client io.Writer) (*rawhttp.Message, error) {
+// roundTrip passes the exchange of h to authority over scheme: raw (its
+// head as it goes) and its body, then the answer back to the client.
+func (p *Proxy) roundTrip(u *upstream, cl *client, h head, raw []byte, scheme, authority string) (passed, error) {
 	dst := u.line.Route(&rrpair.Request{Scheme: []byte(scheme), Host: []byte(authority)})
 	var res result.Result
 	cn, _, kind := u.line.Connect(&dst, &res, &h1Only, nil)
 	if kind != result.ErrNone {
 		_, err := u.line.Failure()
-		return nil, fmt.Errorf("%s %s: %w", kind, dst.Addr, err)
+		return passed{}, fmt.Errorf("%s %s: %w", kind, dst.Addr, err)
 	}
-	if cn != u.cn {
-		u.cn, u.br = cn, bufio.NewReaderSize(cn.NC, 64<<10)
-	}
-	u.line.Arm()
-	if _, err := cn.NC.Write(raw); err != nil {
-		u.line.Drop(err)
-		return nil, err
-	}
-	m, err := passAnswer(u.br, client, req)
+	u.use(cn)
+	x, err := p.pass(cl, h, raw, u.bw, u.br)
 	if err != nil {
 		u.line.Drop(err)
-		return nil, err
+		return x, err
 	}
 	u.line.Idle(unixNano())
-	if m.Close {
+	if x.res.Close {
 		u.line.Drop(nil)
 	}
-	return m, nil
+	return x, nil
 }
 
 // serveForward serves one client connection of the forward proxy:
@@ -145,30 +215,31 @@ func (p *Proxy) serveForward(c net.Conn, connID int64, h2 *atomic.Bool) {
 	session := "c-" + strconv.FormatInt(connID, 10)
 	up := p.fwd.upstream()
 	defer up.line.Close()
-	br := bufio.NewReaderSize(c, 64<<10)
+	cl := p.newClient(c, c, nil)
 	for {
-		req, ok := p.nextRequest(c, br, c)
+		h, ok := p.nextHead(cl)
 		if !ok {
 			return
 		}
+		req := h.req
 		if req.Method == "CONNECT" {
+			p.w.Done(h.seq, nil)
 			c.SetReadDeadline(time.Time{})
 			p.stats.tunnels.Add(1)
 			if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 				return
 			}
-			p.serveTunnel(&bufConn{Conn: c, br: br}, req.Target, session, h2)
+			p.serveTunnel(&bufConn{Conn: c, br: cl.br}, req.Target, session, h2)
 			return
 		}
 		scheme, authority, origin, ok := AbsoluteForm(req.Target)
 		if !ok {
-			p.stats.errs.Add(1)
-			msg := "a forward proxy takes absolute-form requests (HTTP_PROXY: GET http://host/path) and CONNECT (HTTPS_PROXY), got target " + strconv.Quote(req.Target)
-			io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: "+strconv.Itoa(len(msg))+"\r\n\r\n"+msg)
+			p.fail(h.seq)
+			p.badRequest(cl, "a forward proxy takes absolute-form requests (HTTP_PROXY: GET http://host/path) and CONNECT (HTTPS_PROXY), got target "+strconv.Quote(req.Target))
 			return
 		}
 		raw := originForm(req, origin)
-		if !p.exchangeH1(up, c, req, raw, scheme, authority, session) {
+		if !p.exchangeH1(up, cl, h, raw, scheme, authority, session) {
 			return
 		}
 	}
@@ -183,13 +254,14 @@ func (p *Proxy) serveTunnel(c net.Conn, target, session string, h2 *atomic.Bool)
 		p.stats.errs.Add(1)
 		return
 	}
-	ac, err := tlsca.Accept(c, p.fwd.ca, name, []string{"h2", "http/1.1"}, time.Now().Add(p.opt.IdleTimeout))
+	ac, err := tlsca.Accept(c, p.fwd.ca, name, []string{"h2", "http/1.1"}, time.Now().Add(p.opt.HeadTimeout))
 	if err != nil {
 		if !errors.Is(err, io.EOF) {
 			p.stats.errs.Add(1)
 		}
 		return
 	}
+	c.SetDeadline(time.Time{})
 	scheme := "http"
 	if ac.TLS {
 		scheme = "https"
@@ -203,14 +275,14 @@ func (p *Proxy) serveTunnel(c net.Conn, target, session string, h2 *atomic.Bool)
 	}
 	up := p.fwd.upstream()
 	defer up.line.Close()
-	br := bufio.NewReaderSize(ac, 64<<10)
+	cl := p.newClient(c, ac, nil)
 	for {
-		req, ok := p.nextRequest(c, br, ac)
+		h, ok := p.nextHead(cl)
 		if !ok {
 			return
 		}
-		req.Headers = dropProxyHeaders(req.Headers)
-		if !p.exchangeH1(up, ac, req, req.Raw, scheme, authority, session) {
+		h.req.Headers = dropProxyHeaders(h.req.Headers)
+		if !p.exchangeH1(up, cl, h, h.req.Raw, scheme, authority, session) {
 			return
 		}
 	}
@@ -218,22 +290,19 @@ func (p *Proxy) serveTunnel(c net.Conn, target, session string, h2 *atomic.Bool)
 
 // exchangeH1 makes an HTTP/1.x exchange again to the real host and
 // records it; false when the client connection ends after it.
-func (p *Proxy) exchangeH1(up *upstream, client net.Conn, req *rawhttp.Message, raw []byte, scheme, authority, session string) bool {
-	seq, start := p.w.BeginAt()
-	res, err := up.roundTrip(raw, req, scheme, authority, client)
+func (p *Proxy) exchangeH1(up *upstream, cl *client, h head, raw []byte, scheme, authority, session string) bool {
+	x, err := p.roundTrip(up, cl, h, raw, scheme, authority)
 	if err != nil {
-		p.fail(seq)
-		msg := "replay record --forward: " + authority + ": " + err.Error()
-		io.WriteString(client, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: "+strconv.Itoa(len(msg))+"\r\n\r\n"+msg)
+		p.fail(h.seq)
+		if !x.answered {
+			msg := "replay record --forward: " + authority + ": " + err.Error()
+			io.WriteString(cl.bw, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: "+strconv.Itoa(len(msg))+"\r\n\r\n"+msg)
+			cl.bw.Flush()
+		}
 		return false
 	}
-	end := time.Now()
-	if _, err := client.Write(res.Raw); err != nil {
-		p.fail(seq)
-		return false
-	}
-	p.recordRaw(seq, req, res, exchange{start: start, end: end, session: session, host: authority, scheme: scheme, direction: "OUT"})
-	return !req.Close && !res.Close
+	p.recordRaw(h.seq, h.req, x, exchange{start: h.start, end: time.Now(), session: session, host: authority, scheme: scheme, direction: "OUT"})
+	return !h.req.Close && !x.res.Close
 }
 
 // Authority is target (host:port) as a URL writes it for scheme: without

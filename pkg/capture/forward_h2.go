@@ -1,14 +1,20 @@
 package capture
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/replay-dev/replay/internal/h2serve"
+	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/transport/conn"
 )
 
 // tunnel is what an HTTP/2 connection inside a CONNECT tunnel carries to
@@ -26,12 +32,28 @@ func (p *Proxy) exchangeH2(w http.ResponseWriter, r *http.Request) {
 	}
 	scheme, authority, session := tn.scheme, tn.authority, tn.session
 	seq, start := p.w.BeginAt()
-	body, err := io.ReadAll(r.Body)
+	// The body is read whole to be sent again (the pool sends a body it
+	// holds), so at most MaxBody of it, each read within the idle timeout:
+	// a larger one is refused with 413, not passed on.
+	body, err := p.readH2Body(w, r)
 	if err != nil {
 		p.fail(seq)
+		if errors.Is(err, errTooLarge) {
+			p.stats.large.Add(1)
+			msg := fmt.Sprintf("replay record --forward: an HTTP/2 request body over --max-body (%d bytes) is not passed on", p.opt.MaxBody)
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			io.WriteString(w, msg)
+		}
 		return
 	}
 	reqFields, reqHeaders := h2Headers(r.Header)
+	if done, err := p.viaH1(w, r, reqFields, body, tn, seq, start); done {
+		if err != nil {
+			p.fail(seq)
+		}
+		return
+	}
 	req := rrpair.Request{Method: []byte(r.Method), URI: []byte(r.RequestURI), Host: []byte(authority),
 		Scheme: []byte(scheme), Headers: reqHeaders, Body: body}
 	pair := rrpair.Pair{Req: req, Version: []byte("2")}
@@ -49,6 +71,129 @@ func (p *Proxy) exchangeH2(w http.ResponseWriter, r *http.Request) {
 	rec := &rrpair.Record{Version: "2", Method: r.Method, URI: r.RequestURI, Headers: reqFields, Body: body,
 		Status: status, ResHeaders: dropConnection(resHeaders), ResTrailers: trailers, ResBody: resBody}
 	p.record(seq, rec, exchange{start: start, end: end, session: session, host: authority, scheme: scheme, direction: "OUT"})
+}
+
+var errTooLarge = errors.New("body too large")
+
+// h2OrH1 is what the first connection to a host offers, to learn which
+// of the two it speaks.
+var h2OrH1 = conn.Protocols{ALPN: []string{"h2", "http/1.1"}}
+
+// viaH1 makes an HTTP/2 stream's exchange again over HTTP/1.1 when the
+// host speaks HTTP/1.1 (ALPN), its answer streamed back and read as it
+// came: header names in the host's spelling and order, which the pool's
+// client does not keep (Etag for ETag). done is false, nothing sent,
+// when the host speaks HTTP/2 (remembered for its next calls): the pool
+// makes the exchange then. A failure before the answer is a 502; done
+// and err say the exchange failed.
+func (p *Proxy) viaH1(w http.ResponseWriter, r *http.Request, headers []rrpair.Field, body []byte, tn *tunnel, seq int64, start time.Time) (done bool, err error) {
+	if _, h2 := p.fwd.h2hosts.Load(tn.authority); h2 {
+		return false, nil
+	}
+	u := p.fwd.getUpstream()
+	defer p.fwd.putUpstream(u)
+	fail := func(err error) (bool, error) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusBadGateway)
+		io.WriteString(w, "replay record --forward: "+tn.authority+": "+err.Error())
+		return true, err
+	}
+	dst := u.line.Route(&rrpair.Request{Scheme: []byte(tn.scheme), Host: []byte(tn.authority)})
+	var res result.Result
+	cn, _, kind := u.line.Connect(&dst, &res, &h2OrH1, nil)
+	if kind != result.ErrNone {
+		_, err := u.line.Failure()
+		return fail(fmt.Errorf("%s %s: %w", kind, dst.Addr, err))
+	}
+	if cn.Proto == "h2" {
+		p.fwd.h2hosts.Store(tn.authority, true)
+		u.line.Drop(nil)
+		return false, nil
+	}
+	u.use(cn)
+	u.bw.WriteString(r.Method + " " + r.RequestURI + " HTTP/1.1\r\nHost: " + tn.authority + "\r\n")
+	var cookies []string // HTTP/2's cookie fields, one line over HTTP/1.1 (RFC 9113 8.2.3)
+	for _, h := range headers {
+		switch {
+		case h.Name == "cookie":
+			cookies = append(cookies, h.Value)
+		case h.Name != "host" && h.Name != "content-length" && !rrpair.ConnectionHeader(h.Name) && h.Name != "te":
+			u.bw.WriteString(h.Name + ": " + h.Value + "\r\n")
+		}
+	}
+	if len(cookies) > 0 {
+		u.bw.WriteString("cookie: " + strings.Join(cookies, "; ") + "\r\n")
+	}
+	if len(body) > 0 || r.Method == "POST" || r.Method == "PUT" || r.Method == "PATCH" {
+		u.bw.WriteString("Content-Length: " + strconv.Itoa(len(body)) + "\r\n")
+	}
+	u.bw.WriteString("\r\n")
+	u.bw.Write(body)
+	if err := u.bw.Flush(); err != nil {
+		u.line.Drop(err)
+		return fail(err)
+	}
+	var m *rawhttp.Message
+	var f rawhttp.Framing
+	for {
+		if m, f, err = rawhttp.ReadHead(u.br, false); err != nil {
+			u.line.Drop(err)
+			return fail(err)
+		}
+		if m.Status/100 != 1 || m.Status == 101 {
+			break // interim answers are not passed on over HTTP/2 here
+		}
+	}
+	wh := w.Header()
+	for _, h := range m.Headers {
+		if !rrpair.ConnectionHeader(h.Name) {
+			wh.Add(h.Name, h.Value)
+		}
+	}
+	for _, name := range []string{"Content-Type", "Date"} {
+		if _, ok := wh[name]; !ok {
+			wh[name] = nil // written by nobody
+		}
+	}
+	w.WriteHeader(m.Status)
+	kept := rawhttp.Body{Max: p.opt.MaxBody}
+	if err := m.CopyBody(io.Discard, u.br, f, r.Method, io.MultiWriter(w, &kept)); err != nil {
+		u.line.Drop(err)
+		return true, err
+	}
+	u.line.Idle(unixNano())
+	if m.Close {
+		u.line.Drop(nil)
+	}
+	rec := &rrpair.Record{Version: "2", Method: r.Method, URI: r.RequestURI, Headers: headers, Body: body,
+		Status: m.Status, ResHeaders: dropConnection(m.Headers), ResBody: kept.Kept}
+	if kept.Cut() {
+		rec.ResBodyCut = kept.Size
+	}
+	p.record(seq, rec, exchange{start: start, end: time.Now(), session: tn.session, host: tn.authority, scheme: tn.scheme, direction: "OUT"})
+	return true, nil
+}
+
+// readH2Body reads r's body, at most MaxBody bytes (errTooLarge past
+// them), each read within the idle timeout.
+func (p *Proxy) readH2Body(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	var body []byte
+	buf := make([]byte, 32<<10)
+	for {
+		rc.SetReadDeadline(time.Now().Add(p.opt.IdleTimeout))
+		n, err := r.Body.Read(buf)
+		if int64(len(body)+n) > p.opt.MaxBody {
+			return nil, errTooLarge
+		}
+		body = append(body, buf[:n]...)
+		if errors.Is(err, io.EOF) {
+			return body, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // writeH2Answer writes an answer to an HTTP/2 stream: its headers as they

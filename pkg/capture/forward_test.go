@@ -43,6 +43,7 @@ import (
 func forwardProxy(t *testing.T, out io.Writer, upstreamCA string, mod func(*ForwardOptions)) (*Proxy, *tlsca.CA) {
 	t.Helper()
 	opt := ForwardOptions{CA: tlsca.Options{OutDir: t.TempDir()}, Reach: Upstream{CA: upstreamCA, Timeout: 5 * time.Second}}
+	opt.AllowUpstream = []string{"127.0.0.0/8"} // the test's upstreams are on loopback
 	if mod != nil {
 		mod(&opt)
 	}

@@ -19,11 +19,21 @@ type exchange struct {
 	direction  string // "OUT" for the forward proxy
 }
 
-// recordRaw records an HTTP/1.x exchange under ticket seq.
-func (p *Proxy) recordRaw(seq int64, req, res *rawhttp.Message, x exchange) {
-	r := &rrpair.Record{Version: req.Version, Method: req.Method, URI: req.Target, Status: res.Status,
-		Headers: dropConnection(req.Headers), ResHeaders: dropConnection(res.Headers), Body: req.Body, ResBody: res.Body}
-	p.record(seq, r, x)
+// recordRaw records an HTTP/1.x exchange under ticket seq: a request
+// body cut (over MaxBody) records nothing, counted too large; an answer
+// body cut is recorded as far as kept, its whole size said (bodyCut).
+func (p *Proxy) recordRaw(seq int64, req *rawhttp.Message, x passed, ex exchange) {
+	if x.reqBody.Cut() {
+		p.stats.large.Add(1)
+		p.w.Done(seq, nil)
+		return
+	}
+	r := &rrpair.Record{Version: req.Version, Method: req.Method, URI: req.Target, Status: x.res.Status,
+		Headers: dropConnection(req.Headers), ResHeaders: dropConnection(x.res.Headers), Body: x.reqBody.Kept, ResBody: x.resBody.Kept}
+	if x.resBody.Cut() {
+		r.ResBodyCut = x.resBody.Size
+	}
+	p.record(seq, r, ex)
 }
 
 // dropConnection is hs without the headers of the connection, which a
@@ -48,7 +58,10 @@ func (p *Proxy) record(seq int64, r *rrpair.Record, x exchange) {
 		return
 	}
 	if int64(len(r.ResBody)) > p.opt.MaxBody {
-		r.ResBody = nil
+		r.ResBodyCut, r.ResBody = int64(len(r.ResBody)), r.ResBody[:p.opt.MaxBody]
+	}
+	if r.ResBodyCut > 0 {
+		p.stats.cut.Add(1)
 	}
 	r.TS, r.Duration = x.start, max(x.end.Sub(x.start), time.Microsecond)
 	r.Protocol, r.Direction, r.Host = x.scheme, x.direction, x.host
@@ -104,7 +117,68 @@ func (p *Proxy) redactHeader(h rrpair.Field) rrpair.Field {
 			return rrpair.Field{Name: h.Name, Value: Redacted}
 		}
 	}
+	if p.opt.Redact == RedactCredentials {
+		h.Value = RedactCredential(h.Name, h.Value)
+	}
 	return h
+}
+
+// The --redact presets.
+const (
+	// RedactCredentials, the default, records the credentials of the
+	// usual headers as REDACTED (RedactCredential).
+	RedactCredentials = "credentials"
+	// RedactNone records every header as it went by (--redact none):
+	// only --redact-header and --redact-json redact.
+	RedactNone = "none"
+)
+
+// RedactCredential is value with the credentials the preset
+// RedactCredentials hides replaced by REDACTED, for a header called name
+// (any case): Authorization and Proxy-Authorization keep their scheme
+// ("Bearer REDACTED"); Cookie keeps each cookie's name
+// ("sid=REDACTED; theme=REDACTED"), Set-Cookie the cookie's name and its
+// attributes ("sid=REDACTED; Path=/; HttpOnly"); a header whose name
+// holds "api-key", "api_key", "apikey", "token", "secret" or "password"
+// (X-Api-Key, X-Auth-Token, X-Amz-Security-Token...) is
+// REDACTED whole. Any other header's value comes back as it was.
+func RedactCredential(name, value string) string {
+	lower := strings.ToLower(name)
+	switch lower {
+	case "authorization", "proxy-authorization":
+		if scheme, _, ok := strings.Cut(value, " "); ok && scheme != "" {
+			return scheme + " " + Redacted
+		}
+		return Redacted
+	case "cookie":
+		parts := strings.Split(value, ";")
+		for i, kv := range parts {
+			parts[i] = redactCookie(kv)
+		}
+		return strings.Join(parts, ";")
+	case "set-cookie":
+		first, attrs, ok := strings.Cut(value, ";")
+		if ok {
+			return redactCookie(first) + ";" + attrs
+		}
+		return redactCookie(first)
+	}
+	for _, word := range []string{"api-key", "api_key", "apikey", "token", "secret", "password"} {
+		if strings.Contains(lower, word) {
+			return Redacted
+		}
+	}
+	return value
+}
+
+// redactCookie is one "name=value" with its value REDACTED, the spaces
+// around it kept.
+func redactCookie(kv string) string {
+	k, _, ok := strings.Cut(kv, "=")
+	if !ok {
+		return Redacted
+	}
+	return k + "=" + Redacted
 }
 
 // redactJSON replaces the configured fields of a JSON object body. A body

@@ -182,6 +182,8 @@ func (d *decoder) req(s *scanner, p *Pair) error {
 			p.Req.Method, err = d.optString(s, "http.req.method")
 		case "uri":
 			uri, err = d.optString(s, "http.req.uri")
+		case "uriBase64":
+			uri, err = d.base64String(s, "http.req.uriBase64")
 		case "url":
 			url, err = d.optString(s, "http.req.url")
 		case "host":
@@ -382,8 +384,18 @@ func (d *decoder) headers(s *scanner, field string, hs []Header) ([]Header, erro
 			if !more {
 				break
 			}
-			if c := s.peek(); c != '"' {
-				return hs, &FieldError{Field: field + "." + string(name), Msg: "want an array of strings, got an element that is " + kind(c), Off: -1}
+			if c := s.peek(); c == '{' { // {"base64": "..."}: a value that is not UTF-8
+				v, err := d.base64Value(s, field+"."+string(name))
+				if err != nil {
+					return hs, err
+				}
+				if d.validate && !ValidFieldValue(v) {
+					return hs, fieldErr(field+"."+string(name), "value contains CR, LF or NUL")
+				}
+				hs = append(hs, Header{Name: name, Value: v})
+				continue
+			} else if c != '"' {
+				return hs, &FieldError{Field: field + "." + string(name), Msg: "want an array of strings or {\"base64\": ...}, got an element that is " + kind(c), Off: -1}
 			}
 			v, escaped, err := d.stringEsc(s)
 			if err != nil {
@@ -396,6 +408,56 @@ func (d *decoder) headers(s *scanner, field string, hs []Header) ([]Header, erro
 			hs = append(hs, Header{Name: name, Value: v})
 		}
 	}
+}
+
+// base64String reads a base64 string (field names it in errors) and
+// decodes it into the arena.
+func (d *decoder) base64String(s *scanner, field string) ([]byte, error) {
+	if c := s.peek(); c != '"' {
+		return nil, wantErr(field, "a base64 string", c)
+	}
+	raw, _, err := s.str()
+	if err != nil {
+		return nil, err
+	}
+	start := len(d.arena)
+	n := base64.StdEncoding.DecodedLen(len(raw))
+	d.arena = append(d.arena, make([]byte, n)...)
+	m, err := base64.StdEncoding.Decode(d.arena[start:start+n], raw)
+	d.arena = d.arena[:start+m]
+	if err != nil {
+		return nil, fieldErr(field, "bad base64: %v", err)
+	}
+	return d.arena[start : start+m : start+m], nil
+}
+
+// base64Value reads a header value written as {"base64": "..."} (the
+// form of a value that is not UTF-8), decoded into the arena.
+func (d *decoder) base64Value(s *scanner, field string) ([]byte, error) {
+	s.i++
+	var v []byte
+	found := false
+	for first := true; ; first = false {
+		key, ok, err := s.nextKey(first)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if string(key) == "base64" {
+			if v, err = d.base64String(s, field+".base64"); err != nil {
+				return nil, err
+			}
+			found = true
+		} else if err := s.skip(0); err != nil {
+			return nil, err
+		}
+	}
+	if !found {
+		return nil, fieldErr(field, `want a string or {"base64": "..."}, got an object without base64`)
+	}
+	return v, nil
 }
 
 // string reads a string, unescaping it into the arena when needed.

@@ -32,6 +32,10 @@ type Record struct {
 	// HTTP/2 answer's, gRPC's grpc-status among them.
 	ResTrailers []Field
 	ResBody     []byte
+	// ResBodyCut, when not 0, is the whole size in bytes of an answer
+	// body cut to ResBody (a recorder's --max-body): written as
+	// http.res.bodyCut, so that a cut body never passes for whole.
+	ResBodyCut int64
 }
 
 // Field is one header line.
@@ -73,8 +77,14 @@ func AppendLine(dst []byte, r *Record) []byte {
 	}
 	dst = append(dst, `"http":{"req":{"method":`...)
 	dst = AppendJSONString(dst, r.Method)
-	dst = append(dst, `,"uri":`...)
-	dst = AppendJSONString(dst, r.URI)
+	if utf8.ValidString(r.URI) {
+		dst = append(dst, `,"uri":`...)
+		dst = AppendJSONString(dst, r.URI)
+	} else { // raw bytes a JSON string cannot hold: base64, read back byte for byte
+		dst = append(dst, `,"uriBase64":"`...)
+		dst = base64.StdEncoding.AppendEncode(dst, []byte(r.URI))
+		dst = append(dst, '"')
+	}
 	if r.Host != "" {
 		dst = append(dst, `,"host":`...)
 		dst = AppendJSONString(dst, r.Host)
@@ -92,6 +102,10 @@ func AppendLine(dst []byte, r *Record) []byte {
 		dst = appendFields(dst, `,"headers":{`, r.ResHeaders)
 		dst = appendFields(dst, `,"trailers":{`, r.ResTrailers)
 		dst = appendBody(dst, r.ResBody)
+		if r.ResBodyCut > 0 {
+			dst = append(dst, `,"bodyCut":`...)
+			dst = strconv.AppendInt(dst, r.ResBodyCut, 10)
+		}
 		dst = append(dst, '}')
 	}
 	return append(dst, "}}\n"...)
@@ -163,7 +177,13 @@ func appendFields(dst []byte, key string, hs []Field) []byte {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = AppendJSONString(dst, v.Value)
+			if utf8.ValidString(v.Value) {
+				dst = AppendJSONString(dst, v.Value)
+			} else { // {"base64": "..."}: raw bytes, read back byte for byte
+				dst = append(dst, `{"base64":"`...)
+				dst = base64.StdEncoding.AppendEncode(dst, []byte(v.Value))
+				dst = append(dst, `"}`...)
+			}
 		}
 		dst = append(dst, ']')
 	}
@@ -186,13 +206,27 @@ func appendBody(dst, body []byte) []byte {
 // AppendJSONString appends s as a JSON string: UTF-8 kept, quotes,
 // backslashes and control characters escaped (\n, \r, \t, else \u00XX).
 // Unlike strconv.Quote, whose \x01 and \a are not JSON, it writes only
-// JSON escapes.
+// JSON escapes. A byte that is not UTF-8 is written as U+FFFD, so that
+// what it writes is always valid UTF-8 (a strict decoder reads it): the
+// fields whose bytes matter (a URI, a header value, a body) are written
+// in base64 instead when they are not UTF-8.
 func AppendJSONString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0 // s[start:i] needs no escape: appended as a run
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, "\ufffd"...)
+				start = i + 1
+			} else {
+				i += size - 1
+			}
+			continue
+		}
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
 		}

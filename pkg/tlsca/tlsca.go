@@ -14,6 +14,7 @@ package tlsca
 
 import (
 	"bytes"
+	"container/list"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -46,7 +47,14 @@ const (
 type Options struct {
 	Cert, Key string // --ca-cert, --ca-key
 	OutDir    string // --ca-out
+	// MaxLeaves bounds the leaf certificates kept (--leaf-cache): past
+	// it, the least recently used is dropped (issued again if asked for
+	// again). DefaultMaxLeaves when 0.
+	MaxLeaves int
 }
+
+// DefaultMaxLeaves is the leaf certificates a CA keeps by default.
+const DefaultMaxLeaves = 1000
 
 // Given reports whether any CA option was given.
 func (o *Options) Given() bool { return o.Cert != "" || o.Key != "" || o.OutDir != "" }
@@ -60,6 +68,8 @@ func (o *Options) Validate() error {
 		return errors.New("--ca-key without --ca-cert: give both, the CA certificate and its key")
 	case o.OutDir != "" && o.Cert != "":
 		return errors.New("--ca-out and --ca-cert: give the CA's files, or a directory to generate one in, not both")
+	case o.MaxLeaves < 0:
+		return fmt.Errorf("--leaf-cache: want a count of certificates of 1 or more, got %d", o.MaxLeaves)
 	}
 	return nil
 }
@@ -69,40 +79,65 @@ func (o *Options) Validate() error {
 // error names the flag and the file. Nil options (nothing given) return
 // nil and no error.
 func (o *Options) Open() (*CA, error) {
-	if err := o.Validate(); err != nil {
-		return nil, err
+	ca, save, err := o.Load()
+	if err != nil || save == nil {
+		return ca, err
 	}
-	switch {
-	case o.Cert != "":
-		return load(o.Cert, o.Key, "--ca-cert", "--ca-key")
-	case o.OutDir != "":
-		return openDir(o.OutDir)
-	}
-	return nil, nil
+	return ca, save()
 }
 
-// openDir reads the CA in dir, or generates and writes one there.
-func openDir(dir string) (*CA, error) {
+// Load is Open without writing anything: a CA to generate into OutDir is
+// made in memory, and save (nil when there is nothing to write) writes
+// it. A server calls save once it has started, so that a refused start
+// leaves nothing on disk.
+func (o *Options) Load() (ca *CA, save func() error, err error) {
+	if err := o.Validate(); err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if ca != nil && o.MaxLeaves > 0 {
+			ca.maxLeaves = o.MaxLeaves
+		}
+	}()
+	switch {
+	case o.Cert != "":
+		ca, err := load(o.Cert, o.Key, "--ca-cert", "--ca-key")
+		return ca, nil, err
+	case o.OutDir != "":
+		return loadDir(o.OutDir)
+	}
+	return nil, nil, nil
+}
+
+// loadDir reads the CA in dir, or generates one to write there (save).
+func loadDir(dir string) (*CA, func() error, error) {
 	cert, key := filepath.Join(dir, CertFile), filepath.Join(dir, KeyFile)
 	_, cerr := os.Stat(cert)
 	_, kerr := os.Stat(key)
 	switch {
 	case cerr == nil && kerr == nil:
-		return load(cert, key, "--ca-out", "--ca-out")
+		ca, err := load(cert, key, "--ca-out", "--ca-out")
+		return ca, nil, err
 	case cerr == nil || kerr == nil:
-		return nil, fmt.Errorf("--ca-out %s: holds one of %s and %s, not both: move it away to generate a new CA, or give both", dir, CertFile, KeyFile)
+		return nil, nil, fmt.Errorf("--ca-out %s: holds one of %s and %s, not both: move it away to generate a new CA, or give both", dir, CertFile, KeyFile)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("--ca-out: %w", err)
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return nil, nil, fmt.Errorf("--ca-out %s: not a directory", dir)
 	}
 	ca, err := Generate(time.Now())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := ca.Write(dir); err != nil {
-		return nil, fmt.Errorf("--ca-out: %w", err)
+	save := func() error {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("--ca-out: %w", err)
+		}
+		if err := ca.Write(dir); err != nil {
+			return fmt.Errorf("--ca-out: %w", err)
+		}
+		return nil
 	}
-	return ca, nil
+	return ca, save, nil
 }
 
 // CA is a certificate authority that issues leaf certificates. Safe for
@@ -117,8 +152,18 @@ type CA struct {
 	leafKey *ecdsa.PrivateKey
 	now     func() time.Time
 
-	mu     sync.Mutex // guards leaves
-	leaves map[string]*tls.Certificate
+	// maxLeaves bounds leaves (DefaultMaxLeaves by default).
+	maxLeaves int
+
+	mu     sync.Mutex               // guards leaves and lru
+	leaves map[string]*list.Element // name -> its element in lru
+	lru    list.List                // *leaf, the most recently used first
+}
+
+// leaf is a leaf certificate kept, and its name.
+type leaf struct {
+	name string
+	cert *tls.Certificate
 }
 
 // Generate makes a new CA (ECDSA P-256), valid from an hour before now for
@@ -193,7 +238,8 @@ func newCA(certPEM, keyPEM []byte, certWhere, keyWhere string) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &CA{cert: cert, key: key, certPEM: certPEM, keyPEM: keyPEM, leafKey: leafKey, now: time.Now, leaves: map[string]*tls.Certificate{}}, nil
+	return &CA{cert: cert, key: key, certPEM: certPEM, keyPEM: keyPEM, leafKey: leafKey, now: time.Now,
+		maxLeaves: DefaultMaxLeaves, leaves: map[string]*list.Element{}}, nil
 }
 
 // firstBlock is the first PEM block whose type ends with suffix.
@@ -278,7 +324,9 @@ func writeNew(path string, b []byte, mode os.FileMode) error {
 }
 
 // Leaf returns the leaf certificate for name (a DNS name or an IP
-// address, a port ignored), issued once and kept.
+// address, a port ignored), issued once and kept among the most recently
+// used (Options.MaxLeaves). A name longer than DNS allows (253 bytes, a
+// label 63) is refused.
 func (ca *CA) Leaf(name string) (*tls.Certificate, error) {
 	if h, _, err := net.SplitHostPort(name); err == nil {
 		name = h
@@ -287,10 +335,17 @@ func (ca *CA) Leaf(name string) (*tls.Certificate, error) {
 	if name == "" {
 		return nil, errors.New("tls: no server name to issue a certificate for")
 	}
+	ip := net.ParseIP(name)
+	if ip == nil {
+		if err := checkDNSName(name); err != nil {
+			return nil, err
+		}
+	}
 	ca.mu.Lock()
 	defer ca.mu.Unlock()
-	if c, ok := ca.leaves[name]; ok {
-		return c, nil
+	if e, ok := ca.leaves[name]; ok {
+		ca.lru.MoveToFront(e)
+		return e.Value.(*leaf).cert, nil
 	}
 	now := ca.now()
 	tmpl := &x509.Certificate{
@@ -301,7 +356,7 @@ func (ca *CA) Leaf(name string) (*tls.Certificate, error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
-	if ip := net.ParseIP(name); ip != nil {
+	if ip != nil {
 		tmpl.IPAddresses = []net.IP{ip}
 	} else {
 		tmpl.DNSNames = []string{name}
@@ -311,8 +366,34 @@ func (ca *CA) Leaf(name string) (*tls.Certificate, error) {
 		return nil, fmt.Errorf("tls: issue a certificate for %s: %w", name, err)
 	}
 	c := &tls.Certificate{Certificate: [][]byte{der, ca.cert.Raw}, PrivateKey: ca.leafKey}
-	ca.leaves[name] = c
+	ca.leaves[name] = ca.lru.PushFront(&leaf{name: name, cert: c})
+	for ca.lru.Len() > ca.maxLeaves {
+		old := ca.lru.Back()
+		ca.lru.Remove(old)
+		delete(ca.leaves, old.Value.(*leaf).name)
+	}
 	return c, nil
+}
+
+// Leaves is the number of leaf certificates kept.
+func (ca *CA) Leaves() int {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	return ca.lru.Len()
+}
+
+// checkDNSName refuses a server name DNS could not hold (RFC 1035: 253
+// bytes written without the final dot, a label 1 to 63).
+func checkDNSName(name string) error {
+	if len(name) > 253 {
+		return fmt.Errorf("tls: server name of %d bytes: DNS allows 253", len(name))
+	}
+	for _, label := range strings.Split(name, ".") {
+		if len(label) == 0 || len(label) > 63 {
+			return fmt.Errorf("tls: server name %q: a label of %d bytes, DNS allows 1 to 63", name, len(label))
+		}
+	}
+	return nil
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -202,3 +202,88 @@ func TestAccept(t *testing.T) {
 	}
 	nc.Close()
 }
+
+// TestLeafCacheBounded: the leaves kept never pass MaxLeaves, the least
+// recently used is the one dropped (a name used again stays, and is the
+// same certificate), and a name asked again after its drop is issued
+// anew.
+func TestLeafCacheBounded(t *testing.T) {
+	ca, _, err := (&Options{OutDir: filepath.Join(t.TempDir(), "ca"), MaxLeaves: 3}).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := ca.Leaf("a.example")
+	for i := range 50 {
+		if _, err := ca.Leaf(strings.Repeat("x", 60) + "." + strings.Repeat("y", i%60+1) + ".example"); err != nil {
+			t.Fatal(err)
+		}
+		if again, _ := ca.Leaf("a.example"); again != first { // used every time: never the least recent
+			t.Fatalf("after %d names: a.example issued again, want the kept one", i+1)
+		}
+		if n := ca.Leaves(); n > 3 {
+			t.Fatalf("after %d names: %d leaves kept, want at most 3", i+1, n)
+		}
+	}
+	b1, _ := ca.Leaf("b.example")
+	ca.Leaf("c.example")
+	ca.Leaf("d.example")
+	ca.Leaf("a.example") // b, the least recently used, has been dropped
+	ca.Leaf("e.example")
+	if b2, _ := ca.Leaf("b.example"); b2 == b1 {
+		t.Error("b.example kept past the bound, want it dropped and issued anew")
+	}
+	if _, _, err := (&Options{OutDir: t.TempDir(), MaxLeaves: -1}).Load(); err == nil || !strings.Contains(err.Error(), "--leaf-cache") {
+		t.Errorf("MaxLeaves -1: got %v, want an error naming --leaf-cache", err)
+	}
+}
+
+// TestLeafRefusesNamesDNSCannotHold: a name over 253 bytes or with a
+// label over 63 gets no certificate; the longest legal ones do.
+func TestLeafRefusesNamesDNSCannotHold(t *testing.T) {
+	ca, _ := Generate(time.Now())
+	label63 := strings.Repeat("a", 63)
+	long253 := strings.Join([]string{label63, label63, label63, strings.Repeat("b", 61)}, ".")
+	for _, c := range []struct {
+		name, want string // want: "" for a certificate
+	}{
+		{long253, ""},
+		{long253 + ".", ""},
+		{long253 + "c", "DNS allows 253"},
+		{strings.Repeat("a", 64) + ".example", "DNS allows 1 to 63"},
+		{"a..example", "DNS allows 1 to 63"},
+		{strings.Repeat("x", 5000), "DNS allows 253"},
+	} {
+		t.Run(c.name[:min(len(c.name), 20)], func(t *testing.T) {
+			_, err := ca.Leaf(c.name)
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("got %v, want a certificate", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("got %v, want an error with %q", err, c.want)
+			}
+		})
+	}
+	if n := ca.Leaves(); n != 1 {
+		t.Errorf("got %d leaves kept, want 1 (the refused names none)", n)
+	}
+}
+
+// TestLoadWritesNothing: Load of a --ca-out directory writes nothing
+// (nor creates the directory) until save is called.
+func TestLoadWritesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ca")
+	ca, save, err := (&Options{OutDir: dir}).Load()
+	if err != nil || ca == nil || save == nil {
+		t.Fatalf("got %v, %v, want a CA to save", ca, err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("before save: stat %s: %v, want it not there", dir, err)
+	}
+	if err := save(); err != nil {
+		t.Fatal(err)
+	}
+	again, save, err := (&Options{OutDir: dir}).Load()
+	if err != nil || save != nil || string(again.CertPEM()) != string(ca.CertPEM()) {
+		t.Fatalf("second load: %v, save %v, want the CA saved and nothing to save", err, save != nil)
+	}
+}

@@ -37,8 +37,9 @@ type tcpDialer struct {
 	soErr   error              // set by connected
 	checked func(uintptr) bool // connected, bound once
 
-	clock  func() int64 // the run's clock
-	sentAt int64        // when the last dial wrote its first bytes
+	check  func(netip.Addr) error // Options.Allow; nil: any address
+	clock  func() int64           // the run's clock
+	sentAt int64                  // when the last dial wrote its first bytes
 }
 
 // dnsTTL is how long a VU keeps a resolved name, as k6 does by default.
@@ -61,6 +62,9 @@ func newTCPDialer(hard *atomic.Bool, clock func() int64) *tcpDialer {
 	return d
 }
 
+// allow sets the check of each address dialed (Options.Allow).
+func (d *tcpDialer) allow(check func(netip.Addr) error) { d.check = check }
+
 // dial connects to addr (host:port) by the wall-clock deadline; ctx (the
 // Line's Interrupt) bounds a resolution.
 //
@@ -79,6 +83,14 @@ func (d *tcpDialer) dial(ctx context.Context, addr string, deadline time.Time, f
 	}
 	var firstErr error
 	for i, ra := range d.ras {
+		if d.check != nil {
+			if err := d.check(ra.tcp.AddrPort().Addr()); err != nil {
+				if firstErr == nil {
+					firstErr = &net.OpError{Op: "dial", Net: "tcp", Addr: ra.tcp, Err: err}
+				}
+				continue
+			}
+		}
 		attempt := deadline
 		if left := len(d.ras) - i; left > 1 {
 			share := time.Until(deadline) / time.Duration(left)

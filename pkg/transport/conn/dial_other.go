@@ -5,7 +5,9 @@ package conn
 import (
 	"context"
 	"net"
+	"net/netip"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -30,3 +32,18 @@ func (d *tcpDialer) dial(ctx context.Context, addr string, deadline time.Time, _
 }
 
 func (d *tcpDialer) interrupt() {}
+
+// allow sets the check of each address dialed (Options.Allow), through
+// net.Dialer's Control: on the address about to be connected to.
+func (d *tcpDialer) allow(check func(netip.Addr) error) {
+	if check == nil {
+		return
+	}
+	d.nd.Control = func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return err
+		}
+		return check(ap.Addr())
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -49,6 +50,11 @@ type Options struct {
 	// next request) and opens a new one, so that load spreads over the pods
 	// behind a Kubernetes Service; each counts as a reconnect. 0: never.
 	MaxConnDuration time.Duration
+	// Allow, when not nil, is asked about each address a connection is
+	// about to be made to, after name resolution; an error refuses it (no
+	// connection is attempted). The recorders and the mock's passthrough
+	// keep their clients off loopback and link-local upstreams with it.
+	Allow func(netip.Addr) error
 }
 
 // DefaultTimeout is the Timeout New fills in.
