@@ -1,0 +1,489 @@
+package pcap
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+	"github.com/replay-dev/replay/internal/run"
+)
+
+// recProxy is a TCP proxy on loopback that records the bytes each way, in
+// the order they pass (each chunk recorded before it is passed on, so a
+// reply is recorded after what it answers), to write them as a capture.
+type recProxy struct {
+	ln     net.Listener
+	to     string
+	mu     sync.Mutex
+	events []recEvent
+	conns  int
+	wg     sync.WaitGroup
+}
+
+type recEvent struct {
+	conn       int
+	fromClient bool
+	data       []byte
+}
+
+func newRecProxy(t *testing.T, to string) *recProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &recProxy{ln: ln, to: to}
+	p.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			id := p.conns
+			p.conns++
+			p.mu.Unlock()
+			p.wg.Go(func() { p.serve(id, c) })
+		}
+	})
+	t.Cleanup(func() { ln.Close(); p.wg.Wait() })
+	return p
+}
+
+func (p *recProxy) serve(id int, c net.Conn) {
+	defer c.Close()
+	s, err := net.Dial("tcp", p.to)
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	c.SetDeadline(deadline)
+	s.SetDeadline(deadline)
+	var wg sync.WaitGroup
+	pass := func(from, to net.Conn, fromClient bool) {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := from.Read(buf)
+			if n > 0 {
+				p.mu.Lock()
+				p.events = append(p.events, recEvent{id, fromClient, bytes.Clone(buf[:n])})
+				p.mu.Unlock()
+				if _, werr := to.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				to.(*net.TCPConn).CloseWrite()
+				return
+			}
+		}
+	}
+	wg.Go(func() { pass(c, s, true) })
+	wg.Go(func() { pass(s, c, false) })
+	wg.Wait()
+}
+
+// capture writes what passed as a capture: each connection from
+// 10.0.0.1 to 10.0.0.2:443, its chunks in the order they passed.
+func (p *recProxy) capture(t *testing.T) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := newCapture(t)
+	conns := map[int]*tconn{}
+	for _, e := range p.events {
+		k := conns[e.conn]
+		if k == nil {
+			k = c.conn(fmt.Sprintf("10.0.0.1:%d", 40000+e.conn), "10.0.0.2:443")
+			k.handshake()
+			conns[e.conn] = k
+		}
+		k.send(e.fromClient, string(e.data))
+	}
+	for i := range p.conns {
+		if k := conns[i]; k != nil {
+			k.close()
+		}
+	}
+	return c.pcap(layers.LinkTypeEthernet)
+}
+
+// tlsServer is a Go TLS server (HTTP/1.1 and HTTP/2) that answers each
+// request with its method, target and body length, and a status its path
+// says (/status/404); it counts what it answered.
+type tlsServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []string // "METHOD TARGET -> STATUS"
+}
+
+func newTLSServer(t *testing.T, cfg *tls.Config) *tlsServer {
+	s := &tlsServer{}
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		status := 200
+		if code, ok := strings.CutPrefix(r.URL.Path, "/status/"); ok {
+			status, _ = strconv.Atoi(code)
+		}
+		s.mu.Lock()
+		s.seen = append(s.seen, fmt.Sprintf("%s %s -> %d", r.Method, r.RequestURI, status))
+		s.mu.Unlock()
+		w.WriteHeader(status)
+		if r.URL.Path == "/big" {
+			w.Write(bytes.Repeat([]byte("0123456789abcdef"), 4096)) // 64 KiB: several records
+			return
+		}
+		fmt.Fprintf(w, "%s %s %d", r.Method, r.RequestURI, len(body))
+	}))
+	s.EnableHTTP2 = true
+	s.TLS = cfg
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *tlsServer) answered() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := slices.Clone(s.seen)
+	s.seen = nil
+	slices.Sort(out)
+	return out
+}
+
+// tlsRequests are the requests each client sends: several statuses, a
+// body, an answer of several records.
+var tlsRequests = []struct{ method, target, body string }{
+	{"GET", "/a?x=1&y=2", ""},
+	{"POST", "/orders", `{"id":42}`},
+	{"GET", "/status/404", ""},
+	{"GET", "/big", ""},
+	{"PUT", "/status/201", strings.Repeat("p", 20000)},
+}
+
+// goClient sends tlsRequests through the proxy at addr with Go's client,
+// over HTTP/2 or HTTP/1.1, writing its key log to keys; fresh sends each
+// request on a connection of its own (a resumed session, with a cache).
+func goClient(t *testing.T, srv *tlsServer, addr string, keys io.Writer, h2 bool, cfg func(*tls.Config), fresh bool) {
+	tc := &tls.Config{RootCAs: x509.NewCertPool(), ServerName: "example.com", KeyLogWriter: keys}
+	tc.RootCAs.AddCert(srv.Certificate())
+	if cfg != nil {
+		cfg(tc)
+	}
+	var p http.Protocols
+	if h2 {
+		p.SetHTTP2(true)
+	} else {
+		p.SetHTTP1(true)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	tr := &http.Transport{TLSClientConfig: tc, Protocols: &p, DisableKeepAlives: fresh && !h2,
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr) // example.com is the proxy
+		}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 20 * time.Second}
+	for _, r := range tlsRequests {
+		req, err := http.NewRequest(r.method, "https://example.com:"+port+r.target, strings.NewReader(r.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if fresh && h2 {
+			tr.CloseIdleConnections()
+		}
+	}
+}
+
+// curlClient sends tlsRequests with curl, offering one TLS 1.3 suite
+// (Go's client and server cannot be made to choose TLS 1.3's AES-256 or
+// ChaCha20 suite; a Go server takes the one a client offers). curl
+// writes its key log through SSLKEYLOGFILE. Without curl the case is
+// skipped, loudly, unless REPLAY_CI=1.
+func curlClient(t *testing.T, srv *tlsServer, addr string, keys io.Writer, h2 bool, suite string) {
+	bin, err := exec.LookPath("curl")
+	if err != nil {
+		if os.Getenv("REPLAY_CI") == "1" {
+			t.Fatal("curl is not installed, and REPLAY_CI=1")
+		}
+		t.Skip("SKIPPED: curl is not installed (apt-get install curl); this case did not run")
+	}
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
+	keyFile := filepath.Join(dir, "keys.log")
+	_, port, _ := net.SplitHostPort(addr)
+	args := []string{"-sS", "--max-time", "20", "--cacert", ca, "--resolve", "example.com:" + port + ":127.0.0.1", "--tlsv1.3", "--tls13-ciphers", suite, "-o", "/dev/null"}
+	if h2 {
+		args = append(args, "--http2")
+	} else {
+		args = append(args, "--http1.1")
+	}
+	for i, r := range tlsRequests {
+		if i > 0 {
+			args = append(args, "--next", "-sS", "--cacert", ca, "--resolve", "example.com:"+port+":127.0.0.1", "--tlsv1.3", "--tls13-ciphers", suite, "-o", "/dev/null")
+			if h2 {
+				args = append(args, "--http2")
+			} else {
+				args = append(args, "--http1.1")
+			}
+		}
+		args = append(args, "-X", r.method)
+		if r.body != "" {
+			args = append(args, "--data-binary", r.body, "-H", "Content-Type:")
+		}
+		args = append(args, "https://example.com:"+port+r.target)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "SSLKEYLOGFILE="+keyFile)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("curl: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys.Write(b)
+}
+
+// TestTLSKeyLog: TLS traffic on loopback (Go's server; Go's client and
+// curl writing their key logs), TLS 1.3 with each of its suites and
+// TLS 1.2 with AES-GCM, ChaCha20-Poly1305 and AES-CBC, HTTP/1.1 and
+// HTTP/2 as ALPN chose, resumed sessions, recorded as a capture, imported
+// with the key log: the pairs are the exchanges the server answered,
+// https, with their version; tshark decrypts the same requests; no key
+// byte is in the output; replayed to the server, the statuses are the
+// recorded ones. Without the key log, the connections are counted.
+func TestTLSKeyLog(t *testing.T) {
+	tls12 := func(suite uint16) func(*tls.Config) {
+		return func(c *tls.Config) { c.MaxVersion, c.CipherSuites = tls.VersionTLS12, []uint16{suite} }
+	}
+	cache := func(c *tls.Config) { c.ClientSessionCache = tls.NewLRUClientSessionCache(8) }
+	cases := []struct {
+		name    string
+		h2      bool
+		cfg     func(*tls.Config)
+		curl    string // a TLS 1.3 suite curl offers; "": Go's client
+		fresh   bool   // a connection per request (resumed sessions)
+		version string
+		suite   uint16
+		// tsharkSome: tshark decrypts only the first connection (a
+		// resumed TLS 1.2 session's master secret is not logged again by
+		// Go's client: the import finds it from the session resumed).
+		tsharkSome bool
+	}{
+		{name: "TLS 1.3 HTTP/1.1", version: "1.1", suite: tls.TLS_AES_128_GCM_SHA256},
+		{name: "TLS 1.3 HTTP/2", h2: true, version: "2", suite: tls.TLS_AES_128_GCM_SHA256},
+		{name: "TLS 1.3 AES-256 HTTP/2 curl", h2: true, curl: "TLS_AES_256_GCM_SHA384", version: "2", suite: tls.TLS_AES_256_GCM_SHA384},
+		{name: "TLS 1.3 ChaCha20 HTTP/1.1 curl", curl: "TLS_CHACHA20_POLY1305_SHA256", version: "1.1", suite: tls.TLS_CHACHA20_POLY1305_SHA256},
+		{name: "TLS 1.3 resumed", fresh: true, cfg: cache, version: "1.1", suite: tls.TLS_AES_128_GCM_SHA256},
+		{name: "TLS 1.2 AES-128-GCM HTTP/2", h2: true, cfg: tls12(tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256), version: "2", suite: tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256},
+		{name: "TLS 1.2 AES-256-GCM HTTP/1.1", cfg: tls12(tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384), version: "1.1", suite: tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384},
+		{name: "TLS 1.2 ChaCha20 HTTP/2", h2: true, cfg: tls12(tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305), version: "2", suite: tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305},
+		{name: "TLS 1.2 AES-128-CBC-SHA HTTP/1.1", cfg: tls12(tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA), version: "1.1", suite: tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA},
+		{name: "TLS 1.2 AES-128-CBC-SHA256 HTTP/1.1", cfg: tls12(tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256), version: "1.1", suite: tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256},
+		{name: "TLS 1.2 resumed (tickets)", fresh: true, cfg: func(c *tls.Config) { tls12(tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)(c); cache(c) }, version: "1.1", suite: tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, tsharkSome: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var suites []uint16
+			var smu sync.Mutex
+			resumed := 0
+			cfg := &tls.Config{
+				CipherSuites: []uint16{tc.suite}, // TLS 1.2's; TLS 1.3's are not configurable
+				VerifyConnection: func(cs tls.ConnectionState) error {
+					smu.Lock()
+					suites = append(suites, cs.CipherSuite)
+					if cs.DidResume {
+						resumed++
+					}
+					smu.Unlock()
+					return nil
+				},
+			}
+			if tc.suite == tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256 {
+				cfg.CipherSuites = append(cfg.CipherSuites, tc.suite)
+			}
+			srv := newTLSServer(t, cfg)
+			proxy := newRecProxy(t, srv.Listener.Addr().String())
+			var keys bytes.Buffer
+			if tc.curl != "" {
+				curlClient(t, srv, proxy.ln.Addr().String(), &keys, tc.h2, tc.curl)
+			} else {
+				goClient(t, srv, proxy.ln.Addr().String(), &keys, tc.h2, tc.cfg, tc.fresh)
+			}
+			want := srv.answered()
+			smu.Lock()
+			for _, s := range suites {
+				if s != tc.suite {
+					t.Fatalf("the connection's suite is %s, want %s", tls.CipherSuiteName(s), tls.CipherSuiteName(tc.suite))
+				}
+			}
+			if tc.fresh && resumed == 0 {
+				t.Fatalf("no connection resumed a session (%d connections)", len(suites))
+			}
+			smu.Unlock()
+			capture := proxy.capture(t)
+			kl, err := ReadKeyLog("keys.log", bytes.NewReader(keys.Bytes()))
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			r := importCaptures(t, Options{KeyLog: kl}, "capture.pcap", capture)
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			var got []string
+			for _, p := range r.pairs {
+				got = append(got, p.String())
+				if p.Version != tc.version || !strings.HasPrefix(p.Host, "example.com:") {
+					t.Errorf("%s: version %q, host %q; want %s, example.com:PORT", p, p.Version, p.Host, tc.version)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) || r.lost != 0 || len(r.skips) != 0 || r.st.TLS == 0 {
+				t.Errorf("imported %q\nserver answered %q\nsummary: %s\nskips: %q", got, want, r.st.Summary(), r.skips)
+			}
+			if n := strings.Count(r.out, `"l7protocol":"https"`); n != len(r.pairs) {
+				t.Errorf("%d of %d pairs are https", n, len(r.pairs))
+			}
+			noKeyBytes(t, keys.Bytes(), r.out+strings.Join(r.skips, "\n")+r.st.Summary())
+
+			// Without the key log: counted, named, nothing written.
+			plain := importCaptures(t, Options{}, "capture.pcap", capture)
+			if len(plain.pairs) != 0 || plain.st.Skipped["tls"] != proxy.conns || plain.lost != proxy.conns {
+				t.Errorf("without the key log: %s; skips %q", plain.st.Summary(), plain.skips)
+			}
+
+			// tshark decrypts the same requests with the same key log.
+			if _, err := exec.LookPath("tshark"); err == nil || os.Getenv("REPLAY_CI") == "1" {
+				dir := t.TempDir()
+				capPath, keyPath := filepath.Join(dir, "capture.pcap"), filepath.Join(dir, "keys.log")
+				os.WriteFile(capPath, capture, 0o644)
+				os.WriteFile(keyPath, keys.Bytes(), 0o600)
+				var methods []string
+				for _, p := range r.pairs {
+					methods = append(methods, p.Method+" "+p.URI)
+				}
+				slices.Sort(methods)
+				ts := tsharkTLS(t, capPath, keyPath)
+				if tc.tsharkSome {
+					if len(ts) == 0 || len(ts) >= len(methods) || !isSubset(ts, methods) {
+						t.Errorf("imported %q\ntshark decrypts %q: want the first connection's", methods, ts)
+					}
+					t.Logf("tshark decrypts %d of the %d requests (the first connection's)", len(ts), len(methods))
+				} else if !slices.Equal(methods, ts) {
+					t.Errorf("imported %q\ntshark decrypts %q", methods, ts)
+				}
+			} else {
+				t.Log("SKIPPED: tshark is not installed: the comparison with tshark did not run")
+			}
+
+			// Replayed to the same server, the statuses are the recorded ones.
+			sum := replay(t, r.out, srv.URL, func(o *run.Options) { o.HTTP.Insecure = true })
+			wantStatus := map[string]int64{}
+			for _, p := range r.pairs {
+				wantStatus[strconv.Itoa(p.Status)]++
+			}
+			if fmt.Sprint(sum.Status) != fmt.Sprint(wantStatus) || sum.Requests != int64(len(r.pairs)) {
+				t.Errorf("replayed: %d requests, statuses %v; want %v", sum.Requests, sum.Status, wantStatus)
+			}
+			if again := srv.answered(); !slices.Equal(again, want) {
+				t.Errorf("replayed, the server answered %q\nwant %q", again, want)
+			}
+		})
+	}
+}
+
+// noKeyBytes fails when out holds a secret of the key log, in hex (either
+// case), in base64 or as bytes.
+func noKeyBytes(t *testing.T, keyLog []byte, out string) {
+	t.Helper()
+	n := 0
+	for line := range strings.SplitSeq(string(keyLog), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		secret, err := hex.DecodeString(f[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		for _, form := range []string{strings.ToLower(f[2]), strings.ToUpper(f[2]), base64.StdEncoding.EncodeToString(secret), string(secret), f[2][:16]} {
+			if strings.Contains(out, form) {
+				t.Errorf("the output holds the secret of %s", f[0])
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("the key log holds no secret")
+	}
+}
+
+// tsharkTLS are the requests tshark decrypts in the capture at path with
+// the key log at keys, as "METHOD TARGET", sorted.
+func tsharkTLS(t *testing.T, path, keys string) []string {
+	t.Helper()
+	args := []string{"-r", path, "-n", "-o", "tls.keylog_file:" + keys, "-o", "tcp.reassemble_out_of_order:TRUE",
+		"-Y", "http.request || http2.headers.method", "-T", "fields", "-E", "separator=/t", "-E", "aggregator=|",
+		"-e", "http.request.method", "-e", "http.request.uri", "-e", "http2.headers.method", "-e", "http2.headers.path"}
+	cmd := exec.Command(tsharkBin(t), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	var reqs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Split(line, "\t")
+		for len(f) < 4 {
+			f = append(f, "")
+		}
+		for _, mp := range [][2]string{{f[0], f[1]}, {f[2], f[3]}} {
+			if mp[0] == "" {
+				continue
+			}
+			methods, paths := strings.Split(mp[0], "|"), strings.Split(mp[1], "|")
+			for i := range methods {
+				reqs = append(reqs, methods[i]+" "+paths[min(i, len(paths)-1)])
+			}
+		}
+	}
+	slices.Sort(reqs)
+	return reqs
+}
+
+// isSubset says whether every one of sub is in all.
+func isSubset(sub, all []string) bool {
+	for _, s := range sub {
+		if !slices.Contains(all, s) {
+			return false
+		}
+	}
+	return true
+}
