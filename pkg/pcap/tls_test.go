@@ -37,6 +37,9 @@ type recProxy struct {
 	events []recEvent
 	conns  int
 	wg     sync.WaitGroup
+	// sink, when set, takes each chunk as it passes (under mu) instead
+	// of events keeping it.
+	sink func(recEvent)
 }
 
 type recEvent struct {
@@ -85,7 +88,11 @@ func (p *recProxy) serve(id int, c net.Conn) {
 			n, err := from.Read(buf)
 			if n > 0 {
 				p.mu.Lock()
-				p.events = append(p.events, recEvent{id, fromClient, bytes.Clone(buf[:n])})
+				if p.sink != nil {
+					p.sink(recEvent{id, fromClient, buf[:n]})
+				} else {
+					p.events = append(p.events, recEvent{id, fromClient, bytes.Clone(buf[:n])})
+				}
 				p.mu.Unlock()
 				if _, werr := to.Write(buf[:n]); werr != nil {
 					return
@@ -105,6 +112,12 @@ func (p *recProxy) serve(id int, c net.Conn) {
 // capture writes what passed as a capture: each connection from
 // 10.0.0.1 to 10.0.0.2:443, its chunks in the order they passed.
 func (p *recProxy) capture(t *testing.T) []byte {
+	return p.captureWith(t, nil)
+}
+
+// captureWith is capture, with the segments changed by edit before they
+// are written (to lose some).
+func (p *recProxy) captureWith(t *testing.T, edit func(*tcap)) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := newCapture(t)
@@ -122,6 +135,9 @@ func (p *recProxy) capture(t *testing.T) []byte {
 		if k := conns[i]; k != nil {
 			k.close()
 		}
+	}
+	if edit != nil {
+		edit(c)
 	}
 	return c.pcap(layers.LinkTypeEthernet)
 }
@@ -486,4 +502,137 @@ func isSubset(sub, all []string) bool {
 		}
 	}
 	return true
+}
+
+// TestTLSKeyLogLacks: what cannot be decrypted is counted and named, never
+// guessed: a connection whose keys the key log lacks (the server and
+// "no key in the key log"), a connection the capture joined after its
+// handshake, and bytes lost inside the records of one decrypted; the
+// connections with keys are read all the same. A request with no Host
+// header takes the SNI as its host.
+func TestTLSKeyLogLacks(t *testing.T) {
+	srv := newTLSServer(t, &tls.Config{})
+	proxy := newRecProxy(t, srv.Listener.Addr().String())
+	var keys bytes.Buffer
+	goClient(t, srv, proxy.ln.Addr().String(), &keys, false, nil, false) // connection 0
+	goClient(t, srv, proxy.ln.Addr().String(), io.Discard, true, nil, false)
+	// Connection 2: HTTP/1.0 with no Host header, from a raw TLS client.
+	tc := &tls.Config{RootCAs: x509.NewCertPool(), ServerName: "example.com", KeyLogWriter: &keys}
+	tc.RootCAs.AddCert(srv.Certificate())
+	conn, err := tls.Dial("tcp", proxy.ln.Addr().String(), tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(conn, "GET /nohost HTTP/1.0\r\n\r\n")
+	io.Copy(io.Discard, conn)
+	conn.Close()
+	srv.answered()
+	kl, err := ReadKeyLog("keys.log", bytes.NewReader(keys.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("no key", func(t *testing.T) {
+		r := importCaptures(t, Options{KeyLog: kl}, "capture.pcap", proxy.capture(t))
+		var got []string
+		for _, p := range r.pairs {
+			got = append(got, p.String())
+		}
+		slices.Sort(got)
+		want := []string{"GET /a?x=1&y=2 -> 200", "GET /big -> 200", "GET /nohost -> 200", "GET /status/404 -> 404", "POST /orders -> 200", "PUT /status/201 -> 201"}
+		if !slices.Equal(got, want) {
+			t.Errorf("pairs %q, want %q", got, want)
+		}
+		for _, p := range r.pairs {
+			if p.URI == "/nohost" && p.Host != "example.com" {
+				t.Errorf("a request with no Host header: host %q, want the SNI, example.com", p.Host)
+			}
+		}
+		wantSkips(t, r, "tls: a TLS connection to 10.0.0.2:443 (SNI example.com): no key in the key log (CLIENT_HANDSHAKE_TRAFFIC_SECRET, SERVER_HANDSHAKE_TRAFFIC_SECRET, CLIENT_TRAFFIC_SECRET_0, SERVER_TRAFFIC_SECRET_0 for client random ")
+		if r.lost != 1 || r.st.TLS != 2 || r.st.TLSPorts[443] != 1 || !strings.Contains(r.st.Summary(), "2 TLS connections decrypted") || !strings.Contains(r.st.Summary(), "tls 1 (TLS connections not decrypted, port 443)") {
+			t.Errorf("summary %s; %d lost", r.st.Summary(), r.lost)
+		}
+		noKeyBytes(t, keys.Bytes(), r.out+strings.Join(r.skips, "\n"))
+	})
+
+	t.Run("joined after the handshake", func(t *testing.T) {
+		capture := proxy.captureWith(t, func(c *tcap) {
+			// The capture begins after connection 0's ClientHello.
+			var drop []*tseg
+			for _, s := range c.segs {
+				if s.k.client.Port() == 40000 && (s.flags&synFlag != 0 || s.fromClient && len(s.payload) > 0 && len(drop) < 4) {
+					drop = append(drop, s)
+				}
+				if s.k.client.Port() == 40000 && !s.fromClient && len(s.payload) > 0 {
+					break
+				}
+			}
+			c.drop(drop...)
+		})
+		r := importCaptures(t, Options{KeyLog: kl}, "capture.pcap", capture)
+		t.Logf("skips %q", r.skips)
+		if len(r.pairs) != 1 || len(r.skips) != 2 || !strings.Contains(r.skips[0], "tls: a TLS connection to 10.0.0.2:443: the capture joined it after its handshake") {
+			t.Errorf("pairs %q; skips %q", shorts(r.pairs), r.skips)
+		}
+	})
+
+	t.Run("a loss inside the records", func(t *testing.T) {
+		capture := proxy.captureWith(t, func(c *tcap) {
+			// A segment of the 64 KiB answer to GET /big is lost.
+			n := 0
+			for _, s := range c.segs {
+				if s.k.client.Port() == 40000 && !s.fromClient && len(s.payload) > 1000 {
+					if n++; n == 3 {
+						c.drop(s)
+						break
+					}
+				}
+			}
+		})
+		r := importCaptures(t, Options{KeyLog: kl}, "capture.pcap", capture)
+		t.Logf("pairs %q; skips %q", shorts(r.pairs), r.skips)
+		if r.lost == 0 || r.st.Skipped["gap"] == 0 || !slices.ContainsFunc(r.skips, func(s string) bool {
+			return strings.Contains(s, "gap: the server's records of a TLS connection to 10.0.0.2:443 (SNI example.com): ") && strings.Contains(s, "the rest of them cannot be decrypted")
+		}) {
+			t.Errorf("pairs %q; skips %q", shorts(r.pairs), r.skips)
+		}
+		noKeyBytes(t, keys.Bytes(), r.out+strings.Join(r.skips, "\n"))
+	})
+}
+
+// TestReadKeyLog: the key log's labels are read; a malformed line is an
+// error naming the file and line and what was expected.
+func TestReadKeyLog(t *testing.T) {
+	random := strings.Repeat("ab", 32)
+	good := "# SSL/TLS secrets log file, generated by OpenSSL\n\n" +
+		"CLIENT_RANDOM " + random + " " + strings.Repeat("01", 48) + "\r\n" +
+		"CLIENT_HANDSHAKE_TRAFFIC_SECRET " + random + " " + strings.Repeat("02", 32) + "\n" +
+		"SERVER_HANDSHAKE_TRAFFIC_SECRET " + random + " " + strings.Repeat("03", 48) + "\n" +
+		"CLIENT_TRAFFIC_SECRET_0 " + random + " " + strings.Repeat("04", 32) + "\n" +
+		"SERVER_TRAFFIC_SECRET_0 " + random + " " + strings.Repeat("05", 32) + "\n" +
+		"EXPORTER_SECRET " + random + " " + strings.Repeat("06", 32) + "\n" +
+		"RSA 0011223344556677 " + strings.Repeat("07", 48) + "\n"
+	k, err := ReadKeyLog("keys.log", strings.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := hex.DecodeString(random)
+	s := k.lookup(raw)
+	if k.Len() != 1 || s == nil || s.master[0] != 1 || len(s.master) != 48 || s.clientHS[0] != 2 || len(s.serverHS) != 48 || s.clientTraffic[0] != 4 || s.serverApp[0] != 5 {
+		t.Fatalf("read %d randoms, secrets %+v", k.Len(), s)
+	}
+	for _, tc := range []struct{ name, line, want string }{
+		{"two fields", "CLIENT_RANDOM " + random, "keys.log:3: want LABEL CLIENT_RANDOM SECRET (three fields, as SSLKEYLOGFILE writes them), got 2 fields"},
+		{"not hex", "CLIENT_RANDOM " + random + " zz", "keys.log:3: CLIENT_RANDOM: its third field is not hex digits"},
+		{"short random", "CLIENT_TRAFFIC_SECRET_0 abcd " + strings.Repeat("04", 32), "keys.log:3: CLIENT_TRAFFIC_SECRET_0: want a client random of 64 hex digits, got 4"},
+		{"short master", "CLIENT_RANDOM " + random + " " + strings.Repeat("01", 32), "keys.log:3: CLIENT_RANDOM: want a secret of 96 hex digits, got 64"},
+		{"odd secret", "SERVER_TRAFFIC_SECRET_0 " + random + " " + strings.Repeat("01", 40), "keys.log:3: SERVER_TRAFFIC_SECRET_0: want a secret of 64 or 96 hex digits, got 80"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadKeyLog("keys.log", strings.NewReader("# keys\n\n"+tc.line+"\n"))
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("got %v, want %s", err, tc.want)
+			}
+		})
+	}
 }
