@@ -189,6 +189,8 @@ func (t *tlsConn) record(s *tlsSide, rec []byte, ts int64, at place) {
 	}
 	switch typ {
 	case recChangeCipherSpec:
+		// TLS 1.3 sends it only for middleboxes (after a
+		// HelloRetryRequest too): nothing changes.
 		if !t.tls13() && s.keys == nil {
 			if s.next == nil {
 				t.fail(at, fmt.Sprintf("its %s change_cipher_spec came before the ServerHello", who(s)))
@@ -338,13 +340,13 @@ func (t *tlsConn) serverHello(m []byte, at place) {
 		t.fail(at, "its ServerHello cannot be read")
 		return
 	}
-	if bytes.Equal(random, hrrRandom) {
-		return // a HelloRetryRequest: the client says hello again, with the same random
-	}
 	exts, _ := r.vec(2)
 	t.version = binary.BigEndian.Uint16(version)
 	if v := extension(exts, extSupportedVersions); len(v) == 2 {
 		t.version = binary.BigEndian.Uint16(v)
+	}
+	if bytes.Equal(random, hrrRandom) {
+		return // a HelloRetryRequest: the client says hello again, with the same random
 	}
 	id := binary.BigEndian.Uint16(suite)
 	t.suite = tlsSuites[id]

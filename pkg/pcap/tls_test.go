@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -310,11 +311,15 @@ func TestTLSKeyLog(t *testing.T) {
 		// resumed TLS 1.2 session's master secret is not logged again by
 		// Go's client: the import finds it from the session resumed).
 		tsharkSome bool
+		server     func(*tls.Config)
 	}{
 		{name: "TLS 1.3 HTTP/1.1", version: "1.1", suite: tls.TLS_AES_128_GCM_SHA256},
 		{name: "TLS 1.3 HTTP/2", h2: true, version: "2", suite: tls.TLS_AES_128_GCM_SHA256},
 		{name: "TLS 1.3 AES-256 HTTP/2 curl", h2: true, curl: "TLS_AES_256_GCM_SHA384", version: "2", suite: tls.TLS_AES_256_GCM_SHA384},
 		{name: "TLS 1.3 ChaCha20 HTTP/1.1 curl", curl: "TLS_CHACHA20_POLY1305_SHA256", version: "1.1", suite: tls.TLS_CHACHA20_POLY1305_SHA256},
+		{name: "TLS 1.3 after a HelloRetryRequest", version: "1.1", suite: tls.TLS_AES_128_GCM_SHA256, server: func(c *tls.Config) {
+			c.CurvePreferences = []tls.CurveID{tls.CurveP256} // Go's client offers X25519MLKEM768 and X25519 shares first
+		}},
 		{name: "TLS 1.3 resumed", fresh: true, cfg: cache, version: "1.1", suite: tls.TLS_AES_128_GCM_SHA256},
 		{name: "TLS 1.2 AES-128-GCM HTTP/2", h2: true, cfg: tls12(tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256), version: "2", suite: tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256},
 		{name: "TLS 1.2 AES-256-GCM HTTP/1.1", cfg: tls12(tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384), version: "1.1", suite: tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384},
@@ -340,6 +345,9 @@ func TestTLSKeyLog(t *testing.T) {
 					return nil
 				},
 			}
+			if tc.server != nil {
+				tc.server(cfg)
+			}
 			if tc.suite == tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256 {
 				cfg.CipherSuites = append(cfg.CipherSuites, tc.suite)
 			}
@@ -357,6 +365,9 @@ func TestTLSKeyLog(t *testing.T) {
 				if s != tc.suite {
 					t.Fatalf("the connection's suite is %s, want %s", tls.CipherSuiteName(s), tls.CipherSuiteName(tc.suite))
 				}
+			}
+			if tc.server != nil && !slices.ContainsFunc(proxy.events, func(e recEvent) bool { return !e.fromClient && bytes.Contains(e.data, hrrRandom) }) {
+				t.Fatal("the server asked for no retry")
 			}
 			if tc.fresh && resumed == 0 {
 				t.Fatalf("no connection resumed a session (%d connections)", len(suites))
@@ -598,6 +609,52 @@ func TestTLSKeyLogLacks(t *testing.T) {
 		}
 		noKeyBytes(t, keys.Bytes(), r.out+strings.Join(r.skips, "\n"))
 	})
+}
+
+// TestTLSCorrupt: a TLS capture with any one byte changed (a handshake
+// field, a record header, a ciphertext byte) imports with the key log
+// without a panic, every pair written opens, and what cannot be decrypted
+// is skipped, counted.
+func TestTLSCorrupt(t *testing.T) {
+	srv := newTLSServer(t, &tls.Config{})
+	proxy := newRecProxy(t, srv.Listener.Addr().String())
+	var keys bytes.Buffer
+	goClient(t, srv, proxy.ln.Addr().String(), &keys, true, nil, false)
+	goClient(t, srv, proxy.ln.Addr().String(), &keys, false, func(c *tls.Config) {
+		c.MaxVersion, c.CipherSuites = tls.VersionTLS12, []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA}
+	}, false)
+	kl, err := ReadKeyLog("keys.log", bytes.NewReader(keys.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	skipped := 0
+	for range 300 {
+		capture := proxy.captureWith(t, func(c *tcap) {
+			var data []*tseg
+			for _, s := range c.segs {
+				if len(s.payload) > 0 {
+					data = append(data, s)
+				}
+			}
+			s := data[rng.IntN(len(data))]
+			if rng.IntN(2) == 0 { // the first bytes: record headers, handshake fields
+				s.payload[rng.IntN(min(len(s.payload), 64))] ^= byte(1 + rng.IntN(255))
+			} else {
+				s.payload[rng.IntN(len(s.payload))] ^= byte(1 + rng.IntN(255))
+			}
+		})
+		r := importCaptures(t, Options{KeyLog: kl, MaxBuffer: 1 << 20}, "capture.pcap", capture)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.lost > 0 {
+			skipped++
+		}
+	}
+	if skipped == 0 {
+		t.Error("no changed byte made a connection or a message be skipped")
+	}
 }
 
 // TestReadKeyLog: the key log's labels are read; a malformed line is an
