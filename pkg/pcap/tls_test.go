@@ -693,3 +693,78 @@ func TestReadKeyLog(t *testing.T) {
 		})
 	}
 }
+
+// TestTLSKeyUpdate: a TLS 1.3 connection whose keys change mid-way
+// (KeyUpdate, asked of both sides: OpenSSL's s_client "K" command, to Go's
+// server) is read on with the next traffic secrets. Without openssl the
+// test is skipped, loudly, unless REPLAY_CI=1.
+func TestTLSKeyUpdate(t *testing.T) {
+	bin, err := exec.LookPath("openssl")
+	if err != nil {
+		if os.Getenv("REPLAY_CI") == "1" {
+			t.Fatal("openssl is not installed, and REPLAY_CI=1")
+		}
+		t.Skip("SKIPPED: openssl is not installed (apt-get install openssl); this test did not run")
+	}
+	srv := newTLSServer(t, &tls.Config{})
+	proxy := newRecProxy(t, srv.Listener.Addr().String())
+	keyFile := filepath.Join(t.TempDir(), "keys.log")
+	cmd := exec.Command(bin, "s_client", "-connect", proxy.ln.Addr().String(), "-servername", "example.com", "-tls1_3", "-keylogfile", keyFile)
+	in, _ := cmd.StdinPipe()
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); strings.Count(out.String(), "HTTP/1.1 200 OK") < n; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no answer %d from s_client:\n%s", n, out.String())
+			}
+		}
+	}
+	io.WriteString(in, "GET /before HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	waitFor(1)
+	io.WriteString(in, "K\n") // KeyUpdate, update_requested: the server updates its keys too
+	time.Sleep(200 * time.Millisecond)
+	io.WriteString(in, "GET /after HTTP/1.1\r\nHost: example.com\r\n\r\n")
+	waitFor(2)
+	in.Close()
+	cmd.Process.Kill()
+	cmd.Wait()
+	if !strings.Contains(out.String(), "KEYUPDATE") {
+		t.Fatalf("s_client sent no KeyUpdate:\n%s", out.String())
+	}
+	keys, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kl, err := ReadKeyLog(keyFile, bytes.NewReader(keys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := importCaptures(t, Options{KeyLog: kl}, "capture.pcap", proxy.capture(t))
+	wantPairs(t, r, "GET /before -> 200", "GET /after -> 200")
+	if len(r.skips) != 0 {
+		t.Errorf("skips %q", r.skips)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
