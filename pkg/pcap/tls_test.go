@@ -235,9 +235,10 @@ func goClient(t *testing.T, srv *tlsServer, addr string, keys io.Writer, h2 bool
 	}
 }
 
-// curlClient sends tlsRequests with curl, offering one TLS 1.3 suite
+// curlClient sends tlsRequests with curl, offering one suite: of TLS 1.3
 // (Go's client and server cannot be made to choose TLS 1.3's AES-256 or
-// ChaCha20 suite; a Go server takes the one a client offers). curl
+// ChaCha20 suite; a Go server takes the one a client offers), or of
+// TLS 1.2 by its OpenSSL name. curl
 // writes its key log through SSLKEYLOGFILE. Without curl the case is
 // skipped, loudly, unless REPLAY_CI=1.
 func curlClient(t *testing.T, srv *tlsServer, addr string, keys io.Writer, h2 bool, suite string) {
@@ -253,21 +254,23 @@ func curlClient(t *testing.T, srv *tlsServer, addr string, keys io.Writer, h2 bo
 	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
 	keyFile := filepath.Join(dir, "keys.log")
 	_, port, _ := net.SplitHostPort(addr)
-	args := []string{"-sS", "--max-time", "20", "--cacert", ca, "--resolve", "example.com:" + port + ":127.0.0.1", "--tlsv1.3", "--tls13-ciphers", suite, "-o", "/dev/null"}
-	if h2 {
-		args = append(args, "--http2")
-	} else {
-		args = append(args, "--http1.1")
+	common := []string{"-sS", "--max-time", "20", "--cacert", ca, "--resolve", "example.com:" + port + ":127.0.0.1", "-o", "/dev/null"}
+	if strings.HasPrefix(suite, "TLS_") {
+		common = append(common, "--tlsv1.3", "--tls13-ciphers", suite)
+	} else { // an OpenSSL name of a TLS 1.2 suite
+		common = append(common, "--tlsv1.2", "--tls-max", "1.2", "--ciphers", suite)
 	}
+	if h2 {
+		common = append(common, "--http2")
+	} else {
+		common = append(common, "--http1.1")
+	}
+	var args []string
 	for i, r := range tlsRequests {
 		if i > 0 {
-			args = append(args, "--next", "-sS", "--cacert", ca, "--resolve", "example.com:"+port+":127.0.0.1", "--tlsv1.3", "--tls13-ciphers", suite, "-o", "/dev/null")
-			if h2 {
-				args = append(args, "--http2")
-			} else {
-				args = append(args, "--http1.1")
-			}
+			args = append(args, "--next")
 		}
+		args = append(args, common...)
 		args = append(args, "-X", r.method)
 		if r.body != "" {
 			args = append(args, "--data-binary", r.body, "-H", "Content-Type:")
@@ -321,6 +324,8 @@ func TestTLSKeyLog(t *testing.T) {
 			c.CurvePreferences = []tls.CurveID{tls.CurveP256} // Go's client offers X25519MLKEM768 and X25519 shares first
 		}},
 		{name: "TLS 1.3 resumed", fresh: true, cfg: cache, version: "1.1", suite: tls.TLS_AES_128_GCM_SHA256},
+		{name: "TLS 1.2 ChaCha20 HTTP/2 curl", h2: true, curl: "ECDHE-RSA-CHACHA20-POLY1305", version: "2", suite: tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305},
+		{name: "TLS 1.2 AES-256-GCM HTTP/1.1 curl", curl: "ECDHE-RSA-AES256-GCM-SHA384", version: "1.1", suite: tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384},
 		{name: "TLS 1.2 AES-128-GCM HTTP/2", h2: true, cfg: tls12(tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256), version: "2", suite: tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256},
 		{name: "TLS 1.2 AES-256-GCM HTTP/1.1", cfg: tls12(tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384), version: "1.1", suite: tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384},
 		{name: "TLS 1.2 ChaCha20 HTTP/2", h2: true, cfg: tls12(tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305), version: "2", suite: tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305},
