@@ -148,9 +148,10 @@ func (t *tlsConn) data(client bool, b []byte, ts int64, at place) {
 		t.c.hold(k)
 		b = b[k:]
 		if len(s.buf) >= 5 && len(s.buf) == 5+int(binary.BigEndian.Uint16(s.buf[3:5])) {
-			t.c.hold(-len(s.buf))
-			t.record(s, s.buf, s.bufTS, s.bufAt)
+			rec := s.buf // read before this side's next bytes come
 			s.buf = s.buf[:0]
+			t.c.hold(-len(rec))
+			t.record(s, rec, s.bufTS, s.bufAt)
 		}
 	}
 }
