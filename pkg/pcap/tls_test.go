@@ -773,3 +773,97 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestTLSSessionID: TLS 1.2 connections that resume a session by its
+// session ID (OpenSSL's s_server without tickets, s_client -sess_in) are
+// decrypted with their own CLIENT_RANDOM lines, and, when the key log
+// lacks them, with the master secret of the session they resume. Without
+// openssl the test is skipped, loudly, unless REPLAY_CI=1.
+func TestTLSSessionID(t *testing.T) {
+	bin, err := exec.LookPath("openssl")
+	if err != nil {
+		if os.Getenv("REPLAY_CI") == "1" {
+			t.Fatal("openssl is not installed, and REPLAY_CI=1")
+		}
+		t.Skip("SKIPPED: openssl is not installed (apt-get install openssl); this test did not run")
+	}
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if out, err := exec.Command(bin, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=example.com").CombinedOutput(); err != nil {
+		t.Fatalf("openssl req: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // s_server takes the port
+	srv := exec.Command(bin, "s_server", "-accept", addr, "-cert", cert, "-key", key, "-tls1_2", "-no_ticket", "-www", "-quiet")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("s_server does not listen")
+		}
+	}
+	proxy := newRecProxy(t, addr)
+	keyFile, sess := filepath.Join(dir, "keys.log"), filepath.Join(dir, "sess.pem")
+	for i, sessArg := range []string{"-sess_out", "-sess_in"} {
+		cmd := exec.Command(bin, "s_client", "-connect", proxy.ln.Addr().String(), "-servername", "example.com", "-tls1_2",
+			"-cipher", "ECDHE-ECDSA-AES128-GCM-SHA256", "-keylogfile", keyFile, sessArg, sess, "-ign_eof")
+		cmd.Stdin = strings.NewReader(fmt.Sprintf("GET /conn%d HTTP/1.0\r\n\r\n", i))
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "HTTP/1.0 200 ok") {
+			t.Fatalf("s_client %d: %v\n%s", i, err, out)
+		}
+		if reused := strings.Contains(string(out), "Reused, TLSv1.2"); reused != (i == 1) {
+			t.Fatalf("s_client %d: reused %v\n%s", i, reused, out)
+		}
+	}
+	keys, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for l := range strings.SplitSeq(strings.TrimSpace(string(keys)), "\n") {
+		if strings.HasPrefix(l, "CLIENT_RANDOM ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 2 {
+		t.Fatalf("the key log has %d CLIENT_RANDOM lines, want 2:\n%s", len(lines), keys)
+	}
+	capture := proxy.capture(t)
+	for _, tc := range []struct {
+		name string
+		keys string
+	}{
+		{"each its own line", lines[0] + "\n" + lines[1] + "\n"},
+		{"the resumed connection's line missing", lines[0] + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kl, err := ReadKeyLog("keys.log", strings.NewReader(tc.keys))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := importCaptures(t, Options{KeyLog: kl}, "capture.pcap", capture)
+			wantPairs(t, r, "GET /conn0 -> 200", "GET /conn1 -> 200")
+			if len(r.skips) != 0 || r.st.TLS != 2 {
+				t.Errorf("%s; skips %q", r.st.Summary(), r.skips)
+			}
+		})
+	}
+	// Without the session's line, neither can be read: counted, named.
+	kl, _ := ReadKeyLog("keys.log", strings.NewReader(lines[1]+"\n"))
+	r := importCaptures(t, Options{KeyLog: kl}, "capture.pcap", capture)
+	wantSkips(t, r, "no key in the key log (CLIENT_RANDOM for client random")
+	if len(r.pairs) != 1 {
+		t.Errorf("pairs %q, want the resumed connection's, with its own line", shorts(r.pairs))
+	}
+}
