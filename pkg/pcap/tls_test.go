@@ -38,6 +38,7 @@ type recProxy struct {
 	events []recEvent
 	conns  int
 	wg     sync.WaitGroup
+	open   sync.WaitGroup // the connections being passed
 	// sink, when set, takes each chunk as it passes (under mu) instead
 	// of events keeping it.
 	sink func(recEvent)
@@ -64,8 +65,9 @@ func newRecProxy(t *testing.T, to string) *recProxy {
 			p.mu.Lock()
 			id := p.conns
 			p.conns++
+			p.open.Add(1)
 			p.mu.Unlock()
-			p.wg.Go(func() { p.serve(id, c) })
+			p.wg.Go(func() { defer p.open.Done(); p.serve(id, c) })
 		}
 	})
 	t.Cleanup(func() { ln.Close(); p.wg.Wait() })
@@ -110,6 +112,26 @@ func (p *recProxy) serve(id int, c net.Conn) {
 	wg.Wait()
 }
 
+// settle waits until every connection passed has closed (its last
+// bytes recorded), at most 10 s.
+func (p *recProxy) settle(t *testing.T) {
+	done := make(chan struct{})
+	go func() { p.open.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the proxied connections did not close within 10s")
+	}
+}
+
+// sent says whether the server sent b, as part of a chunk.
+func (p *recProxy) sent(t *testing.T, b []byte) bool {
+	p.settle(t)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.ContainsFunc(p.events, func(e recEvent) bool { return !e.fromClient && bytes.Contains(e.data, b) })
+}
+
 // capture writes what passed as a capture: each connection from
 // 10.0.0.1 to 10.0.0.2:443, its chunks in the order they passed.
 func (p *recProxy) capture(t *testing.T) []byte {
@@ -119,6 +141,7 @@ func (p *recProxy) capture(t *testing.T) []byte {
 // captureWith is capture, with the segments changed by edit before they
 // are written (to lose some).
 func (p *recProxy) captureWith(t *testing.T, edit func(*tcap)) []byte {
+	p.settle(t)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := newCapture(t)
@@ -371,7 +394,7 @@ func TestTLSKeyLog(t *testing.T) {
 					t.Fatalf("the connection's suite is %s, want %s", tls.CipherSuiteName(s), tls.CipherSuiteName(tc.suite))
 				}
 			}
-			if tc.server != nil && !slices.ContainsFunc(proxy.events, func(e recEvent) bool { return !e.fromClient && bytes.Contains(e.data, hrrRandom) }) {
+			if tc.server != nil && !proxy.sent(t, hrrRandom) {
 				t.Fatal("the server asked for no retry")
 			}
 			if tc.fresh && resumed == 0 {
