@@ -34,6 +34,8 @@ const (
 	// maxTLSWait bounds the client's records kept while the server's
 	// hello has not come, and a handshake message under way.
 	maxTLSWait = 1 << 20
+	// maxTLSSessions bounds the TLS 1.2 sessions kept for resumption.
+	maxTLSSessions = 1 << 16
 )
 
 // hrrRandom is the ServerHello random of a HelloRetryRequest (RFC 8446
@@ -436,7 +438,9 @@ func (t *tlsConn) keysFor(at place) bool {
 // connections that resume it (by session ID or ticket).
 func (t *tlsConn) remember(key string) {
 	a := t.c.a
-	if a.tlsSessions == nil {
+	if a.tlsSessions == nil || len(a.tlsSessions) >= maxTLSSessions {
+		// Bounded: past it, the sessions kept so far are forgotten (a
+		// connection resuming one of them is then counted, without key).
 		a.tlsSessions = map[string][]byte{}
 	}
 	a.tlsSessions[key] = t.master
