@@ -46,7 +46,7 @@ demo: ## replay the built-in traffic against the built-in demo SUT
 bigfile: build ## 1 GiB file, 500 VUs: open time and anonymous memory (not run in CI)
 	scripts/bigfile.sh bin/replay
 
-bigcapture: build ## 1 GiB packet capture, 1M requests: import pcap's time and peak memory (not run in CI)
+bigcapture: build ## 1 GiB packet capture, 1M requests: import pcap's time and peak memory; TLS=1: a 200 MB TLS capture with --keylog against tshark (not run in CI)
 	scripts/bigcapture.sh bin/replay
 
 mockbench: build ## replay mock's answers a second on one core from a 100,000-pair file (wrk; not run in CI)

@@ -10,7 +10,14 @@
 #   - the peak resident memory of the import (target: under 300 MB)
 # The capture is written by this script (Python's struct, by hand), not by
 # replay's own test writer: another writer of the format.
+# With TLS=1 (make bigcapture TLS=1) it checks --keylog instead: a ~200 MB
+# capture of real TLS (Go's client and server on loopback, TLS 1.3 and 1.2,
+# HTTP/1.1 and HTTP/2, through the tests' recording proxy:
+# TestWriteBigTLSCapture) and its key log, imported with --keylog and read
+# by tshark with the same key log (when installed), side by side: wall
+# time and peak resident memory of each, and the requests each found.
 # Env: CONNS=10000 PER_CONN=100 AT_ONCE=100 WORK=<dir, default a fresh /tmp dir>
+#      TLS=1 TLS_MB=200
 set -euo pipefail
 BIN=${1:?usage: bigcapture.sh path/to/replay}
 CONNS=${CONNS:-10000}
@@ -19,6 +26,40 @@ AT_ONCE=${AT_ONCE:-100}
 WORK=${WORK:-$(mktemp -d /tmp/replay-bigcapture.XXXXXX)}
 mkdir -p "$WORK"
 FILE=$WORK/big.pcap
+
+# measure NAME CMD...: runs CMD under /usr/bin/time -v, prints its wall
+# time, CPU and peak resident memory (on the script's own output, fd 3:
+# CMD's may be redirected).
+exec 3>&1
+measure() {
+  local name=$1; shift
+  /usr/bin/time -v "$@" 2> "$WORK/$name.err" || { cat "$WORK/$name.err"; exit 1; }
+  local wall rss cpu
+  wall=$(grep 'Elapsed (wall clock)' "$WORK/$name.err" | awk '{print $NF}')
+  rss=$(grep 'Maximum resident set size' "$WORK/$name.err" | awk '{print $NF}')
+  cpu=$(grep 'Percent of CPU' "$WORK/$name.err" | awk '{print $NF}')
+  echo "$name: wall $wall, CPU $cpu, peak resident $((rss >> 10)) MiB" >&3
+}
+
+if [ "${TLS:-}" = 1 ]; then
+  if [ ! -s "$WORK/tls.pcap" ]; then
+    echo "writing a ${TLS_MB:-200} MB TLS capture and its key log to $WORK"
+    REPLAY_BIG_TLS=$WORK REPLAY_BIG_TLS_MB=${TLS_MB:-200} go test -count=1 -timeout 30m -run TestWriteBigTLSCapture -v ./pkg/pcap | grep 'wrote'
+  fi
+  cat "$WORK/tls.pcap" > /dev/null   # warm the page cache
+  echo "capture: $(( $(stat -c %s "$WORK/tls.pcap") >> 20 )) MiB, key log: $(wc -l < "$WORK/keys.log") lines"
+  measure replay "$BIN" import pcap "$WORK/tls.pcap" --keylog "$WORK/keys.log" -o "$WORK/traffic.jsonl"
+  grep '^replay:' "$WORK/replay.err"
+  if command -v tshark > /dev/null; then
+    measure tshark tshark -r "$WORK/tls.pcap" -n -o "tls.keylog_file:$WORK/keys.log" -Y 'http.request || http2.headers.method' \
+      -T fields -E aggregator=/s -e http.request.method -e http2.headers.method > "$WORK/tshark.txt"
+    echo "tshark: $(tr '\t ' '\n\n' < "$WORK/tshark.txt" | grep -c .) requests"
+  else
+    echo "tshark is not installed: no comparison (apt-get install tshark)"
+  fi
+  echo "(files in $WORK; delete them when done)"
+  exit 0
+fi
 
 if [ ! -s "$FILE" ]; then
   echo "writing $CONNS connections × $PER_CONN exchanges to $FILE"
@@ -81,10 +122,7 @@ fi
 bytes=$(stat -c %s "$FILE")
 cat "$FILE" > /dev/null   # warm the page cache
 echo "capture: $((bytes >> 20)) MiB"
-/usr/bin/time -v "$BIN" import pcap "$FILE" -o "$WORK/traffic.jsonl" 2> "$WORK/import.err" || { cat "$WORK/import.err"; exit 1; }
+measure import "$BIN" import pcap "$FILE" -o "$WORK/traffic.jsonl"
 grep '^replay:' "$WORK/import.err"
-wall=$(grep 'Elapsed (wall clock)' "$WORK/import.err" | awk '{print $NF}')
-rss=$(grep 'Maximum resident set size' "$WORK/import.err" | awk '{print $NF}')
-cpu=$(grep 'Percent of CPU' "$WORK/import.err" | awk '{print $NF}')
-echo "import: wall $wall, CPU $cpu, peak resident $((rss >> 10)) MiB, output $(( $(stat -c %s "$WORK/traffic.jsonl") >> 20 )) MiB"
+echo "output $(( $(stat -c %s "$WORK/traffic.jsonl") >> 20 )) MiB"
 echo "(files in $WORK; delete them when done)"

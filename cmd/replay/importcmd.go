@@ -66,18 +66,22 @@ a snap length that cut packets) skips the message it cut, and the stream
 is found again at the next request line. Requests keep their raw target,
 header names in their case and order, and body; a pair's time is its
 request's first byte, its duration runs to its answer's last byte, and
-pairs are written in request order. TLS connections, connections that are
-not HTTP, and all else that is not kept are counted and reported on
+pairs are written in request order. TLS connections are decrypted with
+--keylog (the client's SSLKEYLOGFILE): their pairs are https, HTTP/1.1
+or HTTP/2 as ALPN chose. TLS connections without keys, connections that
+are not HTTP, and all else that is not kept are counted and reported on
 stderr with their packet number.`,
 		example: `  tcpdump -i any -s 0 -w capture.pcap 'tcp port 8080'
   replay import pcap capture.pcap --service 10.0.0.5:8080 -o traffic.jsonl
-  replay import pcap 'dump.pcap*' --session header:X-User-Id -o traffic.jsonl`,
+  replay import pcap 'dump.pcap*' --session header:X-User-Id -o traffic.jsonl
+  SSLKEYLOGFILE=keys.log curl https://shop.example/   # while tcpdump captures port 443
+  replay import pcap tls.pcap --keylog keys.log -o traffic.jsonl`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringArrayVar(&flags.Services, "service", nil, "the service's address, `IP:PORT` (repeatable): connections to it are IN, its own calls elsewhere OUT, the rest skipped (default: every connection IN)")
 			fs.StringVar(&flags.Session, "session", "connection", "the `SESSION` of a pair: connection, header:NAME, cookie:NAME or none")
 			fs.DurationVar(&flags.StreamTimeout, "stream-timeout", 0, "end connections idle this `LONG` in capture time, writing their requests still waiting without an answer (default 2m)")
 			fs.Int64Var(&flags.MaxBuffer, "max-buffer", 0, "bound to `BYTES` what is held for all connections (segments out of order, messages under way); over it the connection holding the most gives them up, counted (default 64 MiB)")
-			fs.StringVar(&flags.KeyLog, "keylog", "", "a TLS key log `FILE` (SSLKEYLOGFILE) to decrypt TLS connections with: not built yet, refused")
+			fs.StringVar(&flags.KeyLog, "keylog", "", "decrypt TLS 1.2 and 1.3 connections with the secrets of this key log `FILE` (the client's SSLKEYLOGFILE: curl, browsers, Go, OpenSSL); a connection whose keys it lacks is counted")
 		},
 	})
 }

@@ -62,7 +62,7 @@ func TestImportPcapSkips(t *testing.T) {
 	out, skipped := filepath.Join(dir, "traffic.jsonl"), filepath.Join(dir, "skipped.jsonl")
 	r := runMain(t, context.Background(), "", "import", "pcap", "../../pkg/pcap/testdata/lossy.pcap.gz", "-o", out, "--skipped", skipped)
 	for _, want := range []string{
-		"replay: 246 packets, 19 connections, 20 pairs written (HTTP/1.1 IN 16, HTTP/2 IN 4), 8 without an answer (3 lost in the capture); skipped 16: tls 1 (TLS connections, port 443; decrypting them is not built yet), gap 3",
+		"replay: 246 packets, 19 connections, 20 pairs written (HTTP/1.1 IN 16, HTTP/2 IN 4), 8 without an answer (3 lost in the capture); skipped 16: tls 1 (TLS connections not decrypted, port 443), gap 3",
 		"replay: skipped 16 items:\n  packet 4: gap: POST /cut to 10.0.0.2:8080: its body is missing 60 bytes the capture lost, before packet 6\n",
 		"  ... and 11 more\n",
 	} {
@@ -85,12 +85,14 @@ func TestImportPcapSkips(t *testing.T) {
 }
 
 // TestImportPcapRefuses: bad flags are refused before anything is read,
-// each naming its flag (--keylog: not built yet); a file that is not a
+// each naming its flag (--keylog: the key log's file and line); a file that is not a
 // capture names its first bytes, and the import its format takes.
 func TestImportPcapRefuses(t *testing.T) {
-	r := runMain(t, context.Background(), "", "import", "pcap", "../../pkg/pcap/testdata/http1.pcap", "--keylog", "keys.log", "--service", "svc:80", "--session", "query:q", "--max-buffer", "1000")
+	bad := filepath.Join(t.TempDir(), "keys.log")
+	os.WriteFile(bad, []byte("# SSL/TLS secrets log file\nCLIENT_RANDOM 00112233 44556677\n"), 0o600)
+	r := runMain(t, context.Background(), "", "import", "pcap", "../../pkg/pcap/testdata/http1.pcap", "--keylog", bad, "--service", "svc:80", "--session", "query:q", "--max-buffer", "1000")
 	for _, want := range []string{
-		"--keylog: decrypting TLS captures is not built yet",
+		"--keylog: " + bad + ":2: CLIENT_RANDOM: want a client random of 64 hex digits, got 8",
 		`--service: want IP:PORT (10.0.0.5:8080, [2001:db8::5]:443), got "svc:80"`,
 		`--session: want connection, header:NAME, cookie:NAME or none, got "query:q"`,
 		"--max-buffer: want at least 1048576 bytes (1 MiB), got 1000",

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/replay-dev/replay/pkg/accesslog"
@@ -111,8 +112,8 @@ type PcapFlags struct {
 	StreamTimeout time.Duration
 	// MaxBuffer (--max-buffer) bounds the bytes held for all connections.
 	MaxBuffer int64
-	// KeyLog (--keylog) is a TLS key log file: refused until decryption
-	// is built.
+	// KeyLog (--keylog) is a TLS key log file (SSLKEYLOGFILE): the TLS
+	// connections are decrypted with its secrets.
 	KeyLog string
 }
 
@@ -149,7 +150,11 @@ func (f *PcapFlags) options() (pcap.Options, error) {
 	var opt pcap.Options
 	var errs []error
 	if f.KeyLog != "" {
-		errs = append(errs, errors.New("--keylog: decrypting TLS captures is not built yet (it is the stretch goal of replay import pcap); TLS connections are counted and skipped, with their ports"))
+		k, err := readKeyLog(f.KeyLog)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--keylog: %w", err))
+		}
+		opt.KeyLog = k
 	}
 	for _, s := range f.Services {
 		ap, err := pcap.ParseService(s)
@@ -170,4 +175,14 @@ func (f *PcapFlags) options() (pcap.Options, error) {
 	}
 	opt.StreamTimeout, opt.MaxBuffer = f.StreamTimeout, f.MaxBuffer
 	return opt, errors.Join(errs...)
+}
+
+// readKeyLog reads the TLS key log at path.
+func readKeyLog(path string) (*pcap.KeyLog, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return pcap.ReadKeyLog(path, f)
 }

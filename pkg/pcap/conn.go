@@ -16,6 +16,7 @@ const (
 	protoH1                   // HTTP/1.x
 	protoH2                   // HTTP/2, cleartext
 	protoNone                 // nothing more to read: TLS, not HTTP, upgraded, or not the service's
+	protoTLS                  // TLS, decrypted with the key log (the plaintext's protocol follows)
 )
 
 // probeMax bounds the first bytes of a side kept while its protocol is
@@ -50,6 +51,9 @@ type conn struct {
 	probeAt        [2]place
 	h1             *h1conn
 	h2             *h2conn
+	// tl decrypts the connection when it is TLS and a key log was given:
+	// its bytes go to it, and its plaintext to h1 or h2.
+	tl *tlsConn
 }
 
 func newConn(a *assembler, key connKey, id int, at place) *conn {
@@ -157,6 +161,16 @@ func (c *conn) data(dir int, b []byte, fresh bool, ts int64, at place) {
 		c.seen, c.first = true, at
 		c.a.out.st.Connections++
 	}
+	if c.tl != nil {
+		c.tl.data(dir == c.client, b, ts, at)
+		return
+	}
+	c.plain(dir, b, fresh, ts, at)
+}
+
+// plain takes bytes of direction dir in order, as the application sent
+// them (decrypted, on a TLS connection).
+func (c *conn) plain(dir int, b []byte, fresh bool, ts int64, at place) {
 	switch c.proto[dir] {
 	case protoH1:
 		c.h1.data(dir == c.client, b, fresh, ts, at)
@@ -169,20 +183,38 @@ func (c *conn) data(dir int, b []byte, fresh bool, ts int64, at place) {
 
 // gap takes n bytes of direction dir that the capture lost.
 func (c *conn) gap(dir, n int, kind string, ts int64, at place) {
+	if c.tl != nil {
+		c.tl.gap(dir == c.client, n, kind, at)
+		return
+	}
+	if c.proto[dir] == protoUnknown {
+		c.gapStart(dir, n, kind, at)
+		return
+	}
+	c.gapPlain(dir, n, kind, at)
+}
+
+// gapPlain takes n bytes of direction dir's plaintext that the capture
+// lost (on a TLS connection: the records they were in).
+func (c *conn) gapPlain(dir, n int, kind string, at place) {
 	switch c.proto[dir] {
 	case protoH1:
 		c.h1.gap(dir == c.client, n, kind, at)
 	case protoH2:
 		c.h2.gap(dir == c.client, n, kind, at)
-	case protoUnknown:
-		// The start is lost: what follows is read as if the capture had
-		// joined the connection there.
-		c.hold(-len(c.probe[dir]))
-		c.probe[dir] = nil
-		if !c.midStream {
-			c.midStream = true
-			c.a.out.skip(at, kind, fmt.Sprintf("the first bytes of a connection to %s: %s; read on from the next segment that begins a message", c.server(), lostBytes(n, kind, at)), true)
-		}
+	}
+}
+
+// gapStart takes n bytes lost at the start of direction dir, whose
+// protocol is not known yet.
+func (c *conn) gapStart(dir, n int, kind string, at place) {
+	// The start is lost: what follows is read as if the capture had
+	// joined the connection there.
+	c.hold(-len(c.probe[dir]))
+	c.probe[dir] = nil
+	if !c.midStream {
+		c.midStream = true
+		c.a.out.skip(at, kind, fmt.Sprintf("the first bytes of a connection to %s: %s; read on from the next segment that begins a message", c.server(), lostBytes(n, kind, at)), true)
 	}
 }
 
@@ -208,6 +240,9 @@ func (c *conn) finish(why endKind) {
 	for d := range c.half {
 		c.half[d].end(why)
 	}
+	if c.tl != nil {
+		c.tl.finish()
+	}
 	if c.h1 != nil {
 		c.h1.close()
 	}
@@ -221,6 +256,9 @@ func (c *conn) finish(why endKind) {
 func (c *conn) shed() {
 	for d := range c.half {
 		c.half[d].flushHoles("buffer")
+	}
+	if c.tl != nil {
+		c.tl.shed()
 	}
 	if c.h1 != nil {
 		c.h1.shed()
@@ -270,6 +308,9 @@ func (c *conn) detect(dir int, b []byte, fresh bool, ts int64, at place) {
 			c.setClient(dir)
 		}
 		c.tls(at)
+		if c.tl != nil {
+			c.data(dir, b, fresh, ts, at)
+		}
 	case sawH2Frames:
 		c.proto = [2]proto{protoNone, protoNone}
 		c.a.out.skip(at, "h2-joined", fmt.Sprintf("HTTP/2 frames on a connection to %s the capture joined mid-connection: its header blocks cannot be decoded without the HPACK state from its start", c.server()), true)
@@ -325,12 +366,21 @@ func (c *conn) start(v saw, fromStart bool) {
 	}
 }
 
-// tls counts and skips a TLS connection.
+// tls decrypts a TLS connection with the key log (--keylog), or, without
+// one, counts and skips it.
 func (c *conn) tls(at place) {
+	if c.a.opt.KeyLog != nil && c.proto[0] != protoNone {
+		c.proto = [2]proto{protoTLS, protoTLS}
+		c.tl = newTLS(c)
+		if c.client < 0 {
+			c.tl.fail(at, "the capture joined it after its handshake: without its ClientHello (the client random) no key can be found")
+		}
+		return
+	}
 	c.proto = [2]proto{protoNone, protoNone}
 	server := c.server()
 	c.a.out.st.TLSPorts[server.Port()]++
-	c.a.out.skip(at, "tls", fmt.Sprintf("a TLS connection to %s: decrypting it (--keylog) is not built yet", server), true)
+	c.a.out.skip(at, "tls", fmt.Sprintf("a TLS connection to %s: give --keylog FILE (the client's SSLKEYLOGFILE) to decrypt it", server), true)
 }
 
 // saw is what the first bytes of a side are.

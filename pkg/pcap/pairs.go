@@ -3,6 +3,7 @@ package pcap
 import (
 	"bufio"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,8 +75,18 @@ func (p *pairs) write(c *conn, r *rrpair.Record, x exchange, proto string) {
 		r.Duration = time.Duration(x.end - x.start)
 	}
 	r.Protocol = "http"
+	if c.tl != nil {
+		r.Protocol = "https"
+	}
 	r.Direction = c.direction
-	if r.Host == "" {
+	switch {
+	case r.Host != "":
+	case c.tl != nil && c.tl.sni != "":
+		r.Host = c.tl.sni // the name the client asked the server for
+		if p := c.server().Port(); p != 443 {
+			r.Host += ":" + strconv.Itoa(int(p))
+		}
+	default:
 		r.Host = c.server().String() // "10.0.0.5:8080", "[2001:db8::5]:443"
 	}
 	r.Session = p.session(c, r)

@@ -1,8 +1,8 @@
 // Package pcap converts packet captures (pcap and pcapng, as tcpdump,
 // Wireshark, dumpcap and kubectl sniff write them, plain or
-// gzip-compressed) to RRPairs: the HTTP/1.x, cleartext HTTP/2 (h2c) and
-// gRPC exchanges the captured TCP connections carried, each request with
-// its answer.
+// gzip-compressed) to RRPairs: the HTTP/1.x, HTTP/2 and gRPC exchanges
+// the captured TCP connections carried, in the clear or in TLS decrypted
+// with the client's key log (SSLKEYLOGFILE), each request with its answer.
 //
 // The path a packet takes:
 //
@@ -14,8 +14,9 @@
 //	     out of order held), losses found (a gap the peer acknowledged,
 //	     a connection that closed or idled over it, the buffer bound)
 //	  -> the connection's protocol from its first bytes: HTTP/1.x,
-//	     HTTP/2 (the client preface, or Upgrade: h2c), TLS (counted),
-//	     anything else (counted)
+//	     HTTP/2 (the client preface, or Upgrade: h2c), TLS (decrypted
+//	     with a key log's secrets, its plaintext HTTP/1.x or HTTP/2 as
+//	     ALPN says; without a key, counted), anything else (counted)
 //	  -> messages framed as they arrive; requests paired with answers
 //	  -> RRPair lines, spooled and written in request order
 //
@@ -68,6 +69,9 @@ type Options struct {
 	// way. Over it, the connection holding the most gives its up, counted.
 	// Default 64 MiB.
 	MaxBuffer int64
+	// KeyLog (--keylog) holds the TLS secrets the TLS connections are
+	// decrypted with; nil: TLS connections are counted and skipped.
+	KeyLog *KeyLog
 }
 
 // Defaults of Options.

@@ -323,7 +323,7 @@ var h1Scenarios = []scenario{
 			p.close()
 		},
 		check: func(t *testing.T, r imported) {
-			if r.lost != 1 || r.st.TLSPorts[443] != 1 || r.st.Skipped["not-http"] != 3 || !strings.Contains(r.st.Summary(), "tls 1 (TLS connections, port 443; decrypting them is not built yet)") {
+			if r.lost != 1 || r.st.TLSPorts[443] != 1 || r.st.Skipped["not-http"] != 3 || !strings.Contains(r.st.Summary(), "tls 1 (TLS connections not decrypted, port 443)") {
 				t.Errorf("%s: %d lost, want the TLS connection only", r.st.Summary(), r.lost)
 			}
 		}},

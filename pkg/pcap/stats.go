@@ -14,6 +14,7 @@ type Stats struct {
 	Files       int // captures read
 	Packets     int // packets read, in all files
 	Connections int // TCP connections that carried data
+	TLS         int // TLS connections decrypted (--keylog)
 	Written     int // pairs written
 	// Kinds counts the pairs written by protocol and direction: "HTTP/1.1
 	// IN", "HTTP/2 IN", "gRPC OUT".
@@ -107,6 +108,9 @@ func (s Stats) Summary() string {
 	if len(s.Kinds) > 0 {
 		b.WriteString(" (" + counts(s.Kinds) + ")")
 	}
+	if s.TLS > 0 {
+		fmt.Fprintf(&b, ", %s decrypted", plural.Count(s.TLS, "TLS connection"))
+	}
 	if s.NoAnswer > 0 {
 		fmt.Fprintf(&b, ", %d without an answer", s.NoAnswer)
 		if s.AnswerLost > 0 {
@@ -123,7 +127,7 @@ func (s Stats) Summary() string {
 			}
 			note := k.note
 			if k.kind == "tls" {
-				note = "TLS connections, " + ports(s.TLSPorts) + "; decrypting them is not built yet"
+				note = "TLS connections not decrypted, " + ports(s.TLSPorts)
 			}
 			fmt.Fprintf(&b, "%s%s %d (%s)", sep, k.kind, c, note)
 			sep = ", "

@@ -36,6 +36,10 @@ type assembler struct {
 	buffered int64
 	lastScan int64
 	ids      int // connections numbered so far
+	// tlsSessions are the master secrets of the TLS 1.2 sessions
+	// decrypted, by "id:"+session ID and "ticket:"+ticket, for the
+	// connections that resume them.
+	tlsSessions map[string][]byte
 }
 
 func newAssembler(opt *Options, out *pairs) *assembler {
