@@ -20,6 +20,7 @@ type scratch struct {
 	host    []byte // the live request's normalized host
 	ep      []byte // an endpoint name
 	headers []rrpair.Header
+	body    []byte         // the live request's body, as far as it was read
 	ans     rrpair.Request // the answer as the transforms see it
 	out     outcome
 }

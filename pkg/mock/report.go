@@ -22,6 +22,7 @@ type stats struct {
 	hits, loose, misses, passed, passErrors atomic.Int64
 	broken, tlsErrors, rewriteFailed        atomic.Int64
 	tunnels                                 atomic.Int64
+	overLimit                               atomic.Int64 // bodies past their limit (body.go)
 	faults                                  [faultKinds]atomic.Int64
 	epHits, epMisses                        []atomic.Int64 // by the file's endpoint
 	epUnknown                               atomic.Int64   // misses on no endpoint of the file
@@ -102,8 +103,12 @@ type Report struct {
 	Requests     int64     `json:"requests"`
 	Hits         int64     `json:"hits"`
 	// HitsLoose are the hits of the second pass, rotating values ignored.
-	HitsLoose         int64            `json:"hits_loose"`
-	Misses            int64            `json:"misses"`
+	HitsLoose int64 `json:"hits_loose"`
+	Misses    int64 `json:"misses"`
+	// BodiesOverLimit are the misses whose body was longer than any
+	// recorded request of their method, host and path could match
+	// (answered 413, the rest not read).
+	BodiesOverLimit   int64            `json:"bodies_over_limit"`
 	Passthrough       int64            `json:"passthrough"`
 	PassthroughErrors int64            `json:"passthrough_errors"`
 	Faults            map[string]int64 `json:"faults"`
@@ -159,7 +164,7 @@ func (s *Server) report() Report {
 	st, ix := &s.st, s.ix
 	r := Report{File: s.o.File, Pairs: ix.kept, Skipped: ix.skippedTotal, SkippedPairs: ix.skipped,
 		Started: s.started, DurationS: s.o.Now().Sub(s.started).Seconds(),
-		Hits: st.hits.Load(), HitsLoose: st.loose.Load(), Misses: st.misses.Load(), Passthrough: st.passed.Load(),
+		Hits: st.hits.Load(), HitsLoose: st.loose.Load(), Misses: st.misses.Load(), BodiesOverLimit: st.overLimit.Load(), Passthrough: st.passed.Load(),
 		PassthroughErrors: st.passErrors.Load(), Faults: map[string]int64{}, Tunnels: st.tunnels.Load(), TLSErrors: st.tlsErrors.Load(),
 		RewriteFailed: st.rewriteFailed.Load()}
 	r.Requests = r.Hits + r.Misses + r.Passthrough + st.broken.Load()
@@ -252,6 +257,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		b.WriteString(", 1 miss")
 	} else {
 		fmt.Fprintf(&b, ", %d misses", r.Misses)
+	}
+	if r.BodiesOverLimit > 0 {
+		fmt.Fprintf(&b, " (%d with a body over its limit, answered 413)", r.BodiesOverLimit)
 	}
 	if r.Passthrough > 0 {
 		fmt.Fprintf(&b, ", %d passed through (%d failed)", r.Passthrough, r.PassthroughErrors)

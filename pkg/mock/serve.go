@@ -37,12 +37,39 @@ type servedConn struct {
 	cs   *connState
 	once sync.Once
 	done chan struct{}
+	// linger: the last request's body was left unread (over its limit):
+	// Close lets the client read the answer before the connection goes.
+	linger atomic.Bool
 }
 
 func (c *servedConn) Close() error {
+	if c.linger.Load() {
+		lingerClose(c.Conn, c.cs.raw)
+	}
 	err := c.Conn.Close()
 	c.once.Do(func() { close(c.done) })
 	return err
+}
+
+// lingerTime bounds how long a connection whose request body was left
+// unread is drained before it closes.
+const lingerTime = time.Second
+
+// lingerClose ends the writing side of raw (the answer is flushed) and
+// discards what the client still sends, at most lingerTime: closed at
+// once, a connection with unread bytes is reset, and a client still
+// sending its body could lose the answer (net/http does the same).
+func lingerClose(c, raw net.Conn) {
+	if tc, ok := raw.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	c.SetReadDeadline(time.Now().Add(lingerTime))
+	var buf [4 << 10]byte
+	for {
+		if _, err := c.Read(buf[:]); err != nil {
+			return
+		}
+	}
 }
 
 // h2Preface is what an HTTP/2 client with prior knowledge sends first.
@@ -63,7 +90,8 @@ func (s *Server) serve() {
 		DisableHeaderNamesNormalizing: true,
 		DisablePreParseMultipartForm:  true,
 		IdleTimeout:                   s.o.IdleTimeout,
-		MaxRequestBodySize:            64 << 20,
+		MaxRequestBodySize:            bodySlack, // bodies are read by the handler, as far as matching needs (body.go)
+		StreamRequestBody:             true,
 		ReadBufferSize:                16 << 10,
 		CloseOnShutdown:               true,
 		Logger:                        quietLogger{},
