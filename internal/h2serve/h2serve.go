@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // Server serves the connections handed to it as HTTP/2.
@@ -33,13 +34,30 @@ type entry struct {
 
 type valueKey struct{}
 
-// New starts a server whose streams h answers.
-func New(h http.Handler) *Server {
+// Timeouts bound what a client may keep waiting (zero: no bound).
+type Timeouts struct {
+	// Idle closes a connection with no stream open this long (GOAWAY).
+	Idle time.Duration
+	// Read resets a stream whose request (its body) has not all arrived
+	// this long after it opened.
+	Read time.Duration
+	// Write closes a connection to which nothing could be written this
+	// long while there was something to write (a client that reads
+	// nothing).
+	Write time.Duration
+}
+
+// New starts a server whose streams h answers, with no timeouts.
+func New(h http.Handler) *Server { return NewWith(h, Timeouts{}) }
+
+// NewWith starts a server whose streams h answers, within t.
+func NewWith(h http.Handler, t Timeouts) *Server {
 	s := &Server{ln: NewListener(handAddr{}), served: make(chan error, 1)}
 	var p http.Protocols
 	p.SetHTTP2(true)
 	p.SetUnencryptedHTTP2(true)
 	s.hs = &http.Server{Handler: h, Protocols: &p, ConnContext: s.connContext, ConnState: s.connState,
+		IdleTimeout: t.Idle, ReadTimeout: t.Read, HTTP2: &http.HTTP2Config{WriteByteTimeout: t.Write},
 		ErrorLog: log.New(io.Discard, "", 0)} // a client's broken connection is the caller's to count, not to print
 	go func() { s.served <- s.hs.Serve(s.ln) }()
 	return s

@@ -83,7 +83,7 @@ func (s *Server) handleH1(ctx *fasthttp.RequestCtx) {
 		reset(cs.raw)
 		return
 	}
-	wait(o.wait)
+	s.wait(o.wait)
 	ctx.Response.SetStatusCode(o.status)
 	for _, h := range o.headers {
 		ctx.Response.Header.AddBytesKV(h.Name, h.Value)
@@ -133,9 +133,6 @@ func (s *Server) handleH2(w http.ResponseWriter, r *http.Request) {
 	l.grpc = isGRPC(sc.headers)
 	var o *outcome
 	limit := s.bodyLimit(&l.v, sc)
-	if r.ContentLength != 0 {
-		http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.o.IdleTimeout))
-	}
 	body, err := readBody(r.Body, r.ContentLength, limit, sc.body)
 	sc.body = body
 	switch {
@@ -150,7 +147,7 @@ func (s *Server) handleH2(w http.ResponseWriter, r *http.Request) {
 	if o.reset {
 		panic(http.ErrAbortHandler) // RST_STREAM
 	}
-	wait(o.wait)
+	s.wait(o.wait)
 	wh := w.Header()
 	for _, h := range o.headers {
 		wh.Add(string(h.Name), string(h.Value))
@@ -169,10 +166,17 @@ func (s *Server) handleH2(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// wait sleeps d, the recorded duration and any delay injected.
-func wait(d time.Duration) {
-	if d > 0 {
-		time.Sleep(d)
+// wait sleeps d, the recorded duration and any delay injected, or
+// until Close's grace is over.
+func (s *Server) wait(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.cut:
 	}
 }
 

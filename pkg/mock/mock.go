@@ -113,8 +113,16 @@ type Options struct {
 	// Faults are injected on purpose, drawn with Seed.
 	Faults Faults
 	Seed   uint64
-	// IdleTimeout closes a client connection idle this long (default 2m).
+	// IdleTimeout closes a client connection idle this long (default 2m):
+	// HTTP/1.1 between requests, HTTP/2 with no stream open, a CONNECT
+	// tunnel before its first byte; a request body that has not arrived
+	// within it, and an answer the client has not read within it, end
+	// their connection (HTTP/2: their stream) too.
 	IdleTimeout time.Duration
+	// HeadTimeout closes an HTTP/1.1 connection whose request head has
+	// not all arrived this long after its first byte (default 10s): a
+	// client that sends part of a head and stalls.
+	HeadTimeout time.Duration
 	// Log gets a line per miss (at most one a second, with a count of
 	// those left out) and per connection that failed.
 	Log zerolog.Logger
@@ -125,6 +133,10 @@ type Options struct {
 // DefaultMissStatus is the status of a miss.
 const DefaultMissStatus = 404
 
+// DefaultHeadTimeout is how long an HTTP/1.1 request head may take to
+// arrive after its first byte.
+const DefaultHeadTimeout = 10 * time.Second
+
 // Validate checks o without reading any file. Its errors name the flag.
 func (o *Options) Validate() error {
 	var errs []error
@@ -132,6 +144,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("-f: the traffic file to answer from is required"))
 	}
 	errs = append(errs, o.validateListeners(), o.CA.Validate(), o.validateMatching(), o.validateAnswers())
+	if o.IdleTimeout < 0 || o.HeadTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--idle-timeout and --head-timeout: want a positive duration, got %v and %v", o.IdleTimeout, o.HeadTimeout))
+	}
 	if _, err := parseLatency(o.Latency); err != nil {
 		errs = append(errs, err)
 	}
@@ -242,6 +257,7 @@ type Server struct {
 	conns     connset.Set // accepted connections
 	connSeq   atomic.Uint64
 	closing   atomic.Bool
+	cut       chan struct{} // closed when Close's grace is over: answers still waiting go at once
 
 	scratch  sync.Pool
 	st       stats
@@ -265,7 +281,7 @@ func Start(o Options) (*Server, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{o: o, h1done: make(chan error, 1)}
+	s := &Server{o: o, h1done: make(chan error, 1), cut: make(chan struct{})}
 	if s.o.Now == nil {
 		s.o.Now = time.Now
 	}
@@ -274,6 +290,9 @@ func Start(o Options) (*Server, error) {
 	}
 	if s.o.IdleTimeout == 0 {
 		s.o.IdleTimeout = 2 * time.Minute
+	}
+	if s.o.HeadTimeout == 0 {
+		s.o.HeadTimeout = DefaultHeadTimeout
 	}
 	s.latency, _ = parseLatency(o.Latency)
 	s.faults, _ = o.Faults.parse()
@@ -460,6 +479,8 @@ func (s *Server) Close(ctx context.Context) error {
 
 func (s *Server) close(ctx context.Context) error {
 	s.closing.Store(true)
+	stop := context.AfterFunc(ctx, func() { close(s.cut) })
+	defer stop()
 	for _, l := range s.lns {
 		l.ln.Close()
 	}

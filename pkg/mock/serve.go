@@ -90,6 +90,8 @@ func (s *Server) serve() {
 		DisableHeaderNamesNormalizing: true,
 		DisablePreParseMultipartForm:  true,
 		IdleTimeout:                   s.o.IdleTimeout,
+		ReadTimeout:                   s.o.HeadTimeout, // a request's head; its body gets --idle-timeout (readH1Body)
+		WriteTimeout:                  s.o.IdleTimeout,
 		MaxRequestBodySize:            bodySlack, // bodies are read by the handler, as far as matching needs (body.go)
 		StreamRequestBody:             true,
 		ReadBufferSize:                16 << 10,
@@ -98,7 +100,7 @@ func (s *Server) serve() {
 	}
 	s.h1ln = h2serve.NewListener(s.lns[0].ln.Addr())
 	go func() { s.h1done <- s.h1.Serve(s.h1ln) }()
-	s.h2 = h2serve.New(http.HandlerFunc(s.handleH2))
+	s.h2 = h2serve.NewWith(http.HandlerFunc(s.handleH2), h2serve.Timeouts{Idle: s.o.IdleTimeout, Read: s.o.IdleTimeout, Write: s.o.IdleTimeout})
 	for _, l := range s.lns {
 		s.wg.Add(1)
 		go s.accept(l)
@@ -132,18 +134,21 @@ func (s *Server) handleConn(c net.Conn, host []byte, h2 *atomic.Bool) {
 		return
 	}
 	cs := &connState{raw: c, id: s.connSeq.Add(1), host: host, scheme: "http", h2: h2}
-	deadline := time.Now().Add(s.o.IdleTimeout)
-	c.SetReadDeadline(deadline)
+	c.SetReadDeadline(time.Now().Add(s.o.IdleTimeout))
 	pc, err := tlsca.Peek(c, 1)
 	if err != nil {
 		return
 	}
-	s.speak(pc, cs, string(host), deadline)
+	s.speak(pc, cs, string(host))
 }
 
 // speak serves c, whose first byte is peeked, as what it speaks. name is
 // the server name for a TLS client that sends none.
-func (s *Server) speak(pc *tlsca.PeekConn, cs *connState, name string, deadline time.Time) {
+func (s *Server) speak(pc *tlsca.PeekConn, cs *connState, name string) {
+	// The first byte came: the rest of a TLS handshake or of the HTTP/2
+	// preface gets --head-timeout, as an HTTP/1.1 head does.
+	deadline := time.Now().Add(s.o.HeadTimeout)
+	pc.SetReadDeadline(deadline)
 	if pc.Peeked()[0] == 0x16 {
 		ac, err := tlsca.Accept(pc, s.ca, name, alpn, deadline)
 		if err != nil {
@@ -196,8 +201,7 @@ func (s *Server) tunnel(c net.Conn, target string, parent *connState) {
 		return
 	}
 	cs := &connState{raw: parent.raw, id: s.connSeq.Add(1), host: normHost(nil, []byte(target)), scheme: "http", h2: parent.h2}
-	deadline := time.Now().Add(s.o.IdleTimeout)
-	c.SetReadDeadline(deadline)
+	c.SetReadDeadline(time.Now().Add(s.o.IdleTimeout))
 	pc, err := tlsca.Peek(c, 1)
 	if err != nil {
 		if !errors.Is(err, io.EOF) {
@@ -205,5 +209,5 @@ func (s *Server) tunnel(c net.Conn, target string, parent *connState) {
 		}
 		return
 	}
-	s.speak(pc, cs, name, deadline)
+	s.speak(pc, cs, name)
 }
