@@ -132,7 +132,7 @@ func TestSkipsUnsendable(t *testing.T) {
 	}
 	var text strings.Builder
 	r.WriteText(&text)
-	if !strings.Contains(text.String(), "3 pairs skipped, their answer cannot be sent") {
+	if !strings.Contains(text.String(), "3 lines skipped (unsendable 3)") {
 		t.Errorf("text:\n%s", text.String())
 	}
 	// A file of nothing sendable is refused.

@@ -43,6 +43,7 @@ import (
 	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/pkg/capture"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/sniff"
 	"github.com/replay-dev/replay/pkg/tlsca"
 	"github.com/replay-dev/replay/pkg/transform"
 	"github.com/replay-dev/replay/pkg/transport/negotiate"
@@ -265,6 +266,8 @@ type Server struct {
 	started  time.Time
 	missLog  rateLimit
 	sessions sessionCounts
+	// hostsNamed are the recorded hosts a miss to an unknown host names.
+	hostsNamed []string
 }
 
 // served is a listener and what it serves as.
@@ -274,9 +277,10 @@ type served struct {
 	flag string
 }
 
-// Start checks o, opens and indexes the file, reads the CA and the
-// transforms, binds every address, and serves until Close. Every error
-// comes before anything is served, naming its flag.
+// Start checks o, binds every address (first: a busy port is told at
+// once, not after the file is indexed), opens and indexes the file, reads
+// the CA and the transforms, and serves until Close. Every error comes
+// before anything is served, naming its flag.
 func Start(o Options) (*Server, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -300,19 +304,28 @@ func Start(o Options) (*Server, error) {
 	if err := s.rules(); err != nil {
 		return nil, err
 	}
-	if err := s.open(); err != nil {
-		return nil, err
-	}
 	if err := s.bind(); err != nil {
 		s.release()
 		return nil, err
 	}
+	if err := s.open(); err != nil {
+		s.release()
+		return nil, err
+	}
+	if err := s.checkServe(); err != nil {
+		s.release()
+		return nil, err
+	}
+	s.hostsNamed = s.ix.knownHosts()
 	s.serve()
 	return s, nil
 }
 
 // open reads everything the mock answers from: file, CA, transforms.
 func (s *Server) open() error {
+	if hint := sniff.Hint(s.o.File, sniff.Head(s.o.File)); hint != "" {
+		return errors.New(hint) // a capture, a HAR, a log: named with its import, as replay run does
+	}
 	f, err := openFile(s.o.File, s.o.Filter)
 	if err != nil {
 		return err
@@ -324,6 +337,9 @@ func (s *Server) open() error {
 	if s.ix.kept == 0 {
 		f.Close()
 		return fmt.Errorf("%s: no pair has an answer that can be sent (%d skipped, first: line %d: %s)", s.o.File, s.ix.skippedTotal, s.ix.skipped[0].Line, s.ix.skipped[0].Reason)
+	}
+	if sk := f.Skipped(); sk.Total() > 0 {
+		s.o.Log.Warn().Str("file", s.o.File).Int("lines", sk.Total()).Strs("kinds", sk.Kinds()).Msg("lines skipped: not HTTP pairs to answer with")
 	}
 	for _, sk := range s.ix.skipped {
 		s.o.Log.Warn().Str("file", s.o.File).Int("line", sk.Line).Str("reason", sk.Reason).Msg("pair skipped: its answer cannot be sent")
@@ -446,15 +462,22 @@ func (s *Server) bind() error {
 	}
 	for _, sv := range s.o.Serve {
 		host, addr, _ := strings.Cut(sv, "=")
-		h := normHost(nil, []byte(host))
-		if !s.ix.hosts[string(h)] {
-			return fmt.Errorf("--serve %s: %s is not a host of %s (recorded: %s)", sv, host, s.o.File, strings.Join(s.ix.hostList(), ", "))
-		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("--serve %s: %w", sv, err)
 		}
-		s.lns = append(s.lns, served{ln: ln, host: h, flag: "--serve " + sv})
+		s.lns = append(s.lns, served{ln: ln, host: normHost(nil, []byte(host)), flag: "--serve " + sv})
+	}
+	return nil
+}
+
+// checkServe refuses a --serve HOST the file does not hold.
+func (s *Server) checkServe() error {
+	for i, sv := range s.o.Serve {
+		host, _, _ := strings.Cut(sv, "=")
+		if l := s.lns[len(s.lns)-len(s.o.Serve)+i]; !s.ix.hosts[string(l.host)] {
+			return fmt.Errorf("--serve %s: %s is not a host of %s (recorded: %s)", sv, host, s.o.File, strings.Join(s.ix.hostList(), ", "))
+		}
 	}
 	return nil
 }

@@ -49,7 +49,10 @@ type MissStats struct {
 	Request string   `json:"request"`
 	Count   int64    `json:"count"`
 	Nearest *Nearest `json:"nearest,omitempty"`
-	pair    int      // the nearest pair
+	// UnknownHost: the request's host was never recorded (no nearest is
+	// looked for; the answer lists the recorded hosts).
+	UnknownHost bool `json:"unknown_host,omitempty"`
+	pair        int  // the nearest pair
 }
 
 // missOf counts a miss of signature sig and returns its entry, made by
@@ -95,9 +98,13 @@ func (st *stats) sigMiss(pair int) {
 // Report is what a mock did: the --out JSON, and the text on exit.
 type Report struct {
 	File         string    `json:"file"`
-	Pairs        int       `json:"pairs"`   // pairs answered from
-	Skipped      int       `json:"skipped"` // pairs whose answer cannot be sent
-	SkippedPairs []Skip    `json:"skipped_pairs,omitempty"`
+	Pairs int `json:"pairs"` // pairs answered from
+	// Skipped are the lines of the file not answered from: valid lines
+	// of another protocol or without a request (rrpair's kinds), and
+	// pairs whose answer cannot be sent; SkippedKinds counts them by kind.
+	Skipped      int          `json:"skipped"`
+	SkippedKinds SkippedKinds `json:"skipped_kinds"`
+	SkippedPairs []Skip       `json:"skipped_pairs,omitempty"` // the first unsendable ones
 	Started      time.Time `json:"started"`
 	DurationS    float64   `json:"duration_s"`
 	Requests     int64     `json:"requests"`
@@ -131,6 +138,16 @@ type Report struct {
 	RewriteFailed int64 `json:"rewrite_failed,omitempty"`
 }
 
+// SkippedKinds counts the lines not answered from, by kind:
+//
+//	{"protocol": {"postgres": 2091}, "response_only": 3, "unsendable": 1}
+type SkippedKinds struct {
+	rrpair.Skipped
+	// Unsendable are pairs whose recorded answer cannot be sent (no
+	// status, an interim 1xx, over 599, a 204 or 304 with a body).
+	Unsendable int `json:"unsendable,omitempty"`
+}
+
 // EndpointStats are an endpoint's hits and misses.
 type EndpointStats struct {
 	Name   string `json:"name"`
@@ -162,11 +179,12 @@ func (s *Server) Report() Report {
 
 func (s *Server) report() Report {
 	st, ix := &s.st, s.ix
-	r := Report{File: s.o.File, Pairs: ix.kept, Skipped: ix.skippedTotal, SkippedPairs: ix.skipped,
+	r := Report{File: s.o.File, Pairs: ix.kept, SkippedKinds: SkippedKinds{Skipped: ix.f.Skipped(), Unsendable: ix.skippedTotal}, SkippedPairs: ix.skipped,
 		Started: s.started, DurationS: s.o.Now().Sub(s.started).Seconds(),
 		Hits: st.hits.Load(), HitsLoose: st.loose.Load(), Misses: st.misses.Load(), BodiesOverLimit: st.overLimit.Load(), Passthrough: st.passed.Load(),
 		PassthroughErrors: st.passErrors.Load(), Faults: map[string]int64{}, Tunnels: st.tunnels.Load(), TLSErrors: st.tlsErrors.Load(),
 		RewriteFailed: st.rewriteFailed.Load()}
+	r.Skipped = r.SkippedKinds.Total() + r.SkippedKinds.Unsendable
 	r.Requests = r.Hits + r.Misses + r.Passthrough + st.broken.Load()
 	for k, name := range faultNames {
 		r.Faults[name] = st.faults[k].Load()
@@ -265,8 +283,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, ", %d passed through (%d failed)", r.Passthrough, r.PassthroughErrors)
 	}
 	fmt.Fprintf(&b, "\nanswered from %s of %s (%s)", plural.Count(r.Pairs, "pair"), r.File, plural.Count(r.SignatureCount+r.SignaturesNotListed, "signature"))
-	if r.Skipped > 0 {
-		fmt.Fprintf(&b, "; %s skipped, their answer cannot be sent", plural.Count(r.Skipped, "pair"))
+	if kinds := r.SkippedKinds.Kinds(); r.Skipped > 0 {
+		if n := r.SkippedKinds.Unsendable; n > 0 {
+			kinds = append(kinds, fmt.Sprintf("unsendable %d", n))
+		}
+		fmt.Fprintf(&b, "; %s skipped (%s)", plural.Count(r.Skipped, "line"), strings.Join(kinds, ", "))
 	}
 	fmt.Fprintf(&b, "; %s never given\n", plural.Count(int(r.UnusedAnswers), "recorded answer"))
 	if f := r.Faults; f["error"]+f["delay"]+f["reset"] > 0 {
@@ -293,6 +314,9 @@ func (r *Report) writeMisses(b *strings.Builder) {
 		b.WriteString("misses, with the nearest recorded request:\n")
 		for _, m := range r.NearestMisses[:min(len(r.NearestMisses), 10)] {
 			fmt.Fprintf(b, "  %d× %s\n", m.Count, m.Request)
+			if m.UnknownHost {
+				fmt.Fprintf(b, "     its host was never recorded\n")
+			}
 			if m.Nearest != nil {
 				fmt.Fprintf(b, "     nearest, line %d: %s\n", m.Nearest.Line, m.Nearest.Request)
 				for _, d := range m.Nearest.Differs {
