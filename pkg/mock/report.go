@@ -97,18 +97,18 @@ func (st *stats) sigMiss(pair int) {
 
 // Report is what a mock did: the --out JSON, and the text on exit.
 type Report struct {
-	File         string    `json:"file"`
-	Pairs int `json:"pairs"` // pairs answered from
+	File  string `json:"file"`
+	Pairs int    `json:"pairs"` // pairs answered from
 	// Skipped are the lines of the file not answered from: valid lines
 	// of another protocol or without a request (rrpair's kinds), and
 	// pairs whose answer cannot be sent; SkippedKinds counts them by kind.
 	Skipped      int          `json:"skipped"`
 	SkippedKinds SkippedKinds `json:"skipped_kinds"`
 	SkippedPairs []Skip       `json:"skipped_pairs,omitempty"` // the first unsendable ones
-	Started      time.Time `json:"started"`
-	DurationS    float64   `json:"duration_s"`
-	Requests     int64     `json:"requests"`
-	Hits         int64     `json:"hits"`
+	Started      time.Time    `json:"started"`
+	DurationS    float64      `json:"duration_s"`
+	Requests     int64        `json:"requests"`
+	Hits         int64        `json:"hits"`
 	// HitsLoose are the hits of the second pass, rotating values ignored.
 	HitsLoose int64 `json:"hits_loose"`
 	Misses    int64 `json:"misses"`
