@@ -152,7 +152,7 @@ func (c *tcap) pcap(link layers.LinkType) []byte {
 	var buf bytes.Buffer
 	w := pcapgo.NewWriterNanos(&buf)
 	head := link
-	if link == vlanLink {
+	if link == vlanLink || link == qinqPPPoELink || link == mplsLink {
 		head = layers.LinkTypeEthernet
 	}
 	if err := w.WriteFileHeader(262144, head); err != nil {
@@ -287,6 +287,19 @@ func linkFrame(t testing.TB, link layers.LinkType, ether layers.EthernetType, pk
 	case vlanLink: // Ethernet with an 802.1Q tag
 		return serialize(t, &layers.Ethernet{SrcMAC: clientMAC, DstMAC: serverMAC, EthernetType: layers.EthernetTypeDot1Q},
 			&layers.Dot1Q{VLANIdentifier: 42, Type: ether}, gopacket.Payload(pkt))
+	case qinqPPPoELink: // an 802.1ad tag, an 802.1Q tag, a PPPoE session
+		ppp := layers.PPPTypeIPv4
+		if ether == layers.EthernetTypeIPv6 {
+			ppp = layers.PPPTypeIPv6
+		}
+		return serialize(t, &layers.Ethernet{SrcMAC: clientMAC, DstMAC: serverMAC, EthernetType: layers.EthernetTypeQinQ},
+			&layers.Dot1Q{VLANIdentifier: 100, Type: layers.EthernetTypeDot1Q},
+			&layers.Dot1Q{VLANIdentifier: 42, Type: layers.EthernetTypePPPoESession},
+			&layers.PPPoE{Version: 1, Type: 1, Code: layers.PPPoECodeSession, SessionId: 7},
+			&layers.PPP{PPPType: ppp}, gopacket.Payload(pkt))
+	case mplsLink: // a stack of two labels
+		return serialize(t, &layers.Ethernet{SrcMAC: clientMAC, DstMAC: serverMAC, EthernetType: layers.EthernetTypeMPLSUnicast},
+			&layers.MPLS{Label: 16, TTL: 64}, &layers.MPLS{Label: 17, StackBottom: true, TTL: 64}, gopacket.Payload(pkt))
 	case layers.LinkTypeLinuxSLL:
 		h := make([]byte, 16)
 		binary.BigEndian.PutUint16(h[0:], 0) // to us
@@ -316,6 +329,13 @@ func linkFrame(t testing.TB, link layers.LinkType, ether layers.EthernetType, pk
 // vlanLink stands, in tests, for Ethernet frames with a VLAN tag (written
 // as link type Ethernet).
 const vlanLink = layers.LinkType(0xfff0)
+
+// qinqPPPoELink and mplsLink stand, in tests, for Ethernet frames with
+// two VLAN tags (QinQ) and a PPPoE session, and with an MPLS label stack.
+const (
+	qinqPPPoELink = layers.LinkType(0xfff1)
+	mplsLink      = layers.LinkType(0xfff2)
+)
 
 // bigEndian rewrites a little-endian pcap file (as pcapgo writes them) in
 // big-endian byte order, as a capture written on a big-endian machine is.

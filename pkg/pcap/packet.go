@@ -83,17 +83,36 @@ var linkTypes = map[layers.LinkType]string{
 	layers.LinkTypeRaw:       "raw IP",
 	layers.LinkTypeIPv4:      "raw IPv4",
 	layers.LinkTypeIPv6:      "raw IPv6",
+	linkRaw12:                "raw IP",
+	linkRaw14:                "raw IP",
 }
+
+// Link types 12 and 14 are raw IP as BSD and older Linux captures write
+// it (their DLT_RAW, before LINKTYPE_RAW was 101), read as libpcap and
+// tshark read them: IPv4 or IPv6 as the first header says.
+const (
+	linkRaw12 = layers.LinkType(12)
+	linkRaw14 = layers.LinkType(14)
+)
 
 // EtherTypes of VLAN tags: 802.1Q, 802.1ad (QinQ), and the older QinQ
 // value some switches still write.
+// PPPoE session frames (RFC 2516) and MPLS label stacks (RFC 3032),
+// unicast and multicast, may stand between them and IP.
 const (
 	etherIPv4   = 0x0800
 	etherIPv6   = 0x86dd
 	etherVLAN   = 0x8100
 	etherQinQ   = 0x88a8
 	etherQinQv1 = 0x9100
+	etherPPPoE  = 0x8864
+	etherMPLS   = 0x8847
+	etherMPLSm  = 0x8848
 )
+
+// shims is the most VLAN tags, PPPoE and MPLS headers one frame may stack
+// before IP: past it, the frame counts as bad.
+const shims = 16
 
 // decode reads one packet of link type link captured at ts into seg.
 func (d *decoder) decode(link layers.LinkType, data []byte, ts time.Time, seg *segment) kind {
@@ -119,12 +138,9 @@ func (d *decoder) link(link layers.LinkType, data []byte) (ether uint16, payload
 		if d.eth.DecodeFromBytes(data, nf) != nil {
 			return 0, nil, kindBad
 		}
-		ether, payload = uint16(d.eth.EthernetType), d.eth.Payload
-		for ether == etherVLAN || ether == etherQinQ || ether == etherQinQv1 {
-			if d.vlan.DecodeFromBytes(payload, nf) != nil {
-				return 0, nil, kindBad
-			}
-			ether, payload = uint16(d.vlan.Type), d.vlan.Payload
+		ether, payload, k = d.shims(uint16(d.eth.EthernetType), d.eth.Payload)
+		if k != kindTCP {
+			return 0, nil, k
 		}
 	case layers.LinkTypeLinuxSLL:
 		if d.sll.DecodeFromBytes(data, nf) != nil {
@@ -147,7 +163,7 @@ func (d *decoder) link(link layers.LinkType, data []byte) (ether uint16, payload
 		case layers.ProtocolFamilyIPv6BSD, layers.ProtocolFamilyIPv6FreeBSD, layers.ProtocolFamilyIPv6Darwin, layers.ProtocolFamilyIPv6Linux:
 			ether = etherIPv6
 		}
-	case layers.LinkTypeRaw, layers.LinkTypeIPv4, layers.LinkTypeIPv6:
+	case layers.LinkTypeRaw, layers.LinkTypeIPv4, layers.LinkTypeIPv6, linkRaw12, linkRaw14:
 		if len(data) == 0 {
 			return 0, nil, kindBad
 		}
@@ -162,6 +178,72 @@ func (d *decoder) link(link layers.LinkType, data []byte) (ether uint16, payload
 		return 0, nil, kindLink
 	}
 	return ether, payload, kindTCP
+}
+
+// shims walks what may stand between an Ethernet header and IP: any
+// number of VLAN tags (802.1Q, 802.1ad), a PPPoE session header with its
+// PPP protocol, an MPLS label stack. It returns the EtherType of what
+// follows them (IPv4, IPv6, or another that is not IP) and its bytes.
+func (d *decoder) shims(ether uint16, payload []byte) (uint16, []byte, kind) {
+	for range shims {
+		switch ether {
+		case etherVLAN, etherQinQ, etherQinQv1:
+			if d.vlan.DecodeFromBytes(payload, gopacket.NilDecodeFeedback) != nil {
+				return 0, nil, kindBad
+			}
+			ether, payload = uint16(d.vlan.Type), d.vlan.Payload
+		case etherPPPoE:
+			// Version and type 0x11, code 0 (session data), session id,
+			// length, then PPP's protocol: two bytes, or one when the
+			// peers agreed to compress it (its low bit set).
+			if len(payload) < 7 || payload[0] != 0x11 || payload[1] != 0 {
+				return 0, nil, kindBad
+			}
+			n := min(int(binary.BigEndian.Uint16(payload[4:6])), len(payload)-6)
+			ppp := payload[6 : 6+n]
+			if len(ppp) == 0 {
+				return 0, nil, kindBad
+			}
+			proto, hl := uint16(ppp[0]), 1
+			if proto&1 == 0 {
+				if len(ppp) < 2 {
+					return 0, nil, kindBad
+				}
+				proto, hl = binary.BigEndian.Uint16(ppp), 2
+			}
+			switch payload = ppp[hl:]; proto {
+			case 0x0021:
+				return etherIPv4, payload, kindTCP
+			case 0x0057:
+				return etherIPv6, payload, kindTCP
+			}
+			return 0, nil, kindNotIP
+		case etherMPLS, etherMPLSm:
+			// Labels of four bytes each, to the one with the bottom of
+			// stack bit; then IP says its version in its first nibble
+			// (a pseudowire's Ethernet or control word is not IP).
+			for {
+				if len(payload) < 4 {
+					return 0, nil, kindBad
+				}
+				bottom := payload[2]&1 == 1
+				payload = payload[4:]
+				if bottom {
+					break
+				}
+			}
+			if len(payload) > 0 && payload[0]>>4 == 4 {
+				return etherIPv4, payload, kindTCP
+			}
+			if len(payload) > 0 && payload[0]>>4 == 6 {
+				return etherIPv6, payload, kindTCP
+			}
+			return 0, nil, kindNotIP
+		default:
+			return ether, payload, kindTCP
+		}
+	}
+	return 0, nil, kindBad
 }
 
 // ipv4 decodes an IPv4 packet; a fragment is held until its datagram is

@@ -120,10 +120,13 @@ func openReader(src Source, index int) (*reader, error) {
 
 // errLinkType ends a message about a link type the importer does not
 // read.
-var errLinkType = errors.New("not one replay reads (it reads Ethernet, Linux cooked SLL and SLL2, raw IP and BSD loopback captures)")
+var errLinkType = errors.New("not one replay reads (it reads Ethernet, with VLAN tags, PPPoE and MPLS, Linux cooked SLL and SLL2, raw IP (link types 101, 12, 14, 228, 229) and BSD loopback captures)")
 
-// linkName names a link type: "105 (IEEE802_11)".
+// linkName names a link type: "105 (IEEE802_11)", "12 (raw IP)".
 func linkName(l layers.LinkType) string {
+	if l == linkRaw12 || l == linkRaw14 {
+		return fmt.Sprintf("%d (%s)", uint16(l), linkTypes[l])
+	}
 	name := l.String()
 	if strings.HasPrefix(name, "UnknownLinkType") {
 		return fmt.Sprint(uint16(l))

@@ -80,6 +80,13 @@ func TestFormats(t *testing.T) {
 		{"Linux cooked (SLL2)", v4.pcap(layers.LinkTypeLinuxSLL2)},
 		{"BSD loopback", v4.pcap(layers.LinkTypeNull)},
 		{"raw IP", v4.pcap(layers.LinkTypeRaw)},
+		{"raw IP, link type 12", v4.pcap(linkRaw12)},
+		{"raw IPv6, link type 12", v6.pcap(linkRaw12)},
+		{"raw IP, link type 14", v4.pcap(linkRaw14)},
+		{"QinQ (802.1ad, 802.1Q) and PPPoE", v4.pcap(qinqPPPoELink)},
+		{"IPv6 over QinQ and PPPoE", v6.pcap(qinqPPPoELink)},
+		{"MPLS, two labels", v4.pcap(mplsLink)},
+		{"IPv6 over MPLS", v6.pcap(mplsLink)},
 		{"IPv6 over Ethernet", v6.pcap(layers.LinkTypeEthernet)},
 		{"IPv6 over BSD loopback", v6.pcap(layers.LinkTypeNull)},
 		{"raw IPv6", v6.pcap(layers.LinkTypeIPv6)},
@@ -139,7 +146,7 @@ func TestBadInput(t *testing.T) {
 		{"empty", nil, "not a packet capture: the input is empty"},
 		{"gzip of text", gz(t, []byte("hello, world\n")), `not a packet capture: it is gzip-compressed, and starts with 68 65 6c 6c ("hell"), where`},
 		{"a header cut short", good[:10], "pcap header: the file ends inside it"},
-		{"802.11", wifi, "link type 105 (802.11): not one replay reads (it reads Ethernet, Linux cooked SLL and SLL2, raw IP and BSD loopback captures)"},
+		{"802.11", wifi, "link type 105 (802.11): not one replay reads (it reads Ethernet, with VLAN tags, PPPoE and MPLS, Linux cooked SLL and SLL2, raw IP (link types 101, 12, 14, 228, 229) and BSD loopback captures)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := importOne(t, c.file)

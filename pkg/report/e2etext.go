@@ -46,7 +46,7 @@ func writeE2E(buf *bytes.Buffer, e *e2e.Summary) {
 		n, p := missedPct(st)
 		rows = append(rows, []string{st.Name, strconv.FormatInt(st.Unique, 10), strconv.FormatInt(st.Duplicates, 10),
 			strconv.FormatInt(n, 10), fmt.Sprintf("%.2f%%", p),
-			formatMillis(st.Latency.P50), formatMillis(st.Latency.P90), formatMillis(st.Latency.P99), formatMillis(st.Latency.Max)})
+			seenMillis(st.Unique, st.Latency.P50), seenMillis(st.Unique, st.Latency.P90), seenMillis(st.Unique, st.Latency.P99), seenMillis(st.Unique, st.Latency.Max)})
 	}
 	writeTable(buf, rows, false)
 	if noneSeen(e) {
@@ -85,4 +85,17 @@ func writeLossNote(buf *bytes.Buffer, e *e2e.Summary) {
 	case e.Pending() > 0:
 		fmt.Fprintf(buf, "  %d events pending (accepted, not seen by the end of the drain): loss not known, as no sink can prove it; try a longer --drain\n", e.Pending())
 	}
+}
+
+// noEvent stands for a latency statistic of a stage that saw no event: an
+// en dash, never 0s, which would read as a fast pipeline.
+const noEvent = "–"
+
+// seenMillis is a latency statistic of events, ms, of which there were
+// seen: noEvent when there were none.
+func seenMillis(seen int64, ms float64) string {
+	if seen == 0 {
+		return noEvent
+	}
+	return formatMillis(ms)
 }

@@ -85,7 +85,8 @@ type htmlData struct {
 }
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"ms": func(v float64) string { return formatMillis(v) },
+	"ms":     func(v float64) string { return formatMillis(v) },
+	"seenMs": seenMillis,
 	"pct": func(n, of int64) string {
 		if of == 0 {
 			return "-"
@@ -145,7 +146,7 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 {{if .S.Steps}}<h2>Steps</h2>
 {{with .S.StepsVerdict}}<p id="steps-verdict"><b>{{upper .Line}}</b></p>{{end}}
 {{$first := index .S.Steps 0}}<table id="steps"><tr><th>step</th><th>target</th><th>duration</th><th>achieved it/s</th><th>requests / s</th>{{if .StepsDropped}}<th>dropped</th>{{end}}{{if .StepsLate}}<th>late</th>{{end}}<th>requests</th><th>failed</th><th>p50</th><th>p90</th><th>p99</th><th>service p99</th>{{if $first.E2E}}<th>accepted / s</th>{{end}}{{range $first.E2E}}<th>seen / s at {{.Stage}}</th><th>e2e {{.Stage}} p99</th>{{end}}{{if .StepVerdicts}}<th>kept up</th>{{end}}</tr>
-{{$verdicts := .StepVerdicts}}{{$dropped := .StepsDropped}}{{$late := .StepsLate}}{{range .S.Steps}}<tr class="step"><td>{{.Step}}</td><td>{{.Target}}</td><td>{{f2 .DurationS}} s</td><td>{{f2 .IterationRate}}</td><td>{{f2 .RequestRate}}</td>{{if $dropped}}<td>{{.Dropped}}</td>{{end}}{{if $late}}<td>{{.Late}}</td>{{end}}<td>{{.Requests}}</td><td>{{.Failed}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Service.P99}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}{{if .E2E}}<td>{{f2 .AcceptedRate}}</td>{{end}}{{range .E2E}}<td>{{f2 .SeenRate}}</td><td>{{if .Events}}{{ms .Latency.P99}}{{else}}-{{end}}</td>{{end}}{{if $verdicts}}<td>{{keptUp .KeptUp}}</td>{{end}}</tr>
+{{$verdicts := .StepVerdicts}}{{$dropped := .StepsDropped}}{{$late := .StepsLate}}{{range .S.Steps}}<tr class="step"><td>{{.Step}}</td><td>{{.Target}}</td><td>{{f2 .DurationS}} s</td><td>{{f2 .IterationRate}}</td><td>{{f2 .RequestRate}}</td>{{if $dropped}}<td>{{.Dropped}}</td>{{end}}{{if $late}}<td>{{.Late}}</td>{{end}}<td>{{.Requests}}</td><td>{{.Failed}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Service.P99}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}{{if .E2E}}<td>{{f2 .AcceptedRate}}</td>{{end}}{{range .E2E}}<td>{{f2 .SeenRate}}</td><td>{{seenMs .Events .Latency.P99}}</td>{{end}}{{if $verdicts}}<td>{{keptUp .KeptUp}}</td>{{end}}</tr>
 {{end}}</table>
 {{if .StepsBehind}}<ul id="steps-behind">{{range .S.Steps}}{{if .Behind}}<li>step {{.Step}} ({{.Target}}) fell behind: {{join .Behind "; "}}</li>{{end}}{{end}}</ul>{{end}}
 <p>A request belongs to the step its iteration was due in; achieved is iterations begun per second of the step; a step keeps up when it achieves at least 1 − tolerance of its target in iterations whose requests succeeded, holds its thresholds, and, with sinks, each stage saw at least 90% of the events the API accepted in it.</p>{{end}}
@@ -162,7 +163,7 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 <table><tr><th>kind</th><th>requests</th></tr>{{range .Errors}}<tr><td>{{.Name}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
 {{if .S.Thresholds}}<h2>Thresholds</h2>
 <table><tr><th>threshold</th><th>measured</th><th>result</th></tr>
-{{range .S.Thresholds}}<tr><td>{{.Name}}</td><td>{{f2 .Measured}} {{.Unit}}</td><td class="{{if .Pass}}pass">pass{{else}}fail">FAIL{{end}}</td></tr>
+{{range .S.Thresholds}}<tr><td>{{.Name}}</td><td>{{.ValueText 2}}</td><td class="{{if .Pass}}pass">pass{{else}}fail">FAIL{{end}}</td></tr>
 {{end}}</table>{{end}}
 {{with .S.Compare}}<h2>Comparison with the recorded responses</h2>
 <p>{{.Matched}} of {{.Compared}} match ({{f2 .MatchPct}}%){{if .Body}}, status and body{{else}}, status{{end}}.</p>
@@ -171,7 +172,7 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 {{end}}
 {{with .S.E2E}}<h2>End-to-end: send → seen by a sink</h2>
 <p>{{.Sent}} events sent, {{.Accepted}} accepted by the API{{if .Foreign}}, {{.Foreign}} foreign IDs{{end}}; waited {{f2 .DrainS}} s for the last.</p>
-{{$known := .LossKnown}}{{$dup := $.E2EDuplicates}}<table id="e2e-stages"><tr><th>stage</th><th>unique</th>{{if $dup}}<th>duplicates</th>{{end}}<th>pending</th>{{if $known}}<th>lost</th>{{end}}<th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>{{range .Stages}}<tr><td>{{.Name}}</td><td>{{.Unique}}</td>{{if $dup}}<td>{{.Duplicates}}</td>{{end}}<td>{{.Pending}} ({{f2 .PendingPct}}%)</td>{{if $known}}<td>{{.Lost}} ({{f2 .LostPct}}%)</td>{{end}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td></tr>{{end}}</table>
+{{$known := .LossKnown}}{{$dup := $.E2EDuplicates}}<table id="e2e-stages"><tr><th>stage</th><th>unique</th>{{if $dup}}<th>duplicates</th>{{end}}<th>pending</th>{{if $known}}<th>lost</th>{{end}}<th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>{{range .Stages}}<tr><td>{{.Name}}</td><td>{{.Unique}}</td>{{if $dup}}<td>{{.Duplicates}}</td>{{end}}<td>{{.Pending}} ({{f2 .PendingPct}}%)</td>{{if $known}}<td>{{.Lost}} ({{f2 .LostPct}}%)</td>{{end}}<td>{{seenMs .Unique .Latency.P50}}</td><td>{{seenMs .Unique .Latency.P90}}</td><td>{{seenMs .Unique .Latency.P99}}</td><td>{{seenMs .Unique .Latency.Max}}</td></tr>{{end}}</table>
 {{if not $known}}<p>Loss not known: no sink can prove that an event will never come, so events accepted but not seen by the end of the drain are pending{{if .Pending}}; a longer --drain may see them{{end}}.</p>{{end}}
 {{if .Deltas}}<h3>Between stages (--e2e-deltas)</h3>
 <p>The time of each event from one stage to the next; at most {{.DeltasPeakInFlight}} events followed at once.</p>

@@ -44,13 +44,13 @@ func Judge(s *Summary, exprs []string) error {
 }
 
 // FailedThresholds lists the thresholds s failed (its verdict), each with what it
-// measured: "p99<200ms (measured 250.000 ms)"; nil when all passed or
-// none was judged.
+// measured: "p99<200ms (measured 250.000 ms)", "e2e.p99<2s (no event
+// seen (120 pending))"; nil when all passed or none was judged.
 func (s *Summary) FailedThresholds() []string {
 	var failed []string
 	for _, t := range s.Thresholds {
 		if !t.Pass {
-			failed = append(failed, fmt.Sprintf("%s (measured %.3f %s)", t.Name(), t.Measured, t.Unit))
+			failed = append(failed, fmt.Sprintf("%s (%s)", t.Name(), t.MeasuredText(3)))
 		}
 	}
 	return failed

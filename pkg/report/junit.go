@@ -2,9 +2,7 @@ package report
 
 import (
 	"encoding/xml"
-	"fmt"
 	"io"
-	"strconv"
 )
 
 // WriteJUnit writes the threshold results as JUnit XML: one test case per
@@ -30,7 +28,7 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 		c := testcase{Name: r.Name(), Classname: "replay"}
 		if !r.Pass {
 			suite.Failures++
-			c.Failure = &failure{Message: fmt.Sprintf("measured %s %s", strconv.FormatFloat(r.Measured, 'f', -1, 64), r.Unit)}
+			c.Failure = &failure{Message: r.MeasuredText(-1)}
 		}
 		suite.Cases = append(suite.Cases, c)
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,7 +21,8 @@ var metrics = []metric{
 	{name: "service", stat: true, label: "service", example: "service p95", unit: "ms", scopes: onRun | onStep,
 		measure: answeredLatency(func(v *view) Latency { return v.service })},
 	{name: "e2e", stat: true, label: "e2e latency", example: "e2e.p99", unit: "ms", scopes: onRun | onStep | onStage,
-		measure: overStages(func(st *e2e.Stage, q query) float64 { return statOf(st.Latency, q.stat) }, byWorst)},
+		measure: func(v *view, q query) (float64, string) { x, missing, _ := e2eLatency(v, q); return x, missing },
+		census:  func(v *view, q query) census { _, _, c := e2eLatency(v, q); return c }},
 	{name: "errors", percent: share, unit: "requests", scopes: onRun | onEndpoint | onStep, grows: func(c counts) int64 { return c.failed },
 		measure: failed},
 	{name: "rps", unit: "/s", scopes: onRun | onStep, measure: number(func(v *view) float64 { return v.rps })},
@@ -33,11 +35,11 @@ var metrics = []metric{
 	{name: "status", arg: &statusArg, percent: share, unit: "requests", scopes: onRun | onEndpoint | onStep, measure: statusShare},
 	{name: "grpc", arg: &grpcArg, percent: share, unit: "calls", scopes: onRun | onEndpoint | onStep, measure: grpcShare},
 	{name: "match", percent: percentage, unit: "%", scopes: onRun | onEndpoint, measure: matched},
-	{name: "pending", percent: share, unit: "events", scopes: onRun,
-		measure: overStages(func(st *e2e.Stage, q query) float64 { return shareOr(q, st.PendingPct, st.Pending) }, byWorst)},
-	{name: "lost", percent: share, unit: "events", scopes: onRun,
+	{name: "pending", percent: share, unit: "events", scopes: onRun | onStep | onStage,
+		measure: allPending(overStages(func(st *e2e.Stage, q query) float64 { return shareOr(q, st.PendingPct, st.Pending) }, byWorst))},
+	{name: "lost", percent: share, unit: "events", scopes: onRun | onStage,
 		measure: proven(overStages(func(st *e2e.Stage, q query) float64 { return shareOr(q, st.LostPct, st.Lost) }, byWorst))},
-	{name: "duplicates", unit: "events", scopes: onRun,
+	{name: "duplicates", unit: "events", scopes: onRun | onStage,
 		measure: overStages(func(st *e2e.Stage, _ query) float64 { return float64(st.Duplicates) }, bySum)},
 }
 
@@ -68,6 +70,10 @@ type metric struct {
 	grows func(counts) int64
 	// measure measures it on a view; see measureFunc.
 	measure measureFunc
+	// census, for an end-to-end latency, is what the value measured
+	// rests on: the events seen and not seen at the stage measured, which
+	// the result reports (censor.go). Nil for any other.
+	census func(v *view, q query) census
 }
 
 // argument is what a metric written NAME.ARG takes after the dot.
@@ -118,7 +124,7 @@ const (
 	onRun      scope = 1 << iota // the whole run: every metric
 	onEndpoint                   // one endpoint: "POST /events: p99<50ms"
 	onStep                       // one step, or each: "step 2: p99<50ms", "each step: errors<1%"
-	onStage                      // one e2e stage: "e2e.settled.p99<2s"; the grammar names one only in that form
+	onStage                      // one e2e stage: "e2e.settled.p99<2s", "e2e.settled.pending<1%" (the grammar names one only after "e2e.")
 )
 
 // counts are the live counts that only grow during a run, which
@@ -197,10 +203,11 @@ func stepView(st *Step) *view {
 	if st.DurationS > 0 {
 		v.throughput = float64(st.Succeeded) / st.DurationS
 	}
-	if len(st.E2E) > 0 {
-		v.e2e = &e2e.Summary{}
+	if len(st.E2E) > 0 || st.Accepted > 0 {
+		v.e2e = &e2e.Summary{Accepted: st.Accepted}
 		for _, e := range st.E2E {
-			v.e2e.Stages = append(v.e2e.Stages, e2e.Stage{Name: e.Stage, Unique: e.Events, Latency: e.Latency})
+			v.e2e.Stages = append(v.e2e.Stages, e2e.Stage{Name: e.Stage, Unique: e.Events, Pending: e.Pending, PendingPct: e.PendingPct,
+				Latency: e.Latency, Histogram: e.Histogram})
 		}
 	}
 	return v
@@ -221,26 +228,46 @@ func lookup(name string) (m *metric, stat string, asShare bool) {
 	return nil, "", false
 }
 
-// measure returns what threshold t measures on v and its unit; NaN when
-// there is nothing to measure (Evaluate fails the threshold), with a unit
-// that says why.
-func measure(v *view, t Threshold) (float64, string) {
+// measurement is what a threshold measured on a view.
+type measurement struct {
+	// value is in unit: NaN when there is nothing to measure (Evaluate
+	// fails the threshold) and unit says why; +Inf for an end-to-end
+	// latency that falls among the events not seen (censor.go).
+	value float64
+	unit  string
+	// note and unseen, for an end-to-end latency: what the events not
+	// seen at the stage measured did to it (census.note), and how many
+	// there were.
+	note   string
+	unseen int64
+}
+
+// measure returns what threshold t measures on v.
+func measure(v *view, t Threshold) measurement {
 	m, stat, asShare := lookup(t.Metric)
 	if m == nil {
-		return math.NaN(), ""
+		return measurement{value: math.NaN()}
 	}
 	q := query{stat: stat, arg: t.Arg, share: asShare}
 	if m.scopes&onStage != 0 {
 		q.stage = t.Stage
 	}
 	value, missing := m.measure(v, q)
+	var out measurement
 	switch {
 	case missing != "":
-		return math.NaN(), missing
+		out = measurement{value: math.NaN(), unit: missing}
 	case asShare:
-		return value, "%"
+		out = measurement{value: value, unit: "%"}
+	default:
+		out = measurement{value: value, unit: m.unit}
 	}
-	return value, m.unit
+	if m.census != nil {
+		if c := m.census(v, q); c.word != "" { // a stage was measured
+			out.note, out.unseen = c.note(value), c.unseen
+		}
+	}
+	return out
 }
 
 // noAnswer is the unit of a latency threshold measured on no answer.
@@ -387,6 +414,24 @@ func overStages(of func(st *e2e.Stage, q query) float64, by combine) measureFunc
 			return total, ""
 		}
 		return largest, ""
+	}
+}
+
+// allPending measures pending events where the API accepted some and no
+// stage was listed (no sink named one and none saw an event), or the
+// stage named is not listed (no event reached it): all of them are
+// pending there.
+func allPending(m measureFunc) measureFunc {
+	return func(v *view, q query) (float64, string) {
+		e := v.e2e
+		if e == nil || e.Accepted == 0 || e.LossKnown {
+			return m(v, q)
+		}
+		listed := slices.ContainsFunc(e.Stages, func(st e2e.Stage) bool { return st.Name == q.stage })
+		if len(e.Stages) == 0 || q.stage != "" && !listed {
+			return shareOr(q, 100, e.Accepted), ""
+		}
+		return m(v, q)
 	}
 }
 

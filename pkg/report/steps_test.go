@@ -10,7 +10,8 @@ func TestStepThresholdSyntax(t *testing.T) {
 		{"step 0: p99<5ms", "want a step number from 1"},
 		{"step x: p99<5ms", "want a step number from 1"},
 		{"step 2: match>99%", "per step, only latency"},
-		{"each step: pending<1%", "per step, only latency"},
+		{"each step: lost<1%", "per step, only latency"},
+		{"each step: duplicates<1", "per step, only latency"},
 	} {
 		if _, err := ParseThreshold(tt.expr); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: got %v, want an error with %q", tt.expr, err, tt.want)

@@ -173,7 +173,7 @@ func WriteText(w io.Writer, s *Summary) error {
 			if !t.Pass {
 				mark = "FAIL"
 			}
-			fmt.Fprintf(&buf, "  %s  %-30s measured %s %s\n", mark, t.Name(), strconv.FormatFloat(t.Measured, 'f', 3, 64), t.Unit)
+			fmt.Fprintf(&buf, "  %s  %-30s %s\n", mark, t.Name(), t.MeasuredText(3))
 		}
 	}
 	_, err := w.Write(buf.Bytes())
@@ -360,13 +360,10 @@ func writeSteps(buf *bytes.Buffer, s *Summary) {
 			row = append(row, fmt.Sprintf("%.2f", st.AcceptedRate))
 		}
 		for _, name := range stages {
-			seen, p99 := "-", "-"
+			seen, p99 := "-", noEvent
 			for _, e := range st.E2E {
 				if e.Stage == name {
-					seen = fmt.Sprintf("%.2f", e.SeenRate)
-					if e.Events > 0 {
-						p99 = formatMillis(e.Latency.P99)
-					}
+					seen, p99 = fmt.Sprintf("%.2f", e.SeenRate), seenMillis(e.Events, e.Latency.P99)
 				}
 			}
 			row = append(row, seen, p99)

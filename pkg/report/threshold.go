@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -21,13 +22,20 @@ import (
 //	grpc.OK>99%            gRPC answers with this status name, as a share of the gRPC answers and the
 //	                       requests without an answer, or a count
 //	POST /events: p95<50ms the same for one endpoint (latency, errors, status, grpc, match)
-//	e2e.p99<2s             end-to-end latency (send → seen by a sink), the worst stage
+//	e2e.p99<2s             end-to-end latency (send → seen by a sink), the worst stage, over the
+//	                       events the API accepted: one not seen by the end of the drain is slower
+//	                       than any bound (censor.go)
 //	e2e.settled.p99<2s     the same for one stage
-//	pending<1%             events accepted but not seen by the end of the drain, worst stage, as a share of accepted (or a count)
-//	lost<0.1%              events proven lost, worst stage (or a count): only with sinks that prove loss
-//	duplicates<1           events seen more than once, all stages
+//	e2e.pending<1%         events accepted but not seen by the end of the drain, worst stage, as a
+//	                       share of accepted (or a count); e2e.settled.pending for one stage;
+//	                       pending<1% is the same
+//	e2e.lost<0.1%          events proven lost, worst stage (or a count): only with sinks that prove
+//	                       loss; e2e.STAGE.lost for one stage; lost<0.1% is the same
+//	e2e.duplicates<1       events seen more than once, all stages; e2e.STAGE.duplicates for one;
+//	                       duplicates<1 is the same
 //	step 3: p99<200ms      the same for one step of --stages (from 1): latency, service,
-//	                       errors, rps, throughput, iteration_rate, dropped, late, status, grpc, e2e latency
+//	                       errors, rps, throughput, iteration_rate, dropped, late, status, grpc,
+//	                       e2e latency, e2e pending
 //	each step: errors<1%   the same for every step: one result per step
 //
 // The metrics, with the scopes each takes, its unit, whether it takes %
@@ -40,7 +48,7 @@ import (
 type Threshold struct {
 	Text     string
 	Endpoint string // "" for the whole run
-	Stage    string // e2e latency (e2e.STAGE.p99): "" for the worst stage; pending, lost and duplicates have none
+	Stage    string // e2e (e2e.STAGE.p99, e2e.STAGE.pending): "" for the worst stage (all stages for duplicates)
 	Step     int    // a step of --stages, from 1; EachStep for every step; 0 for the whole run
 	Metric   string // "latency p99", "service max", "errors%", "errors", "rps", "status%", ...
 	Arg      string // what status.CODE and grpc.NAME count: "202", "5xx", "OK"; "" for the others
@@ -51,13 +59,100 @@ type Threshold struct {
 // EachStep is Threshold.Step for a threshold on every step ("each step:").
 const EachStep = -1
 
-// ThresholdResult is a threshold checked against a run.
+// ThresholdResult is a threshold checked against a run, as in
+//
+//	{"threshold": "e2e.p99<2s", "measured": null, "unit": "ms", "pass": false,
+//	 "pending": 120, "note": "no event seen (120 pending)"}
 type ThresholdResult struct {
-	Threshold string  `json:"threshold"`
-	Step      int     `json:"step,omitempty"` // the step measured, for a threshold on steps
-	Measured  float64 `json:"measured"`
-	Unit      string  `json:"unit"`
-	Pass      bool    `json:"pass"`
+	Threshold string `json:"threshold"`
+	Step      int    `json:"step,omitempty"` // the step measured, for a threshold on steps
+	// Measured is the value measured in Unit. It is +Inf (null in JSON)
+	// for an end-to-end latency that falls among the events not seen,
+	// slower than any bound (Note says so); 0 when nothing could be
+	// measured, and then Unit says why ("ms (no request was answered)").
+	Measured float64 `json:"measured"`
+	Unit     string  `json:"unit"`
+	Pass     bool    `json:"pass"`
+	// Pending, for an end-to-end latency, is the accepted events not
+	// seen at the stage measured by the end of the drain, counted as
+	// slower than any bound; Note says what they did to the value:
+	// "no event seen (120 pending)", "slower than any bound: 30 of 100
+	// events pending", "3 of 1000 events pending, counted as slower".
+	Pending int64  `json:"pending,omitempty"`
+	Note    string `json:"note,omitempty"`
+}
+
+// thresholdJSON is a ThresholdResult as JSON has it: Measured null for
+// +Inf.
+type thresholdJSON struct {
+	Threshold string   `json:"threshold"`
+	Step      int      `json:"step,omitempty"`
+	Measured  *float64 `json:"measured"`
+	Unit      string   `json:"unit"`
+	Pass      bool     `json:"pass"`
+	Pending   int64    `json:"pending,omitempty"`
+	Note      string   `json:"note,omitempty"`
+}
+
+// MarshalJSON writes r with a Measured of +Inf as null: JSON has no
+// infinity, and no number would be honest.
+func (r ThresholdResult) MarshalJSON() ([]byte, error) {
+	w := thresholdJSON{Threshold: r.Threshold, Step: r.Step, Unit: r.Unit, Pass: r.Pass, Pending: r.Pending, Note: r.Note}
+	if !math.IsInf(r.Measured, 0) {
+		w.Measured = &r.Measured
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads r as MarshalJSON writes it: a null measured is +Inf
+// (an absent one, 0).
+func (r *ThresholdResult) UnmarshalJSON(b []byte) error {
+	var w struct {
+		thresholdJSON
+		Measured json.RawMessage `json:"measured"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = ThresholdResult{Threshold: w.Threshold, Step: w.Step, Unit: w.Unit, Pass: w.Pass, Pending: w.Pending, Note: w.Note}
+	switch {
+	case string(w.Measured) == "null":
+		r.Measured = math.Inf(1)
+	case w.Measured != nil:
+		return json.Unmarshal(w.Measured, &r.Measured)
+	}
+	return nil
+}
+
+// MeasuredText is what r measured, as reports write it after the
+// threshold, the value with prec decimals (-1: as few as needed):
+// "measured 250.000 ms", "measured 2310.000 ms (3 of 1000 events pending,
+// counted as slower)", or for no value, what stands for it: "no event
+// seen (120 pending)", "slower than any bound: 30 of 100 events pending".
+func (r ThresholdResult) MeasuredText(prec int) string {
+	if r.noValue() {
+		return r.Note
+	}
+	return "measured " + r.ValueText(prec)
+}
+
+// ValueText is MeasuredText without "measured ", for a column headed so:
+// "250.00 ms", "no event seen (120 pending)".
+func (r ThresholdResult) ValueText(prec int) string {
+	if r.noValue() {
+		return r.Note
+	}
+	text := strconv.FormatFloat(r.Measured, 'f', prec, 64) + " " + r.Unit
+	if r.Note != "" {
+		text += " (" + r.Note + ")"
+	}
+	return text
+}
+
+// noValue reports whether r has no number to show and its note stands for
+// it: a value past any bound, or none measured.
+func (r ThresholdResult) noValue() bool {
+	return r.Note != "" && (math.IsInf(r.Measured, 0) || r.Measured == 0 && !r.Pass)
 }
 
 // Name is the threshold as reports show it: for a threshold on every
@@ -85,6 +180,10 @@ func parseStepScope(s, scope string) (step int, ok bool, err error) {
 	}
 	return step, true, nil
 }
+
+// e2eCounts are the end-to-end metrics that are counts, not latencies:
+// written e2e.pending or e2e.STAGE.pending as well as pending.
+var e2eCounts = []string{"pending", "lost", "duplicates"}
 
 // latencyStats are the statistics a latency metric takes.
 var latencyStats = []string{"min", "mean", "p50", "p90", "p95", "p99", "p999", "max"}
@@ -164,9 +263,13 @@ func (t *Threshold) parseOp(s, expr string) (name, rest string, err error) {
 // t.Metric for takeUnit.
 func (t *Threshold) parseMetric(s, name string) (*metric, error) {
 	if e2e, ok := strings.CutPrefix(name, "e2e."); ok {
-		name = "e2e " + e2e
+		stat := e2e
 		if i := strings.LastIndexByte(e2e, '.'); i >= 0 {
-			t.Stage, name = e2e[:i], "e2e "+e2e[i+1:]
+			t.Stage, stat = e2e[:i], e2e[i+1:]
+		}
+		name = "e2e " + stat
+		if slices.Contains(e2eCounts, stat) { // e2e.pending is pending's
+			name = stat
 		}
 	}
 	kind, stat, _ := strings.Cut(name, " ")
@@ -311,24 +414,25 @@ func stepsOf(s *Summary, t Threshold) []int {
 // evaluateOne checks threshold t on step (0: the whole run) of s and
 // appends its result to s.Thresholds.
 func evaluateOne(s *Summary, t Threshold, step int) bool {
-	var measured float64
-	var unit string
+	var m measurement
 	switch {
 	case step == 0:
-		measured, unit = measure(runView(s, t.Endpoint), t)
+		m = measure(runView(s, t.Endpoint), t)
 	case step < 0 || step > len(s.Steps):
-		measured, unit = math.NaN(), fmt.Sprintf("(the run has %d steps)", len(s.Steps))
+		m = measurement{value: math.NaN(), unit: fmt.Sprintf("(the run has %d steps)", len(s.Steps))}
 	default:
-		measured, unit = measure(stepView(&s.Steps[step-1]), t)
+		m = measure(stepView(&s.Steps[step-1]), t)
 	}
 	if step < 0 {
 		step = 0
 	}
-	if math.IsNaN(measured) { // nothing to measure: it cannot pass, and JSON has no NaN
-		s.Thresholds = append(s.Thresholds, ThresholdResult{Threshold: t.Text, Step: step, Unit: unit, Pass: false})
+	r := ThresholdResult{Threshold: t.Text, Step: step, Measured: m.value, Unit: m.unit, Pending: m.unseen, Note: m.note}
+	if math.IsNaN(m.value) { // nothing to measure: it cannot pass, and JSON has no NaN
+		r.Measured = 0
+		s.Thresholds = append(s.Thresholds, r)
 		return false
 	}
-	var pass bool
+	measured, pass := m.value, false
 	switch t.Op {
 	case "<":
 		pass = measured < t.Value
@@ -339,6 +443,7 @@ func evaluateOne(s *Summary, t Threshold, step int) bool {
 	case ">=":
 		pass = measured >= t.Value
 	}
-	s.Thresholds = append(s.Thresholds, ThresholdResult{Threshold: t.Text, Step: step, Measured: measured, Unit: unit, Pass: pass})
+	r.Pass = pass
+	s.Thresholds = append(s.Thresholds, r)
 	return pass
 }

@@ -101,8 +101,8 @@ func TestE2EThresholds(t *testing.T) {
 		t.Errorf("e2e threshold without a sink: %+v, want a failure saying why", s.Thresholds)
 	}
 	s.E2E = &e2e.Summary{Accepted: 1000, LossKnown: true, Stages: []e2e.Stage{
-		{Name: "processed", Lost: 0, Duplicates: 2, Latency: Latency{P99: 800}},
-		{Name: "settled", Lost: 3, LostPct: 0.3, Latency: Latency{P99: 2500}},
+		{Name: "processed", Unique: 1000, Lost: 0, Duplicates: 2, Latency: Latency{P99: 800, P999: 900, Max: 950}},
+		{Name: "settled", Unique: 997, Lost: 3, LostPct: 0.3, Latency: Latency{P99: 2500, P999: 2550, Max: 2590}},
 	}}
 	for _, tt := range []struct {
 		expr string
@@ -131,8 +131,8 @@ func TestE2EThresholds(t *testing.T) {
 	// Unseen events the sinks cannot prove lost are pending: a pending
 	// threshold measures them, a lost one fails saying loss is not known.
 	s.E2E = &e2e.Summary{Accepted: 1000, Stages: []e2e.Stage{
-		{Name: "processed", Pending: 0, Latency: Latency{P99: 800}},
-		{Name: "settled", Pending: 3, PendingPct: 0.3, Latency: Latency{P99: 2500}},
+		{Name: "processed", Unique: 1000, Pending: 0, Latency: Latency{P99: 800}},
+		{Name: "settled", Unique: 997, Pending: 3, PendingPct: 0.3, Latency: Latency{P99: 2500}},
 	}}
 	for _, tt := range []struct {
 		expr string
@@ -142,8 +142,16 @@ func TestE2EThresholds(t *testing.T) {
 		{"pending<0.1%", false},
 		{"pending<=3", true},
 		{"pending<=0", false},
+		{"e2e.pending<0.5%", true}, // pending's other spelling
+		{"e2e.pending<0.1%", false},
+		{"e2e.settled.pending<=3", true},
+		{"e2e.settled.pending<3", false},
+		{"e2e.processed.pending<=0", true},
+		{"e2e.nowhere.pending<=0", false},
+		{"e2e.duplicates<1", true},
 		{"lost<=3", false},
 		{"lost<1%", false},
+		{"e2e.lost<1%", false},
 	} {
 		th, err := ParseThreshold(tt.expr)
 		if err != nil {
@@ -152,13 +160,16 @@ func TestE2EThresholds(t *testing.T) {
 		if got := Evaluate(s, []Threshold{th}); got != tt.pass {
 			t.Errorf("%s: pass %v, want %v (%+v)", tt.expr, got, tt.pass, s.Thresholds)
 		}
-		if strings.HasPrefix(tt.expr, "lost") && !strings.Contains(s.Thresholds[0].Unit, "loss not known") {
+		if strings.Contains(tt.expr, "lost") && !strings.Contains(s.Thresholds[0].Unit, "loss not known") {
 			t.Errorf("%s: unit %q, want it to say loss is not known", tt.expr, s.Thresholds[0].Unit)
 		}
 	}
-	for _, perStage := range []string{"e2e.settled.lost<1", "e2e.settled.pending<1", "e2e.settled.duplicates<1"} { // not per stage
-		if _, err := ParseThreshold(perStage); err == nil {
-			t.Errorf("%s parsed", perStage)
+	for _, tt := range []struct{ expr, want string }{
+		{"e2e.settled.errors<1", "unknown statistic"},
+		{"e2e.settled.rps>1", "unknown statistic"},
+	} {
+		if _, err := ParseThreshold(tt.expr); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want an error with %q", tt.expr, err, tt.want)
 		}
 	}
 	if _, err := ParseThreshold("POST /events: e2e.p99<1s"); err == nil {
@@ -171,7 +182,7 @@ func TestE2EThresholds(t *testing.T) {
 func TestThresholdMessages(t *testing.T) {
 	for _, tt := range []struct{ expr, want string }{
 		{"cpu<50%", `threshold "cpu<50%": unknown metric "cpu", want a latency statistic (p99, service p95, e2e.p99, ...), errors, rps, throughput, iteration_rate, dropped, late, status.CODE, grpc.NAME, match, pending, lost or duplicates`},
-		{"step 2: match>99%", `threshold "step 2: match>99%": per step, only latency, service, e2e latency, errors%, rps, throughput, iteration_rate, dropped, late, status.CODE%, grpc.NAME% are known`},
+		{"step 2: match>99%", `threshold "step 2: match>99%": per step, only latency, service, e2e latency, errors%, rps, throughput, iteration_rate, dropped, late, status.CODE%, grpc.NAME%, pending% are known`},
 		{"POST /events: rps>5", `threshold "POST /events: rps>5": per endpoint, only latency, errors, status.CODE, grpc.NAME and match are known`},
 		{"latency p97<5ms", `threshold "latency p97<5ms": unknown statistic "p97", want one of min mean p50 p90 p95 p99 p999 max`},
 		{"rps>5%", `threshold "rps>5%": want a number after >, got "5%"`},
