@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,5 +95,20 @@ func TestMissUnknownHost(t *testing.T) {
 	}
 	if r := s.Report(); len(r.NearestMisses) != 2 || !r.NearestMisses[0].UnknownHost && !r.NearestMisses[1].UnknownHost {
 		t.Errorf("report misses %+v, want one marked unknown_host", r.NearestMisses)
+	}
+}
+
+// TestListenBeyondLoopback: every address is refused without
+// AllowRemote, naming --allow-remote; with it the mock serves, and
+// clients from private and loopback addresses are answered.
+func TestListenBeyondLoopback(t *testing.T) {
+	path := file(t, rec{method: "GET", uri: "/x", host: "dep.test", status: 200, resBody: "x"})
+	if _, err := Start(Options{File: path, Listen: "0.0.0.0:0"}); err == nil || !strings.Contains(err.Error(), "--allow-remote") {
+		t.Fatalf("got %v, want a refusal naming --allow-remote", err)
+	}
+	s := start(t, Options{File: path, Listen: "0.0.0.0:0", AllowRemote: true})
+	_, port, _ := net.SplitHostPort(s.Addrs()[0])
+	if st, _, body := do(t, http.DefaultClient, "GET", "http://127.0.0.1:"+port+"/x", ""); st != 200 || body != "x" {
+		t.Errorf("a loopback client: %d %s, want 200 x", st, body)
 	}
 }

@@ -41,6 +41,7 @@ import (
 
 	"github.com/replay-dev/replay/internal/connset"
 	"github.com/replay-dev/replay/internal/h2serve"
+	"github.com/replay-dev/replay/internal/listen"
 	"github.com/replay-dev/replay/pkg/capture"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/sniff"
@@ -114,6 +115,12 @@ type Options struct {
 	// Faults are injected on purpose, drawn with Seed.
 	Faults Faults
 	Seed   uint64
+	// AllowRemote lets --listen and --serve bind beyond loopback;
+	// AllowPublicClients then answers clients from public addresses too;
+	// AllowUpstream are the CIDR prefixes of loopback and link-local
+	// addresses --passthrough may still reach (internal/listen's policy).
+	AllowRemote, AllowPublicClients bool
+	AllowUpstream                   []string
 	// IdleTimeout closes a client connection idle this long (default 2m):
 	// HTTP/1.1 between requests, HTTP/2 with no stream open, a CONNECT
 	// tunnel before its first byte; a request body that has not arrived
@@ -147,6 +154,9 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.validateListeners(), o.CA.Validate(), o.validateMatching(), o.validateAnswers())
 	if o.IdleTimeout < 0 || o.HeadTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--idle-timeout and --head-timeout: want a positive duration, got %v and %v", o.IdleTimeout, o.HeadTimeout))
+	}
+	if _, err := listen.ParseUpstreams(o.AllowUpstream); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := parseLatency(o.Latency); err != nil {
 		errs = append(errs, err)
@@ -246,6 +256,7 @@ type Server struct {
 	missFile *os.File        // the file it writes, when Start created it
 
 	lns    []served
+	policy listen.Policy // where it may listen, whom it answers, which upstreams --passthrough reaches
 	h1     *fasthttp.Server
 	h1ln   *h2serve.Listener // hands the HTTP/1.1 server what was accepted and told apart
 	h1done chan error
@@ -298,6 +309,8 @@ func Start(o Options) (*Server, error) {
 	if s.o.HeadTimeout == 0 {
 		s.o.HeadTimeout = DefaultHeadTimeout
 	}
+	ups, _ := listen.ParseUpstreams(o.AllowUpstream)
+	s.policy = listen.Policy{AllowRemote: o.AllowRemote, AllowPublicClients: o.AllowPublicClients, Upstreams: ups}
 	s.latency, _ = parseLatency(o.Latency)
 	s.faults, _ = o.Faults.parse()
 	s.order = newOrder(o.Order, o.Session)
@@ -369,7 +382,9 @@ func (s *Server) open() error {
 			s.release()
 			return err
 		}
-		t, err := negotiate.New(negotiate.Options{Conn: s.o.Upstream.ConnOptions(), HTTP2: negotiate.On})
+		co := s.o.Upstream.ConnOptions()
+		co.Control = s.policy.Control // never loopback or link-local unless --allow-upstream names it
+		t, err := negotiate.New(negotiate.Options{Conn: co, HTTP2: negotiate.On})
 		if err != nil {
 			s.release()
 			return err
@@ -454,17 +469,17 @@ func (s *Server) compileTransforms() error {
 // refused naming its flag, and nothing is served.
 func (s *Server) bind() error {
 	if s.o.Listen != "" {
-		ln, err := net.Listen("tcp", s.o.Listen)
+		ln, err := listen.Bind(s.o.Listen, "--listen", s.policy, "mock", s.o.Log)
 		if err != nil {
-			return fmt.Errorf("--listen %s: %w", s.o.Listen, err)
+			return err
 		}
 		s.lns = append(s.lns, served{ln: ln, flag: "--listen"})
 	}
 	for _, sv := range s.o.Serve {
 		host, addr, _ := strings.Cut(sv, "=")
-		ln, err := net.Listen("tcp", addr)
+		ln, err := listen.Bind(addr, "--serve", s.policy, "mock", s.o.Log)
 		if err != nil {
-			return fmt.Errorf("--serve %s: %w", sv, err)
+			return err
 		}
 		s.lns = append(s.lns, served{ln: ln, host: normHost(nil, []byte(host)), flag: "--serve " + sv})
 	}

@@ -39,6 +39,13 @@ type tcpDialer struct {
 
 	clock  func() int64 // the run's clock
 	sentAt int64        // when the last dial wrote its first bytes
+
+	control func(network, address string, c syscall.RawConn) error // Options.Control
+}
+
+// setControl has every address dialed checked by control (nil: none).
+func (d *tcpDialer) setControl(control func(network, address string, c syscall.RawConn) error) {
+	d.control = control
 }
 
 // dnsTTL is how long a VU keeps a resolved name, as k6 does by default.
@@ -79,6 +86,14 @@ func (d *tcpDialer) dial(ctx context.Context, addr string, deadline time.Time, f
 	}
 	var firstErr error
 	for i, ra := range d.ras {
+		if d.control != nil {
+			if err := d.control("tcp", ra.tcp.String(), nil); err != nil {
+				if firstErr == nil {
+					firstErr = &net.OpError{Op: "dial", Net: "tcp", Addr: ra.tcp, Err: err}
+				}
+				continue
+			}
+		}
 		attempt := deadline
 		if left := len(d.ras) - i; left > 1 {
 			share := time.Until(deadline) / time.Duration(left)

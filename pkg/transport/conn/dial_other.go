@@ -6,6 +6,7 @@ import (
 	"context"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -30,3 +31,8 @@ func (d *tcpDialer) dial(ctx context.Context, addr string, deadline time.Time, _
 }
 
 func (d *tcpDialer) interrupt() {}
+
+// setControl has every address dialed checked by control (nil: none).
+func (d *tcpDialer) setControl(control func(network, address string, c syscall.RawConn) error) {
+	d.nd.Control = control
+}

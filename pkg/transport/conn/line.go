@@ -99,6 +99,7 @@ func (d *Dialer) NewLine(now func() int64) *Line {
 	l := &Line{d: d, now: now}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.dialer = newTCPDialer(&l.cut, now)
+	l.dialer.setControl(d.o.Control)
 	l.peekFn = l.peek
 	l.xchFn = l.exchangeStep
 	return l

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -49,6 +50,12 @@ type Options struct {
 	// next request) and opens a new one, so that load spreads over the pods
 	// behind a Kubernetes Service; each counts as a reconnect. 0: never.
 	MaxConnDuration time.Duration
+	// Control, when set, is called with each address about to be dialed
+	// (after name resolution) and refuses it with an error: the servers'
+	// upstream policy (listen.Policy.Control), checked on the address
+	// dialed so that a name cannot resolve past it. A net.Dialer.Control;
+	// its RawConn may be nil.
+	Control func(network, address string, c syscall.RawConn) error
 }
 
 // DefaultTimeout is the Timeout New fills in.
