@@ -207,12 +207,13 @@ func (s *Server) recorded(l *live, sc *scratch) {
 	}
 }
 
-// appendSendable appends the fields of hs a server may send as they are:
-// not a pseudo-header (":status"), nor one of the connection's or of the
-// framing (Content-Length, Transfer-Encoding, Connection...).
+// appendSendable appends the fields of hs a server may send: not a
+// pseudo-header (":status"), nor one of the connection's (Connection,
+// Transfer-Encoding...). Content-Length stays, for its place: HTTP/1.1
+// writes the length sent there, HTTP/2 leaves it to its server.
 func appendSendable(dst, hs []rrpair.Header) []rrpair.Header {
 	for _, h := range hs {
-		if len(h.Name) > 0 && h.Name[0] == ':' || rrpair.IsConnectionHeader(h.Name) || rrpair.EqualFold(h.Name, "content-length") {
+		if len(h.Name) > 0 && h.Name[0] == ':' || rrpair.IsConnectionHeader(h.Name) {
 			continue
 		}
 		dst = append(dst, h)

@@ -3,14 +3,17 @@ package mock
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/rs/zerolog"
 )
 
@@ -110,5 +113,30 @@ func TestListenBeyondLoopback(t *testing.T) {
 	_, port, _ := net.SplitHostPort(s.Addrs()[0])
 	if st, _, body := do(t, http.DefaultClient, "GET", "http://127.0.0.1:"+port+"/x", ""); st != 200 || body != "x" {
 		t.Errorf("a loopback client: %d %s, want 200 x", st, body)
+	}
+}
+
+// TestHTTP1HeadAsRecorded: an HTTP/1.1 answer carries every recorded
+// field in its recorded order and spelling, Date included, the length
+// sent where Content-Length was recorded; pipelined requests, a HEAD and
+// a request that closes get theirs, fasthttp's Connection field kept.
+func TestHTTP1HeadAsRecorded(t *testing.T) {
+	fields := []rrpair.Field{{Name: "Date", Value: "Sun, 01 Nov 2026 10:00:00 GMT"}, {Name: "ETag", Value: `"1"`}, {Name: "x-lower", Value: "a"},
+		{Name: "Content-Length", Value: "999"}, {Name: "Content-Type", Value: "text/plain"}, {Name: "Server", Value: "nginx"}, {Name: "Set-Cookie", Value: "a=1"}, {Name: "X-B", Value: "c"}}
+	s := start(t, Options{File: file(t, rec{method: "GET", uri: "/x", host: "dep.test", status: 200, resBody: "hello", resHeaders: fields},
+		rec{method: "HEAD", uri: "/x", host: "dep.test", status: 200, resHeaders: fields})})
+	head := "HTTP/1.1 200 OK\r\nDate: Sun, 01 Nov 2026 10:00:00 GMT\r\nETag: \"1\"\r\nx-lower: a\r\nContent-Length: 5\r\nContent-Type: text/plain\r\nServer: nginx\r\nSet-Cookie: a=1\r\nX-B: c\r\n"
+	c, err := net.Dial("tcp", s.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := "GET /x HTTP/1.1\r\nHost: dep.test\r\n\r\n"
+	io.WriteString(c, req+req+"HEAD /x HTTP/1.1\r\nHost: dep.test\r\n\r\n"+"GET /x HTTP/1.1\r\nHost: dep.test\r\nConnection: close\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, _ := io.ReadAll(c)
+	want := head + "\r\nhello" + head + "\r\nhello" + strings.Replace(head, "Content-Length: 5", "Content-Length: 999", 1) + "\r\n" + head + "Connection: close\r\n\r\nhello"
+	if string(got) != want {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
 	}
 }

@@ -84,11 +84,9 @@ func (s *Server) handleH1(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.wait(o.wait)
+	sconn.heads.queue(o.status, o.headers, o.body, ctx.IsHead()) // sent as recorded in the place of fasthttp's head (rawhead.go)
 	ctx.Response.SetStatusCode(o.status)
-	for _, h := range o.headers {
-		ctx.Response.Header.AddBytesKV(h.Name, h.Value)
-	}
-	ctx.Response.SetBody(o.body)
+	ctx.Response.SkipBody = true
 }
 
 // readH1Body reads the body of ctx's request (streamed: fasthttp has
@@ -150,7 +148,9 @@ func (s *Server) handleH2(w http.ResponseWriter, r *http.Request) {
 	s.wait(o.wait)
 	wh := w.Header()
 	for _, h := range o.headers {
-		wh.Add(string(h.Name), string(h.Value))
+		if !rrpair.EqualFold(h.Name, "content-length") { // the server frames what it sends
+			wh.Add(string(h.Name), string(h.Value))
+		}
 	}
 	for _, name := range []string{"Content-Type", "Date"} {
 		if _, ok := wh[name]; !ok {

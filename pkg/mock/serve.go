@@ -40,6 +40,20 @@ type servedConn struct {
 	// linger: the last request's body was left unread (over its limit):
 	// Close lets the client read the answer before the connection goes.
 	linger atomic.Bool
+	// heads are the answers to send in the place of fasthttp's (one
+	// goroutine queues and writes them: fasthttp's for the connection).
+	heads heads
+}
+
+// Write puts the queued answers in the place of fasthttp's heads.
+func (c *servedConn) Write(p []byte) (int, error) {
+	if !c.heads.pending() {
+		return c.Conn.Write(p)
+	}
+	if _, err := c.Conn.Write(c.heads.rewrite(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func (c *servedConn) Close() error {
