@@ -200,6 +200,7 @@ func (s *Server) recorded(l *live, sc *scratch) {
 	p, o := &sc.pair, &sc.out
 	o.status = p.Res.Status
 	o.headers = appendSendable(o.headers[:0], p.Res.Headers)
+	sc.ep = s.ix.respell(o.headers, sc.ep)
 	o.trailers = appendSendable(o.trailers[:0], p.Res.Trailers)
 	o.body = p.Res.Body
 	if s.chain != nil {

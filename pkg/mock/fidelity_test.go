@@ -140,3 +140,25 @@ func TestHTTP1HeadAsRecorded(t *testing.T) {
 		t.Errorf("got\n%q\nwant\n%q", got, want)
 	}
 }
+
+// TestOneSpellingPerField: a file that spells an answer field two ways
+// (ETag and Etag, as a recorder once stored an HTTP/2 client's answers)
+// gives every answer the upstream's spelling, never alternating.
+func TestOneSpellingPerField(t *testing.T) {
+	s := start(t, Options{File: file(t,
+		rec{method: "GET", uri: "/a", host: "dep.test", status: 200, resBody: "a", resHeaders: []rrpair.Field{{Name: "ETag", Value: `"a"`}}},
+		rec{method: "GET", uri: "/b", host: "dep.test", status: 200, resBody: "b", resHeaders: []rrpair.Field{{Name: "Etag", Value: `"b"`}}})})
+	for _, path := range []string{"/a", "/b"} {
+		c, err := net.Dial("tcp", s.Addrs()[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: dep.test\r\nConnection: close\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		got, _ := io.ReadAll(c)
+		c.Close()
+		if !strings.Contains(string(got), "\r\nETag: ") {
+			t.Errorf("%s: got %q, want the field spelled ETag", path, got)
+		}
+	}
+}

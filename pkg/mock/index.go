@@ -40,6 +40,10 @@ type index struct {
 	skipped       []Skip          // the first maxSkips
 	skippedTotal  int
 	match         []string // --match-header names, lower case
+	// spell is, for an answer field name the file spells in several ways
+	// (ETag and Etag: a recorder that took an HTTP/2 client's answer
+	// Go-style), the one spelling every answer uses (spelling.go).
+	spell map[string][]byte
 	// bodyMax holds, at the first slot of each route, the longest
 	// recorded body of the route: how far a live body is read (body.go).
 	bodyMax []uint32
@@ -154,6 +158,7 @@ func buildIndex(f *rrpair.File, ignore, matchHeaders []string, autoIgnore bool) 
 	sg := newSigner(ix.seed, ix.match)
 	ok := make([]bool, f.Len())
 	var host []byte
+	spellings := spellingSet{}
 	for i := range f.Len() {
 		if err := cur.Decode(i, &p); err != nil {
 			return nil, err
@@ -174,7 +179,9 @@ func buildIndex(f *rrpair.File, ignore, matchHeaders []string, autoIgnore bool) 
 			ix.httpsHost[string(host)] = true
 		}
 		ix.places(sg, &p, redacted, rotatingAt)
+		spellings.note(p.Res.Headers)
 	}
+	ix.spell = spellings.choose()
 	if len(ix.hosts) == 1 {
 		for h := range ix.hosts {
 			ix.single = []byte(h)
