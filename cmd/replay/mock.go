@@ -87,6 +87,7 @@ func (f *mockFlags) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.run.Duration, "duration", 0, "stop after this long (default: when interrupted)")
 	fs.DurationVar(&f.run.Grace, "grace", 5*time.Second, "on stop, let answers under way finish within this long")
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 2*time.Minute, "close client connections idle this long (HTTP/1.1, HTTP/2, tunnels), and those whose body or answer stalls this long")
+	fs.IntVar(&o.MaxConns, "max-conns", mock.DefaultMaxConns, "serve at most `N` client connections at once (the rest wait to be accepted)")
 	fs.DurationVar(&o.HeadTimeout, "head-timeout", mock.DefaultHeadTimeout, "close a connection whose request head (TLS handshake, HTTP/2 preface) has not all come this long after its first byte")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "do not print the text report")
 }

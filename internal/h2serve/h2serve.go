@@ -34,8 +34,9 @@ type entry struct {
 
 type valueKey struct{}
 
-// Timeouts bound what a client may keep waiting (zero: no bound).
-type Timeouts struct {
+// Limits bound what a client may hold of the server (zero: net/http's
+// default, or no bound).
+type Limits struct {
 	// Idle closes a connection with no stream open this long (GOAWAY).
 	Idle time.Duration
 	// Read resets a stream whose request (its body) has not all arrived
@@ -45,19 +46,23 @@ type Timeouts struct {
 	// long while there was something to write (a client that reads
 	// nothing).
 	Write time.Duration
+	// Streams bounds the streams open at once on a connection (net/http's
+	// default: 250); handlers of streams reset at once count until they
+	// return.
+	Streams int
 }
 
 // New starts a server whose streams h answers, with no timeouts.
-func New(h http.Handler) *Server { return NewWith(h, Timeouts{}) }
+func New(h http.Handler) *Server { return NewWith(h, Limits{}) }
 
 // NewWith starts a server whose streams h answers, within t.
-func NewWith(h http.Handler, t Timeouts) *Server {
+func NewWith(h http.Handler, t Limits) *Server {
 	s := &Server{ln: NewListener(handAddr{}), served: make(chan error, 1)}
 	var p http.Protocols
 	p.SetHTTP2(true)
 	p.SetUnencryptedHTTP2(true)
 	s.hs = &http.Server{Handler: h, Protocols: &p, ConnContext: s.connContext, ConnState: s.connState,
-		IdleTimeout: t.Idle, ReadTimeout: t.Read, HTTP2: &http.HTTP2Config{WriteByteTimeout: t.Write},
+		IdleTimeout: t.Idle, ReadTimeout: t.Read, HTTP2: &http.HTTP2Config{WriteByteTimeout: t.Write, MaxConcurrentStreams: t.Streams},
 		ErrorLog: log.New(io.Discard, "", 0)} // a client's broken connection is the caller's to count, not to print
 	go func() { s.served <- s.hs.Serve(s.ln) }()
 	return s

@@ -131,6 +131,10 @@ type Options struct {
 	// not all arrived this long after its first byte (default 10s): a
 	// client that sends part of a head and stalls.
 	HeadTimeout time.Duration
+	// MaxConns bounds the client connections served at once (default
+	// DefaultMaxConns): past it, new ones wait in the listen queue, so
+	// that a flood of connections cannot grow memory without bound.
+	MaxConns int
 	// Log gets a line per miss (at most one a second, with a count of
 	// those left out) and per connection that failed.
 	Log zerolog.Logger
@@ -140,6 +144,9 @@ type Options struct {
 
 // DefaultMissStatus is the status of a miss.
 const DefaultMissStatus = 404
+
+// DefaultMaxConns is how many client connections are served at once.
+const DefaultMaxConns = 1024
 
 // DefaultHeadTimeout is how long an HTTP/1.1 request head may take to
 // arrive after its first byte.
@@ -152,6 +159,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("-f: the traffic file to answer from is required"))
 	}
 	errs = append(errs, o.validateListeners(), o.CA.Validate(), o.validateMatching(), o.validateAnswers())
+	if o.MaxConns < 0 {
+		errs = append(errs, fmt.Errorf("--max-conns: want a positive count, got %d", o.MaxConns))
+	}
 	if o.IdleTimeout < 0 || o.HeadTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--idle-timeout and --head-timeout: want a positive duration, got %v and %v", o.IdleTimeout, o.HeadTimeout))
 	}
@@ -262,14 +272,16 @@ type Server struct {
 	h1done chan error
 	h2     *h2serve.Server
 
-	wg        sync.WaitGroup // the accept loops
-	closeOnce sync.Once
-	closeErr  error
-	final     *Report     // the report made at Close
-	conns     connset.Set // accepted connections
-	connSeq   atomic.Uint64
-	closing   atomic.Bool
-	cut       chan struct{} // closed when Close's grace is over: answers still waiting go at once
+	wg         sync.WaitGroup // the accept loops
+	closeOnce  sync.Once
+	closeErr   error
+	final      *Report     // the report made at Close
+	conns      connset.Set // accepted connections
+	connSeq    atomic.Uint64
+	closing    atomic.Bool
+	cut        chan struct{} // closed when Close's grace is over: answers still waiting go at once
+	connSlots  chan struct{} // a slot per connection served (--max-conns)
+	stopAccept chan struct{} // closed by Close: accept loops waiting for a slot end
 
 	scratch  sync.Pool
 	st       stats
@@ -296,7 +308,7 @@ func Start(o Options) (*Server, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{o: o, h1done: make(chan error, 1), cut: make(chan struct{})}
+	s := &Server{o: o, h1done: make(chan error, 1), cut: make(chan struct{}), stopAccept: make(chan struct{})}
 	if s.o.Now == nil {
 		s.o.Now = time.Now
 	}
@@ -309,6 +321,10 @@ func Start(o Options) (*Server, error) {
 	if s.o.HeadTimeout == 0 {
 		s.o.HeadTimeout = DefaultHeadTimeout
 	}
+	if s.o.MaxConns == 0 {
+		s.o.MaxConns = DefaultMaxConns
+	}
+	s.connSlots = make(chan struct{}, s.o.MaxConns)
 	ups, _ := listen.ParseUpstreams(o.AllowUpstream)
 	s.policy = listen.Policy{AllowRemote: o.AllowRemote, AllowPublicClients: o.AllowPublicClients, Upstreams: ups}
 	s.latency, _ = parseLatency(o.Latency)
@@ -517,6 +533,7 @@ func (s *Server) Close(ctx context.Context) error {
 
 func (s *Server) close(ctx context.Context) error {
 	s.closing.Store(true)
+	close(s.stopAccept)
 	stop := context.AfterFunc(ctx, func() { close(s.cut) })
 	defer stop()
 	for _, l := range s.lns {

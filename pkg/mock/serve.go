@@ -114,7 +114,10 @@ func (s *Server) serve() {
 	}
 	s.h1ln = h2serve.NewListener(s.lns[0].ln.Addr())
 	go func() { s.h1done <- s.h1.Serve(s.h1ln) }()
-	s.h2 = h2serve.NewWith(http.HandlerFunc(s.handleH2), h2serve.Timeouts{Idle: s.o.IdleTimeout, Read: s.o.IdleTimeout, Write: s.o.IdleTimeout})
+	// At most 100 streams a connection (RFC 9113's least advice): a client
+	// that opens and resets streams at once holds at most that many
+	// handlers (and net/http's queue of four times as many) per connection.
+	s.h2 = h2serve.NewWith(http.HandlerFunc(s.handleH2), h2serve.Limits{Idle: s.o.IdleTimeout, Read: s.o.IdleTimeout, Write: s.o.IdleTimeout, Streams: 100})
 	for _, l := range s.lns {
 		s.wg.Add(1)
 		go s.accept(l)
@@ -130,12 +133,21 @@ func (quietLogger) Printf(string, ...any) {}
 func (s *Server) accept(l served) {
 	defer s.wg.Done()
 	for {
+		select { // at most --max-conns served at once: the rest wait in the listen queue
+		case s.connSlots <- struct{}{}:
+		case <-s.stopAccept:
+			return
+		}
 		c, err := l.ln.Accept()
 		if err != nil {
+			<-s.connSlots
 			return
 		}
 		h2 := s.conns.Add(c)
-		go s.handleConn(c, l.host, h2)
+		go func() {
+			defer func() { <-s.connSlots }()
+			s.handleConn(c, l.host, h2)
+		}()
 	}
 }
 

@@ -125,3 +125,36 @@ func withLocalAddr(ctx context.Context, local *string) context.Context {
 		*local = i.Conn.LocalAddr().String()
 	}})
 }
+
+// TestMaxConns: past --max-conns, a connection waits to be served until
+// one served closes.
+func TestMaxConns(t *testing.T) {
+	s := start(t, Options{File: file(t, rec{method: "GET", uri: "/x", host: "dep.test", status: 200, resBody: "x"}), MaxConns: 2})
+	addr := s.Addrs()[0]
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held = append(held, c)
+	}
+	third, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	io.WriteString(third, "GET /x HTTP/1.1\r\nHost: dep.test\r\n\r\n")
+	br := bufio.NewReader(third)
+	third.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("a third connection was served with --max-conns 2")
+	}
+	held[0].Close()
+	third.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("once a slot was free: %v %v, want 200", resp, err)
+	}
+}
