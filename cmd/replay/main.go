@@ -6,6 +6,8 @@ import (
 	"context"
 	"os"
 	"os/signal"
+
+	"github.com/replay-dev/replay/internal/outfile"
 )
 
 func main() {
@@ -16,7 +18,8 @@ func main() {
 		first := <-sigs
 		cancel(stopSignal{first}) // stop issuing, finish in flight, write reports
 		second := <-sigs
-		os.Exit(stopSignal{second}.ExitCode()) // a second signal exits at once
+		outfile.Exit()                         // a second signal exits at once, once the outputs under way are written (replay mock: its report)
+		os.Exit(stopSignal{second}.ExitCode()) // and no temporary file is left
 	}()
 	os.Exit(Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/pkg/capture"
-	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/replay-dev/replay/pkg/mock"
 	"github.com/replay-dev/replay/pkg/tlsca"
 	"github.com/rs/zerolog"
@@ -17,10 +14,9 @@ import (
 
 // mockFlags are replay mock's flags beyond mock.Options.
 type mockFlags struct {
-	o               mock.Options
-	out, addr       string
-	duration, grace time.Duration
-	quiet           bool
+	o     mock.Options
+	run   mock.Run
+	quiet bool
 }
 
 func newMockCmd(std stdio, logger func() (zerolog.Logger, error)) *cobra.Command {
@@ -75,6 +71,9 @@ func (f *mockFlags) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Cycle, "cycle", false, "after the last recorded answer of a signature, round again (default: the last again)")
 	fs.IntVar(&o.MissStatus, "miss-status", mock.DefaultMissStatus, "the `STATUS` of a miss")
 	fs.BoolVar(&o.Passthrough, "passthrough", false, "send a miss to the real host instead, and answer with its answer")
+	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "let --listen and --serve bind beyond loopback (refused otherwise: an open relay into this host)")
+	fs.BoolVar(&o.AllowPublicClients, "allow-public-clients", false, "with --allow-remote, answer clients from public addresses too (closed otherwise)")
+	fs.StringArrayVar(&o.AllowUpstream, "allow-upstream", nil, "let --passthrough reach loopback and link-local addresses of this `CIDR` (repeatable; refused otherwise)")
 	fs.StringVar(&o.RecordMisses, "record-misses", "", "with --passthrough: record those exchanges to `FILE` (direction OUT)")
 	addUpstreamFlags(fs, &o.Upstream)
 	fs.StringVar(&o.Latency, "latency", "recorded", "answer after the recorded duration (recorded), at once (0), or after it times a `FACTOR` (0.5)")
@@ -83,52 +82,24 @@ func (f *mockFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Faults.Delay, "delay", "", "answer this share later (`PERCENT:DURATION`, 10%:200ms)")
 	fs.StringVar(&o.Faults.ResetRate, "reset-rate", "", "reset the connection of this `PERCENT` of requests (1%)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the faults: the same seed, the same faults on the same calls")
-	fs.StringVar(&f.out, "out", "", "write the report as JSON to `FILE` on exit")
-	fs.StringVar(&f.addr, "metrics", "", "serve live counts in Prometheus format at /metrics on `ADDR`")
-	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (default: when interrupted)")
-	fs.DurationVar(&f.grace, "grace", 5*time.Second, "on stop, let answers under way finish within this long")
-	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 2*time.Minute, "close client connections idle this long")
+	fs.StringVar(&f.run.Out, "out", "", "write the report as JSON to `FILE` on exit")
+	fs.StringVar(&f.run.Metrics, "metrics", "", "serve live counts in Prometheus format at /metrics on `ADDR`")
+	fs.DurationVar(&f.run.Duration, "duration", 0, "stop after this long (default: when interrupted)")
+	fs.DurationVar(&f.run.Grace, "grace", 5*time.Second, "on stop, let answers under way finish within this long")
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", 2*time.Minute, "close client connections idle this long (HTTP/1.1, HTTP/2, tunnels), and those whose body or answer stalls this long")
+	fs.IntVar(&o.MaxConns, "max-conns", mock.DefaultMaxConns, "serve at most `N` client connections at once (the rest wait to be accepted)")
+	fs.DurationVar(&o.HeadTimeout, "head-timeout", mock.DefaultHeadTimeout, "close a connection whose request head (TLS handshake, HTTP/2 preface) has not all come this long after its first byte")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "do not print the text report")
 }
 
 // serve runs the mock until ctx ends (or --duration), then writes its
 // report.
 func (f *mockFlags) serve(ctx context.Context, std stdio, log zerolog.Logger) error {
-	files := []outfile.Named{outfile.In("--file", f.o.File), outfile.In("--transforms", f.o.TransformsFile), outfile.Out("--out", f.out), outfile.Out("--record-misses", f.o.RecordMisses)}
-	if err := outfile.CheckDistinct(files); err != nil {
-		return err
+	f.o.Log, f.run.Text = log, std.out
+	if f.quiet {
+		f.run.Text = nil
 	}
-	outs, err := outfile.CreateSet(outfile.Output[*mock.Report]{Flag: "--out", Path: f.out, Write: mock.WriteJSON})
-	if err != nil {
-		return err
-	}
-	defer outs.Close()
-	f.o.Log = log
-	s, err := mock.Start(f.o)
-	if err != nil {
-		return err
-	}
-	if f.addr != "" {
-		srv, err := metrics.ListenFunc(f.addr, s.WriteMetrics)
-		if err != nil {
-			s.Close(context.Background())
-			return fmt.Errorf("--metrics: %w", err)
-		}
-		defer srv.Close()
-	}
-	log.Info().Strs("addrs", s.Addrs()).Str("file", f.o.File).Msg("mock serving; stop with Ctrl-C")
-	waitStop(ctx, f.duration)
-	cctx, cancel := context.WithTimeout(context.Background(), f.grace)
-	defer cancel()
-	err = s.Close(cctx)
-	r := s.Report()
-	if !f.quiet {
-		r.WriteText(std.out)
-	}
-	if werr := outs.Write(&r); err == nil {
-		err = werr
-	}
-	return err
+	return mock.Serve(ctx, f.o, f.run)
 }
 
 // waitStop waits until ctx ends, or d when given.

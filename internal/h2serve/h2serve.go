@@ -34,19 +34,40 @@ type entry struct {
 
 type valueKey struct{}
 
-// New starts a server whose streams h answers.
-func New(h http.Handler) *Server { return NewIdle(h, 0) }
+// Limits bound what a client may hold of the server (zero: net/http's
+// default, or no bound).
+type Limits struct {
+	// Idle closes a connection with no stream open this long (GOAWAY).
+	Idle time.Duration
+	// Read resets a stream whose request (its body) has not all arrived
+	// this long after it opened.
+	Read time.Duration
+	// Write closes a connection to which nothing could be written this
+	// long while there was something to write (a client that reads
+	// nothing).
+	Write time.Duration
+	// Streams bounds the streams open at once on a connection (net/http's
+	// default: 250); handlers of streams reset at once count until they
+	// return.
+	Streams int
+}
+
+// New starts a server whose streams h answers, with no timeouts.
+func New(h http.Handler) *Server { return NewWith(h, Limits{}) }
 
 // NewIdle is New with connections closed once idle (no stream open) for
 // idle, when it is not 0.
-func NewIdle(h http.Handler, idle time.Duration) *Server {
+func NewIdle(h http.Handler, idle time.Duration) *Server { return NewWith(h, Limits{Idle: idle}) }
+
+// NewWith starts a server whose streams h answers, within t.
+func NewWith(h http.Handler, t Limits) *Server {
 	s := &Server{ln: NewListener(handAddr{}), served: make(chan error, 1)}
 	var p http.Protocols
 	p.SetHTTP2(true)
 	p.SetUnencryptedHTTP2(true)
 	s.hs = &http.Server{Handler: h, Protocols: &p, ConnContext: s.connContext, ConnState: s.connState,
-		ErrorLog:    log.New(io.Discard, "", 0), // a client's broken connection is the caller's to count, not to print
-		IdleTimeout: idle}
+		IdleTimeout: t.Idle, ReadTimeout: t.Read, HTTP2: &http.HTTP2Config{WriteByteTimeout: t.Write, MaxConcurrentStreams: t.Streams},
+		ErrorLog: log.New(io.Discard, "", 0)} // a client's broken connection is the caller's to count, not to print
 	go func() { s.served <- s.hs.Serve(s.ln) }()
 	return s
 }

@@ -50,13 +50,19 @@ func Create(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, unwrapPath(err))
 	}
-	if err := tmp.Chmod(mode); err != nil {
+	if err := tmp.Chmod(mode); err != nil || !gate.track(tmp.Name()) {
 		tmp.Close()
 		os.Remove(tmp.Name())
+		if err == nil {
+			err = errExiting
+		}
 		return nil, err
 	}
 	return &File{File: tmp, path: path}, nil
 }
+
+// errExiting is a file created as the process exits (Exit): it is not.
+var errExiting = errors.New("the process is exiting")
 
 // unwrapPath drops the temporary file's name from err: the user named
 // the file beside it.
@@ -75,6 +81,11 @@ func (f *File) Commit() error {
 		return nil
 	}
 	f.done = true
+	_, release := gate.hold()
+	defer release()
+	if !f.direct {
+		defer gate.untrack(f.File.Name())
+	}
 	if err := f.File.Close(); err != nil {
 		if !f.direct {
 			os.Remove(f.File.Name())
@@ -101,6 +112,7 @@ func (f *File) Abort() {
 	f.File.Close()
 	if !f.direct {
 		os.Remove(f.File.Name())
+		gate.untrack(f.File.Name())
 	}
 }
 

@@ -42,6 +42,8 @@ func CreateSet[T any](outs ...Output[T]) (*Set[T], error) {
 // Write writes v into every file and puts them all in place; the error
 // names the file that failed, or is the first commit's.
 func (s *Set[T]) Write(v T) error {
+	_, release := gate.hold() // a second signal's exit waits for the files
+	defer release()
 	for i, f := range s.files {
 		if err := s.writes[i](f, v); err != nil {
 			return fmt.Errorf("write %s: %w", f.Path(), err)

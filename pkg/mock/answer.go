@@ -20,6 +20,7 @@ type scratch struct {
 	host    []byte // the live request's normalized host
 	ep      []byte // an endpoint name
 	headers []rrpair.Header
+	body    []byte         // the live request's body, as far as it was read
 	ans     rrpair.Request // the answer as the transforms see it
 	out     outcome
 }
@@ -199,6 +200,7 @@ func (s *Server) recorded(l *live, sc *scratch) {
 	p, o := &sc.pair, &sc.out
 	o.status = p.Res.Status
 	o.headers = appendSendable(o.headers[:0], p.Res.Headers)
+	sc.ep = s.ix.respell(o.headers, sc.ep)
 	o.trailers = appendSendable(o.trailers[:0], p.Res.Trailers)
 	o.body = p.Res.Body
 	if s.chain != nil {
@@ -206,12 +208,13 @@ func (s *Server) recorded(l *live, sc *scratch) {
 	}
 }
 
-// appendSendable appends the fields of hs a server may send as they are:
-// not a pseudo-header (":status"), nor one of the connection's or of the
-// framing (Content-Length, Transfer-Encoding, Connection...).
+// appendSendable appends the fields of hs a server may send: not a
+// pseudo-header (":status"), nor one of the connection's (Connection,
+// Transfer-Encoding...). Content-Length stays, for its place: HTTP/1.1
+// writes the length sent there, HTTP/2 leaves it to its server.
 func appendSendable(dst, hs []rrpair.Header) []rrpair.Header {
 	for _, h := range hs {
-		if len(h.Name) > 0 && h.Name[0] == ':' || rrpair.IsConnectionHeader(h.Name) || rrpair.EqualFold(h.Name, "content-length") {
+		if len(h.Name) > 0 && h.Name[0] == ':' || rrpair.IsConnectionHeader(h.Name) {
 			continue
 		}
 		dst = append(dst, h)

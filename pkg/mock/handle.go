@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -54,7 +55,7 @@ func (s *Server) handleH1(ctx *fasthttp.RequestCtx) {
 		l.authority = ctx.Request.Header.Host()
 	}
 	sc.host = normHost(sc.host, l.authority)
-	l.v = view{method: ctx.Method(), host: s.ix.hostOf(sc.host), uri: uri, body: ctx.PostBody()}
+	l.v = view{method: ctx.Method(), host: s.ix.hostOf(sc.host), uri: uri}
 	sc.headers = sc.headers[:0]
 	if s.needHeaders() || len(ctx.Request.Header.ContentType()) >= len("application/grpc") {
 		for k, v := range ctx.Request.Header.AllInOrder() {
@@ -63,17 +64,45 @@ func (s *Server) handleH1(ctx *fasthttp.RequestCtx) {
 	}
 	l.v.headers = sc.headers
 	l.grpc = isGRPC(sc.headers)
-	o := s.answer(&l, sc)
+	var o *outcome
+	limit := s.bodyLimit(&l.v, sc)
+	body, err := s.readH1Body(ctx, limit, sc)
+	switch {
+	case errors.Is(err, errBodyOverLimit):
+		ctx.SetConnectionClose() // the rest of the body is not read
+		sconn.linger.Store(true)
+		o = s.overLimit(&l, sc, limit)
+	case err != nil:
+		ctx.SetConnectionClose()
+		return
+	default:
+		l.v.body = body
+		o = s.answer(&l, sc)
+	}
 	if o.reset {
 		reset(cs.raw)
 		return
 	}
-	wait(o.wait)
+	s.wait(o.wait)
+	sconn.heads.queue(o.status, o.headers, o.body, ctx.IsHead()) // sent as recorded in the place of fasthttp's head (rawhead.go)
 	ctx.Response.SetStatusCode(o.status)
-	for _, h := range o.headers {
-		ctx.Response.Header.AddBytesKV(h.Name, h.Value)
+	ctx.Response.SkipBody = true
+}
+
+// readH1Body reads the body of ctx's request (streamed: fasthttp has
+// read at most its first 8 KiB) up to limit, into sc's buffer; the body
+// gets --idle-timeout to arrive, the head's deadline lifted.
+func (s *Server) readH1Body(ctx *fasthttp.RequestCtx, limit int, sc *scratch) ([]byte, error) {
+	n := int64(ctx.Request.Header.ContentLength()) // -1 chunked, -2 none
+	if n == -2 {
+		n = 0
 	}
-	ctx.Response.SetBody(o.body)
+	if n != 0 && n <= int64(limit) {
+		ctx.Conn().SetReadDeadline(time.Now().Add(s.o.IdleTimeout))
+	}
+	var err error
+	sc.body, err = readBody(ctx.RequestBodyStream(), n, limit, sc.body)
+	return sc.body, err
 }
 
 // needHeaders reports whether matching, answering or passing on a request
@@ -85,10 +114,6 @@ func (s *Server) needHeaders() bool {
 // handleH2 answers an HTTP/2 stream.
 func (s *Server) handleH2(w http.ResponseWriter, r *http.Request) {
 	cs, _ := h2serve.Value(r).(*connState)
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
-	if err != nil {
-		return
-	}
 	sc := s.getScratch()
 	defer s.putScratch(sc)
 	l := live{cs: cs, scheme: cs.scheme, version: "2", authority: []byte(r.Host)}
@@ -102,16 +127,30 @@ func (s *Server) handleH2(w http.ResponseWriter, r *http.Request) {
 			sc.headers = append(sc.headers, rrpair.Header{Name: []byte(name), Value: []byte(v)})
 		}
 	}
-	l.v = view{method: []byte(r.Method), host: s.ix.hostOf(sc.host), uri: []byte(r.RequestURI), headers: sc.headers, body: body}
+	l.v = view{method: []byte(r.Method), host: s.ix.hostOf(sc.host), uri: []byte(r.RequestURI), headers: sc.headers}
 	l.grpc = isGRPC(sc.headers)
-	o := s.answer(&l, sc)
+	var o *outcome
+	limit := s.bodyLimit(&l.v, sc)
+	body, err := readBody(r.Body, r.ContentLength, limit, sc.body)
+	sc.body = body
+	switch {
+	case errors.Is(err, errBodyOverLimit):
+		o = s.overLimit(&l, sc, limit) // the stream is reset when the handler returns, its body unread
+	case err != nil:
+		return
+	default:
+		l.v.body = body
+		o = s.answer(&l, sc)
+	}
 	if o.reset {
 		panic(http.ErrAbortHandler) // RST_STREAM
 	}
-	wait(o.wait)
+	s.wait(o.wait)
 	wh := w.Header()
 	for _, h := range o.headers {
-		wh.Add(string(h.Name), string(h.Value))
+		if !rrpair.EqualFold(h.Name, "content-length") { // the server frames what it sends
+			wh.Add(string(h.Name), string(h.Value))
+		}
 	}
 	for _, name := range []string{"Content-Type", "Date"} {
 		if _, ok := wh[name]; !ok {
@@ -127,10 +166,17 @@ func (s *Server) handleH2(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// wait sleeps d, the recorded duration and any delay injected.
-func wait(d time.Duration) {
-	if d > 0 {
-		time.Sleep(d)
+// wait sleeps d, the recorded duration and any delay injected, or
+// until Close's grace is over.
+func (s *Server) wait(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.cut:
 	}
 }
 

@@ -14,9 +14,10 @@ import (
 
 // index is what the mock answers from: the mapped file and its pairs
 // sorted by signature, built once at start. It costs (besides the file's
-// own line index) 52 bytes a pair: the exact and the loose signatures
-// (8 bytes, the pair 4, a call counter 4, each), the route (12), the
-// endpoint list (4), and how many times each pair was given (4). Nothing
+// own line index) 56 bytes a pair: the exact and the loose signatures
+// (8 bytes, the pair 4, a call counter 4, each), the route (12) and its
+// longest body (4), the endpoint list (4), and how many times each pair
+// was given (4). Nothing
 // of a pair is copied: answers are decoded from the mapping when given.
 type index struct {
 	f    *rrpair.File
@@ -39,6 +40,13 @@ type index struct {
 	skipped       []Skip          // the first maxSkips
 	skippedTotal  int
 	match         []string // --match-header names, lower case
+	// spell is, for an answer field name the file spells in several ways
+	// (ETag and Etag: a recorder that took an HTTP/2 client's answer
+	// Go-style), the one spelling every answer uses (spelling.go).
+	spell map[string][]byte
+	// bodyMax holds, at the first slot of each route, the longest
+	// recorded body of the route: how far a live body is read (body.go).
+	bodyMax []uint32
 }
 
 // Skip is a pair that cannot be answered with: its line and why.
@@ -150,6 +158,7 @@ func buildIndex(f *rrpair.File, ignore, matchHeaders []string, autoIgnore bool) 
 	sg := newSigner(ix.seed, ix.match)
 	ok := make([]bool, f.Len())
 	var host []byte
+	spellings := spellingSet{}
 	for i := range f.Len() {
 		if err := cur.Decode(i, &p); err != nil {
 			return nil, err
@@ -170,7 +179,9 @@ func buildIndex(f *rrpair.File, ignore, matchHeaders []string, autoIgnore bool) 
 			ix.httpsHost[string(host)] = true
 		}
 		ix.places(sg, &p, redacted, rotatingAt)
+		spellings.note(p.Res.Headers)
 	}
+	ix.spell = spellings.choose()
 	if len(ix.hosts) == 1 {
 		for h := range ix.hosts {
 			ix.single = []byte(h)
@@ -228,6 +239,7 @@ func (ix *index) index(cur *rrpair.Cursor, p *rrpair.Pair, sg *signer, ok []bool
 	if ix.looseM != nil {
 		ix.loose = sorted{hash: make([]uint64, 0, n), pair: make([]uint32, 0, n)}
 	}
+	bodyLen := make([]uint32, ix.f.Len())
 	eps := len(ix.f.Endpoints())
 	ix.epStart = make([]uint32, eps+2)
 	epOf := make([]uint16, ix.f.Len())
@@ -243,12 +255,21 @@ func (ix *index) index(cur *rrpair.Cursor, p *rrpair.Pair, sg *signer, ok []bool
 			ix.loose.add(sg.sum(&v, ix.looseM), i)
 		}
 		ix.route.add(sg.route(&v), i)
+		bodyLen[i] = uint32(min(len(v.body), 1<<31))
 		epOf[i] = p.Endpoint
 		ix.epStart[int(p.Endpoint)+1]++
 	}
 	ix.exact.finish(true)
 	ix.loose.finish(ix.looseM != nil)
 	ix.route.finish(false)
+	ix.bodyMax = make([]uint32, n)
+	for lo := 0; lo < n; {
+		hi := lo
+		for ; hi < n && ix.route.hash[hi] == ix.route.hash[lo]; hi++ {
+			ix.bodyMax[lo] = max(ix.bodyMax[lo], bodyLen[ix.route.pair[hi]])
+		}
+		lo = hi
+	}
 	for e := 1; e < len(ix.epStart); e++ {
 		ix.epStart[e] += ix.epStart[e-1]
 	}

@@ -41,7 +41,7 @@ func TestBadInput(t *testing.T) {
 		{"no OUT pair names the flag", Options{File: inOnly}, "--keep direction=IN answers as the service itself"},
 		{"nothing after --keep", Options{File: out, Keep: []string{"direction=OUT", "method=POST"}}, "no pair left after --keep and --drop (the file holds 0 IN pairs and 3 OUT)"},
 		{"port in use", Options{File: out, Listen: busy.Addr().String()}, "--listen " + busy.Addr().String() + ": listen tcp"},
-		{"serve port in use", Options{File: out, Serve: []string{"jobs.internal=" + busy.Addr().String()}}, "--serve jobs.internal=" + busy.Addr().String() + ": listen tcp"},
+		{"serve port in use", Options{File: out, Serve: []string{"jobs.internal=" + busy.Addr().String()}}, "--serve " + busy.Addr().String() + ": listen tcp"},
 		{"serve a host not recorded", Options{File: out, Serve: []string{"nope.internal=127.0.0.1:0"}}, "--serve nope.internal=127.0.0.1:0: nope.internal is not a host of"},
 		{"unreadable CA", Options{File: out, CA: tlsca.Options{Cert: dirAsFile, Key: caOpt.Key}}, "--ca-cert: read " + dirAsFile},
 		{"CA without a key", Options{File: out, CA: tlsca.Options{Cert: caOpt.Cert}}, "--ca-cert without --ca-key"},
@@ -132,7 +132,7 @@ func TestSkipsUnsendable(t *testing.T) {
 	}
 	var text strings.Builder
 	r.WriteText(&text)
-	if !strings.Contains(text.String(), "3 pairs skipped, their answer cannot be sent") {
+	if !strings.Contains(text.String(), "3 lines skipped (unsendable 3)") {
 		t.Errorf("text:\n%s", text.String())
 	}
 	// A file of nothing sendable is refused.

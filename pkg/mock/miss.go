@@ -30,11 +30,27 @@ type Nearest struct {
 	Differs []string `json:"differs"`
 }
 
-// missBody is a miss's answer body.
+// missBody is a miss's answer body: its nearest recorded request, or,
+// for a host never recorded, the hosts that were.
 type missBody struct {
-	Error   string   `json:"error"`
-	Request string   `json:"request"`
-	Nearest *Nearest `json:"nearest,omitempty"`
+	Error         string   `json:"error"`
+	Request       string   `json:"request"`
+	Nearest       *Nearest `json:"nearest,omitempty"`
+	RecordedHosts []string `json:"recorded_hosts,omitempty"`
+}
+
+// maxHostsNamed bounds the recorded hosts a miss to an unknown host
+// names.
+const maxHostsNamed = 20
+
+// knownHosts is what a miss to a host never recorded names: the recorded
+// hosts, at most maxHostsNamed, and how many more.
+func (ix *index) knownHosts() []string {
+	hs := ix.hostList()
+	if len(hs) > maxHostsNamed {
+		hs = append(hs[:maxHostsNamed], fmt.Sprintf("(%d more)", len(hs)-maxHostsNamed))
+	}
+	return hs
 }
 
 // maxCandidates bounds the recorded requests a miss is compared with.
@@ -44,8 +60,12 @@ const maxCandidates = 64
 // found once per distinct request (by signature) and kept.
 func (s *Server) miss(l *live, sc *scratch, sig uint64) *outcome {
 	s.st.misses.Add(1)
+	unknown := !s.ix.hosts[string(l.v.host)]
 	me := s.st.missOf(sig, func() *MissStats {
-		m := &MissStats{Request: describe(&l.v)}
+		m := &MissStats{Request: describe(&l.v), UnknownHost: unknown}
+		if unknown {
+			return m // a host never recorded: no request of it is near
+		}
 		if pi, differs, ok := s.nearest(l, sc); ok {
 			m.Nearest = &Nearest{Line: sc.pair.Line, Request: describePair(&sc.pair), Differs: differs}
 			m.pair = pi
@@ -61,6 +81,9 @@ func (s *Server) miss(l *live, sc *scratch, sig uint64) *outcome {
 		if me.Nearest != nil {
 			ev = ev.Int("nearest_line", me.Nearest.Line).Str("nearest", me.Nearest.Request).Strs("differs", me.Nearest.Differs)
 		}
+		if unknown {
+			ev = ev.Strs("recorded_hosts", s.hostsNamed)
+		}
 		if n > 0 {
 			ev = ev.Int64("misses_not_logged", n)
 		}
@@ -73,10 +96,18 @@ func (s *Server) miss(l *live, sc *scratch, sig uint64) *outcome {
 		if me.Nearest != nil {
 			msg += "; nearest: line " + strconv.Itoa(me.Nearest.Line) + " " + me.Nearest.Request + ": " + strings.Join(me.Nearest.Differs, "; ")
 		}
+		if unknown {
+			msg += "; host not recorded, recorded hosts: " + strings.Join(s.hostsNamed, ", ")
+		}
 		grpcError(o, 12, msg) // UNIMPLEMENTED
 		return o
 	}
-	body, _ := json.Marshal(missBody{Error: text, Request: me.Request, Nearest: me.Nearest})
+	mb := missBody{Error: text, Request: me.Request, Nearest: me.Nearest}
+	if unknown {
+		mb.Error = text + ": host " + string(l.v.host) + " was never recorded"
+		mb.RecordedHosts = s.hostsNamed
+	}
+	body, _ := json.Marshal(mb)
 	o.status = s.o.MissStatus
 	o.headers = append(o.headers[:0], rrpair.Header{Name: []byte("Content-Type"), Value: []byte("application/json")})
 	o.body = body

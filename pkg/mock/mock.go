@@ -41,8 +41,10 @@ import (
 
 	"github.com/replay-dev/replay/internal/connset"
 	"github.com/replay-dev/replay/internal/h2serve"
+	"github.com/replay-dev/replay/internal/listen"
 	"github.com/replay-dev/replay/pkg/capture"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/sniff"
 	"github.com/replay-dev/replay/pkg/tlsca"
 	"github.com/replay-dev/replay/pkg/transform"
 	"github.com/replay-dev/replay/pkg/transport/negotiate"
@@ -113,8 +115,26 @@ type Options struct {
 	// Faults are injected on purpose, drawn with Seed.
 	Faults Faults
 	Seed   uint64
-	// IdleTimeout closes a client connection idle this long (default 2m).
+	// AllowRemote lets --listen and --serve bind beyond loopback;
+	// AllowPublicClients then answers clients from public addresses too;
+	// AllowUpstream are the CIDR prefixes of loopback and link-local
+	// addresses --passthrough may still reach (internal/listen's policy).
+	AllowRemote, AllowPublicClients bool
+	AllowUpstream                   []string
+	// IdleTimeout closes a client connection idle this long (default 2m):
+	// HTTP/1.1 between requests, HTTP/2 with no stream open, a CONNECT
+	// tunnel before its first byte; a request body that has not arrived
+	// within it, and an answer the client has not read within it, end
+	// their connection (HTTP/2: their stream) too.
 	IdleTimeout time.Duration
+	// HeadTimeout closes an HTTP/1.1 connection whose request head has
+	// not all arrived this long after its first byte (default 10s): a
+	// client that sends part of a head and stalls.
+	HeadTimeout time.Duration
+	// MaxConns bounds the client connections served at once (default
+	// DefaultMaxConns): past it, new ones wait in the listen queue, so
+	// that a flood of connections cannot grow memory without bound.
+	MaxConns int
 	// Log gets a line per miss (at most one a second, with a count of
 	// those left out) and per connection that failed.
 	Log zerolog.Logger
@@ -125,6 +145,13 @@ type Options struct {
 // DefaultMissStatus is the status of a miss.
 const DefaultMissStatus = 404
 
+// DefaultMaxConns is how many client connections are served at once.
+const DefaultMaxConns = 1024
+
+// DefaultHeadTimeout is how long an HTTP/1.1 request head may take to
+// arrive after its first byte.
+const DefaultHeadTimeout = 10 * time.Second
+
 // Validate checks o without reading any file. Its errors name the flag.
 func (o *Options) Validate() error {
 	var errs []error
@@ -132,6 +159,15 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("-f: the traffic file to answer from is required"))
 	}
 	errs = append(errs, o.validateListeners(), o.CA.Validate(), o.validateMatching(), o.validateAnswers())
+	if o.MaxConns < 0 {
+		errs = append(errs, fmt.Errorf("--max-conns: want a positive count, got %d", o.MaxConns))
+	}
+	if o.IdleTimeout < 0 || o.HeadTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--idle-timeout and --head-timeout: want a positive duration, got %v and %v", o.IdleTimeout, o.HeadTimeout))
+	}
+	if _, err := listen.ParseUpstreams(o.AllowUpstream); err != nil {
+		errs = append(errs, err)
+	}
 	if _, err := parseLatency(o.Latency); err != nil {
 		errs = append(errs, err)
 	}
@@ -230,18 +266,22 @@ type Server struct {
 	missFile *os.File        // the file it writes, when Start created it
 
 	lns    []served
+	policy listen.Policy // where it may listen, whom it answers, which upstreams --passthrough reaches
 	h1     *fasthttp.Server
 	h1ln   *h2serve.Listener // hands the HTTP/1.1 server what was accepted and told apart
 	h1done chan error
 	h2     *h2serve.Server
 
-	wg        sync.WaitGroup // the accept loops
-	closeOnce sync.Once
-	closeErr  error
-	final     *Report     // the report made at Close
-	conns     connset.Set // accepted connections
-	connSeq   atomic.Uint64
-	closing   atomic.Bool
+	wg         sync.WaitGroup // the accept loops
+	closeOnce  sync.Once
+	closeErr   error
+	final      *Report     // the report made at Close
+	conns      connset.Set // accepted connections
+	connSeq    atomic.Uint64
+	closing    atomic.Bool
+	cut        chan struct{} // closed when Close's grace is over: answers still waiting go at once
+	connSlots  chan struct{} // a slot per connection served (--max-conns)
+	stopAccept chan struct{} // closed by Close: accept loops waiting for a slot end
 
 	scratch  sync.Pool
 	st       stats
@@ -249,6 +289,8 @@ type Server struct {
 	started  time.Time
 	missLog  rateLimit
 	sessions sessionCounts
+	// hostsNamed are the recorded hosts a miss to an unknown host names.
+	hostsNamed []string
 }
 
 // served is a listener and what it serves as.
@@ -258,14 +300,15 @@ type served struct {
 	flag string
 }
 
-// Start checks o, opens and indexes the file, reads the CA and the
-// transforms, binds every address, and serves until Close. Every error
-// comes before anything is served, naming its flag.
+// Start checks o, binds every address (first: a busy port is told at
+// once, not after the file is indexed), opens and indexes the file, reads
+// the CA and the transforms, and serves until Close. Every error comes
+// before anything is served, naming its flag.
 func Start(o Options) (*Server, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{o: o, h1done: make(chan error, 1)}
+	s := &Server{o: o, h1done: make(chan error, 1), cut: make(chan struct{}), stopAccept: make(chan struct{})}
 	if s.o.Now == nil {
 		s.o.Now = time.Now
 	}
@@ -275,25 +318,43 @@ func Start(o Options) (*Server, error) {
 	if s.o.IdleTimeout == 0 {
 		s.o.IdleTimeout = 2 * time.Minute
 	}
+	if s.o.HeadTimeout == 0 {
+		s.o.HeadTimeout = DefaultHeadTimeout
+	}
+	if s.o.MaxConns == 0 {
+		s.o.MaxConns = DefaultMaxConns
+	}
+	s.connSlots = make(chan struct{}, s.o.MaxConns)
+	ups, _ := listen.ParseUpstreams(o.AllowUpstream)
+	s.policy = listen.Policy{AllowRemote: o.AllowRemote, AllowPublicClients: o.AllowPublicClients, Upstreams: ups}
 	s.latency, _ = parseLatency(o.Latency)
 	s.faults, _ = o.Faults.parse()
 	s.order = newOrder(o.Order, o.Session)
 	if err := s.rules(); err != nil {
 		return nil, err
 	}
-	if err := s.open(); err != nil {
-		return nil, err
-	}
 	if err := s.bind(); err != nil {
 		s.release()
 		return nil, err
 	}
+	if err := s.open(); err != nil {
+		s.release()
+		return nil, err
+	}
+	if err := s.checkServe(); err != nil {
+		s.release()
+		return nil, err
+	}
+	s.hostsNamed = s.ix.knownHosts()
 	s.serve()
 	return s, nil
 }
 
 // open reads everything the mock answers from: file, CA, transforms.
 func (s *Server) open() error {
+	if hint := sniff.Hint(s.o.File, sniff.Head(s.o.File)); hint != "" {
+		return errors.New(hint) // a capture, a HAR, a log: named with its import, as replay run does
+	}
 	f, err := openFile(s.o.File, s.o.Filter)
 	if err != nil {
 		return err
@@ -305,6 +366,9 @@ func (s *Server) open() error {
 	if s.ix.kept == 0 {
 		f.Close()
 		return fmt.Errorf("%s: no pair has an answer that can be sent (%d skipped, first: line %d: %s)", s.o.File, s.ix.skippedTotal, s.ix.skipped[0].Line, s.ix.skipped[0].Reason)
+	}
+	if sk := f.Skipped(); sk.Total() > 0 {
+		s.o.Log.Warn().Str("file", s.o.File).Int("lines", sk.Total()).Strs("kinds", sk.Kinds()).Msg("lines skipped: not HTTP pairs to answer with")
 	}
 	for _, sk := range s.ix.skipped {
 		s.o.Log.Warn().Str("file", s.o.File).Int("line", sk.Line).Str("reason", sk.Reason).Msg("pair skipped: its answer cannot be sent")
@@ -334,7 +398,9 @@ func (s *Server) open() error {
 			s.release()
 			return err
 		}
-		t, err := negotiate.New(negotiate.Options{Conn: s.o.Upstream.ConnOptions(), HTTP2: negotiate.On})
+		co := s.o.Upstream.ConnOptions()
+		co.Allow = s.policy.CheckUpstream // never loopback or link-local unless --allow-upstream names it
+		t, err := negotiate.New(negotiate.Options{Conn: co, HTTP2: negotiate.On})
 		if err != nil {
 			s.release()
 			return err
@@ -419,23 +485,30 @@ func (s *Server) compileTransforms() error {
 // refused naming its flag, and nothing is served.
 func (s *Server) bind() error {
 	if s.o.Listen != "" {
-		ln, err := net.Listen("tcp", s.o.Listen)
+		ln, err := listen.Bind(s.o.Listen, "--listen", s.policy, "mock", s.o.Log)
 		if err != nil {
-			return fmt.Errorf("--listen %s: %w", s.o.Listen, err)
+			return err
 		}
 		s.lns = append(s.lns, served{ln: ln, flag: "--listen"})
 	}
 	for _, sv := range s.o.Serve {
 		host, addr, _ := strings.Cut(sv, "=")
-		h := normHost(nil, []byte(host))
-		if !s.ix.hosts[string(h)] {
+		ln, err := listen.Bind(addr, "--serve", s.policy, "mock", s.o.Log)
+		if err != nil {
+			return err
+		}
+		s.lns = append(s.lns, served{ln: ln, host: normHost(nil, []byte(host)), flag: "--serve " + sv})
+	}
+	return nil
+}
+
+// checkServe refuses a --serve HOST the file does not hold.
+func (s *Server) checkServe() error {
+	for i, sv := range s.o.Serve {
+		host, _, _ := strings.Cut(sv, "=")
+		if l := s.lns[len(s.lns)-len(s.o.Serve)+i]; !s.ix.hosts[string(l.host)] {
 			return fmt.Errorf("--serve %s: %s is not a host of %s (recorded: %s)", sv, host, s.o.File, strings.Join(s.ix.hostList(), ", "))
 		}
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("--serve %s: %w", sv, err)
-		}
-		s.lns = append(s.lns, served{ln: ln, host: h, flag: "--serve " + sv})
 	}
 	return nil
 }
@@ -460,6 +533,9 @@ func (s *Server) Close(ctx context.Context) error {
 
 func (s *Server) close(ctx context.Context) error {
 	s.closing.Store(true)
+	close(s.stopAccept)
+	stop := context.AfterFunc(ctx, func() { close(s.cut) })
+	defer stop()
 	for _, l := range s.lns {
 		l.ln.Close()
 	}

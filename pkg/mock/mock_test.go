@@ -344,7 +344,7 @@ func TestPassthrough(t *testing.T) {
 	host := strings.TrimPrefix(up.URL, "http://")
 	missFile := filepath.Join(t.TempDir(), "misses.jsonl")
 	s := start(t, Options{File: file(t, rec{method: "GET", uri: "/known", host: host, status: 200, resBody: "recorded"}),
-		Passthrough: true, RecordMisses: missFile})
+		Passthrough: true, RecordMisses: missFile, AllowUpstream: []string{"127.0.0.0/8"}})
 	c := through(s, nil, false)
 	c.Transport.(*http.Transport).Proxy = http.ProxyURL(&url.URL{Scheme: "http", User: url.UserPassword("u", "p"), Host: s.Addrs()[0]})
 	if st, _, body := do(t, c, "GET", up.URL+"/known", ""); st != 200 || body != "recorded" {
@@ -378,11 +378,26 @@ func TestPassthrough(t *testing.T) {
 		t.Errorf("recorded miss: %s", recorded)
 	}
 	// A real host that does not answer: 502 naming it, counted.
-	s = start(t, Options{File: file(t, rec{method: "GET", uri: "/known", host: "127.0.0.1:1", status: 200, resBody: "recorded"}), Passthrough: true})
+	s = start(t, Options{File: file(t, rec{method: "GET", uri: "/known", host: "127.0.0.1:1", status: 200, resBody: "recorded"}), Passthrough: true, AllowUpstream: []string{"127.0.0.1"}})
 	if st, _, body := do(t, through(s, nil, false), "GET", "http://127.0.0.1:1/other", ""); st != 502 || !strings.Contains(body, "127.0.0.1:1") {
 		t.Errorf("unreachable: %d %s", st, body)
 	}
 	if r := s.Report(); r.PassthroughErrors != 1 {
 		t.Errorf("passthrough errors %d", r.PassthroughErrors)
+	}
+	// Without --allow-upstream, a loopback upstream (by address or by a
+	// name resolving to it) is refused where it is dialed: 502 naming the
+	// flag, and the real host sees nothing.
+	s = start(t, Options{File: file(t, rec{method: "GET", uri: "/known", host: host, status: 200, resBody: "recorded"}), Passthrough: true})
+	_, port, _ := net.SplitHostPort(host)
+	for _, u := range []string{up.URL + "/refused", "http://localhost:" + port + "/refused"} {
+		if st, _, body := do(t, through(s, nil, false), "GET", u, ""); st != 502 || !strings.Contains(body, "--allow-upstream") {
+			t.Errorf("%s without --allow-upstream: %d %s, want 502 naming --allow-upstream", u, st, body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) != 1 {
+		t.Errorf("the real host saw %v, want nothing more", calls)
 	}
 }

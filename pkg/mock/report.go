@@ -22,6 +22,7 @@ type stats struct {
 	hits, loose, misses, passed, passErrors atomic.Int64
 	broken, tlsErrors, rewriteFailed        atomic.Int64
 	tunnels                                 atomic.Int64
+	overLimit                               atomic.Int64 // bodies past their limit (body.go)
 	faults                                  [faultKinds]atomic.Int64
 	epHits, epMisses                        []atomic.Int64 // by the file's endpoint
 	epUnknown                               atomic.Int64   // misses on no endpoint of the file
@@ -48,7 +49,10 @@ type MissStats struct {
 	Request string   `json:"request"`
 	Count   int64    `json:"count"`
 	Nearest *Nearest `json:"nearest,omitempty"`
-	pair    int      // the nearest pair
+	// UnknownHost: the request's host was never recorded (no nearest is
+	// looked for; the answer lists the recorded hosts).
+	UnknownHost bool `json:"unknown_host,omitempty"`
+	pair        int  // the nearest pair
 }
 
 // missOf counts a miss of signature sig and returns its entry, made by
@@ -93,17 +97,25 @@ func (st *stats) sigMiss(pair int) {
 
 // Report is what a mock did: the --out JSON, and the text on exit.
 type Report struct {
-	File         string    `json:"file"`
-	Pairs        int       `json:"pairs"`   // pairs answered from
-	Skipped      int       `json:"skipped"` // pairs whose answer cannot be sent
-	SkippedPairs []Skip    `json:"skipped_pairs,omitempty"`
-	Started      time.Time `json:"started"`
-	DurationS    float64   `json:"duration_s"`
-	Requests     int64     `json:"requests"`
-	Hits         int64     `json:"hits"`
+	File  string `json:"file"`
+	Pairs int    `json:"pairs"` // pairs answered from
+	// Skipped are the lines of the file not answered from: valid lines
+	// of another protocol or without a request (rrpair's kinds), and
+	// pairs whose answer cannot be sent; SkippedKinds counts them by kind.
+	Skipped      int          `json:"skipped"`
+	SkippedKinds SkippedKinds `json:"skipped_kinds"`
+	SkippedPairs []Skip       `json:"skipped_pairs,omitempty"` // the first unsendable ones
+	Started      time.Time    `json:"started"`
+	DurationS    float64      `json:"duration_s"`
+	Requests     int64        `json:"requests"`
+	Hits         int64        `json:"hits"`
 	// HitsLoose are the hits of the second pass, rotating values ignored.
-	HitsLoose         int64            `json:"hits_loose"`
-	Misses            int64            `json:"misses"`
+	HitsLoose int64 `json:"hits_loose"`
+	Misses    int64 `json:"misses"`
+	// BodiesOverLimit are the misses whose body was longer than any
+	// recorded request of their method, host and path could match
+	// (answered 413, the rest not read).
+	BodiesOverLimit   int64            `json:"bodies_over_limit"`
 	Passthrough       int64            `json:"passthrough"`
 	PassthroughErrors int64            `json:"passthrough_errors"`
 	Faults            map[string]int64 `json:"faults"`
@@ -124,6 +136,16 @@ type Report struct {
 	// RewriteFailed are answers the transforms could not rewrite (sent as
 	// recorded).
 	RewriteFailed int64 `json:"rewrite_failed,omitempty"`
+}
+
+// SkippedKinds counts the lines not answered from, by kind:
+//
+//	{"protocol": {"postgres": 2091}, "response_only": 3, "unsendable": 1}
+type SkippedKinds struct {
+	rrpair.Skipped
+	// Unsendable are pairs whose recorded answer cannot be sent (no
+	// status, an interim 1xx, over 599, a 204 or 304 with a body).
+	Unsendable int `json:"unsendable,omitempty"`
 }
 
 // EndpointStats are an endpoint's hits and misses.
@@ -157,11 +179,12 @@ func (s *Server) Report() Report {
 
 func (s *Server) report() Report {
 	st, ix := &s.st, s.ix
-	r := Report{File: s.o.File, Pairs: ix.kept, Skipped: ix.skippedTotal, SkippedPairs: ix.skipped,
+	r := Report{File: s.o.File, Pairs: ix.kept, SkippedKinds: SkippedKinds{Skipped: ix.f.Skipped(), Unsendable: ix.skippedTotal}, SkippedPairs: ix.skipped,
 		Started: s.started, DurationS: s.o.Now().Sub(s.started).Seconds(),
-		Hits: st.hits.Load(), HitsLoose: st.loose.Load(), Misses: st.misses.Load(), Passthrough: st.passed.Load(),
+		Hits: st.hits.Load(), HitsLoose: st.loose.Load(), Misses: st.misses.Load(), BodiesOverLimit: st.overLimit.Load(), Passthrough: st.passed.Load(),
 		PassthroughErrors: st.passErrors.Load(), Faults: map[string]int64{}, Tunnels: st.tunnels.Load(), TLSErrors: st.tlsErrors.Load(),
 		RewriteFailed: st.rewriteFailed.Load()}
+	r.Skipped = r.SkippedKinds.Total() + r.SkippedKinds.Unsendable
 	r.Requests = r.Hits + r.Misses + r.Passthrough + st.broken.Load()
 	for k, name := range faultNames {
 		r.Faults[name] = st.faults[k].Load()
@@ -253,12 +276,18 @@ func (r *Report) WriteText(w io.Writer) error {
 	} else {
 		fmt.Fprintf(&b, ", %d misses", r.Misses)
 	}
+	if r.BodiesOverLimit > 0 {
+		fmt.Fprintf(&b, " (%d with a body over its limit, answered 413)", r.BodiesOverLimit)
+	}
 	if r.Passthrough > 0 {
 		fmt.Fprintf(&b, ", %d passed through (%d failed)", r.Passthrough, r.PassthroughErrors)
 	}
 	fmt.Fprintf(&b, "\nanswered from %s of %s (%s)", plural.Count(r.Pairs, "pair"), r.File, plural.Count(r.SignatureCount+r.SignaturesNotListed, "signature"))
-	if r.Skipped > 0 {
-		fmt.Fprintf(&b, "; %s skipped, their answer cannot be sent", plural.Count(r.Skipped, "pair"))
+	if kinds := r.SkippedKinds.Kinds(); r.Skipped > 0 {
+		if n := r.SkippedKinds.Unsendable; n > 0 {
+			kinds = append(kinds, fmt.Sprintf("unsendable %d", n))
+		}
+		fmt.Fprintf(&b, "; %s skipped (%s)", plural.Count(r.Skipped, "line"), strings.Join(kinds, ", "))
 	}
 	fmt.Fprintf(&b, "; %s never given\n", plural.Count(int(r.UnusedAnswers), "recorded answer"))
 	if f := r.Faults; f["error"]+f["delay"]+f["reset"] > 0 {
@@ -285,6 +314,9 @@ func (r *Report) writeMisses(b *strings.Builder) {
 		b.WriteString("misses, with the nearest recorded request:\n")
 		for _, m := range r.NearestMisses[:min(len(r.NearestMisses), 10)] {
 			fmt.Fprintf(b, "  %d× %s\n", m.Count, m.Request)
+			if m.UnknownHost {
+				fmt.Fprintf(b, "     its host was never recorded\n")
+			}
 			if m.Nearest != nil {
 				fmt.Fprintf(b, "     nearest, line %d: %s\n", m.Nearest.Line, m.Nearest.Request)
 				for _, d := range m.Nearest.Differs {

@@ -39,12 +39,53 @@ type servedConn struct {
 	cs   *connState
 	once sync.Once
 	done chan struct{}
+	// linger: the last request's body was left unread (over its limit):
+	// Close lets the client read the answer before the connection goes.
+	linger atomic.Bool
+	// heads are the answers to send in the place of fasthttp's (one
+	// goroutine queues and writes them: fasthttp's for the connection).
+	heads heads
+}
+
+// Write puts the queued answers in the place of fasthttp's heads.
+func (c *servedConn) Write(p []byte) (int, error) {
+	if !c.heads.pending() {
+		return c.Conn.Write(p)
+	}
+	if _, err := c.Conn.Write(c.heads.rewrite(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 func (c *servedConn) Close() error {
+	if c.linger.Load() {
+		lingerClose(c.Conn, c.cs.raw)
+	}
 	err := c.Conn.Close()
 	c.once.Do(func() { close(c.done) })
 	return err
+}
+
+// lingerTime bounds how long a connection whose request body was left
+// unread is drained before it closes.
+const lingerTime = time.Second
+
+// lingerClose ends the writing side of raw (the answer is flushed) and
+// discards what the client still sends, at most lingerTime: closed at
+// once, a connection with unread bytes is reset, and a client still
+// sending its body could lose the answer (net/http does the same).
+func lingerClose(c, raw net.Conn) {
+	if tc, ok := raw.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	c.SetReadDeadline(time.Now().Add(lingerTime))
+	var buf [4 << 10]byte
+	for {
+		if _, err := c.Read(buf[:]); err != nil {
+			return
+		}
+	}
 }
 
 // h2Preface is what an HTTP/2 client with prior knowledge sends first.
@@ -65,14 +106,20 @@ func (s *Server) serve() {
 		DisableHeaderNamesNormalizing: true,
 		DisablePreParseMultipartForm:  true,
 		IdleTimeout:                   s.o.IdleTimeout,
-		MaxRequestBodySize:            64 << 20,
+		ReadTimeout:                   s.o.HeadTimeout, // a request's head; its body gets --idle-timeout (readH1Body)
+		WriteTimeout:                  s.o.IdleTimeout,
+		MaxRequestBodySize:            bodySlack, // bodies are read by the handler, as far as matching needs (body.go)
+		StreamRequestBody:             true,
 		ReadBufferSize:                16 << 10,
 		CloseOnShutdown:               true,
 		Logger:                        printflog.Logger{Log: s.o.Log, Level: zerolog.DebugLevel, From: "fasthttp"},
 	}
 	s.h1ln = h2serve.NewListener(s.lns[0].ln.Addr())
 	go func() { s.h1done <- s.h1.Serve(s.h1ln) }()
-	s.h2 = h2serve.New(http.HandlerFunc(s.handleH2))
+	// At most 100 streams a connection (RFC 9113's least advice): a client
+	// that opens and resets streams at once holds at most that many
+	// handlers (and net/http's queue of four times as many) per connection.
+	s.h2 = h2serve.NewWith(http.HandlerFunc(s.handleH2), h2serve.Limits{Idle: s.o.IdleTimeout, Read: s.o.IdleTimeout, Write: s.o.IdleTimeout, Streams: 100})
 	for _, l := range s.lns {
 		s.wg.Add(1)
 		go s.accept(l)
@@ -82,12 +129,21 @@ func (s *Server) serve() {
 func (s *Server) accept(l served) {
 	defer s.wg.Done()
 	for {
+		select { // at most --max-conns served at once: the rest wait in the listen queue
+		case s.connSlots <- struct{}{}:
+		case <-s.stopAccept:
+			return
+		}
 		c, err := l.ln.Accept()
 		if err != nil {
+			<-s.connSlots
 			return
 		}
 		h2 := s.conns.Add(c)
-		go s.handleConn(c, l.host, h2)
+		go func() {
+			defer func() { <-s.connSlots }()
+			s.handleConn(c, l.host, h2)
+		}()
 	}
 }
 
@@ -100,18 +156,21 @@ func (s *Server) handleConn(c net.Conn, host []byte, h2 *atomic.Bool) {
 		return
 	}
 	cs := &connState{raw: c, id: s.connSeq.Add(1), host: host, scheme: "http", h2: h2}
-	deadline := time.Now().Add(s.o.IdleTimeout)
-	c.SetReadDeadline(deadline)
+	c.SetReadDeadline(time.Now().Add(s.o.IdleTimeout))
 	pc, err := tlsca.Peek(c, 1)
 	if err != nil {
 		return
 	}
-	s.speak(pc, cs, string(host), deadline)
+	s.speak(pc, cs, string(host))
 }
 
 // speak serves c, whose first byte is peeked, as what it speaks. name is
 // the server name for a TLS client that sends none.
-func (s *Server) speak(pc *tlsca.PeekConn, cs *connState, name string, deadline time.Time) {
+func (s *Server) speak(pc *tlsca.PeekConn, cs *connState, name string) {
+	// The first byte came: the rest of a TLS handshake or of the HTTP/2
+	// preface gets --head-timeout, as an HTTP/1.1 head does.
+	deadline := time.Now().Add(s.o.HeadTimeout)
+	pc.SetReadDeadline(deadline)
 	if pc.Peeked()[0] == 0x16 {
 		ac, err := tlsca.Accept(pc, s.ca, name, alpn, deadline)
 		if err != nil {
@@ -164,8 +223,7 @@ func (s *Server) tunnel(c net.Conn, target string, parent *connState) {
 		return
 	}
 	cs := &connState{raw: parent.raw, id: s.connSeq.Add(1), host: normHost(nil, []byte(target)), scheme: "http", h2: parent.h2}
-	deadline := time.Now().Add(s.o.IdleTimeout)
-	c.SetReadDeadline(deadline)
+	c.SetReadDeadline(time.Now().Add(s.o.IdleTimeout))
 	pc, err := tlsca.Peek(c, 1)
 	if err != nil {
 		if !errors.Is(err, io.EOF) {
@@ -173,5 +231,5 @@ func (s *Server) tunnel(c net.Conn, target string, parent *connState) {
 		}
 		return
 	}
-	s.speak(pc, cs, name, deadline)
+	s.speak(pc, cs, name)
 }

@@ -155,14 +155,15 @@ func (s *signer) sum(v *view, m *masks) uint64 {
 	return h.Sum64()
 }
 
-// route is the hash of a request's host and path: the requests a miss
-// looks among first for the nearest.
+// route is the hash of a request's host and path, its rotating segments
+// as one ("*"): the requests a miss looks among first for the nearest, and
+// what bounds how much of a body is read (body.go).
 func (s *signer) route(v *view) uint64 {
 	s.h.Reset()
 	s.h.Write(v.host)
 	s.h.WriteByte(0)
 	path, _, _ := bytes.Cut(v.uri, []byte("?"))
-	s.h.Write(path)
+	s.writePath(path, true)
 	return s.h.Sum64()
 }
 
