@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/pkg/capture"
 	"github.com/replay-dev/replay/pkg/tlsca"
 	"github.com/rs/zerolog"
@@ -58,10 +59,21 @@ Pairs say direction OUT, for replay mock.`,
 			if err != nil {
 				return err
 			}
+			// A second signal waits for the recording to be put in place,
+			// cutting the exchanges still under way short.
+			hurry, release := outfile.Hold()
+			defer release()
 			log.Info().Str("listen", p.Addr()).Str("upstream", upstream).Bool("forward", forward).Str("output", out.Path).Msg("recording; stop with Ctrl-C")
 			waitStop(cmd.Context(), duration)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
+			go func() {
+				select {
+				case <-hurry:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
 			err = p.Close(ctx)
 			log.Info().EmbedObject(p.Stats()).Msg("recorded")
 			return err
