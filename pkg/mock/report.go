@@ -93,14 +93,18 @@ func (st *stats) sigMiss(pair int) {
 
 // Report is what a mock did: the --out JSON, and the text on exit.
 type Report struct {
-	File         string    `json:"file"`
-	Pairs        int       `json:"pairs"`   // pairs answered from
-	Skipped      int       `json:"skipped"` // pairs whose answer cannot be sent
-	SkippedPairs []Skip    `json:"skipped_pairs,omitempty"`
-	Started      time.Time `json:"started"`
-	DurationS    float64   `json:"duration_s"`
-	Requests     int64     `json:"requests"`
-	Hits         int64     `json:"hits"`
+	File         string `json:"file"`
+	Pairs        int    `json:"pairs"`   // pairs answered from
+	Skipped      int    `json:"skipped"` // pairs whose answer cannot be sent
+	SkippedPairs []Skip `json:"skipped_pairs,omitempty"`
+	// LinesSkipped are the valid lines of the file not answered from, by
+	// kind: another protocol (postgres, mysql, redis, kafka...) by name,
+	// answers with neither a request nor a signature.
+	LinesSkipped rrpair.Skipped `json:"lines_skipped"`
+	Started      time.Time      `json:"started"`
+	DurationS    float64        `json:"duration_s"`
+	Requests     int64          `json:"requests"`
+	Hits         int64          `json:"hits"`
 	// HitsLoose are the hits of the second pass, rotating values ignored.
 	HitsLoose         int64            `json:"hits_loose"`
 	Misses            int64            `json:"misses"`
@@ -157,7 +161,7 @@ func (s *Server) Report() Report {
 
 func (s *Server) report() Report {
 	st, ix := &s.st, s.ix
-	r := Report{File: s.o.File, Pairs: ix.kept, Skipped: ix.skippedTotal, SkippedPairs: ix.skipped,
+	r := Report{File: s.o.File, Pairs: ix.kept, Skipped: ix.skippedTotal, SkippedPairs: ix.skipped, LinesSkipped: ix.f.Skipped(),
 		Started: s.started, DurationS: s.o.Now().Sub(s.started).Seconds(),
 		Hits: st.hits.Load(), HitsLoose: st.loose.Load(), Misses: st.misses.Load(), Passthrough: st.passed.Load(),
 		PassthroughErrors: st.passErrors.Load(), Faults: map[string]int64{}, Tunnels: st.tunnels.Load(), TLSErrors: st.tlsErrors.Load(),
@@ -261,6 +265,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "; %s skipped, their answer cannot be sent", plural.Count(r.Skipped, "pair"))
 	}
 	fmt.Fprintf(&b, "; %s never given\n", plural.Count(int(r.UnusedAnswers), "recorded answer"))
+	b.WriteString(r.skippedLines())
 	if f := r.Faults; f["error"]+f["delay"]+f["reset"] > 0 {
 		fmt.Fprintf(&b, "faults injected: error %d, delay %d, reset %d\n", f["error"], f["delay"], f["reset"])
 	}
