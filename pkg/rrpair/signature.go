@@ -3,7 +3,6 @@ package rrpair
 import (
 	"bytes"
 	"encoding/base64"
-	"strings"
 )
 
 // A Speedscale snapshot's reaction file holds what Speedscale's own
@@ -191,27 +190,26 @@ func (d *decoder) readSig(raw []byte, field string, b64 bool) error {
 		if err != nil {
 			return fieldErr(field, "bad escape in a key")
 		}
-		name := field + "." + string(key)
-		v, err := d.sigValue(&s, name, b64)
+		v, err := d.sigValue(&s, field, key, b64)
 		if err != nil {
 			return err
 		}
-		switch k := string(key); {
-		case k == "http:host":
+		switch {
+		case string(key) == "http:host":
 			r.host = v
-		case k == "http:method":
+		case string(key) == "http:method":
 			r.method = v
-		case k == "http:url":
+		case string(key) == "http:url":
 			r.url = v
-		case k == queryParamsKey:
+		case string(key) == queryParamsKey:
 			r.query, r.hasQuery = v, true
-		case strings.HasPrefix(k, queryParamsKey+":"):
+		case len(key) > len(queryParamsKey) && string(key[:len(queryParamsKey)+1]) == queryParamsKey+":":
 			r.params = append(r.params, sigParam{name: key[len(queryParamsKey)+1:], value: v})
-		case k == "http:requestBodyJSON":
+		case string(key) == "http:requestBodyJSON":
 			r.body, r.hasBody = v, true
-		case k == "instance":
+		case string(key) == "instance":
 			if r.instance, ok = atoi(v); !ok {
-				return fieldErr(name, "want a whole number, got %q", v)
+				return fieldErr(field+".instance", "want a whole number, got %q", v)
 			}
 			r.hasInstance = true
 		default:
@@ -222,14 +220,15 @@ func (d *decoder) readSig(raw []byte, field string, b64 bool) error {
 	}
 }
 
-// sigValue reads the value of a signature key: a string (base64 decoded
-// with b64) or a number.
-func (d *decoder) sigValue(s *scanner, name string, b64 bool) ([]byte, error) {
+// sigValue reads the value of a signature key (field.key, for errors): a
+// string (base64 decoded with b64) or a number.
+func (d *decoder) sigValue(s *scanner, field string, key []byte, b64 bool) ([]byte, error) {
+	name := func() string { return field + "." + string(key) }
 	switch c := s.peek(); {
 	case c == '"':
 		v, err := d.string(s)
 		if err != nil {
-			return nil, fieldErr(name, "%v", err)
+			return nil, fieldErr(name(), "%v", err)
 		}
 		if v == nil {
 			v = []byte{}
@@ -243,18 +242,18 @@ func (d *decoder) sigValue(s *scanner, name string, b64 bool) ([]byte, error) {
 		n, err = base64.StdEncoding.Decode(d.arena[start:], v)
 		if err != nil {
 			d.arena = d.arena[:start]
-			return nil, fieldErr(name, "bad base64: %v", err)
+			return nil, fieldErr(name(), "bad base64: %v", err)
 		}
 		d.arena = d.arena[:start+n]
 		return d.arena[start : start+n : start+n], nil
 	case c == '-' || c >= '0' && c <= '9':
 		v, err := s.number()
 		if err != nil {
-			return nil, fieldErr(name, "%v", err)
+			return nil, fieldErr(name(), "%v", err)
 		}
 		return v, nil
 	default:
-		return nil, wantErr(name, "a string", c)
+		return nil, wantErr(name(), "a string", c)
 	}
 }
 
@@ -287,7 +286,7 @@ func (d *decoder) readHTTPSig(raw []byte) error {
 				}
 				continue
 			}
-			v, err := d.sigValue(&s, "http.sig.instance", false)
+			v, err := d.sigValue(&s, "http.sig", key, false)
 			if err != nil {
 				return err
 			}
