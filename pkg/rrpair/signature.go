@@ -32,7 +32,7 @@ type sigSpans struct {
 }
 
 func (s *sigSpans) present() bool {
-	return s.mutable != nil || s.b64 != nil || s.http != nil || s.command != nil || s.location != nil
+	return isObject(s.mutable) || isObject(s.b64) || isObject(s.http) || s.command != nil || s.location != nil
 }
 
 // sigParam is one http:queryparams:NAME key of a signature.
@@ -58,8 +58,18 @@ func rawSpan(s *scanner) ([]byte, error) {
 	return s.b[start:s.i], nil
 }
 
-// sigTop reads a top-level key that belongs to a signature.
+// sigTop reads a top-level key that belongs to a signature. A value of
+// another shape (not an object, not a string) is not a signature's: it
+// is skipped, as any unknown field is.
 func (d *decoder) sigTop(s *scanner, key []byte) (err error) {
+	c := s.peek()
+	if string(key) == "mutableSignature" || string(key) == "signature" {
+		if c != '{' {
+			return s.skip(0)
+		}
+	} else if c != '"' {
+		return s.skip(0)
+	}
 	switch string(key) {
 	case "mutableSignature":
 		d.sig.mutable, err = rawSpan(s)

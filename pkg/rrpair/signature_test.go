@@ -1,6 +1,8 @@
 package rrpair
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -147,5 +149,55 @@ func TestDecodeSignatureLineDoesNotAllocate(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { c.Decode(0, &p) }); n != 0 {
 		t.Errorf("got %v allocations a decode, want 0", n)
+	}
+}
+
+// FuzzSignatureLine: a signature line never panics the decoder, and what
+// a validating decoder accepts, the trusted decoder of a run's cursor
+// reads the same way.
+func FuzzSignatureLine(f *testing.F) {
+	f.Add([]byte(reactionLine))
+	f.Add([]byte(`{"signature":{"http:method":"R0VU","http:url":"L28=","instance":"MQ=="},"http":{"res":{"statusCode":200}}}`))
+	f.Add([]byte(`{"command":"GET","location":"/a?b=1","network_address":"h:80","http":{"res":{"statusCode":200}}}`))
+	f.Add([]byte(`{"mutableSignature":{"http:method":"GET","http:url":"/s","http:queryparams:q\u00e9":"a b","5":"x"},"http":{"res":{"statusCode":200},"sig":{"instance":"2"}}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if bytes.IndexByte(line, '\n') >= 0 {
+			return
+		}
+		var p, q Pair
+		v := decoder{validate: true, signatures: true}
+		kind, err := v.decode(line, &p)
+		if err == nil && !json.Valid(line) {
+			t.Fatalf("accepted invalid JSON %q", line)
+		}
+		if err != nil || kind != replayable || !p.FromSignature {
+			return
+		}
+		r := decoder{signatures: true}
+		if kind, err := r.decode(line, &q); err != nil || kind != replayable {
+			t.Fatalf("validated, then the trusted decoder: kind %d, %v", kind, err)
+		}
+		if !bytes.Equal(p.Req.Method, q.Req.Method) || !bytes.Equal(p.Req.URI, q.Req.URI) || !bytes.Equal(p.Req.Host, q.Req.Host) ||
+			!bytes.Equal(p.Req.Body, q.Req.Body) || p.Instance != q.Instance || !bytes.Equal(p.UnreadKey, q.UnreadKey) {
+			t.Fatalf("validating and trusted decoders differ on %q: %s %s %s vs %s %s %s", line, p.Req.Method, p.Req.Host, p.Req.URI, q.Req.Method, q.Req.Host, q.Req.URI)
+		}
+	})
+}
+
+// TestSignatureFieldsOfAnotherShape: top-level fields named like a
+// signature's but of another shape are ignored, as unknown fields are: a
+// line with its request replays, an answer alone stays response_only.
+func TestSignatureFieldsOfAnotherShape(t *testing.T) {
+	content := `{"signature":"c2lnbmVk","command":{"op":1},"location":[1,2],"http":{"req":{"method":"GET","uri":"/a"},"res":{"statusCode":200}}}` + "\n" +
+		`{"signature":"c2lnbmVk","location":null,"http":{"res":{"statusCode":200}}}` + "\n"
+	for _, sigs := range []bool{false, true} {
+		f, err := Open(writeFile(t, content), Options{Signatures: sigs})
+		if err != nil {
+			t.Fatalf("Signatures %v: %v", sigs, err)
+		}
+		if sk := f.Skipped(); f.Len() != 1 || sk.ResponseOnly != 1 || sk.Signature != 0 {
+			t.Errorf("Signatures %v: got %d pairs, skipped %+v; want 1 pair, response_only 1", sigs, f.Len(), sk)
+		}
+		f.Close()
 	}
 }
