@@ -134,8 +134,15 @@ func (d *decoder) fromSignature(p *Pair) error {
 		p.Req.Body = r.body
 	}
 	p.FromSignature, p.Instance, p.UnreadKey = true, r.instance, r.unread
+	if len(p.Direction) == 0 {
+		// An answer a responder serves is a dependency's: OUT, when the
+		// line does not say (the mock keeps OUT pairs by default).
+		p.Direction = dirOut
+	}
 	return nil
 }
+
+var dirOut = []byte("OUT")
 
 func isObject(b []byte) bool { return len(b) > 0 && b[0] == '{' }
 

@@ -87,6 +87,9 @@ func TestSignatureLines(t *testing.T) {
 			if string(p.Req.Method) != tt.method || string(p.Req.Host) != tt.host || string(p.Req.URI) != tt.uri || string(p.Req.Body) != tt.body {
 				t.Errorf("got %s %s %s body %q, want %s %s %s body %q", p.Req.Method, p.Req.Host, p.Req.URI, p.Req.Body, tt.method, tt.host, tt.uri, tt.body)
 			}
+			if wantOut := !tt.fromSignatureMissing; p.IsOut() != wantOut {
+				t.Errorf("got direction %q, want OUT %v (a signature line says OUT, or is OUT)", p.Direction, wantOut)
+			}
 			if p.FromSignature == tt.fromSignatureMissing || p.Instance != tt.instance || string(p.UnreadKey) != tt.unread {
 				t.Errorf("got FromSignature %v, instance %d, unread %q; want %v, %d, %q", p.FromSignature, p.Instance, p.UnreadKey, !tt.fromSignatureMissing, tt.instance, tt.unread)
 			}
