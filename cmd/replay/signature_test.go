@@ -65,6 +65,9 @@ func TestRunSkipsSignatureLines(t *testing.T) {
 	if got := readSummary(t, out)["skipped"]; !reflect.DeepEqual(got, want) {
 		t.Errorf("skipped: got %v, want %v", got, want)
 	}
+	if !strings.Contains(r.stderr, `"signature":2`) || !strings.Contains(r.stderr, "signature lines: answers without their request, which replay mock serves") {
+		t.Errorf("the run's log does not count the signature lines:\n%s", r.stderr)
+	}
 	if n := srv.count.Load(); n != 1 {
 		t.Errorf("the server got %d requests, want the 1 request pair", n)
 	}

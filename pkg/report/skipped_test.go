@@ -69,7 +69,7 @@ func TestSkippedInJSONAndText(t *testing.T) {
 // section, changes nothing.
 func TestMergeTakesSkippedOnce(t *testing.T) {
 	shard := func() *Summary {
-		return skippedSummary(t, &Skipped{Protocol: map[string]int{"postgres": 12}, ResponseOnly: 3, DirectionOut: 7})
+		return skippedSummary(t, &Skipped{Protocol: map[string]int{"postgres": 12}, Signature: 4, ResponseOnly: 3, DirectionOut: 7})
 	}
 	var parts []*Summary
 	for _, s := range []*Summary{shard(), shard(), shard(), skippedSummary(t, nil)} {
@@ -100,7 +100,7 @@ func TestMergeTakesSkippedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = &Skipped{Protocol: map[string]int{"postgres": 12, "redis": 1}, ResponseOnly: 3, DirectionOut: 9}
+	want = &Skipped{Protocol: map[string]int{"postgres": 12, "redis": 1}, Signature: 4, ResponseOnly: 3, DirectionOut: 9}
 	if !reflect.DeepEqual(m.Skipped, want) {
 		t.Errorf("merged skipped: got %+v, want %+v", m.Skipped, want)
 	}
