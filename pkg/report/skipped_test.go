@@ -127,3 +127,20 @@ func TestWriteInspectShowsSkipped(t *testing.T) {
 		t.Errorf("inspect of a file with nothing skipped has a Skipped line:\n%s", buf.String())
 	}
 }
+
+func TestWriteInspectShowsSignatureLines(t *testing.T) {
+	st := &rrpair.Stats{File: "reaction.jsonl", Pairs: 16, Methods: map[string]int{"GET": 16}, SignatureLines: 16,
+		UnreadSignatureKeys: map[string]int{"5": 2}}
+	var buf bytes.Buffer
+	if err := WriteInspect(&buf, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Signature lines          16: answers whose request is a Speedscale signature (replay mock serves them; replay run skips them: no request to send)\n",
+		"Signature keys not read  5:2 (replay mock does not serve these lines)\n",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("inspect lacks %q:\n%s", want, buf.String())
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -202,5 +203,25 @@ func TestSignatureFieldsOfAnotherShape(t *testing.T) {
 			t.Errorf("Signatures %v: got %d pairs, skipped %+v; want 1 pair, response_only 1", sigs, f.Len(), sk)
 		}
 		f.Close()
+	}
+}
+
+// TestInspectCountsUnreadSignatureKeys: inspect names, with their count,
+// the signature keys a request was not built from.
+func TestInspectCountsUnreadSignatureKeys(t *testing.T) {
+	line := func(extra string) string {
+		return `{"mutableSignature":{"http:method":"GET","http:url":"/me"` + extra + `},"http":{"res":{"statusCode":200}}}` + "\n"
+	}
+	f, err := Open(writeFile(t, line(`,"5":"nate"`)+line(`,"5":"ann"`)+line(`,"user":"x"`)+line("")), Options{Signatures: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Inspect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{"5": 2, "user": 1}; st.SignatureLines != 4 || !reflect.DeepEqual(st.UnreadSignatureKeys, want) {
+		t.Errorf("got %d signature lines, unread keys %v; want 4, %v", st.SignatureLines, st.UnreadSignatureKeys, want)
 	}
 }
