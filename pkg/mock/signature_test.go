@@ -23,6 +23,7 @@ type sigRec struct {
 	// "command" (command, location, network_address only).
 	only  string
 	extra map[string]string // more signature keys
+	https bool
 }
 
 func (r sigRec) line() string {
@@ -43,16 +44,20 @@ func (r sigRec) line() string {
 	for k, v := range sig {
 		b64[k] = base64.StdEncoding.EncodeToString([]byte(v))
 	}
-	line := map[string]any{"msgType": "rrpair", "l7protocol": "http", "direction": "OUT", "ts": "2026-11-01T10:00:00Z",
+	proto, port := "http", ":80"
+	if r.https {
+		proto, port = "https", ":443"
+	}
+	line := map[string]any{"msgType": "rrpair", "l7protocol": proto, "direction": "OUT", "ts": "2026-11-01T10:00:00Z",
 		"http": map[string]any{"res": map[string]any{"statusCode": r.status, "headers": map[string][]string{"Content-Type": {"text/plain"}}, "body": r.resBody}}}
 	switch r.only {
 	case "base64":
 		line["signature"] = b64
 	case "command":
-		line["command"], line["location"], line["network_address"] = r.method, r.url, r.host+":80"
+		line["command"], line["location"], line["network_address"] = r.method, r.url, r.host+port
 	default:
 		line["mutableSignature"], line["signature"] = sig, b64
-		line["command"], line["location"], line["network_address"] = r.method, r.url, r.host+":80"
+		line["command"], line["location"], line["network_address"] = r.method, r.url, r.host+port
 		line["http"].(map[string]any)["sig"] = map[string]any{"host": r.host, "method": r.method, "url": r.url, "instance": r.instance}
 	}
 	b, err := json.Marshal(line)
@@ -172,5 +177,29 @@ func TestReactionUnreadKey(t *testing.T) {
 	}
 	if st, _, body := do(t, c, "GET", "http://api.example.com/v1/items", ""); st != 200 || body != "items" {
 		t.Errorf("got %d %q, want 200 \"items\"", st, body)
+	}
+}
+
+// TestReactionHTTPS: Speedscale's signature lines of a TLS dependency are
+// https (as the public snapshot's are): answered through CONNECT with the
+// CA, over HTTP/1.1 and HTTP/2, each call its instance.
+func TestReactionHTTPS(t *testing.T) {
+	var content string
+	for _, i := range []int{1, 0, 2} {
+		content += sigRec{method: "GET", host: "api.spacex.test", url: "/v4/launches/latest", instance: i, status: 200, resBody: "launch " + strconv.Itoa(i), https: true}.line()
+	}
+	content += sigRec{method: "GET", host: "api.nasa.test", url: "/planetary/apod", params: [][2]string{{"api_key", "DEMO_KEY"}}, status: 429, resBody: "slow down", https: true}.line()
+	ca, caOpt := testCA(t)
+	s := start(t, Options{File: writeFile(t, content), CA: caOpt})
+	for i, h2 := range []bool{false, true, false} {
+		if st, _, body := do(t, through(s, ca, h2), "GET", "https://api.spacex.test/v4/launches/latest", ""); st != 200 || body != "launch "+strconv.Itoa(i) {
+			t.Errorf("call %d (h2 %v): got %d %q, want 200 \"launch %d\"", i+1, h2, st, body, i)
+		}
+	}
+	if st, _, body := do(t, through(s, ca, true), "GET", "https://api.nasa.test/planetary/apod?api_key=DEMO_KEY", ""); st != 429 || body != "slow down" {
+		t.Errorf("got %d %q, want 429 \"slow down\"", st, body)
+	}
+	if r := s.Report(); r.Hits != 4 || r.Misses != 0 || r.UnusedAnswers != 0 {
+		t.Errorf("got %d hits, %d misses, %d never given; want 4, 0, 0", r.Hits, r.Misses, r.UnusedAnswers)
 	}
 }
