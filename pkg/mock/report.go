@@ -93,18 +93,14 @@ func (st *stats) sigMiss(pair int) {
 
 // Report is what a mock did: the --out JSON, and the text on exit.
 type Report struct {
-	File         string `json:"file"`
-	Pairs        int    `json:"pairs"`   // pairs answered from
-	Skipped      int    `json:"skipped"` // pairs whose answer cannot be sent
-	SkippedPairs []Skip `json:"skipped_pairs,omitempty"`
-	// LinesSkipped are the valid lines of the file not answered from, by
-	// kind: another protocol (postgres, mysql, redis, kafka...) by name,
-	// answers with neither a request nor a signature.
-	LinesSkipped rrpair.Skipped `json:"lines_skipped"`
-	Started      time.Time      `json:"started"`
-	DurationS    float64        `json:"duration_s"`
-	Requests     int64          `json:"requests"`
-	Hits         int64          `json:"hits"`
+	File         string    `json:"file"`
+	Pairs        int       `json:"pairs"`   // pairs answered from
+	Skipped      int       `json:"skipped"` // pairs whose answer cannot be sent
+	SkippedPairs []Skip    `json:"skipped_pairs,omitempty"`
+	Started      time.Time `json:"started"`
+	DurationS    float64   `json:"duration_s"`
+	Requests     int64     `json:"requests"`
+	Hits         int64     `json:"hits"`
 	// HitsLoose are the hits of the second pass, rotating values ignored.
 	HitsLoose         int64            `json:"hits_loose"`
 	Misses            int64            `json:"misses"`
@@ -128,6 +124,11 @@ type Report struct {
 	// RewriteFailed are answers the transforms could not rewrite (sent as
 	// recorded).
 	RewriteFailed int64 `json:"rewrite_failed,omitempty"`
+
+	// LinesSkipped are the valid lines of the file not answered from, by
+	// kind: another protocol (postgres, mysql, redis, kafka...) by name,
+	// answers with neither a request nor a signature.
+	LinesSkipped rrpair.Skipped `json:"lines_skipped"`
 }
 
 // EndpointStats are an endpoint's hits and misses.

@@ -45,8 +45,9 @@ func (r instanceRanks) less(a, b uint32) bool {
 	return a < b
 }
 
-// skippedLines writes the lines of the file the mock does not answer
-// from (another protocol, answers without a request), counted by kind.
+// skippedLines is the text line counting the lines of the file the mock
+// does not answer from (another protocol, answers without a request), by
+// kind; "" when there are none.
 func (r *Report) skippedLines() string {
 	if r.LinesSkipped.Total() == 0 {
 		return ""

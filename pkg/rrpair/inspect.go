@@ -6,32 +6,33 @@ import (
 
 // Stats summarizes a file for `replay inspect`.
 type Stats struct {
-	File     string  `json:"file"`
-	Pairs    int     `json:"pairs"`
-	Filtered int     `json:"filtered_out"` // pairs the filter dropped
-	Skipped  Skipped `json:"skipped"`      // valid lines not replayed, by kind
+	File       string         `json:"file"`
+	Pairs      int            `json:"pairs"`
+	Filtered   int            `json:"filtered_out"` // pairs the filter dropped
+	Skipped    Skipped        `json:"skipped"`      // valid lines not replayed, by kind
+	Sessions   int            `json:"sessions"`
+	Iterations int            `json:"iterations"`
+	First      *time.Time     `json:"first_ts,omitempty"` // earliest ts
+	Last       *time.Time     `json:"last_ts,omitempty"`  // latest ts
+	SpanS      float64        `json:"span_s"`             // Last − First
+	WithoutTS  int            `json:"without_ts"`         // pairs with no ts
+	OutOfOrder int            `json:"ts_out_of_order"`    // pairs whose ts is before the previous line's
+	Methods    map[string]int `json:"methods"`
+	Hosts      map[string]int `json:"hosts"`
+	Endpoints  []Count        `json:"endpoints"` // the endpoint table, with pairs per row
+	Status     map[int]int    `json:"status"`    // recorded status codes (0: none recorded)
+	Versions   map[string]int `json:"http_versions"`
+	Downgraded int            `json:"downgraded"` // recorded as HTTP/2 or 3, replayed as HTTP/1.1
+	GRPC       int            `json:"grpc_pairs"` // gRPC calls (Pair.IsGRPC)
+	ReqBytes   int64          `json:"request_body_bytes"`
+	ResBytes   int64          `json:"response_body_bytes"`
+
 	// SignatureLines are the pairs whose request is a Speedscale
 	// signature (Options.Signatures): replay mock answers them, a run
 	// skips them. UnreadSignatureKeys counts, by key, the signature keys
 	// not read into the request (the mock does not answer those lines).
 	SignatureLines      int            `json:"signature_lines"`
 	UnreadSignatureKeys map[string]int `json:"unread_signature_keys,omitempty"`
-	Sessions            int            `json:"sessions"`
-	Iterations          int            `json:"iterations"`
-	First               *time.Time     `json:"first_ts,omitempty"` // earliest ts
-	Last                *time.Time     `json:"last_ts,omitempty"`  // latest ts
-	SpanS               float64        `json:"span_s"`             // Last − First
-	WithoutTS           int            `json:"without_ts"`         // pairs with no ts
-	OutOfOrder          int            `json:"ts_out_of_order"`    // pairs whose ts is before the previous line's
-	Methods             map[string]int `json:"methods"`
-	Hosts               map[string]int `json:"hosts"`
-	Endpoints           []Count        `json:"endpoints"` // the endpoint table, with pairs per row
-	Status              map[int]int    `json:"status"`    // recorded status codes (0: none recorded)
-	Versions            map[string]int `json:"http_versions"`
-	Downgraded          int            `json:"downgraded"` // recorded as HTTP/2 or 3, replayed as HTTP/1.1
-	GRPC                int            `json:"grpc_pairs"` // gRPC calls (Pair.IsGRPC)
-	ReqBytes            int64          `json:"request_body_bytes"`
-	ResBytes            int64          `json:"response_body_bytes"`
 }
 
 // Count is a name and how many pairs have it.
