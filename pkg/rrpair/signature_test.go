@@ -225,3 +225,22 @@ func TestInspectCountsUnreadSignatureKeys(t *testing.T) {
 		t.Errorf("got %d signature lines, unread keys %v; want 4, %v", st.SignatureLines, st.UnreadSignatureKeys, want)
 	}
 }
+
+// BenchmarkDecodeSignatureLine decodes a signature line for the mock (its
+// request built from mutableSignature).
+func BenchmarkDecodeSignatureLine(b *testing.B) {
+	f, err := Open(writeFile(b, reactionLine+"\n"), Options{Signatures: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	c := f.NewCursor()
+	var p Pair
+	b.ReportAllocs()
+	b.SetBytes(int64(len(reactionLine)))
+	for b.Loop() {
+		if err := c.Decode(0, &p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
