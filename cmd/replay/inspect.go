@@ -23,7 +23,9 @@ func newInspectCmd(std stdio) *cobra.Command {
 it: pairs, sessions, iterations, time span, methods, hosts, endpoints (the
 table reports use), recorded status codes, HTTP versions and body bytes,
 and the valid lines a run skips, by kind (another l7protocol, response-only
-records, gRPC calls, OUT pairs). Exits 1, naming file and line, if any line
+records, gRPC calls, OUT pairs). Signature lines (a Speedscale snapshot's
+answers, whose request is only a signature) are read as pairs and counted:
+replay mock serves them, a run skips them. Exits 1, naming file and line, if any line
 is bad. The filters of run (--keep, --drop, --from, --to, --sample, --seed)
 show what a run would replay.`,
 		Example: `  replay inspect traffic.jsonl
@@ -44,7 +46,7 @@ show what a run would replay.`,
 				return err
 			}
 			in, stdinHead := sniff.Keep(std.in)
-			f, err := run.OpenFileContext(cmd.Context(), file, in, rrpair.Options{Filter: flt})
+			f, err := run.OpenFileContext(cmd.Context(), file, in, rrpair.Options{Filter: flt, Signatures: true})
 			if err != nil {
 				head := sniff.Head(file)
 				if file == "-" {

@@ -30,6 +30,9 @@ replay plays every dependency around it. Point the service's HTTP_PROXY and
 HTTPS_PROXY at --listen (TLS inside CONNECT is terminated with the CA of
 --ca-cert/--ca-key or --ca-out, which the service must trust), or its base
 URLs at --serve HOST=ADDR listeners; a file with one host needs no mapping.
+A Speedscale snapshot's reaction file is answered from too: each line an
+answer whose request is a signature (mutableSignature), its answers given
+in instance order.
 
 A call matches a recorded one by method, host, path, query (in any order)
 and body (JSON in any key order); headers only with --match-header; a
@@ -41,7 +44,8 @@ answer, then the last again (--cycle: round again). A miss fails closed:
 unless --passthrough. SIGINT or SIGTERM stops it and prints the report.`,
 		Example: `  replay mock -f outbound.jsonl --listen 127.0.0.1:8888 --ca-out ./ca
   replay mock -f outbound.jsonl --serve api.stripe.com=127.0.0.1:9001 --ca-cert ca/ca.pem --ca-key ca/ca-key.pem
-  replay mock -f traffic.jsonl --keep direction=IN --listen :8080 --latency 0 --out mock.json`,
+  replay mock -f traffic.jsonl --keep direction=IN --listen :8080 --latency 0 --out mock.json
+  replay mock -f snapshot-reaction.jsonl --listen 127.0.0.1:8888 --ca-out ./ca`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := logger()

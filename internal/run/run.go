@@ -296,7 +296,7 @@ func logSkipped(log zerolog.Logger, f *rrpair.File) {
 	for _, k := range []struct {
 		name string
 		n    int
-	}{{"response_only", sk.ResponseOnly}, {"direction_out", sk.DirectionOut}} {
+	}{{"signature", sk.Signature}, {"response_only", sk.ResponseOnly}, {"direction_out", sk.DirectionOut}} {
 		if k.n > 0 {
 			e.Int(k.name, k.n)
 		}
@@ -304,6 +304,9 @@ func logSkipped(log zerolog.Logger, f *rrpair.File) {
 	msg := "lines of the file skipped: not HTTP requests to replay"
 	if sk.DirectionOut > 0 {
 		msg += " (OUT pairs: --keep direction=IN,OUT replays them too)"
+	}
+	if sk.Signature > 0 {
+		msg += " (signature lines: answers without their request, which replay mock serves)"
 	}
 	e.Msg(msg)
 }

@@ -63,11 +63,14 @@ type sorted struct {
 	hash  []uint64
 	pair  []uint32
 	calls []atomic.Uint32 // at the first slot of a signature: its calls
+	// rank orders the pairs of one signature (signature lines by
+	// instance); nil: file order.
+	rank instanceRanks
 }
 
 func (s *sorted) Len() int { return len(s.hash) }
 func (s *sorted) Less(i, j int) bool {
-	return s.hash[i] < s.hash[j] || s.hash[i] == s.hash[j] && s.pair[i] < s.pair[j]
+	return s.hash[i] < s.hash[j] || s.hash[i] == s.hash[j] && s.rank.less(s.pair[i], s.pair[j])
 }
 func (s *sorted) Swap(i, j int) {
 	s.hash[i], s.hash[j] = s.hash[j], s.hash[i]
@@ -100,6 +103,8 @@ func (s *sorted) find(h uint64) (lo, hi int) {
 // can).
 func unsendable(p *rrpair.Pair) string {
 	switch st := p.Res.Status; {
+	case sigUnread(p) != "":
+		return sigUnread(p)
 	case st == 0:
 		return "no recorded answer (http.res.statusCode)"
 	case st < 200:
@@ -244,11 +249,13 @@ func (ix *index) index(cur *rrpair.Cursor, p *rrpair.Pair, sg *signer, ok []bool
 	ix.epStart = make([]uint32, eps+2)
 	epOf := make([]uint16, ix.f.Len())
 	var host []byte
+	var ranks instanceRanks
 	for i := range ix.f.Len() {
 		if !ok[i] {
 			continue
 		}
 		cur.Decode(i, p) // decoded once before: cannot fail
+		ranks.note(ix.f.Len(), i, p)
 		v := viewOf(p, &host)
 		ix.exact.add(sg.sum(&v, ix.exactM), i)
 		if ix.looseM != nil {
@@ -259,6 +266,7 @@ func (ix *index) index(cur *rrpair.Cursor, p *rrpair.Pair, sg *signer, ok []bool
 		epOf[i] = p.Endpoint
 		ix.epStart[int(p.Endpoint)+1]++
 	}
+	ix.exact.rank, ix.loose.rank = ranks, ranks
 	ix.exact.finish(true)
 	ix.loose.finish(ix.looseM != nil)
 	ix.route.finish(false)

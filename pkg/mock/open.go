@@ -24,7 +24,7 @@ func openFile(path string, filter *rrpair.Filter) (*rrpair.File, error) {
 		out, _ := rrpair.ParseRule("direction=OUT")
 		fl.Keep = append(append([]rrpair.Rule(nil), fl.Keep...), out)
 	}
-	f, err := rrpair.Open(path, rrpair.Options{Filter: fl})
+	f, err := rrpair.Open(path, rrpair.Options{Filter: fl, Signatures: true})
 	if err == nil {
 		return f, nil
 	}
@@ -46,7 +46,7 @@ func openFile(path string, filter *rrpair.Filter) (*rrpair.File, error) {
 // countDirections counts the HTTP pairs of a file by direction.
 func countDirections(path string) (in, out int, err error) {
 	both, _ := rrpair.ParseRule("direction=IN,OUT")
-	f, err := rrpair.Open(path, rrpair.Options{Filter: &rrpair.Filter{Keep: []rrpair.Rule{both}}})
+	f, err := rrpair.Open(path, rrpair.Options{Filter: &rrpair.Filter{Keep: []rrpair.Rule{both}}, Signatures: true})
 	if err != nil {
 		return 0, 0, err
 	}

@@ -20,6 +20,12 @@ func WriteInspect(w io.Writer, st *rrpair.Stats) error {
 	if n := st.Skipped.Total(); n > 0 {
 		fmt.Fprintf(tw, "Skipped\t%s, not HTTP requests to replay: %s\n", lines(n), strings.Join(st.Skipped.Kinds(), ", "))
 	}
+	if st.SignatureLines > 0 {
+		fmt.Fprintf(tw, "Signature lines\t%d: answers whose request is a Speedscale signature (replay mock serves them; replay run skips them: no request to send)\n", st.SignatureLines)
+	}
+	if len(st.UnreadSignatureKeys) > 0 {
+		fmt.Fprintf(tw, "Signature keys not read\t%s (replay mock does not serve these lines)\n", joinCounts(st.UnreadSignatureKeys))
+	}
 	if st.Filtered > 0 {
 		fmt.Fprintf(tw, "Filtered out\t%d pairs (--keep, --drop, --from, --to, --sample)\n", st.Filtered)
 	}

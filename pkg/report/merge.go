@@ -292,6 +292,7 @@ func mergeSkipped(a, b *Skipped) *Skipped {
 		}
 		a.Protocol[k] = max(a.Protocol[k], v)
 	}
+	a.Signature = max(a.Signature, b.Signature)
 	a.ResponseOnly = max(a.ResponseOnly, b.ResponseOnly)
 	a.DirectionOut = max(a.DirectionOut, b.DirectionOut)
 	return a

@@ -69,7 +69,7 @@ func TestSkippedInJSONAndText(t *testing.T) {
 // section, changes nothing.
 func TestMergeTakesSkippedOnce(t *testing.T) {
 	shard := func() *Summary {
-		return skippedSummary(t, &Skipped{Protocol: map[string]int{"postgres": 12}, ResponseOnly: 3, DirectionOut: 7})
+		return skippedSummary(t, &Skipped{Protocol: map[string]int{"postgres": 12}, Signature: 4, ResponseOnly: 3, DirectionOut: 7})
 	}
 	var parts []*Summary
 	for _, s := range []*Summary{shard(), shard(), shard(), skippedSummary(t, nil)} {
@@ -100,7 +100,7 @@ func TestMergeTakesSkippedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = &Skipped{Protocol: map[string]int{"postgres": 12, "redis": 1}, ResponseOnly: 3, DirectionOut: 9}
+	want = &Skipped{Protocol: map[string]int{"postgres": 12, "redis": 1}, Signature: 4, ResponseOnly: 3, DirectionOut: 9}
 	if !reflect.DeepEqual(m.Skipped, want) {
 		t.Errorf("merged skipped: got %+v, want %+v", m.Skipped, want)
 	}
@@ -125,5 +125,22 @@ func TestWriteInspectShowsSkipped(t *testing.T) {
 	WriteInspect(&buf, st)
 	if strings.Contains(buf.String(), "Skipped") {
 		t.Errorf("inspect of a file with nothing skipped has a Skipped line:\n%s", buf.String())
+	}
+}
+
+func TestWriteInspectShowsSignatureLines(t *testing.T) {
+	st := &rrpair.Stats{File: "reaction.jsonl", Pairs: 16, Methods: map[string]int{"GET": 16}, SignatureLines: 16,
+		UnreadSignatureKeys: map[string]int{"5": 2}}
+	var buf bytes.Buffer
+	if err := WriteInspect(&buf, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Signature lines          16: answers whose request is a Speedscale signature (replay mock serves them; replay run skips them: no request to send)\n",
+		"Signature keys not read  5:2 (replay mock does not serve these lines)\n",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("inspect lacks %q:\n%s", want, buf.String())
+		}
 	}
 }

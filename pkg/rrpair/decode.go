@@ -39,6 +39,11 @@ type decoder struct {
 	validate bool
 	// responses decodes recorded response headers, trailers and bodies.
 	responses bool
+	// signatures turns a response-only line whose request is given as a
+	// signature into a pair (signature.go); without it the line is skipped.
+	signatures bool
+	sig        sigSpans // the line's signature, found by top and http
+	sreq       sigReq
 
 	arena   []byte // unescaped strings; append-only between resets
 	body    []byte // decoded request body
@@ -57,6 +62,7 @@ func (d *decoder) decode(line []byte, p *Pair) (skipKind, error) {
 	p.reset()
 	d.arena = d.arena[:0]
 	d.hasReq, d.hasRes = false, false
+	d.sig = sigSpans{}
 	s := scanner{b: line, trusted: !d.validate}
 	err := d.top(&s, p)
 	if err == nil {
@@ -71,7 +77,14 @@ func (d *decoder) decode(line []byte, p *Pair) (skipKind, error) {
 		}
 		return replayable, err
 	}
-	if kind := d.classify(p); kind != replayable {
+	kind := d.classify(p)
+	if kind == skipSignature && d.signatures {
+		if err := d.fromSignature(p); err != nil {
+			return replayable, err
+		}
+		kind = replayable
+	}
+	if kind != replayable {
 		return kind, nil
 	}
 	return replayable, d.check(p)
@@ -106,6 +119,8 @@ func (d *decoder) top(s *scanner, p *Pair) error {
 			p.Direction, err = d.optString(s, "direction")
 		case "tags":
 			err = d.tags(s, p)
+		case "mutableSignature", "signature", "command", "location", "network_address":
+			err = d.sigTop(s, key)
 		default:
 			err = s.skip(0)
 		}
@@ -153,6 +168,8 @@ func (d *decoder) http(s *scanner, p *Pair) error {
 		case string(key) == "res":
 			d.hasRes = true
 			err = d.res(s, p)
+		case string(key) == "sig":
+			d.sig.http, err = rawSpan(s)
 		default:
 			err = s.skip(0)
 		}

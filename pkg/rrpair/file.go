@@ -30,6 +30,12 @@ type Options struct {
 	// sessions stay whole. The endpoint table still comes from every kept
 	// pair, so all shards derive the same one. Zero Count: no sharding.
 	Shard Shard
+	// Signatures reads a response-only line whose request is given as a
+	// Speedscale signature (a snapshot's reaction file) as a pair whose
+	// request is the signature's (Pair.FromSignature): what replay mock
+	// answers from. Without it such a line is skipped (Skipped.Signature):
+	// a run has no request to send.
+	Signatures bool
 }
 
 // Shard is one share of a file's iterations: Index of Count.
@@ -115,7 +121,9 @@ type File struct {
 	filtered  int      // pairs the filter dropped
 	skipped   Skipped  // valid lines not replayed, by kind
 	shard     Shard
-	firstTS   int64 // earliest ts of the kept pairs, Unix ns; 0 when none has one
+	// signatures: Options.Signatures, for the cursors' decoders.
+	signatures bool
+	firstTS    int64 // earliest ts of the kept pairs, Unix ns; 0 when none has one
 	// setsCookies: a recorded response has a Set-Cookie header.
 	setsCookies bool
 }
@@ -232,7 +240,7 @@ func openFD(fd *os.File, name string, opt Options) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &File{name: name, mapped: mapped, data: bytes.TrimPrefix(mapped, utf8BOM)}
+	f := &File{name: name, mapped: mapped, data: bytes.TrimPrefix(mapped, utf8BOM), signatures: opt.Signatures}
 	if err := f.index(opt); err != nil {
 		f.Close()
 		return nil, err
@@ -371,6 +379,9 @@ func (f *File) index(opt Options) error {
 		hint := ""
 		if f.skipped.DirectionOut > 0 {
 			hint = "; --keep direction=OUT replays the OUT pairs"
+		}
+		if f.skipped.Signature > 0 {
+			hint += "; signature lines are answers whose request is only a signature: replay mock serves them"
 		}
 		return fmt.Errorf("%s: %w: skipped %v%s", f.name, ErrAllSkipped, &f.skipped, hint)
 	}
@@ -581,7 +592,11 @@ type Cursor struct {
 }
 
 // NewCursor returns a cursor positioned before iteration 0.
-func (f *File) NewCursor() *Cursor { return &Cursor{f: f} }
+func (f *File) NewCursor() *Cursor {
+	c := &Cursor{f: f}
+	c.d.signatures = f.signatures
+	return c
+}
 
 // WithResponses makes the cursor decode recorded response headers and
 // bodies too (for comparison); by default only the status is read.

@@ -84,7 +84,7 @@ func (f *File) validateChunks(cs []*chunk, opt Options, fold func(*chunk)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v := validator{f: f, opt: opt, d: decoder{validate: true}, ids: map[string]uint32{}, hostSeen: map[string]bool{}}
+			v := validator{f: f, opt: opt, d: decoder{validate: true, signatures: opt.Signatures}, ids: map[string]uint32{}, hostSeen: map[string]bool{}}
 			for c := range work {
 				select {
 				case c.res.recs = <-free:
@@ -224,7 +224,9 @@ func (v *validator) run(c *chunk) {
 // pair when no rule chose the direction. (gRPC pairs are replayed, over
 // HTTP/2; the transport refuses them before any traffic when it cannot.)
 func (v *validator) skipOf(p *Pair) skipKind {
-	if p.IsOut() && !v.opt.Filter.choosesDirection() {
+	// A signature line is an answer to the service's call (an OUT pair by
+	// nature): it is only read for the mock, whose filter chooses OUT.
+	if p.IsOut() && !p.FromSignature && !v.opt.Filter.choosesDirection() {
 		return skipDirectionOut
 	}
 	return replayable

@@ -26,6 +26,13 @@ type Stats struct {
 	GRPC       int            `json:"grpc_pairs"` // gRPC calls (Pair.IsGRPC)
 	ReqBytes   int64          `json:"request_body_bytes"`
 	ResBytes   int64          `json:"response_body_bytes"`
+
+	// SignatureLines are the pairs whose request is a Speedscale
+	// signature (Options.Signatures): replay mock answers them, a run
+	// skips them. UnreadSignatureKeys counts, by key, the signature keys
+	// not read into the request (the mock does not answer those lines).
+	SignatureLines      int            `json:"signature_lines"`
+	UnreadSignatureKeys map[string]int `json:"unread_signature_keys,omitempty"`
 }
 
 // Count is a name and how many pairs have it.
@@ -52,6 +59,9 @@ func (f *File) Inspect() (*Stats, error) {
 			return nil, err
 		}
 		st.Methods[string(p.Req.Method)]++
+		if p.FromSignature {
+			st.countSignature(&p)
+		}
 		if len(p.Req.Host) > 0 {
 			st.Hosts[string(p.Req.Host)]++
 		}
@@ -95,4 +105,16 @@ func (f *File) Inspect() (*Stats, error) {
 		st.SpanS = st.Last.Sub(*st.First).Seconds()
 	}
 	return st, nil
+}
+
+// countSignature counts a signature line, and the key it did not read.
+func (st *Stats) countSignature(p *Pair) {
+	st.SignatureLines++
+	if p.UnreadKey == nil {
+		return
+	}
+	if st.UnreadSignatureKeys == nil {
+		st.UnreadSignatureKeys = map[string]int{}
+	}
+	st.UnreadSignatureKeys[string(p.UnreadKey)]++
 }

@@ -89,6 +89,17 @@ type Pair struct {
 	// Direction is direction as written: "IN" (or empty), a request to the
 	// system under test; "OUT", the system's own call to a dependency.
 	Direction []byte
+	// FromSignature says Req was built from a Speedscale signature (a
+	// response-only line of a snapshot's reaction file, read with
+	// Options.Signatures): method, host, path, query and JSON body only.
+	FromSignature bool
+	// Instance is a signature line's instance: which answer to its
+	// signature it is, from 0 (0 when the signature does not say).
+	Instance int
+	// UnreadKey is the first key of a signature line's signature that was
+	// not read into Req (a store_sig value, a header): the line's answer
+	// depends on something Req does not hold. Nil when every key was read.
+	UnreadKey []byte
 }
 
 // IsOut reports whether the pair is an OUT pair: a call the recorded

@@ -20,6 +20,7 @@ type skipKind uint8
 const (
 	replayable       skipKind = iota
 	skipProtocol              // l7protocol names another protocol (postgres, mysql, redis...)
+	skipSignature             // http.res whose request is a signature (signature.go)
 	skipResponseOnly          // http.res without an http.req object
 	skipDirectionOut          // an OUT pair, and no --keep direction= chose OUT
 )
@@ -27,15 +28,19 @@ const (
 // Skipped counts the lines of a file that are valid but not replayed, by
 // kind, as `replay inspect`, the run log and the summary JSON show them:
 //
-//	{"protocol": {"postgres": 12, "mysql": 2}, "response_only": 3, "direction_out": 7}
+//	{"protocol": {"postgres": 12, "mysql": 2}, "signature": 16, "response_only": 3, "direction_out": 7}
 //
 // A line counts once, under the first kind that applies in this order:
 // protocol (l7protocol other than http, https or grpc, lower-cased),
-// response_only (an http.res but no http.req object), direction_out (direction OUT, unless a --keep direction= rule chose
+// signature (an http.res whose request is given only as a Speedscale
+// signature: replay mock answers it, a run has no request to send),
+// response_only (an http.res but no http.req object, and no signature),
+// direction_out (direction OUT, unless a --keep direction= rule chose
 // OUT). The counts describe the file (and the run's flags), not a shard:
 // every shard of a run counts the same.
 type Skipped struct {
 	Protocol     map[string]int `json:"protocol,omitempty"`
+	Signature    int            `json:"signature,omitempty"`
 	ResponseOnly int            `json:"response_only,omitempty"`
 	DirectionOut int            `json:"direction_out,omitempty"`
 }
@@ -45,7 +50,7 @@ func (s *Skipped) Total() int {
 	if s == nil {
 		return 0
 	}
-	n := s.ResponseOnly + s.DirectionOut
+	n := s.Signature + s.ResponseOnly + s.DirectionOut
 	for _, c := range s.Protocol {
 		n += c
 	}
@@ -77,7 +82,7 @@ func (s *Skipped) Kinds() []string {
 	for _, k := range []struct {
 		name string
 		n    int
-	}{{"response_only", s.ResponseOnly}, {"direction_out", s.DirectionOut}} {
+	}{{"signature", s.Signature}, {"response_only", s.ResponseOnly}, {"direction_out", s.DirectionOut}} {
 		if k.n > 0 {
 			out = append(out, fmt.Sprintf("%s %d", k.name, k.n))
 		}
@@ -114,6 +119,8 @@ func (s *Skipped) count(kind skipKind, proto []byte) {
 			s.Protocol = map[string]int{}
 		}
 		s.Protocol[strings.ToLower(string(proto))]++
+	case skipSignature:
+		s.Signature++
 	case skipResponseOnly:
 		s.ResponseOnly++
 	case skipDirectionOut:
@@ -129,6 +136,7 @@ func (s *Skipped) add(o *Skipped) {
 		}
 		s.Protocol[k] += v
 	}
+	s.Signature += o.Signature
 	s.ResponseOnly += o.ResponseOnly
 	s.DirectionOut += o.DirectionOut
 }
@@ -151,6 +159,8 @@ func (d *decoder) classify(p *Pair) skipKind {
 		return skipProtocol
 	case d.hasReq:
 		return replayable
+	case d.hasRes && d.sig.present():
+		return skipSignature
 	case d.hasRes:
 		return skipResponseOnly
 	case bytes.EqualFold(p.Protocol, protoGRPC):
