@@ -134,7 +134,7 @@ func TestReactionSignatures(t *testing.T) {
 	if err := r.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text.String(), "lines not answered from: 1 line (postgres 1)") {
+	if !strings.Contains(text.String(), "1 line skipped (postgres 1)") {
 		t.Errorf("the text report does not count the Postgres line:\n%s", text.String())
 	}
 	// Past the last instance: the last again, as for recorded pairs.
