@@ -203,6 +203,13 @@ func (s *Server) recorded(l *live, sc *scratch) {
 	sc.ep = s.ix.respell(o.headers, sc.ep)
 	o.trailers = appendSendable(o.trailers[:0], p.Res.Trailers)
 	o.body = p.Res.Body
+	if enc := headerValue(o.headers, "content-encoding"); needsEncoding(p, enc, o.body) {
+		if b, ok := s.encoded.body(p, enc, o.body); ok {
+			o.body = b
+		} else {
+			s.st.rewriteFailed.Add(1) // a coding replay cannot write: sent as recorded
+		}
+	}
 	if s.chain != nil {
 		s.transform(l, sc)
 	}

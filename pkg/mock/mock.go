@@ -284,6 +284,7 @@ type Server struct {
 	stopAccept chan struct{} // closed by Close: accept loops waiting for a slot end
 
 	scratch  sync.Pool
+	encoded  encodedBodies // answers recorded decoded under a Content-Encoding, encoded once
 	st       stats
 	epID     map[string]int // the file's endpoint names
 	started  time.Time
