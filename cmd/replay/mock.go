@@ -124,6 +124,7 @@ func addCAFlags(fs *pflag.FlagSet, o *tlsca.Options) {
 	fs.StringVar(&o.Cert, "ca-cert", "", "the CA certificate (PEM `FILE`) whose leaf certificates terminate TLS; the service trusts it")
 	fs.StringVar(&o.Key, "ca-key", "", "the CA's private key (PEM `FILE`)")
 	fs.StringVar(&o.OutDir, "ca-out", "", "generate a CA once into `DIR` (ca.pem 0644, ca-key.pem 0600), or use the one there")
+	fs.IntVar(&o.MaxLeaves, "leaf-cache", tlsca.DefaultMaxLeaves, "keep the leaf certificates of this many server `NAMES`, the least recently used dropped")
 }
 
 // addUpstreamFlags adds how the real hosts are reached (record --forward,

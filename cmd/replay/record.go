@@ -6,7 +6,6 @@ import (
 
 	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/pkg/capture"
-	"github.com/replay-dev/replay/pkg/tlsca"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
@@ -95,7 +94,6 @@ Pairs say direction OUT, for replay mock.`,
 	fs.DurationVar(&opt.HeadTimeout, "head-timeout", capture.DefaultHeadTimeout, "close client connections whose request head is not whole this long after its first byte")
 	fs.DurationVar(&opt.Window, "reorder-window", capture.DefaultWindow, "lines go in the order requests began: a finished exchange waits this long at most for earlier ones; one under way longer is written when it ends, counted out_of_order")
 	fs.BoolVar(&forward, "forward", false, "a forward proxy for the service's own calls (HTTP_PROXY, HTTPS_PROXY): pairs with direction OUT")
-	fs.IntVar(&fo.CA.MaxLeaves, "leaf-cache", tlsca.DefaultMaxLeaves, "keep the leaf certificates of this many server `NAMES`, the least recently used dropped")
 	fs.BoolVar(&opt.AllowRemote, "allow-remote", false, "listen beyond loopback (--listen :8080): anyone who reaches the port is served")
 	fs.BoolVar(&opt.AllowPublicClients, "allow-public-clients", false, "with --allow-remote, serve clients from public addresses too (closed by default)")
 	fs.StringArrayVar(&opt.AllowUpstream, "allow-upstream", nil, "with --forward, reach loopback or link-local upstreams in this `CIDR` for clients (refused by default; repeatable)")
