@@ -180,7 +180,7 @@ func TestHTMLSteps(t *testing.T) {
 	}
 	for _, want := range []string{"stages 40/s 2s, 40/s→100/s 2s, 100/s 2s", `<table id="steps">`, "step 2: 40/s→100/s",
 		"<td>40/s→100/s</td>", `stroke-dasharray="6 4"`, "target (requests / s)", "End-to-end latency per second", "queued p99", "<th>e2e queued p99</th>",
-		"<th>accepted / s</th>", "<th>seen / s at queued</th>", `<td><span class="fail">no</span></td></tr>`, `<li>step 3 (100/s) fell behind: events seen 2.5/s of 5/s accepted at queued</li>`,
+		"<th>accepted / s</th>", "<th>seen / s at queued</th>", `<td><span class="fail">no</span></td></tr>`, `<li>step 3 (100/s) fell behind: backlog at queued grew from 0 to 5 events: seen 2.45/s of 5/s accepted (delay 10ms)</li>`,
 		`<p id="steps-verdict"><b>Kept up through step 2 (40/s→100/s); fell behind in step 3 (100/s)`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the report lacks %q", want)
