@@ -121,18 +121,29 @@ func WriteText(w io.Writer, r *Result) error {
 	for i, h := range head {
 		fmt.Fprintf(&b, " %*s", max(10+i%2, len(h)), h)
 	}
-	fmt.Fprintf(&b, " %9s %9s %9s %8s %8s %6s  %s\n", "p50 ms", "p99 ms", "max ms", "errors", "dropped", "late", "verdict")
+	// The generator's CPU when it was measured (a search of an earlier
+	// version, or on a system that does not say, has none).
+	cpu := r.measuredCPU()
+	fmt.Fprintf(&b, " %9s %9s %9s %8s %8s %6s", "p50 ms", "p99 ms", "max ms", "errors", "dropped", "late")
+	if cpu {
+		fmt.Fprintf(&b, " %8s", "gen CPU")
+	}
+	b.WriteString("  verdict\n")
 	for _, st := range r.Steps {
-		verdict := string(st.Verdict)
-		if st.Reason != "" {
-			verdict += ": " + st.Reason
-		}
 		fmt.Fprintf(&b, "%5d  %-8s", st.N, st.Phase)
 		for i, v := range rates(st) {
 			fmt.Fprintf(&b, " %*s", max(10+i%2, len(head[i])), v)
 		}
-		fmt.Fprintf(&b, " %9.2f %9.2f %9.2f %7.2f%% %8d %6d  %s\n",
-			st.Latency.P50, st.Latency.P99, st.Latency.Max, st.ErrorsPct, st.Dropped, st.Late, verdict)
+		fmt.Fprintf(&b, " %9.2f %9.2f %9.2f %7.2f%% %8d %6d", st.Latency.P50, st.Latency.P99, st.Latency.Max, st.ErrorsPct, st.Dropped, st.Late)
+		if cpu {
+			fmt.Fprintf(&b, " %8s", cpuCell(st.CPU))
+		}
+		fmt.Fprintf(&b, "  %s\n", verdictText(st))
+	}
+	for _, st := range r.Steps {
+		if st.Note != "" {
+			fmt.Fprintf(&b, "step %d: %s\n", st.N, st.Note)
+		}
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "Result       %s\n", r.Headline())
@@ -149,6 +160,36 @@ func WriteText(w io.Writer, r *Result) error {
 	fmt.Fprintf(&b, "Took         %.1fs, %d steps\n", r.TookS, len(r.Steps))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// verdictText is a step's verdict and reason as the tables write them,
+// saying which hold was held again and which repeated it.
+func verdictText(st Step) string {
+	v := string(st.Verdict)
+	if st.RepeatOf > 0 {
+		v = fmt.Sprintf("again (step %d): %s", st.RepeatOf, v)
+	}
+	if st.Reason != "" {
+		v += ": " + st.Reason
+	}
+	if st.Retried {
+		v += " (held again after a pause)"
+	}
+	return v
+}
+
+// measuredCPU says some step has its generator's CPU use measured.
+func (r *Result) measuredCPU() bool {
+	return slices.ContainsFunc(r.Steps, func(st Step) bool { return st.CPU.Known() })
+}
+
+// cpuCell is a step's generator CPU in a table's cell: "15%/2", "–"
+// where unknown.
+func cpuCell(c GeneratorCPU) string {
+	if !c.Known() {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f%%/%d", c.UsedPct, c.Cores)
 }
 
 // WriteJSON writes the result as indented JSON.
@@ -190,7 +231,11 @@ td.l,th.l{text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}.generator_lim
 	// Dropped and late only when a step had some: all zero, they say nothing.
 	dropped := slices.ContainsFunc(r.Steps, func(st Step) bool { return st.Dropped != 0 })
 	late := slices.ContainsFunc(r.Steps, func(st Step) bool { return st.Late != 0 })
+	cpu := r.measuredCPU()
 	b.WriteString(`<th>p50 ms</th><th>p99 ms</th><th>max ms</th><th>errors</th>`)
+	if cpu {
+		b.WriteString(`<th title="the generator's own CPU use over the hold, of the cores it may use">gen CPU</th>`)
+	}
 	if dropped {
 		b.WriteString(`<th>dropped</th>`)
 	}
@@ -204,15 +249,24 @@ td.l,th.l{text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}.generator_lim
 			fmt.Fprintf(&b, "<td>%s</td>", v)
 		}
 		fmt.Fprintf(&b, `<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f%%</td>`, st.Latency.P50, st.Latency.P99, st.Latency.Max, st.ErrorsPct)
+		if cpu {
+			fmt.Fprintf(&b, `<td>%s</td>`, cpuCell(st.CPU))
+		}
 		if dropped {
 			fmt.Fprintf(&b, `<td>%d</td>`, st.Dropped)
 		}
 		if late {
 			fmt.Fprintf(&b, `<td>%d</td>`, st.Late)
 		}
-		fmt.Fprintf(&b, `<td class="l %s">%s</td></tr>`, st.Verdict, html.EscapeString(strings.TrimSuffix(string(st.Verdict)+": "+st.Reason, ": ")))
+		fmt.Fprintf(&b, `<td class="l %s">%s</td></tr>`, st.Verdict, html.EscapeString(verdictText(st)))
 	}
-	fmt.Fprintf(&b, "</table><p>Took %.1fs.</p></body></html>\n", r.TookS)
+	b.WriteString("</table>")
+	for _, st := range r.Steps {
+		if st.Note != "" {
+			fmt.Fprintf(&b, "<p>Step %d: %s</p>", st.N, html.EscapeString(st.Note))
+		}
+	}
+	fmt.Fprintf(&b, "<p>Took %.1fs.</p></body></html>\n", r.TookS)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
