@@ -275,7 +275,9 @@ td.l,th.l{text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}.generator_lim
 // the curve through the steps in order of the rate they achieved, a line
 // for p99 and one, dashed, for p50 (a rate held twice shows its last
 // hold); a p99 and a p50 point per step, coloured by verdict, the p99 one
-// labelled with its step; and a vertical line at the sustainable rate.
+// labelled with its step, a diamond for a rate held again (the
+// confirmation, a hold repeated after a pause); and a vertical line at
+// the sustainable rate.
 func writeChart(b *strings.Builder, r *Result) {
 	if len(r.Steps) == 0 {
 		return
@@ -297,6 +299,16 @@ func curveOf(r *Result) chart.Curve {
 	}
 	c := chart.Curve{Label: "achieved rate against latency", XLabel: xLabel, YUnit: "ms",
 		Legend: "● p99  ○ p50 (numbers: steps) · green pass, red fail, amber generator limit"}
+	// A hold of a rate held before (the confirmation, a hold again after
+	// a pause) is a diamond: it measures again a point already drawn.
+	again := map[int]bool{}
+	seen := map[float64]bool{}
+	for _, st := range r.Steps {
+		again[st.N], seen[st.Target] = seen[st.Target], true
+	}
+	if slices.ContainsFunc(r.Steps, func(st Step) bool { return again[st.N] }) {
+		c.Legend = "● p99  ○ p50  ◆ ◇ confirmed: a rate held again (numbers: steps) · green pass, red fail, amber generator limit"
+	}
 	if r.Sustainable > 0 {
 		c.Marks = []chart.Mark{{X: r.Sustainable * scale, Color: "#1a7f37", Label: "sustainable " + r.rate(r.Sustainable)}}
 	}
@@ -323,9 +335,16 @@ func curveOf(r *Result) chart.Curve {
 	colour := map[Verdict]string{Pass: "#1a7f37", Fail: "#cf222e", GeneratorLimit: "#9a6700"}
 	for _, st := range r.Steps {
 		col := colour[st.Verdict]
+		what := fmt.Sprintf("step %d", st.N)
+		switch {
+		case st.RepeatOf > 0:
+			what += fmt.Sprintf(", step %d held again after a pause", st.RepeatOf)
+		case again[st.N]:
+			what += ", a rate held again (" + string(st.Phase) + ")"
+		}
 		c.Points = append(c.Points,
-			chart.Point{X: x(st), Y: st.Latency.P99, Color: col, Label: fmt.Sprint(st.N), Title: fmt.Sprintf("step %d, target %s: p99 %.2f ms", st.N, r.rate(st.Target), st.Latency.P99)},
-			chart.Point{X: x(st), Y: st.Latency.P50, Color: col, Hollow: true, Title: fmt.Sprintf("step %d, target %s: p50 %.2f ms", st.N, r.rate(st.Target), st.Latency.P50)})
+			chart.Point{X: x(st), Y: st.Latency.P99, Color: col, Diamond: again[st.N], Label: fmt.Sprint(st.N), Title: fmt.Sprintf("%s, target %s: p99 %.2f ms, %s", what, r.rate(st.Target), st.Latency.P99, st.Verdict)},
+			chart.Point{X: x(st), Y: st.Latency.P50, Color: col, Diamond: again[st.N], Hollow: true, Title: fmt.Sprintf("%s, target %s: p50 %.2f ms, %s", what, r.rate(st.Target), st.Latency.P50, st.Verdict)})
 	}
 	return c
 }
