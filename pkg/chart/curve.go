@@ -38,7 +38,7 @@ type Point struct {
 	Color   string
 	Hollow  bool
 	Diamond bool
-	Title  string
+	Title   string
 	// Label is a short text drawn beside the point ("3", its step), where
 	// it overlaps no other label; "" for none.
 	Label string
