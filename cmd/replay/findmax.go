@@ -52,8 +52,11 @@ The result is the highest rate a hold sustained — never a rate not held —,
 the step where the SUT broke and by which threshold, and the curve of
 achieved rate against latency (text, --out JSON, --html chart). When the
 generator cannot offer a rate (every --max-vus VU busy while the SUT answers
-in time, iterations begun late, local errors), it says "generator limit at
-R", not the SUT's capacity; reaching --max-rate or --budget says "at least R".
+in time, local errors, or short of CPU: over 5% begun late, lag p99 over
+50 ms, and its own CPU at half its cores or more), it says "generator limit
+at R", not the SUT's capacity; such a hold, or one that failed with over 5%
+begun late, is held again after a pause first, and the second decides.
+Reaching --max-rate or --budget says "at least R".
 
 Exit codes: 0 found (or at least R, or unstable), 99 when even the start
 rate fails, 1 for errors. A search cannot be sharded: one process decides every step.`,

@@ -433,10 +433,17 @@ func (r *searcher) hold(ctx context.Context, phase Phase, rate float64) (Step, b
 }
 
 // Retry says a step is held again before it decides anything: it looks
-// like the generator's limit, or it failed while behind its schedule
-// (its lag counted in its latency).
+// like the generator's limit, or it failed behind its schedule — more
+// than LateShare of its requests begun late, with a scheduler's lag p99
+// of at least a quarter of its latency p99 (the lag counts in its
+// latency: a busy machine's moment, maybe, rather than the SUT's). A
+// SUT whose latency is many times the lag failed on its own.
 func Retry(st Step) bool {
-	return !st.Retried && st.RepeatOf == 0 && (st.Verdict == GeneratorLimit || (st.Verdict == Fail && st.Behind))
+	if st.Retried || st.RepeatOf > 0 {
+		return false
+	}
+	lagged := st.LatePct > 100*LateShare && st.LagP99 >= st.Latency.P99/4
+	return st.Verdict == GeneratorLimit || (st.Verdict == Fail && (st.Behind || lagged))
 }
 
 // room says a step may start after wait: ctx not done, and the budget

@@ -38,13 +38,15 @@ func (f *fakeSUT) step(_ context.Context, phase Phase, rate float64) (Step, erro
 	f.held[rate]++
 	switch {
 	case f.shaky[rate] && f.held[rate] == 1 && f.shakyFail:
-		return Step{Verdict: Fail, Behind: true, Reason: "p99<200ms (measured 900 ms)", Achieved: rate}, nil
+		return Step{Verdict: Fail, LatePct: 8, LagP99: 240, Latency: Latency{P99: 900}, Reason: "p99<200ms (measured 900 ms)", Achieved: rate}, nil
 	case f.shaky[rate] && f.held[rate] == 1:
 		return Step{Verdict: GeneratorLimit, Behind: true, Reason: "the generator lacked CPU"}, nil
 	case f.generator > 0 && rate >= f.generator && (!f.generatorNarrow || phase == Narrow):
 		return Step{Verdict: GeneratorLimit, Reason: "--max-vus"}, nil
 	case rate > f.knee || (f.flaky[rate] && f.held[rate] > 1):
-		return Step{Verdict: Fail, Reason: "p99<200ms (measured 900 ms)", Achieved: f.knee}, nil
+		// Over the knee the generator starts late too (its VUs wait on a
+		// slow SUT), the lag a small part of the latency.
+		return Step{Verdict: Fail, LatePct: 12, LagP99: 200, Latency: Latency{P99: 900}, Reason: "p99<200ms (measured 900 ms)", Achieved: f.knee}, nil
 	}
 	return Step{Verdict: Pass, Achieved: rate}, nil
 }
@@ -402,7 +404,7 @@ func TestSearchHoldsAgain(t *testing.T) {
 		{"a confirmation behind once", &fakeSUT{knee: 430, shaky: map[float64]bool{425: true}, shakyFail: true}, Found, 425, 0, nil, nil, 1},
 		{"a limit that stays", &fakeSUT{knee: 1e9, generator: 400}, AtLeast, 200, 400, map[float64]int{400: 2}, []int{3}, 1},
 		{"a limit at the start", &fakeSUT{knee: 1e9, generator: 1}, GeneratorLimited, 0, 100, map[float64]int{100: 2}, []int{1}, 1},
-		{"a failure on time is not held again", &fakeSUT{knee: 430}, Found, 425, 0, map[float64]int{800: 1, 600: 1}, nil, 0},
+		{"a failure with a few late is not held again", &fakeSUT{knee: 430}, Found, 425, 0, map[float64]int{800: 1, 600: 1}, nil, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := tt.f.search(base)
@@ -431,6 +433,36 @@ func TestSearchHoldsAgain(t *testing.T) {
 			}
 			if len(tt.f.slept) != tt.pauses || (tt.pauses > 0 && tt.f.slept[0] != base.Pause) {
 				t.Errorf("paused %v, want %d pauses of %v", tt.f.slept, tt.pauses, base.Pause)
+			}
+		})
+	}
+}
+
+// TestRetry: which holds are held again: the generator's limits, and
+// failures behind their schedule where the lag may be what failed them;
+// never a hold already held again or repeating one.
+func TestRetry(t *testing.T) {
+	lagged := Step{Verdict: Fail, LatePct: 8, LagP99: 60, Latency: Latency{P99: 120}}
+	for _, tt := range []struct {
+		name string
+		edit func(*Step)
+		want bool
+	}{
+		{"failed, late, the lag half the latency", func(*Step) {}, true},
+		{"failed, late, the lag a quarter", func(s *Step) { s.Latency.P99 = 240 }, true},
+		{"failed, late, the latency many times the lag", func(s *Step) { s.Latency.P99 = 900 }, false},
+		{"failed, a few late", func(s *Step) { s.LatePct = 4 }, false},
+		{"failed, behind (the generator's rule)", func(s *Step) { s.LatePct, s.Latency.P99, s.Behind = 4, 900, true }, true},
+		{"passed, late", func(s *Step) { s.Verdict = Pass }, false},
+		{"a generator limit", func(s *Step) { s.Verdict, s.LatePct = GeneratorLimit, 0 }, true},
+		{"held again already", func(s *Step) { s.Retried = true }, false},
+		{"a repeat", func(s *Step) { s.Verdict, s.RepeatOf = GeneratorLimit, 3 }, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := lagged
+			tt.edit(&st)
+			if got := Retry(st); got != tt.want {
+				t.Errorf("got %v, want %v for %+v", got, tt.want, st)
 			}
 		})
 	}
