@@ -443,7 +443,7 @@ func Retry(st Step) bool {
 		return false
 	}
 	lagged := st.LatePct > 100*LateShare && st.LagP99 >= st.Latency.P99/4
-	return st.Verdict == GeneratorLimit || (st.Verdict == Fail && (st.Behind || lagged))
+	return st.Verdict == GeneratorLimit || (st.Verdict == Fail && lagged)
 }
 
 // room says a step may start after wait: ctx not done, and the budget

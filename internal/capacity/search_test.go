@@ -452,7 +452,7 @@ func TestRetry(t *testing.T) {
 		{"failed, late, the lag a quarter", func(s *Step) { s.Latency.P99 = 240 }, true},
 		{"failed, late, the latency many times the lag", func(s *Step) { s.Latency.P99 = 900 }, false},
 		{"failed, a few late", func(s *Step) { s.LatePct = 4 }, false},
-		{"failed, behind (the generator's rule)", func(s *Step) { s.LatePct, s.Latency.P99, s.Behind = 4, 900, true }, true},
+		{"failed behind its schedule, the latency many times the lag", func(s *Step) { s.LagP99, s.Latency.P99, s.Behind = 120, 1080, true }, false},
 		{"passed, late", func(s *Step) { s.Verdict = Pass }, false},
 		{"a generator limit", func(s *Step) { s.Verdict, s.LatePct = GeneratorLimit, 0 }, true},
 		{"held again already", func(s *Step) { s.Retried = true }, false},

@@ -25,8 +25,9 @@ import (
 // delayed some starts (those hold it up for milliseconds, at a small CPU
 // use): then the hold is judged on the SUT as any other, its lag counted
 // in its latency (measured from the due time), with a note. A hold that
-// looks generator-limited (the first two) is held again once after a
-// pause (Search.Pause) before it decides anything.
+// looks generator-limited, or failed with a lag that may explain it, is
+// held again once after a pause before it decides anything (Retry,
+// Search.Pause).
 const (
 	// LateShare: a sustained lag, not the odd pause of a busy machine's
 	// timers (a 30 ms pause at 400/s makes 12 iterations late, 3% of a
@@ -325,8 +326,8 @@ func (r *runner) pass(rate float64, d time.Duration, part string) run.Pass {
 // (they say nothing of the SUT), then the thresholds, then whether the
 // SUT kept up with the target. Lateness is the generator's limit only
 // by the rule of LateShare, LagBound and CPUBusyPct; a hold that fell
-// behind without lacking CPU is judged on the SUT, with a note, and
-// marked Behind so that the search holds it again before it ends there.
+// behind without lacking CPU is judged on the SUT, marked Behind, with a
+// note that gives the figures.
 func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance float64, cpu GeneratorCPU) Step {
 	st := Step{Target: target, TargetRequests: target * s.RequestsPerIteration, AchievedRequests: s.Throughput,
 		Requests: s.Requests, Dropped: s.Dropped, Late: s.Late, VUs: s.VUsMax, CPU: cpu,
