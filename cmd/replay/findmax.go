@@ -54,8 +54,9 @@ achieved rate against latency (text, --out JSON, --html chart). When the
 generator cannot offer a rate (every --max-vus VU busy while the SUT answers
 in time, local errors, or short of CPU: over 5% begun late, lag p99 over
 50 ms, and its own CPU at half its cores or more), it says "generator limit
-at R", not the SUT's capacity; such a hold, or one that failed with over 5%
-begun late, is held again after a pause first, and the second decides.
+at R", not the SUT's capacity; such a hold, or one that failed with over 1%
+begun late and a lag that may explain it, is held again after a pause
+first, and the second decides.
 Reaching --max-rate or --budget says "at least R".
 
 Exit codes: 0 found (or at least R, or unstable), 99 when even the start
@@ -136,7 +137,8 @@ func findMax(ctx context.Context, f *findMaxFlags, std stdio, log zerolog.Logger
 	}
 	f.Search.OnStep = func(st capacity.Step) {
 		log.Info().Int("step", st.N).Str("phase", string(st.Phase)).Float64("target_rate", st.Target).Float64("achieved_rate", st.Achieved).
-			Float64("p99_ms", st.Latency.P99).Float64("errors_pct", st.ErrorsPct).Str("verdict", string(st.Verdict)).Str("reason", st.Reason).Msg("step held")
+			Float64("p99_ms", st.Latency.P99).Float64("errors_pct", st.ErrorsPct).Float64("late_pct", st.LatePct).Str("generator_cpu", st.CPU.String()).
+			Str("verdict", string(st.Verdict)).Str("reason", st.Reason).Bool("held_again", st.Retried).Msg("step held")
 	}
 	log.Info().Str("file", f.Run.File).Str("target", f.Run.Load.Target).Strs("thresholds", f.Thresholds).Str("start_rate", f.StartRate).
 		Dur("hold", f.Hold).Dur("warmup", f.Warmup).Msg("searching the highest sustainable rate")

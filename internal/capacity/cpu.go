@@ -12,8 +12,8 @@ import (
 //
 //	{"cpu_s": 0.31, "wall_s": 1.04, "cores": 2, "used_pct": 14.9}
 //
-// or, where the system does not say, {"unknown": "no process CPU time on
-// windows"}.
+// or, where the system does not say, {"used_pct": 0, "unknown": "no
+// process CPU time on windows"}.
 type GeneratorCPU struct {
 	CPUS  float64 `json:"cpu_s,omitempty"`  // CPU seconds the process used over the hold
 	WallS float64 `json:"wall_s,omitempty"` // the hold's wall time, seconds

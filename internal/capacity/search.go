@@ -434,17 +434,23 @@ func (r *searcher) hold(ctx context.Context, phase Phase, rate float64) (Step, b
 
 // Retry says a step is held again before it decides anything: it looks
 // like the generator's limit, or it failed behind its schedule — more
-// than LateShare of its requests begun late, with a scheduler's lag p99
-// of at least a quarter of its latency p99 (the lag counts in its
-// latency: a busy machine's moment, maybe, rather than the SUT's). A
-// SUT whose latency is many times the lag failed on its own.
+// than RetryLateShare of its requests begun late (enough to move its
+// p99), with a scheduler's lag p99 of at least a quarter of its latency
+// p99: the lag counts in its latency, and may be what failed it (a busy
+// machine's moment rather than the SUT). A SUT whose latency is many
+// times the lag failed on its own.
 func Retry(st Step) bool {
 	if st.Retried || st.RepeatOf > 0 {
 		return false
 	}
-	lagged := st.LatePct > 100*LateShare && st.LagP99 >= st.Latency.P99/4
+	lagged := st.LatePct > 100*RetryLateShare && st.LagP99 >= st.Latency.P99/4
 	return st.Verdict == GeneratorLimit || (st.Verdict == Fail && lagged)
 }
+
+// RetryLateShare is the share of a failed hold's requests begun late
+// above which its lag may have failed it: more than 1% late can make its
+// p99.
+const RetryLateShare = 0.01
 
 // room says a step may start after wait: ctx not done, and the budget
 // room for it (stopped says which, when not).
