@@ -52,11 +52,9 @@ The result is the highest rate a hold sustained — never a rate not held —,
 the step where the SUT broke and by which threshold, and the curve of
 achieved rate against latency (text, --out JSON, --html chart). When the
 generator cannot offer a rate (every --max-vus VU busy while the SUT answers
-in time, local errors, or short of CPU: over 5% begun late, lag p99 over
-50 ms, and its own CPU at half its cores or more), it says "generator limit
-at R", not the SUT's capacity; such a hold, or one that failed with over 1%
-begun late and a lag that may explain it, is held again after a pause
-first, and the second decides.
+in time, local errors, or short of CPU: over 5% late, lag p99 over 50 ms, its
+CPU at half its cores), it says "generator limit at R", not the SUT's capacity;
+a hold that looks so, or failed late, is held again after a pause first.
 Reaching --max-rate or --budget says "at least R".
 
 Exit codes: 0 found (or at least R, or unstable), 99 when even the start
@@ -135,11 +133,7 @@ func findMax(ctx context.Context, f *findMaxFlags, std stdio, log zerolog.Logger
 		}
 		return f.stepProgress(ctx, std.err, sl, log), nil
 	}
-	f.Search.OnStep = func(st capacity.Step) {
-		log.Info().Int("step", st.N).Str("phase", string(st.Phase)).Float64("target_rate", st.Target).Float64("achieved_rate", st.Achieved).
-			Float64("p99_ms", st.Latency.P99).Float64("errors_pct", st.ErrorsPct).Float64("late_pct", st.LatePct).Str("generator_cpu", st.CPU.String()).
-			Str("verdict", string(st.Verdict)).Str("reason", st.Reason).Bool("held_again", st.Retried).Msg("step held")
-	}
+	f.Search.OnStep = func(st capacity.Step) { st.Log(log.Info()).Msg("step held") }
 	log.Info().Str("file", f.Run.File).Str("target", f.Run.Load.Target).Strs("thresholds", f.Thresholds).Str("start_rate", f.StartRate).
 		Dur("hold", f.Hold).Dur("warmup", f.Warmup).Msg("searching the highest sustainable rate")
 	res, err := capacity.Find(ctx, f.Options)

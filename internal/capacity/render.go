@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/replay-dev/replay/pkg/chart"
+	"github.com/rs/zerolog"
 )
 
 // rate writes v, iterations a second, in the unit the search was asked
@@ -190,6 +191,14 @@ func cpuCell(c GeneratorCPU) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.0f%%/%d", c.UsedPct, c.Cores)
+}
+
+// Log adds the step's figures to a log event: its rate, latency,
+// errors, lateness, the generator's CPU, verdict and reason.
+func (st Step) Log(e *zerolog.Event) *zerolog.Event {
+	return e.Int("step", st.N).Str("phase", string(st.Phase)).Float64("target_rate", st.Target).Float64("achieved_rate", st.Achieved).
+		Float64("p99_ms", st.Latency.P99).Float64("errors_pct", st.ErrorsPct).Float64("late_pct", st.LatePct).Str("generator_cpu", st.CPU.String()).
+		Str("verdict", string(st.Verdict)).Str("reason", st.Reason).Bool("held_again", st.Retried).Int("repeat_of", st.RepeatOf)
 }
 
 // WriteJSON writes the result as indented JSON.

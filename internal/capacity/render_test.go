@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 )
 
 // sample is a search that found its knee.
@@ -178,5 +180,25 @@ func TestHeldAgainShown(t *testing.T) {
 	}
 	if strings.Contains(page.String(), "◆") || strings.Contains(page.String(), "<rect") || strings.Contains(page.String(), "gen CPU") {
 		t.Error("a search without a rate held again, or without CPU figures, shows them")
+	}
+}
+
+// TestStepLog: the log line of a step held carries its figures, the
+// generator's CPU and whether it was held again.
+func TestStepLog(t *testing.T) {
+	var buf bytes.Buffer
+	st := Step{N: 4, Phase: Narrow, Target: 175, Verdict: Fail, Reason: "p99<50ms", LatePct: 8, Retried: true,
+		CPU: GeneratorCPU{CPUS: 0.3, WallS: 1, Cores: 2, UsedPct: 15}}
+	log := zerolog.New(&buf)
+	st.Log(log.Info()).Msg("step held")
+	var m map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"step": 4.0, "target_rate": 175.0, "late_pct": 8.0, "generator_cpu": "15% of 2 cores", "verdict": "fail", "held_again": true}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s: got %v, want %v", k, m[k], v)
+		}
 	}
 }
