@@ -21,8 +21,33 @@ type GeneratorCPU struct {
 	// UsedPct is CPUS ÷ (WallS × Cores), in percent: 100 is every core
 	// it may use busy the whole hold.
 	UsedPct float64 `json:"used_pct"`
+	// WaitS is how long its threads waited on a run queue for a CPU over
+	// the hold, seconds (Linux: /proc/self/task/*/schedstat): ready to
+	// run, given none by a machine busy with other work. nil where the
+	// kernel does not say.
+	WaitS *float64 `json:"runqueue_wait_s,omitempty"`
 	// Unknown says why the CPU use is not known ("" when it is).
 	Unknown string `json:"unknown,omitempty"`
+}
+
+// Starved says the machine kept the generator from the CPU it wanted:
+// its threads waited for a CPU at least as long as they ran, and for at
+// least a tenth of the hold.
+func (c GeneratorCPU) Starved() bool {
+	return c.Known() && c.WaitS != nil && *c.WaitS >= c.CPUS && *c.WaitS >= c.WallS/10
+}
+
+// Short says the generator lacked CPU over the hold: its own use at
+// CPUBusyPct of its cores or more, or Starved.
+func (c GeneratorCPU) Short() bool { return c.Known() && (c.UsedPct >= CPUBusyPct || c.Starved()) }
+
+// Detail writes the use with the run queue's wait: "5% of 2 cores, its
+// threads waiting 2.1 s for a CPU against 0.3 s run".
+func (c GeneratorCPU) Detail() string {
+	if !c.Known() || c.WaitS == nil {
+		return c.String()
+	}
+	return fmt.Sprintf("%s, its threads waiting %.2f s for a CPU against %.2f s run", c, *c.WaitS, c.CPUS)
 }
 
 // Known says the CPU use was measured.
@@ -51,12 +76,15 @@ type cpuMeter struct {
 	began   time.Time
 	cpu     time.Duration
 	unknown string
+	wait    time.Duration
+	waitOK  bool
 }
 
 // meterCPU starts measuring.
 func meterCPU() cpuMeter {
 	cpu, unknown := processCPU()
-	return cpuMeter{began: time.Now(), cpu: cpu, unknown: unknown}
+	wait, ok := runQueueWait()
+	return cpuMeter{began: time.Now(), cpu: cpu, unknown: unknown, wait: wait, waitOK: ok}
 }
 
 // done is the CPU use since the meter started.
@@ -66,7 +94,12 @@ func (m cpuMeter) done() GeneratorCPU {
 	if m.unknown != "" || unknown != "" {
 		return GeneratorCPU{Unknown: m.unknown + unknown}
 	}
-	return useOf(cpu-m.cpu, wall, cores())
+	c := useOf(cpu-m.cpu, wall, cores())
+	if wait, ok := runQueueWait(); ok && m.waitOK {
+		w := round3(max(0, wait-m.wait).Seconds()) // a thread gone takes its wait with it
+		c.WaitS = &w
+	}
+	return c
 }
 
 // useOf is cpu used over wall by a process that may use n cores.

@@ -39,6 +39,9 @@ func TestCPUMeter(t *testing.T) {
 	if want := 100 * c.CPUS / (c.WallS * float64(c.Cores)); c.UsedPct < want*0.99 || c.UsedPct > want*1.01 {
 		t.Errorf("used %v%%, want %v%% (CPU ÷ wall × cores)", c.UsedPct, want)
 	}
+	if runtime.GOOS == "linux" && (c.WaitS == nil || *c.WaitS < 0) {
+		t.Errorf("run queue wait %v on linux, want it measured", c.WaitS)
+	}
 	if cores() < 1 || cores() > runtime.NumCPU() {
 		t.Errorf("cores %d, want 1 to %d", cores(), runtime.NumCPU())
 	}

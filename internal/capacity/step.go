@@ -18,12 +18,13 @@ import (
 // The generator-limit rule: a hold is the generator's limit, not the
 // SUT's, for lateness only when all three hold — more than LateShare of
 // its requests begun late (past --late-after), the scheduler's lag p99
-// over LagBound (or --late-after, when longer), and the generator's
-// process using at least CPUBusyPct of the cores it may use over the
-// hold. The first two say it fell behind; the third that it lacked CPU
-// of its own, rather than that a busy machine's timers or a neighbour
-// delayed some starts (those hold it up for milliseconds, at a small CPU
-// use): then the hold is judged on the SUT as any other, its lag counted
+// over LagBound (or --late-after, when longer), and the generator short
+// of CPU (GeneratorCPU.Short): its process using at least CPUBusyPct of
+// the cores it may use over the hold, or its threads kept waiting for a
+// CPU at least as long as they ran (a machine busy with other work gave
+// it none). The first two say it fell behind; the third that it lacked
+// CPU, rather than that a timer's overshoot or a neighbour's time slice
+// delayed some starts: without it the hold is judged on the SUT as any other, its lag counted
 // in its latency (measured from the due time), with a note. A hold that
 // looks generator-limited, or failed with a lag that may explain it, is
 // held again once after a pause before it decides anything (Retry,
@@ -361,12 +362,12 @@ func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance f
 	lag := lateness(s)
 	st.LatePct, st.LagP99 = round3(100*lag.share), lag.p99
 	st.Behind = lag.behind()
-	short := !cpu.Known() || cpu.UsedPct >= CPUBusyPct
+	short := !cpu.Known() || cpu.Short()
 	switch local := s.Errors["local"]; {
 	case local > 0:
 		st.Verdict, st.Reason = GeneratorLimit, fmt.Sprintf("the generator's own limits: %d requests failed locally (file descriptors, ports)", local)
 	case st.Behind && short && cpu.Known():
-		st.Verdict, st.Reason = GeneratorLimit, fmt.Sprintf("the generator lacked CPU: %s; generator CPU %s (at least %.0f%%)", lag, cpu, CPUBusyPct)
+		st.Verdict, st.Reason = GeneratorLimit, fmt.Sprintf("the generator lacked CPU: %s; generator CPU %s (%s)", lag, cpu.Detail(), shortBy(cpu))
 	case st.Behind && short:
 		st.Verdict, st.Reason = GeneratorLimit, fmt.Sprintf("the generator fell behind: %s; its CPU use is unknown here (%s)", lag, cpu.Unknown)
 	case !passed:
@@ -379,9 +380,17 @@ func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance f
 		st.Verdict = Pass
 	}
 	if st.Behind && st.Verdict != GeneratorLimit {
-		st.Note = fmt.Sprintf("%s, with the generator at %s (under %.0f%%): not short of CPU, so the SUT is judged, the lag counted in its latency", lag, cpu, CPUBusyPct)
+		st.Note = fmt.Sprintf("%s, with the generator at %s (under %.0f%%, not kept waiting): not short of CPU, so the SUT is judged, the lag counted in its latency", lag, cpu.Detail(), CPUBusyPct)
 	}
 	return st
+}
+
+// shortBy says which figure shows the want of CPU.
+func shortBy(c GeneratorCPU) string {
+	if c.UsedPct >= CPUBusyPct {
+		return fmt.Sprintf("at least %.0f%%", CPUBusyPct)
+	}
+	return "the machine gave it none: it waited at least as long as it ran"
 }
 
 // lag is how late a hold's requests began.

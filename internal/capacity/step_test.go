@@ -29,6 +29,11 @@ func TestJudge(t *testing.T) {
 		return func(s *report.Summary) { s.Late, s.Schedule.LagP99MS, s.Latency.P99 = n, p99, 900 }
 	}
 	idle, busy := useOf(100*time.Millisecond, time.Second, 2), useOf(1200*time.Millisecond, time.Second, 2)
+	// Its threads kept waiting for a CPU 21 times as long as they ran;
+	// or waiting, but less than they ran.
+	starved, waited := idle, idle
+	long, short := 2.1, 0.05
+	starved.WaitS, waited.WaitS = &long, &short
 	for _, tt := range []struct {
 		name    string
 		edit    func(*report.Summary)
@@ -47,6 +52,9 @@ func TestJudge(t *testing.T) {
 		// The generator-limit rule: late share, lag p99 and CPU, all three.
 		{"late, lagging, CPU busy", late(40, 230), useOf(1800*time.Millisecond, time.Second, 2), GeneratorLimit,
 			"the generator lacked CPU: 40 of 400 requests begun late (10.0%, over 5%), scheduler lag p99 230.0 ms (over 50 ms); generator CPU 90% of 2 cores (at least 50%)", true},
+		{"late, lagging, the machine gave it no CPU", late(40, 230), starved, GeneratorLimit,
+			"the generator lacked CPU: 40 of 400 requests begun late (10.0%, over 5%), scheduler lag p99 230.0 ms (over 50 ms); generator CPU 5% of 2 cores, its threads waiting 2.10 s for a CPU against 0.10 s run (the machine gave it none", true},
+		{"late, lagging, CPU free, a short wait", late(40, 230), waited, Fail, "p99<50ms (measured 900 ms)", true},
 		{"late, lagging, CPU free", late(40, 230), idle, Fail,
 			"p99<50ms (measured 900 ms)", true},
 		{"late, lagging, CPU free, SUT in time", func(s *report.Summary) { s.Late, s.Schedule.LagP99MS = 40, 230 }, idle, Pass, "", true},
@@ -64,7 +72,7 @@ func TestJudge(t *testing.T) {
 			if st.Verdict != tt.verdict || !strings.Contains(st.Reason, tt.reason) {
 				t.Errorf("got %s %q, want %s %q", st.Verdict, st.Reason, tt.verdict, tt.reason)
 			}
-			if st.Behind != tt.behind || st.CPU != tt.cpu {
+			if st.Behind != tt.behind || st.CPU.UsedPct != tt.cpu.UsedPct || st.CPU.WaitS != tt.cpu.WaitS {
 				t.Errorf("behind %v, CPU %+v; want %v, %+v", st.Behind, st.CPU, tt.behind, tt.cpu)
 			}
 			// Behind and judged on the SUT: the note gives the figures.
