@@ -94,7 +94,8 @@ func findMaxArgs(t *testing.T, url string, extra ...string) []string {
 // for a rate a few percent over the knee: such a rate may pass its
 // narrowing hold and fail its confirmation on a busy machine, and the
 // search then says, rightly, that the SUT is unstable there; the holds it
-// names are then within 15% of the knee.
+// names are then within 15% of the knee. A machine so loaded that it
+// gave the generator no CPU ends it "generator limit", with the figures.
 func TestFindMaxFindsAKnownCapacity(t *testing.T) {
 	srv := newWorkersSUT(t, 4, 10*time.Millisecond)
 	dir := t.TempDir()
@@ -131,6 +132,16 @@ func TestFindMaxFindsAKnownCapacity(t *testing.T) {
 		return
 	}
 	got := res["sustainable_rate"].(float64)
+	if lim, _ := res["generator_limit_rate"].(float64); lim > 0 {
+		// A machine that gave the generator no CPU: the search says so,
+		// with the figures, and reports what it held, a lower bound.
+		steps := res["steps"].([]any)
+		reason, _ := steps[len(steps)-1].(map[string]any)["reason"].(string)
+		if res["outcome"] != "at_least" || !strings.Contains(reason, "lacked CPU") || !strings.Contains(reason, "cores") || got > 1.15*want || !strings.Contains(r.stdout, "not the SUT's") {
+			t.Errorf("outcome %v, generator limit at %v/s (%q), sustainable %v/s: want at least, the want of CPU with its figures, no rate past the SUT's %v/s", res["outcome"], lim, reason, got, want)
+		}
+		return
+	}
 	if !near(got) {
 		t.Errorf("sustainable rate %v/s, want within 15%% of the SUT's %v/s as delivered", got, want)
 	}
@@ -253,7 +264,8 @@ func TestFindMaxMetrics(t *testing.T) {
 	}()
 	seen := map[[2]float64]bool{}
 	deadline := time.Now().Add(20 * time.Second)
-	for len(seen) < 2 && time.Now().Before(deadline) {
+	hundred := func() bool { return seen[[2]float64{2, 100}] || seen[[2]float64{3, 100}] }
+	for !(seen[[2]float64{1, 50}] && hundred()) && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 		vs := scrapeAll(t, addr, "replay_step", "replay_target_rate") // one moment: a step changes between two scrapes
 		step, rate := vs[0], vs[1]
@@ -264,8 +276,10 @@ func TestFindMaxMetrics(t *testing.T) {
 	if r := <-done; r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	if !seen[[2]float64{1, 50}] || !seen[[2]float64{2, 100}] {
-		t.Errorf("step and target rate seen: %v, want step 1 at 50/s and step 2 at 100/s", seen)
+	// Step 2 holds 100/s, or, where step 1 was held again (a busy
+	// machine's), step 3 does.
+	if !seen[[2]float64{1, 50}] || !(seen[[2]float64{2, 100}] || seen[[2]float64{3, 100}] && seen[[2]float64{2, 50}]) {
+		t.Errorf("step and target rate seen: %v, want step 1 at 50/s and step 2 at 100/s (or step 2 at 50/s again and step 3 at 100/s)", seen)
 	}
 }
 

@@ -362,7 +362,9 @@ func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance f
 	lag := lateness(s)
 	st.LatePct, st.LagP99 = round3(100*lag.share), lag.p99
 	st.Behind = lag.behind()
-	short := !cpu.Known() || cpu.Short()
+	// A SUT that failed with a latency many times the lag failed on its
+	// own, whatever the generator's CPU: the lag cannot be what failed it.
+	short := (!cpu.Known() || cpu.Short()) && (passed || lag.p99 >= s.Latency.P99/4)
 	switch local := s.Errors["local"]; {
 	case local > 0:
 		st.Verdict, st.Reason = GeneratorLimit, fmt.Sprintf("the generator's own limits: %d requests failed locally (file descriptors, ports)", local)
@@ -379,7 +381,10 @@ func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance f
 	default:
 		st.Verdict = Pass
 	}
-	if st.Behind && st.Verdict != GeneratorLimit {
+	switch {
+	case st.Behind && st.Verdict != GeneratorLimit && (!cpu.Known() || cpu.Short()):
+		st.Note = fmt.Sprintf("%s, with the generator at %s, but a latency p99 of %.1f ms, many times the lag: the SUT failed on its own", lag, cpu.Detail(), s.Latency.P99)
+	case st.Behind && st.Verdict != GeneratorLimit:
 		st.Note = fmt.Sprintf("%s, with the generator at %s (under %.0f%%, not kept waiting): not short of CPU, so the SUT is judged, the lag counted in its latency", lag, cpu.Detail(), CPUBusyPct)
 	}
 	return st
