@@ -52,8 +52,10 @@ The result is the highest rate a hold sustained — never a rate not held —,
 the step where the SUT broke and by which threshold, and the curve of
 achieved rate against latency (text, --out JSON, --html chart). When the
 generator cannot offer a rate (every --max-vus VU busy while the SUT answers
-in time, iterations begun late, local errors), it says "generator limit at
-R", not the SUT's capacity; reaching --max-rate or --budget says "at least R".
+in time, local errors, or short of CPU: over 5% late, lag p99 over 50 ms, its
+CPU at half its cores), it says "generator limit at R", not the SUT's capacity;
+a hold that looks so, or failed late, is held again after a pause first.
+Reaching --max-rate or --budget says "at least R".
 
 Exit codes: 0 found (or at least R, or unstable), 99 when even the start
 rate fails, 1 for errors. A search cannot be sharded: one process decides every step.`,
@@ -131,10 +133,7 @@ func findMax(ctx context.Context, f *findMaxFlags, std stdio, log zerolog.Logger
 		}
 		return f.stepProgress(ctx, std.err, sl, log), nil
 	}
-	f.Search.OnStep = func(st capacity.Step) {
-		log.Info().Int("step", st.N).Str("phase", string(st.Phase)).Float64("target_rate", st.Target).Float64("achieved_rate", st.Achieved).
-			Float64("p99_ms", st.Latency.P99).Float64("errors_pct", st.ErrorsPct).Str("verdict", string(st.Verdict)).Str("reason", st.Reason).Msg("step held")
-	}
+	f.Search.OnStep = func(st capacity.Step) { st.Log(log.Info()).Msg("step held") }
 	log.Info().Str("file", f.Run.File).Str("target", f.Run.Load.Target).Strs("thresholds", f.Thresholds).Str("start_rate", f.StartRate).
 		Dur("hold", f.Hold).Dur("warmup", f.Warmup).Msg("searching the highest sustainable rate")
 	res, err := capacity.Find(ctx, f.Options)

@@ -7,7 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,12 +87,15 @@ func findMaxArgs(t *testing.T, url string, extra ...string) []string {
 }
 
 // TestFindMaxFindsAKnownCapacity searches a SUT of 4 workers holding each
-// request 10 ms (400/s): the sustainable rate found is within 15% of it,
-// confirmed, and the curve, its JSON and its chart say so. Holds of 1 s
-// are short for a rate a few percent over the knee: such a rate may pass
-// its narrowing hold and fail its confirmation on a busy machine, and the
+// request 10 ms (400/s): the sustainable rate found is within 15% of the
+// most the SUT delivered in any hold (its capacity as this machine ran
+// it: 400/s on an idle one; a loaded machine's is its own), confirmed,
+// and the curve, its JSON and its chart say so. Holds of 1 s are short
+// for a rate a few percent over the knee: such a rate may pass its
+// narrowing hold and fail its confirmation on a busy machine, and the
 // search then says, rightly, that the SUT is unstable there; the holds it
-// names are then within 15% of the knee.
+// names are then within 15% of the knee. A machine so loaded that it
+// gave the generator no CPU ends it "generator limit", with the figures.
 func TestFindMaxFindsAKnownCapacity(t *testing.T) {
 	srv := newWorkersSUT(t, 4, 10*time.Millisecond)
 	dir := t.TempDir()
@@ -102,7 +108,13 @@ func TestFindMaxFindsAKnownCapacity(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	res := readSummary(t, out)
-	want := srv.capacity()
+	want := 0.0 // the most the SUT delivered in a hold: its capacity, as the machine ran it
+	for _, st := range res["steps"].([]any) {
+		want = max(want, st.(map[string]any)["achieved_rate"].(float64))
+	}
+	if want > 1.05*srv.capacity() {
+		t.Errorf("a hold achieved %v/s of a SUT that serves %v/s", want, srv.capacity())
+	}
 	near := func(rate float64) bool { return rate >= 0.85*want && rate <= 1.15*want }
 	broke, _ := res["broke"].(map[string]any)
 	if broke == nil || broke["phase"] != "ramp" || !strings.Contains(broke["reason"].(string), "p99<50ms") {
@@ -115,13 +127,23 @@ func TestFindMaxFindsAKnownCapacity(t *testing.T) {
 		u := res["unstable"].(map[string]any)
 		passed, failed := u["passed"].(map[string]any)["target_rate"].(float64), u["failed"].(map[string]any)["target_rate"].(float64)
 		if !near(passed) || !near(failed) || res["sustainable_rate"].(float64) != 0 || !strings.Contains(r.stdout, "Unstable") {
-			t.Errorf("unstable between %v/s and %v/s, reporting %v/s: want both holds within 15%% of the SUT's %v/s, no rate", failed, passed, res["sustainable_rate"], want)
+			t.Errorf("unstable between %v/s and %v/s, reporting %v/s: want both holds within 15%% of the SUT's %v/s as delivered, no rate", failed, passed, res["sustainable_rate"], want)
 		}
 		return
 	}
 	got := res["sustainable_rate"].(float64)
+	if lim, _ := res["generator_limit_rate"].(float64); lim > 0 {
+		// A machine that gave the generator no CPU: the search says so,
+		// with the figures, and reports what it held, a lower bound.
+		steps := res["steps"].([]any)
+		reason, _ := steps[len(steps)-1].(map[string]any)["reason"].(string)
+		if res["outcome"] != "at_least" || !strings.Contains(reason, "lacked CPU") || !strings.Contains(reason, "cores") || got > 1.15*want || !strings.Contains(r.stdout, "not the SUT's") {
+			t.Errorf("outcome %v, generator limit at %v/s (%q), sustainable %v/s: want at least, the want of CPU with its figures, no rate past the SUT's %v/s", res["outcome"], lim, reason, got, want)
+		}
+		return
+	}
 	if !near(got) {
-		t.Errorf("sustainable rate %v/s, want within 15%% of the SUT's %v/s", got, want)
+		t.Errorf("sustainable rate %v/s, want within 15%% of the SUT's %v/s as delivered", got, want)
 	}
 	if res["outcome"] != "found" || res["confirmed"] != true {
 		t.Errorf("outcome %v, confirmed %v; want found, confirmed", res["outcome"], res["confirmed"])
@@ -161,23 +183,42 @@ func TestFindMaxEnds(t *testing.T) {
 		}
 	})
 	t.Run("max rate reached", func(t *testing.T) {
-		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "100/s", "--max-rate", "150/s", "--threshold", "p99<50ms")...)
+		// Both rates under the SUT's 400/s, a threshold a busy machine's
+		// lag does not reach: the search stops at the ceiling.
+		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "100/s", "--max-rate", "150/s", "--threshold", "p99<1s")...)
 		if r.code != 0 || !strings.Contains(r.stdout, "at least 150/s (--max-rate reached)") {
 			t.Fatalf("exit %d, want 0 and at least 150/s:\n%s%s", r.code, r.stdout, r.stderr)
 		}
 	})
 	t.Run("too few VUs", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "search.json")
-		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "20/s", "--max-vus", "1", "--threshold", "p99<50ms", "--out", out)...)
+		// A threshold a busy machine's lag does not reach: what stops the
+		// search is the one VU, not the latency of a loaded machine.
+		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "20/s", "--max-vus", "1", "--threshold", "p99<1s", "--out", out)...)
 		if r.code != 0 || !strings.Contains(r.stdout, "generator limit at") {
 			t.Fatalf("exit %d, want 0 and a generator limit:\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		res := readSummary(t, out)
-		// One VU holding each request 10 ms offers at most 100/s: the
-		// limit shows at 80/s or 160/s (40/s on a machine that pauses),
-		// never as the SUT's capacity.
-		if lim := res["generator_limit_rate"].(float64); lim < 40 || lim > 160 || res["outcome"] != "at_least" || res["failed_rate"] != nil || res["sustainable_rate"].(float64) < 20 {
-			t.Errorf("outcome %v, generator limit %v, failed %v; want at least, a limit at 40-160/s, no SUT failure", res["outcome"], lim, res["failed_rate"])
+		// One VU offers at most one request a latency: the ramp holds
+		// rates until one asks more than that VU delivers, a generator
+		// limit (held again, and still one), never the SUT's capacity.
+		// Where depends on the machine's latency, not a number here.
+		steps := res["steps"].([]any)
+		last := steps[len(steps)-1].(map[string]any)
+		lim, good := res["generator_limit_rate"].(float64), res["sustainable_rate"].(float64)
+		if res["outcome"] != "at_least" || res["failed_rate"] != nil || good < 20 || lim != 2*good {
+			t.Errorf("outcome %v, generator limit %v, sustainable %v, failed %v; want at least, a limit at the ramp step after the best, no SUT failure", res["outcome"], lim, good, res["failed_rate"])
+		}
+		if reason, _ := last["reason"].(string); last["repeat_of"] == nil || !strings.Contains(reason, "--max-vus: all 1 VUs busy") {
+			t.Errorf("last step %v: want the limit held again and the --max-vus reason", last)
+		}
+		// What one VU delivered in the best hold: at most one request a
+		// latency (its p50, at most its mean).
+		for _, s := range steps {
+			st := s.(map[string]any)
+			if p50 := st["latency_ms"].(map[string]any)["p50"].(float64); st["target_rate"] == good && st["verdict"] == "pass" && st["achieved_rate"].(float64) > 1.1*1000/p50 {
+				t.Errorf("one VU achieved %v/s at a p50 of %v ms: more than one request a latency", st["achieved_rate"], p50)
+			}
 		}
 	})
 	for _, flag := range [][]string{{"--shards", "3"}, {"--shard", "0/2"}} {
@@ -223,7 +264,8 @@ func TestFindMaxMetrics(t *testing.T) {
 	}()
 	seen := map[[2]float64]bool{}
 	deadline := time.Now().Add(20 * time.Second)
-	for len(seen) < 2 && time.Now().Before(deadline) {
+	hundred := func() bool { return seen[[2]float64{2, 100}] || seen[[2]float64{3, 100}] }
+	for !(seen[[2]float64{1, 50}] && hundred()) && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 		vs := scrapeAll(t, addr, "replay_step", "replay_target_rate") // one moment: a step changes between two scrapes
 		step, rate := vs[0], vs[1]
@@ -234,8 +276,10 @@ func TestFindMaxMetrics(t *testing.T) {
 	if r := <-done; r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	if !seen[[2]float64{1, 50}] || !seen[[2]float64{2, 100}] {
-		t.Errorf("step and target rate seen: %v, want step 1 at 50/s and step 2 at 100/s", seen)
+	// Step 2 holds 100/s, or, where step 1 was held again (a busy
+	// machine's), step 3 does.
+	if !seen[[2]float64{1, 50}] || !(seen[[2]float64{2, 100}] || seen[[2]float64{3, 100}] && seen[[2]float64{2, 50}]) {
+		t.Errorf("step and target rate seen: %v, want step 1 at 50/s and step 2 at 100/s (or step 2 at 50/s again and step 3 at 100/s)", seen)
 	}
 }
 
@@ -268,4 +312,99 @@ func TestProgressOfAnOpenModel(t *testing.T) {
 	if lines < 2 {
 		t.Errorf("got %d progress lines", lines)
 	}
+}
+
+// TestFindMaxAgreesWithItself (issue 32, item 3): searches against a SUT
+// of known capacity, while another process keeps one core busy, find
+// knees within 20% of their median, and none ends on a generator limit
+// unless the generator lacked CPU (its reason then gives the figures;
+// the rate held before it is then that search's knee, a lower bound).
+// By default two short searches (holds of 1 s, precision 10%) of a SUT
+// of 8 workers holding each request 50 ms (160/s) judged by p99<250ms,
+// whose margins a loaded machine's lag (tens of ms) does not cross;
+// REPLAY_FINDMAX_AGREE=N runs N searches of a SUT of 16 workers holding
+// each request 20 ms (800/s) judged by p99<100ms, with holds of 3 s after
+// 1 s of warm-up at the default precision (5%): the measurement of five
+// in docs/capacity.md. What is asserted is relative: the knees against
+// each other, never a rate.
+func TestFindMaxAgreesWithItself(t *testing.T) {
+	searches, hold, warmup, precision, start, threshold := 2, "1s", "300ms", "0.1", "40/s", "p99<250ms"
+	workers, service := 8, 50*time.Millisecond
+	if n, err := strconv.Atoi(os.Getenv("REPLAY_FINDMAX_AGREE")); err == nil && n > 0 {
+		searches, hold, warmup, precision, start, threshold = n, "3s", "1s", "0.05", "100/s", "p99<100ms"
+		workers, service = 16, 20*time.Millisecond
+	}
+	spinCore(t)
+	srv := newWorkersSUT(t, workers, service)
+	var knees []float64
+	for i := range searches {
+		out := filepath.Join(t.TempDir(), "search.json")
+		began := time.Now()
+		r := runMain(t, context.Background(), "", "find-max", "-f", singlesFile(t, 20), "--target", srv.URL,
+			"--start-rate", start, "--step-factor", "2", "--hold", hold, "--warmup", warmup, "--precision", precision, "--grace", "2s",
+			"--threshold", threshold, "--threshold", "errors<1%", "--budget", "3m", "--progress", "off", "--log-level", "warn", "--out", out)
+		if r.code != 0 {
+			t.Fatalf("search %d: exit %d: %s", i+1, r.code, r.stderr)
+		}
+		res := readSummary(t, out)
+		knee, _ := res["sustainable_rate"].(float64)
+		var retried []string
+		for _, s := range res["steps"].([]any) {
+			st := s.(map[string]any)
+			if st["retried"] == true {
+				retried = append(retried, fmt.Sprintf("step %v (%v/s): %v", st["step"], st["target_rate"], st["reason"]))
+			}
+			if st["verdict"] == "generator_limit" && !strings.Contains(st["reason"].(string), "lacked CPU") && !strings.Contains(st["reason"].(string), "--max-vus") {
+				t.Errorf("search %d, step %v: a generator limit without the want of CPU: %v", i+1, st["step"], st["reason"])
+			}
+		}
+		t.Logf("search %d: %v, knee %v/s (failed at %v/s), %d steps in %v; held again: %v\n%s", i+1, res["outcome"], knee, res["failed_rate"],
+			len(res["steps"].([]any)), time.Since(began).Round(100*time.Millisecond), retried, r.stdout)
+		switch res["outcome"] {
+		case "found", "at_least":
+		case "unstable":
+			// The SUT passed and failed one rate: a rate a few percent
+			// over its capacity, whose queue grows too slowly for a short
+			// hold to say. That rate is where this search put the knee.
+			knee = res["unstable"].(map[string]any)["failed"].(map[string]any)["target_rate"].(float64)
+		default:
+			t.Errorf("search %d: outcome %v, want a knee:\n%s", i+1, res["outcome"], r.stdout)
+			continue
+		}
+		if lim, _ := res["generator_limit_rate"].(float64); lim > 0 { // allowed only with the want of CPU shown (above)
+			t.Logf("search %d ended on a generator limit at %v/s, the generator short of CPU: at least %v/s", i+1, lim, knee)
+		}
+		knees = append(knees, knee)
+	}
+	if len(knees) < 2 {
+		return
+	}
+	sorted := slices.Sorted(slices.Values(knees))
+	median := sorted[len(sorted)/2]
+	if len(sorted)%2 == 0 {
+		median = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+	}
+	for i, k := range knees {
+		if k < 0.8*median || k > 1.2*median {
+			t.Errorf("knees %v/s: search %d's %v/s is not within 20%% of their median %v/s", knees, i+1, k, median)
+		}
+	}
+	t.Logf("knees %v/s, median %v/s (the SUT's nominal capacity %v/s)", knees, median, srv.capacity())
+}
+
+// spinCore keeps one core busy with another process (a shell's endless
+// loop) until the test ends.
+func spinCore(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("SKIPPED LOUDLY: no sh to keep a core busy")
+	}
+	cmd := exec.Command(sh, "-c", "while :; do :; done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
 }

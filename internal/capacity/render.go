@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/replay-dev/replay/pkg/chart"
+	"github.com/rs/zerolog"
 )
 
 // rate writes v, iterations a second, in the unit the search was asked
@@ -121,18 +122,29 @@ func WriteText(w io.Writer, r *Result) error {
 	for i, h := range head {
 		fmt.Fprintf(&b, " %*s", max(10+i%2, len(h)), h)
 	}
-	fmt.Fprintf(&b, " %9s %9s %9s %8s %8s %6s  %s\n", "p50 ms", "p99 ms", "max ms", "errors", "dropped", "late", "verdict")
+	// The generator's CPU when it was measured (a search of an earlier
+	// version, or on a system that does not say, has none).
+	cpu := r.measuredCPU()
+	fmt.Fprintf(&b, " %9s %9s %9s %8s %8s %6s", "p50 ms", "p99 ms", "max ms", "errors", "dropped", "late")
+	if cpu {
+		fmt.Fprintf(&b, " %8s", "gen CPU")
+	}
+	b.WriteString("  verdict\n")
 	for _, st := range r.Steps {
-		verdict := string(st.Verdict)
-		if st.Reason != "" {
-			verdict += ": " + st.Reason
-		}
 		fmt.Fprintf(&b, "%5d  %-8s", st.N, st.Phase)
 		for i, v := range rates(st) {
 			fmt.Fprintf(&b, " %*s", max(10+i%2, len(head[i])), v)
 		}
-		fmt.Fprintf(&b, " %9.2f %9.2f %9.2f %7.2f%% %8d %6d  %s\n",
-			st.Latency.P50, st.Latency.P99, st.Latency.Max, st.ErrorsPct, st.Dropped, st.Late, verdict)
+		fmt.Fprintf(&b, " %9.2f %9.2f %9.2f %7.2f%% %8d %6d", st.Latency.P50, st.Latency.P99, st.Latency.Max, st.ErrorsPct, st.Dropped, st.Late)
+		if cpu {
+			fmt.Fprintf(&b, " %8s", cpuCell(st.CPU))
+		}
+		fmt.Fprintf(&b, "  %s\n", verdictText(st))
+	}
+	for _, st := range r.Steps {
+		if st.Note != "" {
+			fmt.Fprintf(&b, "step %d: %s\n", st.N, st.Note)
+		}
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "Result       %s\n", r.Headline())
@@ -149,6 +161,44 @@ func WriteText(w io.Writer, r *Result) error {
 	fmt.Fprintf(&b, "Took         %.1fs, %d steps\n", r.TookS, len(r.Steps))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// verdictText is a step's verdict and reason as the tables write them,
+// saying which hold was held again and which repeated it.
+func verdictText(st Step) string {
+	v := string(st.Verdict)
+	if st.RepeatOf > 0 {
+		v = fmt.Sprintf("again (step %d): %s", st.RepeatOf, v)
+	}
+	if st.Reason != "" {
+		v += ": " + st.Reason
+	}
+	if st.Retried {
+		v += " (held again after a pause)"
+	}
+	return v
+}
+
+// measuredCPU says some step has its generator's CPU use measured.
+func (r *Result) measuredCPU() bool {
+	return slices.ContainsFunc(r.Steps, func(st Step) bool { return st.CPU.Known() })
+}
+
+// cpuCell is a step's generator CPU in a table's cell: "15%/2", "–"
+// where unknown.
+func cpuCell(c GeneratorCPU) string {
+	if !c.Known() {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f%%/%d", c.UsedPct, c.Cores)
+}
+
+// Log adds the step's figures to a log event: its rate, latency,
+// errors, lateness, the generator's CPU, verdict and reason.
+func (st Step) Log(e *zerolog.Event) *zerolog.Event {
+	return e.Int("step", st.N).Str("phase", string(st.Phase)).Float64("target_rate", st.Target).Float64("achieved_rate", st.Achieved).
+		Float64("p99_ms", st.Latency.P99).Float64("errors_pct", st.ErrorsPct).Float64("late_pct", st.LatePct).Str("generator_cpu", st.CPU.String()).
+		Str("verdict", string(st.Verdict)).Str("reason", st.Reason).Bool("held_again", st.Retried).Int("repeat_of", st.RepeatOf)
 }
 
 // WriteJSON writes the result as indented JSON.
@@ -190,7 +240,11 @@ td.l,th.l{text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}.generator_lim
 	// Dropped and late only when a step had some: all zero, they say nothing.
 	dropped := slices.ContainsFunc(r.Steps, func(st Step) bool { return st.Dropped != 0 })
 	late := slices.ContainsFunc(r.Steps, func(st Step) bool { return st.Late != 0 })
+	cpu := r.measuredCPU()
 	b.WriteString(`<th>p50 ms</th><th>p99 ms</th><th>max ms</th><th>errors</th>`)
+	if cpu {
+		b.WriteString(`<th title="the generator's own CPU use over the hold, of the cores it may use">gen CPU</th>`)
+	}
 	if dropped {
 		b.WriteString(`<th>dropped</th>`)
 	}
@@ -204,15 +258,24 @@ td.l,th.l{text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}.generator_lim
 			fmt.Fprintf(&b, "<td>%s</td>", v)
 		}
 		fmt.Fprintf(&b, `<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f%%</td>`, st.Latency.P50, st.Latency.P99, st.Latency.Max, st.ErrorsPct)
+		if cpu {
+			fmt.Fprintf(&b, `<td>%s</td>`, cpuCell(st.CPU))
+		}
 		if dropped {
 			fmt.Fprintf(&b, `<td>%d</td>`, st.Dropped)
 		}
 		if late {
 			fmt.Fprintf(&b, `<td>%d</td>`, st.Late)
 		}
-		fmt.Fprintf(&b, `<td class="l %s">%s</td></tr>`, st.Verdict, html.EscapeString(strings.TrimSuffix(string(st.Verdict)+": "+st.Reason, ": ")))
+		fmt.Fprintf(&b, `<td class="l %s">%s</td></tr>`, st.Verdict, html.EscapeString(verdictText(st)))
 	}
-	fmt.Fprintf(&b, "</table><p>Took %.1fs.</p></body></html>\n", r.TookS)
+	b.WriteString("</table>")
+	for _, st := range r.Steps {
+		if st.Note != "" {
+			fmt.Fprintf(&b, "<p>Step %d: %s</p>", st.N, html.EscapeString(st.Note))
+		}
+	}
+	fmt.Fprintf(&b, "<p>Took %.1fs.</p></body></html>\n", r.TookS)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -221,7 +284,9 @@ td.l,th.l{text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}.generator_lim
 // the curve through the steps in order of the rate they achieved, a line
 // for p99 and one, dashed, for p50 (a rate held twice shows its last
 // hold); a p99 and a p50 point per step, coloured by verdict, the p99 one
-// labelled with its step; and a vertical line at the sustainable rate.
+// labelled with its step, a diamond for a rate held again (the
+// confirmation, a hold repeated after a pause); and a vertical line at
+// the sustainable rate.
 func writeChart(b *strings.Builder, r *Result) {
 	if len(r.Steps) == 0 {
 		return
@@ -243,6 +308,16 @@ func curveOf(r *Result) chart.Curve {
 	}
 	c := chart.Curve{Label: "achieved rate against latency", XLabel: xLabel, YUnit: "ms",
 		Legend: "● p99  ○ p50 (numbers: steps) · green pass, red fail, amber generator limit"}
+	// A hold of a rate held before (the confirmation, a hold again after
+	// a pause) is a diamond: it measures again a point already drawn.
+	again := map[int]bool{}
+	seen := map[float64]bool{}
+	for _, st := range r.Steps {
+		again[st.N], seen[st.Target] = seen[st.Target], true
+	}
+	if slices.ContainsFunc(r.Steps, func(st Step) bool { return again[st.N] }) {
+		c.Legend = "● p99  ○ p50  ◆ ◇ confirmed: a rate held again (numbers: steps) · green pass, red fail, amber generator limit"
+	}
 	if r.Sustainable > 0 {
 		c.Marks = []chart.Mark{{X: r.Sustainable * scale, Color: "#1a7f37", Label: "sustainable " + r.rate(r.Sustainable)}}
 	}
@@ -269,9 +344,16 @@ func curveOf(r *Result) chart.Curve {
 	colour := map[Verdict]string{Pass: "#1a7f37", Fail: "#cf222e", GeneratorLimit: "#9a6700"}
 	for _, st := range r.Steps {
 		col := colour[st.Verdict]
+		what := fmt.Sprintf("step %d", st.N)
+		switch {
+		case st.RepeatOf > 0:
+			what += fmt.Sprintf(", step %d held again after a pause", st.RepeatOf)
+		case again[st.N]:
+			what += ", a rate held again (" + string(st.Phase) + ")"
+		}
 		c.Points = append(c.Points,
-			chart.Point{X: x(st), Y: st.Latency.P99, Color: col, Label: fmt.Sprint(st.N), Title: fmt.Sprintf("step %d, target %s: p99 %.2f ms", st.N, r.rate(st.Target), st.Latency.P99)},
-			chart.Point{X: x(st), Y: st.Latency.P50, Color: col, Hollow: true, Title: fmt.Sprintf("step %d, target %s: p50 %.2f ms", st.N, r.rate(st.Target), st.Latency.P50)})
+			chart.Point{X: x(st), Y: st.Latency.P99, Color: col, Diamond: again[st.N], Label: fmt.Sprint(st.N), Title: fmt.Sprintf("%s, target %s: p99 %.2f ms, %s", what, r.rate(st.Target), st.Latency.P99, st.Verdict)},
+			chart.Point{X: x(st), Y: st.Latency.P50, Color: col, Diamond: again[st.N], Hollow: true, Title: fmt.Sprintf("%s, target %s: p50 %.2f ms, %s", what, r.rate(st.Target), st.Latency.P50, st.Verdict)})
 	}
 	return c
 }

@@ -100,6 +100,22 @@ type Step struct {
 	VUs       int      `json:"vus_max"`
 	Took      float64  `json:"took_s"` // warm-up, hold and drain
 	Checks    []string `json:"thresholds,omitempty"`
+	// LatePct is the share of the hold's requests begun late (past
+	// --late-after), in percent; LagP99 the scheduler's lag p99 in ms.
+	LatePct float64 `json:"late_pct"`
+	LagP99  float64 `json:"lag_p99_ms"`
+	// CPU is the generator's own CPU use over the hold.
+	CPU GeneratorCPU `json:"generator_cpu"`
+	// Behind says the hold fell behind its schedule (more than LateShare
+	// begun late, lag p99 over LagBound), whether or not the generator
+	// lacked CPU; Note says why it was judged on the SUT all the same.
+	Behind bool   `json:"generator_behind,omitempty"`
+	Note   string `json:"note,omitempty"`
+	// Retried says the hold looked like the generator's limit (or failed
+	// behind its schedule) and was held again after a pause: the hold
+	// that repeated it, RepeatOf this one's N, decided instead.
+	Retried  bool `json:"retried,omitempty"`
+	RepeatOf int  `json:"repeat_of,omitempty"`
 }
 
 // Latency is a step's latency (from due time, answered requests) in ms.
@@ -225,6 +241,11 @@ type Search struct {
 	Now func() time.Time
 	// OnStep, when set, is told of each step as it ends.
 	OnStep func(Step)
+	// Pause is how long the search waits before it holds again a step
+	// that looked like the generator's limit (Retry); Sleep waits it
+	// (a timer that ctx ends, when nil).
+	Pause time.Duration
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Validate checks the search's parameters; its errors name the flags.
@@ -274,6 +295,21 @@ func (s *Search) Run(ctx context.Context, step StepFunc) (*Result, error) {
 	err := r.run(ctx)
 	r.finish()
 	return r.res, err
+}
+
+// sleep waits d, or until ctx is done.
+func (s *Search) sleep(ctx context.Context, d time.Duration) error {
+	if s.Sleep != nil {
+		return s.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *Search) now() time.Time {
@@ -358,25 +394,28 @@ func (r *searcher) narrow(ctx context.Context) (done bool, err error) {
 
 // hold runs one step at rate, unless the budget has no room for it or ctx
 // is done (ok false), and updates good and bad; a step that contradicts
-// an earlier one (unsteady) ends the search (ok false).
+// an earlier one (unsteady) ends the search (ok false). A step that
+// looks like the generator's limit (Retry) is held once more after
+// Pause, and the second hold decides: a moment's want of CPU on a shared
+// machine does not end the search, nor fail the SUT.
 func (r *searcher) hold(ctx context.Context, phase Phase, rate float64) (Step, bool, error) {
-	if err := ctx.Err(); err != nil {
-		r.stopped = "interrupted"
-		return Step{}, false, nil
+	st, ok, err := r.once(ctx, phase, rate, 0)
+	if !ok || err != nil {
+		return st, ok, err
 	}
-	if b := r.s.Budget; b > 0 && r.s.now().Sub(r.began)+r.s.StepCost > b {
-		r.stopped = "budget"
-		return Step{}, false, nil
-	}
-	st, err := r.step(ctx, phase, rate)
-	if err != nil {
-		if ctx.Err() != nil {
-			r.stopped = "interrupted"
+	if Retry(st) && r.room(ctx, r.s.Pause) { // without room to hold it again, the step stands
+		r.res.Steps[len(r.res.Steps)-1].Retried = true
+		if r.s.OnStep != nil {
+			r.s.OnStep(r.res.Steps[len(r.res.Steps)-1])
 		}
-		return st, false, err
+		if err := r.s.sleep(ctx, r.s.Pause); err != nil {
+			r.stopped = "interrupted"
+			return st, false, nil
+		}
+		if st, ok, err = r.once(ctx, phase, rate, st.N); !ok || err != nil {
+			return st, ok, err
+		}
 	}
-	st.N, st.Phase, st.Target = len(r.res.Steps)+1, phase, rate
-	r.res.Steps = append(r.res.Steps, st)
 	switch st.Verdict {
 	case Pass:
 		r.good = max(r.good, rate)
@@ -393,6 +432,58 @@ func (r *searcher) hold(ctx context.Context, phase Phase, rate float64) (Step, b
 	return st, true, nil
 }
 
+// Retry says a step is held again before it decides anything: it looks
+// like the generator's limit, or it failed behind its schedule — more
+// than RetryLateShare of its requests begun late (enough to move its
+// p99), with a scheduler's lag p99 of at least a quarter of its latency
+// p99: the lag counts in its latency, and may be what failed it (a busy
+// machine's moment rather than the SUT). A SUT whose latency is many
+// times the lag failed on its own.
+func Retry(st Step) bool {
+	if st.Retried || st.RepeatOf > 0 {
+		return false
+	}
+	lagged := st.LatePct > 100*RetryLateShare && st.LagP99 >= st.Latency.P99/4
+	return st.Verdict == GeneratorLimit || (st.Verdict == Fail && lagged)
+}
+
+// RetryLateShare is the share of a failed hold's requests begun late
+// above which its lag may have failed it: more than 1% late can make its
+// p99.
+const RetryLateShare = 0.01
+
+// room says a step may start after wait: ctx not done, and the budget
+// room for it (stopped says which, when not).
+func (r *searcher) room(ctx context.Context, wait time.Duration) bool {
+	if err := ctx.Err(); err != nil {
+		r.stopped = "interrupted"
+		return false
+	}
+	if b := r.s.Budget; b > 0 && r.s.now().Sub(r.began)+wait+r.s.StepCost > b {
+		r.stopped = "budget"
+		return false
+	}
+	return true
+}
+
+// once runs one hold of rate and adds it to the steps (repeating step
+// repeat, when not 0); ok false when there was no room for it.
+func (r *searcher) once(ctx context.Context, phase Phase, rate float64, repeat int) (Step, bool, error) {
+	if !r.room(ctx, 0) {
+		return Step{}, false, nil
+	}
+	st, err := r.step(ctx, phase, rate)
+	if err != nil {
+		if ctx.Err() != nil {
+			r.stopped = "interrupted"
+		}
+		return st, false, err
+	}
+	st.N, st.Phase, st.Target, st.RepeatOf = len(r.res.Steps)+1, phase, rate, repeat
+	r.res.Steps = append(r.res.Steps, st)
+	return st, true, nil
+}
+
 // unsteady finds two holds that contradict each other, the last step one
 // of them: a hold that failed at or below a rate another hold passed.
 // Their pass and fail depended on when they were held, not on the rate.
@@ -400,6 +491,9 @@ func (r *searcher) unsteady() *Unsteady {
 	steps := r.res.Steps
 	last := steps[len(steps)-1]
 	for _, st := range steps[:len(steps)-1] {
+		if st.Retried { // the hold that repeated it decided
+			continue
+		}
 		switch {
 		case last.Verdict == Fail && st.Verdict == Pass && last.Target <= st.Target:
 			return &Unsteady{Passed: st, Failed: last}

@@ -17,10 +17,16 @@ type fakeSUT struct {
 	knee, generator float64
 	generatorNarrow bool // the generator's limit shows only while narrowing
 	flaky           map[float64]bool
-	held            map[float64]int
-	now             time.Time
-	cost            time.Duration
-	calls           []float64
+	// shaky rates' first hold falls behind its schedule: a generator
+	// limit, or with shakyFail a failure while behind (its lag in its
+	// latency); their second hold is as any other.
+	shaky     map[float64]bool
+	shakyFail bool
+	slept     []time.Duration
+	held      map[float64]int
+	now       time.Time
+	cost      time.Duration
+	calls     []float64
 }
 
 func (f *fakeSUT) step(_ context.Context, phase Phase, rate float64) (Step, error) {
@@ -31,10 +37,16 @@ func (f *fakeSUT) step(_ context.Context, phase Phase, rate float64) (Step, erro
 	}
 	f.held[rate]++
 	switch {
+	case f.shaky[rate] && f.held[rate] == 1 && f.shakyFail:
+		return Step{Verdict: Fail, LatePct: 8, LagP99: 240, Latency: Latency{P99: 900}, Reason: "p99<200ms (measured 900 ms)", Achieved: rate}, nil
+	case f.shaky[rate] && f.held[rate] == 1:
+		return Step{Verdict: GeneratorLimit, Behind: true, Reason: "the generator lacked CPU"}, nil
 	case f.generator > 0 && rate >= f.generator && (!f.generatorNarrow || phase == Narrow):
 		return Step{Verdict: GeneratorLimit, Reason: "--max-vus"}, nil
 	case rate > f.knee || (f.flaky[rate] && f.held[rate] > 1):
-		return Step{Verdict: Fail, Reason: "p99<200ms (measured 900 ms)", Achieved: f.knee}, nil
+		// Over the knee the generator starts late too (its VUs wait on a
+		// slow SUT), the lag a small part of the latency.
+		return Step{Verdict: Fail, LatePct: 12, LagP99: 200, Latency: Latency{P99: 900}, Reason: "p99<200ms (measured 900 ms)", Achieved: f.knee}, nil
 	}
 	return Step{Verdict: Pass, Achieved: rate}, nil
 }
@@ -46,6 +58,10 @@ func (f *fakeSUT) search(s Search) (*Result, error) {
 	f.now = time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 	s.Now = func() time.Time { return f.now }
 	s.StepCost = f.cost
+	s.Sleep = func(_ context.Context, d time.Duration) error {
+		f.slept, f.now = append(f.slept, d), f.now.Add(d)
+		return nil
+	}
 	return s.Run(context.Background(), f.step)
 }
 
@@ -362,5 +378,93 @@ func TestBudgetIsAPromise(t *testing.T) {
 		if want := int(budget / s.cost); len(res.Steps) != want {
 			t.Errorf("budget %v: %d steps of 9.5s, want %d", budget, len(res.Steps), want)
 		}
+	}
+}
+
+// TestSearchHoldsAgain: a hold that looks like the generator's limit, or
+// fails while behind its schedule, is held once more after the pause, and
+// that hold decides: a moment's lateness neither ends the search nor
+// fails the SUT, and a limit that stays ends it after the second hold.
+func TestSearchHoldsAgain(t *testing.T) {
+	base := Search{StartRate: 100, StepFactor: 2, Precision: 0.05, Pause: 7 * time.Second}
+	for _, tt := range []struct {
+		name    string
+		f       *fakeSUT
+		outcome Outcome
+		good    float64
+		limit   float64
+		held    map[float64]int // holds of these rates
+		retried []int           // steps held again
+		pauses  int
+	}{
+		// 100 200 400! 400 800 | 600 500 450 425 | 413... as without the shaky hold
+		{"a generator limit once", &fakeSUT{knee: 430, shaky: map[float64]bool{400: true}}, Found, 425, 0, map[float64]int{400: 2}, []int{3}, 1},
+		{"a failure behind schedule once", &fakeSUT{knee: 430, shaky: map[float64]bool{400: true}, shakyFail: true}, Found, 425, 0, map[float64]int{400: 2}, []int{3}, 1},
+		// the confirmation fell behind once: held again, not unstable
+		{"a confirmation behind once", &fakeSUT{knee: 430, shaky: map[float64]bool{425: true}, shakyFail: true}, Found, 425, 0, nil, nil, 1},
+		{"a limit that stays", &fakeSUT{knee: 1e9, generator: 400}, AtLeast, 200, 400, map[float64]int{400: 2}, []int{3}, 1},
+		{"a limit at the start", &fakeSUT{knee: 1e9, generator: 1}, GeneratorLimited, 0, 100, map[float64]int{100: 2}, []int{1}, 1},
+		{"a failure with a few late is not held again", &fakeSUT{knee: 430}, Found, 425, 0, map[float64]int{800: 1, 600: 1}, nil, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := tt.f.search(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Outcome != tt.outcome || res.Sustainable != tt.good || res.GeneratorLimitAt != tt.limit {
+				t.Fatalf("got %s %v, generator limit %v (%v); want %s %v, limit %v", res.Outcome, res.Sustainable, res.GeneratorLimitAt, tt.f.calls, tt.outcome, tt.good, tt.limit)
+			}
+			for rate, n := range tt.held {
+				if tt.f.held[rate] != n {
+					t.Errorf("%v/s held %d times, want %d (%v)", rate, tt.f.held[rate], n, tt.f.calls)
+				}
+			}
+			var retried []int
+			for i, st := range res.Steps {
+				if st.Retried {
+					retried = append(retried, st.N)
+					if next := res.Steps[i+1]; next.RepeatOf != st.N || next.Target != st.Target || next.Phase != st.Phase {
+						t.Errorf("step %d after the retried step %d: repeat of %d at %v/s (%s), want a repeat of it", next.N, st.N, next.RepeatOf, next.Target, next.Phase)
+					}
+				}
+			}
+			if tt.retried != nil && fmt.Sprint(retried) != fmt.Sprint(tt.retried) {
+				t.Errorf("steps held again %v, want %v", retried, tt.retried)
+			}
+			if len(tt.f.slept) != tt.pauses || (tt.pauses > 0 && tt.f.slept[0] != base.Pause) {
+				t.Errorf("paused %v, want %d pauses of %v", tt.f.slept, tt.pauses, base.Pause)
+			}
+		})
+	}
+}
+
+// TestRetry: which holds are held again: the generator's limits, and
+// failures behind their schedule where the lag may be what failed them;
+// never a hold already held again or repeating one.
+func TestRetry(t *testing.T) {
+	lagged := Step{Verdict: Fail, LatePct: 8, LagP99: 60, Latency: Latency{P99: 120}}
+	for _, tt := range []struct {
+		name string
+		edit func(*Step)
+		want bool
+	}{
+		{"failed, late, the lag half the latency", func(*Step) {}, true},
+		{"failed, late, the lag a quarter", func(s *Step) { s.Latency.P99 = 240 }, true},
+		{"failed, late, the latency many times the lag", func(s *Step) { s.Latency.P99 = 900 }, false},
+		{"failed, 2% late: enough to make its p99", func(s *Step) { s.LatePct = 2 }, true},
+		{"failed, a few late", func(s *Step) { s.LatePct = 0.8 }, false},
+		{"failed behind its schedule, the latency many times the lag", func(s *Step) { s.LagP99, s.Latency.P99, s.Behind = 120, 1080, true }, false},
+		{"passed, late", func(s *Step) { s.Verdict = Pass }, false},
+		{"a generator limit", func(s *Step) { s.Verdict, s.LatePct = GeneratorLimit, 0 }, true},
+		{"held again already", func(s *Step) { s.Retried = true }, false},
+		{"a repeat", func(s *Step) { s.Verdict, s.RepeatOf = GeneratorLimit, 3 }, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := lagged
+			tt.edit(&st)
+			if got := Retry(st); got != tt.want {
+				t.Errorf("got %v, want %v for %+v", got, tt.want, st)
+			}
+		})
 	}
 }

@@ -15,11 +15,35 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// LateShare is the share of a step's iterations begun late (past
-// --late-after) above which the generator, not the SUT, fell behind: a
-// sustained lag, not the odd pause of a busy machine's timers (a 30 ms
-// pause at 400/s makes 12 iterations late, 3% of a one-second hold).
-const LateShare = 0.05
+// The generator-limit rule: a hold is the generator's limit, not the
+// SUT's, for lateness only when all three hold — more than LateShare of
+// its requests begun late (past --late-after), the scheduler's lag p99
+// over LagBound (or --late-after, when longer), and the generator short
+// of CPU (GeneratorCPU.Short): its process using at least CPUBusyPct of
+// the cores it may use over the hold, or its threads kept waiting for a
+// CPU at least as long as they ran (a machine busy with other work gave
+// it none). The first two say it fell behind; the third that it lacked
+// CPU, rather than that a timer's overshoot or a neighbour's time slice
+// delayed some starts: without it the hold is judged on the SUT as any other, its lag counted
+// in its latency (measured from the due time), with a note. A hold that
+// looks generator-limited, or failed with a lag that may explain it, is
+// held again once after a pause before it decides anything (Retry,
+// Search.Pause).
+const (
+	// LateShare: a sustained lag, not the odd pause of a busy machine's
+	// timers (a 30 ms pause at 400/s makes 12 iterations late, 3% of a
+	// one-second hold).
+	LateShare = 0.05
+	// LagBound: a lag p99 a timer's overshoot or a neighbour's time
+	// slice does not reach.
+	LagBound = 50 * time.Millisecond
+	// CPUBusyPct: half the cores it may use, busy over the whole hold. A
+	// generator short of CPU uses at least that, even beside a process
+	// that spins on one of two cores (the kernel shares the two cores
+	// among the three busy threads); a generator that is not uses a few
+	// percent.
+	CPUBusyPct = 50.0
+)
 
 // DefaultTolerance is how far below its target a step's achieved rate may
 // fall and still keep up: a run's steps are held to the same.
@@ -84,6 +108,9 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--sut-cpus: want a number of vCPUs above 0, got %v", o.SUTCPUs)
 	}
 	o.Search.StepCost = o.stepCost()
+	if o.Search.Pause == 0 { // the pause before a hold that looked like the generator's limit is held again
+		o.Search.Pause = min(max(o.Hold, time.Second), 10*time.Second)
+	}
 	if err := o.Search.Validate(); err != nil {
 		return err
 	}
@@ -259,11 +286,13 @@ func (r *runner) Step(ctx context.Context, phase Phase, rate float64) (Step, err
 	}
 	pass := r.pass(rate, r.o.Hold, "hold")
 	pass.Judge, pass.AbortOnFail = true, true // a hold that can no longer pass ends early
+	meter := meterCPU()
 	sum, err := r.prepared.Run(ctx, pass)
+	cpu := meter.done()
 	if sum == nil || (err != nil && !errors.Is(err, run.ErrAborted)) {
 		return Step{}, fmt.Errorf("step %d (%s %s): %w", r.n, phase, r.rateText(rate), err)
 	}
-	st := Judge(sum, rate, r.parsed, r.o.Tolerance)
+	st := Judge(sum, rate, r.parsed, r.o.Tolerance, cpu)
 	st.Took = time.Since(began).Seconds()
 	return st, nil
 }
@@ -293,12 +322,16 @@ func (r *runner) pass(rate float64, d time.Duration, part string) run.Pass {
 	return p
 }
 
-// Judge judges the summary of a hold at target iterations per second: the
-// generator's limits first (they say nothing of the SUT), then the
-// thresholds, then whether the SUT kept up with the target.
-func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance float64) Step {
+// Judge judges the summary of a hold at target iterations per second,
+// the generator having used cpu over it: the generator's limits first
+// (they say nothing of the SUT), then the thresholds, then whether the
+// SUT kept up with the target. Lateness is the generator's limit only
+// by the rule of LateShare, LagBound and CPUBusyPct; a hold that fell
+// behind without lacking CPU is judged on the SUT, marked Behind, with a
+// note that gives the figures.
+func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance float64, cpu GeneratorCPU) Step {
 	st := Step{Target: target, TargetRequests: target * s.RequestsPerIteration, AchievedRequests: s.Throughput,
-		Requests: s.Requests, Dropped: s.Dropped, Late: s.Late, VUs: s.VUsMax,
+		Requests: s.Requests, Dropped: s.Dropped, Late: s.Late, VUs: s.VUsMax, CPU: cpu,
 		Latency: Latency{P50: s.Latency.P50, P90: s.Latency.P90, P99: s.Latency.P99, Max: s.Latency.Max}}
 	if s.Requests > 0 {
 		st.ErrorsPct = 100 * float64(s.Failed) / float64(s.Requests)
@@ -326,15 +359,19 @@ func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance f
 	if s.Schedule != nil && s.Schedule.Scheduled > 0 {
 		scheduled = s.Schedule.Scheduled
 	}
-	lagP99 := 0.0
-	if s.Schedule != nil {
-		lagP99 = s.Schedule.LagP99MS
-	}
+	lag := lateness(s)
+	st.LatePct, st.LagP99 = round3(100*lag.share), lag.p99
+	st.Behind = lag.behind()
+	// A SUT that failed with a latency many times the lag failed on its
+	// own, whatever the generator's CPU: the lag cannot be what failed it.
+	short := (!cpu.Known() || cpu.Short()) && (passed || lag.p99 >= s.Latency.P99/4)
 	switch local := s.Errors["local"]; {
 	case local > 0:
 		st.Verdict, st.Reason = GeneratorLimit, fmt.Sprintf("the generator's own limits: %d requests failed locally (file descriptors, ports)", local)
-	case scheduled > 0 && float64(s.Late) > LateShare*float64(scheduled):
-		st.Verdict, st.Reason = GeneratorLimit, fmt.Sprintf("the generator fell behind: %d of %d iterations begun late (scheduler lag p99 %.1f ms)", s.Late, scheduled, lagP99)
+	case st.Behind && short && cpu.Known():
+		st.Verdict, st.Reason = GeneratorLimit, fmt.Sprintf("the generator lacked CPU: %s; generator CPU %s (%s)", lag, cpu.Detail(), shortBy(cpu))
+	case st.Behind && short:
+		st.Verdict, st.Reason = GeneratorLimit, fmt.Sprintf("the generator fell behind: %s; its CPU use is unknown here (%s)", lag, cpu.Unknown)
 	case !passed:
 		st.Verdict, st.Reason = Fail, failed
 	case s.Dropped > 0:
@@ -344,7 +381,52 @@ func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance f
 	default:
 		st.Verdict = Pass
 	}
+	switch {
+	case st.Behind && st.Verdict != GeneratorLimit && (!cpu.Known() || cpu.Short()):
+		st.Note = fmt.Sprintf("%s, with the generator at %s, but a latency p99 of %.1f ms, many times the lag: the SUT failed on its own", lag, cpu.Detail(), s.Latency.P99)
+	case st.Behind && st.Verdict != GeneratorLimit:
+		st.Note = fmt.Sprintf("%s, with the generator at %s (under %.0f%%, not kept waiting): not short of CPU, so the SUT is judged, the lag counted in its latency", lag, cpu.Detail(), CPUBusyPct)
+	}
 	return st
+}
+
+// shortBy says which figure shows the want of CPU.
+func shortBy(c GeneratorCPU) string {
+	if c.UsedPct >= CPUBusyPct {
+		return fmt.Sprintf("at least %.0f%%", CPUBusyPct)
+	}
+	return "the machine gave it none: it waited at least as long as it ran"
+}
+
+// lag is how late a hold's requests began.
+type lag struct {
+	late, requests int64
+	share          float64 // late ÷ requests
+	p99            float64 // the scheduler's lag p99, ms
+	bound          float64 // the lag p99 above which it fell behind, ms
+}
+
+// lateness is the hold's lag, against the rule's bounds.
+func lateness(s *report.Summary) lag {
+	l := lag{late: s.Late, requests: s.Requests, bound: float64(LagBound) / float64(time.Millisecond)}
+	if s.Requests > 0 {
+		l.share = float64(s.Late) / float64(s.Requests)
+	}
+	if sc := s.Schedule; sc != nil {
+		l.p99, l.bound = sc.LagP99MS, max(l.bound, sc.LateAfterMS)
+	}
+	return l
+}
+
+// behind says the hold fell behind its schedule: more than LateShare of
+// its requests begun late and a lag p99 over the bound.
+func (l lag) behind() bool { return l.share > LateShare && l.p99 > l.bound }
+
+// String writes the figures: "60 of 500 requests begun late (12%, over
+// 5%), scheduler lag p99 230 ms (over 50 ms)".
+func (l lag) String() string {
+	return fmt.Sprintf("%d of %d requests begun late (%.1f%%, over %.0f%%), scheduler lag p99 %.1f ms (over %.0f ms)",
+		l.late, l.requests, 100*l.share, 100*LateShare, l.p99, l.bound)
 }
 
 // measured writes a threshold's measure to 3 decimals: 2.97, 997.375.

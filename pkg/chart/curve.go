@@ -31,12 +31,14 @@ type Path struct {
 }
 
 // Point is one measured point of a Curve: a dot (radius 5), or with
-// Hollow a ring (radius 4), whose title shows on hover.
+// Hollow a ring (radius 4), or with Diamond a square on its corner (a
+// point of another kind: a repeated measure), whose title shows on hover.
 type Point struct {
-	X, Y   float64
-	Color  string
-	Hollow bool
-	Title  string
+	X, Y    float64
+	Color   string
+	Hollow  bool
+	Diamond bool
+	Title   string
 	// Label is a short text drawn beside the point ("3", its step), where
 	// it overlaps no other label; "" for none.
 	Label string
@@ -132,14 +134,27 @@ func (c *Curve) SVG() string {
 		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s"%s/>`, strings.Join(pts, " "), l.Color, dash)
 	}
 	for _, p := range c.Points {
+		if p.Diamond {
+			fill, stroke := p.Color, "none"
+			if p.Hollow {
+				fill, stroke = "none", p.Color
+			}
+			fmt.Fprintf(&b, `<rect class="point" x="%.1f" y="%.1f" width="8" height="8" fill="%s" stroke="%s" transform="rotate(45 %.1f %.1f)"><title>%s</title></rect>`,
+				x(p.X)-4, y(p.Y)-4, fill, stroke, x(p.X), y(p.Y), esc(p.Title))
+			continue
+		}
 		if p.Hollow {
 			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="4" fill="none" stroke="%s"><title>%s</title></circle>`, x(p.X), y(p.Y), p.Color, esc(p.Title))
 		} else {
 			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="5" fill="%s"><title>%s</title></circle>`, x(p.X), y(p.Y), p.Color, esc(p.Title))
 		}
 	}
-	for _, p := range c.Points { // a label covers no point
-		placed = append(placed, box{x(p.X) - 5, y(p.Y) - 5, x(p.X) + 5, y(p.Y) + 5})
+	for _, p := range c.Points { // a label covers no point (a diamond is 11.3 across)
+		r := 5.0
+		if p.Diamond {
+			r = 6
+		}
+		placed = append(placed, box{x(p.X) - r, y(p.Y) - r, x(p.X) + r, y(p.Y) + r})
 	}
 	for _, p := range c.Points {
 		if p.Label == "" {

@@ -68,7 +68,7 @@ type Tick struct {
 // has none): for each svg, the box of each text and shape as laid out;
 // a shape or text outside the svg's box (half a pixel of slack), two
 // texts of one svg whose boxes share more than a pixel each way, and a
-// text over a point (a circle), are problems, as is a page wider than
+// text over a point (a circle, or a shape of class "point"), are problems, as is a page wider than
 // the window (a table overflowing it). It writes the Layout as JSON into
 // a pre#layout.
 const measure = `<script>
@@ -100,7 +100,7 @@ const measure = `<script>
           " in " + Math.round(c.width) + "x" + Math.round(c.height));
       }
       if (el.tagName === "text") { out.texts++; texts.push({t: el.textContent, r: r}); } else { out.shapes++; }
-      if (el.tagName === "circle") dots.push({t: el.textContent, r: r});
+      if (el.tagName === "circle" || el.classList.contains("point")) dots.push({t: el.textContent, r: r});
     });
     for (var a = 0; a < texts.length; a++) for (var b = a+1; b < texts.length; b++) {
       var p = texts[a].r, q = texts[b].r;
