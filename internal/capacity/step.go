@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -350,10 +349,10 @@ func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance f
 		if !t.Pass {
 			mark = "FAIL"
 			if failed == "" {
-				failed = fmt.Sprintf("%s (measured %s %s)", t.Threshold, measured(t.Measured), t.Unit)
+				failed = fmt.Sprintf("%s (%s)", t.Threshold, t.Rounded().MeasuredText(-1))
 			}
 		}
-		st.Checks = append(st.Checks, fmt.Sprintf("%s: %s, measured %s %s", t.Threshold, mark, measured(t.Measured), t.Unit))
+		st.Checks = append(st.Checks, fmt.Sprintf("%s: %s, %s", t.Threshold, mark, t.Rounded().MeasuredText(-1)))
 	}
 	scheduled := s.Iterations + s.Dropped
 	if s.Schedule != nil && s.Schedule.Scheduled > 0 {
@@ -427,11 +426,6 @@ func (l lag) behind() bool { return l.share > LateShare && l.p99 > l.bound }
 func (l lag) String() string {
 	return fmt.Sprintf("%d of %d requests begun late (%.1f%%, over %.0f%%), scheduler lag p99 %.1f ms (over %.0f ms)",
 		l.late, l.requests, 100*l.share, 100*LateShare, l.p99, l.bound)
-}
-
-// measured writes a threshold's measure to 3 decimals: 2.97, 997.375.
-func measured(v float64) string {
-	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
 }
 
 // formatRate writes a rate with at most one decimal: 400, 287.5.

@@ -120,11 +120,7 @@ func (s *Summary) stepChecks(st *Step, tolerance float64) (checks int, behind, u
 		}
 		checks++
 		if !t.Pass {
-			r := t
-			if !math.IsInf(r.Measured, 0) {
-				r.Measured = math.Round(r.Measured*1000) / 1000
-			}
-			behind = append(behind, fmt.Sprintf("%s (%s)", t.Threshold, r.MeasuredText(-1)))
+			behind = append(behind, fmt.Sprintf("%s (%s)", t.Threshold, t.Rounded().MeasuredText(-1)))
 		}
 	}
 	judged := false

@@ -136,6 +136,15 @@ func (r ThresholdResult) MeasuredText(prec int) string {
 	return "measured " + r.ValueText(prec)
 }
 
+// Rounded is r with its measure rounded to three decimals, as a verdict's
+// reasons quote it (a value past any bound stays so).
+func (r ThresholdResult) Rounded() ThresholdResult {
+	if !math.IsInf(r.Measured, 0) {
+		r.Measured = math.Round(r.Measured*1000) / 1000
+	}
+	return r
+}
+
 // ValueText is MeasuredText without "measured ", for a column headed so:
 // "250.00 ms", "no event seen (120 pending)".
 func (r ThresholdResult) ValueText(prec int) string {
