@@ -5,10 +5,10 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/convert"
 	"github.com/replay-dev/replay/pkg/export"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/run"
 	"github.com/spf13/cobra"
 )
 

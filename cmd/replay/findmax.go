@@ -7,9 +7,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/replay-dev/replay/internal/capacity"
 	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/internal/progress"
+	"github.com/replay-dev/replay/pkg/capacity"
 	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"

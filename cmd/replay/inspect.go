@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/run"
 	"github.com/replay-dev/replay/pkg/sniff"
 	"github.com/spf13/cobra"
 )

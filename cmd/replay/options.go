@@ -6,8 +6,8 @@ import (
 
 	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/internal/progress"
-	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/e2e"
+	"github.com/replay-dev/replay/pkg/run"
 	"github.com/spf13/pflag"
 )
 

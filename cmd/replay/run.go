@@ -10,10 +10,10 @@ import (
 
 	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/internal/progress"
-	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/run"
 	"github.com/replay-dev/replay/pkg/sniff"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/outfile"
-	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/run"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )

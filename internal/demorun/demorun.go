@@ -24,9 +24,9 @@ import (
 
 	replay "github.com/replay-dev/replay"
 	"github.com/replay-dev/replay/internal/outfile"
-	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/demo"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/run"
 	"github.com/rs/zerolog"
 )
 

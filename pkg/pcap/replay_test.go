@@ -18,9 +18,9 @@ import (
 	"github.com/replay-dev/replay/internal/h2test"
 	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/internal/rawhttp"
-	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/run"
 )
 
 // replay writes the pairs to a file and replays them once over one VU to

@@ -21,7 +21,7 @@ import (
 	"github.com/replay-dev/replay/internal/h2test"
 	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/internal/rawhttp"
-	"github.com/replay-dev/replay/internal/run"
+	"github.com/replay-dev/replay/pkg/run"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
-	"github.com/replay-dev/replay/internal/run"
+	"github.com/replay-dev/replay/pkg/run"
 )
 
 // recProxy is a TCP proxy on loopback that records the bytes each way, in

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/run"
+	"github.com/replay-dev/replay/pkg/run"
 )
 
 // nginxTLSConf is nginx serving TLS 1.2 and 1.3, HTTP/1.1 and HTTP/2, on

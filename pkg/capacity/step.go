@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/report"
+	"github.com/replay-dev/replay/pkg/run"
 	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/rs/zerolog"
 )

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/run"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/run"
 	"github.com/rs/zerolog"
 )
 
