@@ -11,9 +11,14 @@
 // The search (Search.Run) is pure arithmetic over a step function, so its
 // decisions are tested without a clock or a SUT. Find is the real search:
 // it checks its own options (Options.Validate), prepares the run once
-// (internal/run.Prepare: the traffic file mapped and validated once) and
+// (run.Prepare: the traffic file mapped and validated once) and
 // holds each step on it, two runs a step (a warm-up, then the hold that
 // is judged), each with a typed load.
+//
+// A Go program fills Options from DefaultOptions (Run is the run each
+// step replays: run.Options, file and target), calls Find, and reads the
+// Result (Outcome, Sustainable, the Steps) or renders it with WriteText,
+// WriteJSON or WriteHTML; Search.Run takes a step function of its own.
 package capacity
 
 import (

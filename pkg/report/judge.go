@@ -21,7 +21,7 @@ func ParseThresholds(exprs []string) ([]Threshold, error) {
 
 // Judge checks threshold expressions against s, a saved or merged
 // summary, and stores the verdict in s.Thresholds (a run judges its own
-// summary: internal/run); the steps are judged again with them
+// summary: pkg/run); the steps are judged again with them
 // (JudgeSteps, at the tolerance the run was judged at). A threshold that
 // names an endpoint s does not have is an error.
 func Judge(s *Summary, exprs []string) error {

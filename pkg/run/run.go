@@ -11,6 +11,32 @@
 // (Summary.Thresholds). Execute is Prepare and one Run. What becomes of
 // the summary (reports, exit codes), progress and metrics are the
 // caller's: it is handed the run's plan and live counters through hooks.
+//
+// A Go program uses it as replay run does: options from DefaultOptions
+// (the zero Options is not a run: its fields mean what a flag's zero
+// means), Prepare once, Run with a typed load as often as needed, then
+// read the summary and its verdict:
+//
+//	o := run.DefaultOptions()
+//	o.File = "traffic.jsonl"                // one RRPair a line
+//	o.Load.Target = "http://127.0.0.1:8080" // every recorded host goes here
+//	o.Load.VUs, o.Load.Mode, o.Load.Iterations = 2, "loop", 1000
+//	o.Thresholds = []string{"p99<200ms", "errors<1%"}
+//	p, err := run.Prepare(ctx, o) // options checked, file mapped, transport built
+//	if err != nil {
+//		return err // names the flag, or the file and line
+//	}
+//	defer p.Close()
+//	l := p.Load() // the options' load, typed (schedule.Load): change it per run
+//	s, err := p.Run(ctx, run.Pass{Load: l, Judge: true})
+//	if err != nil {
+//		return err // a summary may come with it: ErrAborted, ErrInterrupted
+//	}
+//	fmt.Println(s.Requests, s.Succeeded, s.Failed, s.FailedThresholds())
+//
+// The summary (report.Summary) is what replay run --out writes; the
+// renderers of pkg/report print it. Execute is Prepare and one Run of the
+// options' own load, judged.
 package run
 
 import (
