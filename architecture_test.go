@@ -75,7 +75,7 @@ var contract = []rule{
 		Why: "the mock and the recorders share the listening side (internal/listen), the way to the real hosts (pkg/upstream) and the file's writer (pkg/rrpair); neither imports the other"},
 	// The run and the capacity search drive pkg/vu: a chain to either ends
 	// there, so this rule holds them off without naming where they live.
-	{From: []string{"pkg/capture/...", "pkg/mock/..."}, To: []string{"pkg/report/...", "pkg/recording/...", "pkg/chart/...", "pkg/vu/..."}, Deep: true,
+	{From: []string{"pkg/capture/...", "pkg/mock/...", "pkg/demo/..."}, To: []string{"pkg/report/...", "pkg/recording/...", "pkg/chart/...", "pkg/vu/..."}, Deep: true,
 		Why: "the servers never link a run's report, recorder or charts, nor the run itself, through any chain of imports"},
 	{From: []string{"cmd/..."}, To: []string{"pkg/vu/...", "pkg/transport/..."},
 		Why: "the commands hand options to the run; they never drive the VUs or the transport"},
