@@ -72,7 +72,7 @@ var contract = []rule{
 	{From: []string{"pkg/capture/..."}, To: []string{"pkg/mock/..."},
 		Why: "the mock answers from what the recorders write; a recorder never answers"},
 	{From: []string{"pkg/mock/..."}, To: []string{"pkg/capture/..."},
-		Why: "the mock and the recorders share the listening side (internal/listen), the way to the real hosts (pkg/upstream) and the file's writer (pkg/rrpair); neither imports the other"},
+		Why: "the mock and the recorders share the listening side (internal/listen), the way to the real hosts (pkg/reach) and the file's writer (pkg/rrpair); neither imports the other"},
 	// The run and the capacity search drive pkg/vu: a chain to either ends
 	// there, so this rule holds them off without naming where they live.
 	{From: []string{"pkg/capture/...", "pkg/mock/...", "pkg/demo/..."}, To: []string{"pkg/report/...", "pkg/recording/...", "pkg/chart/...", "pkg/vu/..."}, Deep: true,
