@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/capture"
 	"github.com/replay-dev/replay/pkg/mock"
+	"github.com/replay-dev/replay/pkg/reach"
 	"github.com/replay-dev/replay/pkg/tlsca"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -129,7 +129,7 @@ func addCAFlags(fs *pflag.FlagSet, o *tlsca.Options) {
 
 // addUpstreamFlags adds how the real hosts are reached (record --forward,
 // mock --passthrough).
-func addUpstreamFlags(fs *pflag.FlagSet, o *capture.Upstream) {
+func addUpstreamFlags(fs *pflag.FlagSet, o *reach.Options) {
 	fs.BoolVar(&o.Insecure, "upstream-insecure", false, "do not check the real hosts' certificates")
 	fs.StringVar(&o.CA, "upstream-ca", "", "trust the CAs of this PEM `FILE` for the real hosts (default: the system's)")
 	fs.StringVar(&o.Cert, "client-cert", "", "present this client certificate (PEM `FILE`) to real hosts that want mutual TLS")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/replay-dev/replay/internal/outfile"
 	"github.com/replay-dev/replay/pkg/capture"
+	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
@@ -92,7 +93,7 @@ Pairs say direction OUT, for replay mock.`,
 	fs.DurationVar(&duration, "duration", 0, "stop recording after this long (default: when interrupted)")
 	fs.DurationVar(&opt.IdleTimeout, "idle-timeout", 2*time.Minute, "close client connections idle this long: waiting for a request, or no byte of a body for this long (HTTP/2 too)")
 	fs.DurationVar(&opt.HeadTimeout, "head-timeout", capture.DefaultHeadTimeout, "close client connections whose request head is not whole this long after its first byte")
-	fs.DurationVar(&opt.Window, "reorder-window", capture.DefaultWindow, "lines go in the order requests began: a finished exchange waits this long at most for earlier ones; one under way longer is written when it ends, counted out_of_order")
+	fs.DurationVar(&opt.Window, "reorder-window", rrpair.DefaultWindow, "lines go in the order requests began: a finished exchange waits this long at most for earlier ones; one under way longer is written when it ends, counted out_of_order")
 	fs.BoolVar(&forward, "forward", false, "a forward proxy for the service's own calls (HTTP_PROXY, HTTPS_PROXY): pairs with direction OUT")
 	fs.BoolVar(&opt.AllowRemote, "allow-remote", false, "listen beyond loopback (--listen :8080): anyone who reaches the port is served")
 	fs.BoolVar(&opt.AllowPublicClients, "allow-public-clients", false, "with --allow-remote, serve clients from public addresses too (closed by default)")

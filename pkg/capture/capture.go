@@ -36,6 +36,8 @@ import (
 	"github.com/replay-dev/replay/internal/connset"
 	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/internal/listen"
+	"github.com/replay-dev/replay/pkg/reach"
+	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/rs/zerolog"
 )
 
@@ -49,7 +51,7 @@ type Options struct {
 	// Host header is kept as it sent it (replayed with --keep-host).
 	Authority string
 	// Window is how long a finished exchange's line waits for earlier
-	// ones still under way (WriterOptions.Window; DefaultWindow when 0).
+	// ones still under way (rrpair.WriterOptions.Window; rrpair.DefaultWindow when 0).
 	Window time.Duration
 	// Session names the session of a pair: "" is one session per client
 	// connection; "header:NAME" or "cookie:NAME" takes it from the request.
@@ -126,7 +128,7 @@ type Proxy struct {
 	opt Options
 	fwd *forward // the forward proxy's; nil for the reverse proxy
 	ln  *listen.Listener
-	w   *Writer
+	w   *rrpair.Writer
 	// out is the output Start opened (nil for Listen's writer): put in
 	// place by Close.
 	out     *openOutput
@@ -214,7 +216,7 @@ func listenOn(addr string, w io.Writer, opt Options, fwd *forward) (*Proxy, erro
 
 // serve starts a proxy on ln, its options checked, writing pairs to w.
 func serve(ln *listen.Listener, w io.Writer, opt Options, fwd *forward) *Proxy {
-	p := &Proxy{opt: opt, fwd: fwd, ln: ln, w: NewWriterWith(w, WriterOptions{Window: opt.Window})}
+	p := &Proxy{opt: opt, fwd: fwd, ln: ln, w: rrpair.NewWriterWith(w, rrpair.WriterOptions{Window: opt.Window})}
 	if fwd != nil {
 		fwd.h2 = h2serve.NewIdle(http.HandlerFunc(p.exchangeH2), opt.IdleTimeout)
 	}
@@ -342,7 +344,7 @@ func Start(addr, upstream string, fwd bool, out Output, fo ForwardOptions) (*Pro
 			return nil, err
 		}
 	} else {
-		if fo.CA.Given() || fo.Reach != (Upstream{}) {
+		if fo.CA.Given() || fo.Reach != (reach.Options{}) {
 			return nil, errors.New("--ca-cert, --ca-key, --ca-out, --upstream-insecure, --upstream-ca, --client-cert and --client-key: only with --forward")
 		}
 		u, err := url.Parse(upstream)

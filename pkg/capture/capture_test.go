@@ -373,7 +373,7 @@ func TestReverseRecordsWhatWasRecorded(t *testing.T) {
 			}
 		}()
 		deadline := time.Now().Add(5 * time.Second)
-		for p.w.taken() < 1 && time.Now().Before(deadline) {
+		for p.w.Begun() < 1 && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond) // the slow request began
 		}
 		for _, path := range []string{"/a", "/b"} {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/pkg/reach"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/tlsca"
@@ -33,7 +34,7 @@ type ForwardOptions struct {
 	// --ca-cert and --ca-key, or --ca-out (generated once). Required.
 	CA tlsca.Options
 	// Reach is how the calls are made again to the real hosts.
-	Reach Upstream
+	Reach reach.Options
 }
 
 // Validate checks o without reading any file. Its errors name the flag.
@@ -232,7 +233,7 @@ func (p *Proxy) serveForward(c net.Conn, connID int64, h2 *atomic.Bool) {
 			p.serveTunnel(&bufConn{Conn: c, br: cl.br}, req.Target, session, h2)
 			return
 		}
-		scheme, authority, origin, ok := AbsoluteForm(req.Target)
+		scheme, authority, origin, ok := reach.AbsoluteForm(req.Target)
 		if !ok {
 			p.fail(h.seq)
 			p.badRequest(cl, "a forward proxy takes absolute-form requests (HTTP_PROXY: GET http://host/path) and CONNECT (HTTPS_PROXY), got target "+strconv.Quote(req.Target))
@@ -267,7 +268,7 @@ func (p *Proxy) serveTunnel(c net.Conn, target, session string, h2 *atomic.Bool)
 		scheme = "https"
 		p.stats.tls.Add(1)
 	}
-	authority := Authority(target, scheme)
+	authority := reach.Authority(target, scheme)
 	if ac.Proto == "h2" {
 		h2.Store(true)
 		p.fwd.h2.Serve(ac.Conn, &tunnel{scheme: scheme, authority: authority, session: session}) // the *tls.Conn: net/http tells TLS by its type
@@ -303,48 +304,6 @@ func (p *Proxy) exchangeH1(up *upstream, cl *client, h head, raw []byte, scheme,
 	}
 	p.recordRaw(h.seq, h.req, x, exchange{start: h.start, end: time.Now(), session: session, host: authority, scheme: scheme, direction: "OUT"})
 	return !h.req.Close && !x.res.Close
-}
-
-// Authority is target (host:port) as a URL writes it for scheme: without
-// the scheme's default port.
-func Authority(target, scheme string) string {
-	if h, port, err := net.SplitHostPort(target); err == nil &&
-		(scheme == "https" && port == "443" || scheme == "http" && port == "80") {
-		if strings.Contains(h, ":") {
-			return "[" + h + "]"
-		}
-		return h
-	}
-	return target
-}
-
-// AbsoluteForm splits an absolute-form request target
-// ("http://host:port/p?q") into its scheme, authority and origin-form
-// ("/p?q", raw); ok is false for any other form.
-func AbsoluteForm(target string) (scheme, authority, origin string, ok bool) {
-	scheme, rest, found := strings.Cut(target, "://")
-	scheme = strings.ToLower(scheme)
-	if !found || scheme != "http" && scheme != "https" {
-		return "", "", "", false
-	}
-	i := strings.IndexAny(rest, "/?")
-	if i < 0 {
-		i = len(rest)
-	}
-	authority, origin = rest[:i], rest[i:]
-	if authority == "" || strings.ContainsAny(authority, "@ ") {
-		return "", "", "", false
-	}
-	switch {
-	case origin == "":
-		origin = "/"
-	case origin[0] == '?':
-		origin = "/" + origin
-	}
-	if h, port, err := net.SplitHostPort(authority); err == nil {
-		authority = Authority(net.JoinHostPort(h, port), scheme)
-	}
-	return scheme, authority, origin, true
 }
 
 // originForm is req as it goes to the host it names: the request line in

@@ -29,6 +29,7 @@ import (
 	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/internal/rawhttp"
 	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/pkg/reach"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/tlsca"
 	"google.golang.org/grpc"
@@ -42,7 +43,7 @@ import (
 // (a PEM file; "" for none).
 func forwardProxy(t *testing.T, out io.Writer, upstreamCA string, mod func(*ForwardOptions)) (*Proxy, *tlsca.CA) {
 	t.Helper()
-	opt := ForwardOptions{CA: tlsca.Options{OutDir: t.TempDir()}, Reach: Upstream{CA: upstreamCA, Timeout: 5 * time.Second}}
+	opt := ForwardOptions{CA: tlsca.Options{OutDir: t.TempDir()}, Reach: reach.Options{CA: upstreamCA, Timeout: 5 * time.Second}}
 	opt.AllowUpstream = []string{"127.0.0.0/8"} // the test's upstreams are on loopback
 	if mod != nil {
 		mod(&opt)
@@ -379,7 +380,7 @@ func TestForwardOrder(t *testing.T) {
 		}
 	}()
 	deadline := time.Now().Add(5 * time.Second)
-	for p.w.taken() < 1 && time.Now().Before(deadline) {
+	for p.w.Begun() < 1 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond) // the slow request began
 	}
 	resp, err := client.Get(up.URL + "/fast")
@@ -408,8 +409,8 @@ func TestForwardNeedsCA(t *testing.T) {
 	}{
 		{ForwardOptions{CA: tlsca.Options{Cert: filepath.Join(dir, "ca.pem")}}, "--ca-cert without --ca-key"},
 		{ForwardOptions{CA: tlsca.Options{Cert: filepath.Join(dir, "no.pem"), Key: filepath.Join(dir, "no.pem")}}, "--ca-cert: open"},
-		{ForwardOptions{CA: tlsca.Options{OutDir: dir}, Reach: Upstream{CA: filepath.Join(dir, "none.pem")}}, "--upstream-ca: open"},
-		{ForwardOptions{CA: tlsca.Options{OutDir: dir}, Reach: Upstream{Cert: "c.pem"}}, "--client-cert and --client-key: give both"},
+		{ForwardOptions{CA: tlsca.Options{OutDir: dir}, Reach: reach.Options{CA: filepath.Join(dir, "none.pem")}}, "--upstream-ca: open"},
+		{ForwardOptions{CA: tlsca.Options{OutDir: dir}, Reach: reach.Options{Cert: "c.pem"}}, "--client-cert and --client-key: give both"},
 	} {
 		if _, err := ListenForward("127.0.0.1:0", io.Discard, tt.o); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("got %v, want %q", err, tt.want)

@@ -1,12 +1,10 @@
 package metrics
 
 import (
-	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -185,31 +183,5 @@ func TestMetricsSet(t *testing.T) {
 	fams, _ = scrape(t, s)
 	if got := value(t, fams, "replay_target_request_rate"); got != 900 {
 		t.Errorf("replay_target_request_rate %v, want 900 (150 iterations/s × 6)", got)
-	}
-}
-
-// TestListenFunc: a server other than a run serves what its function
-// writes, fresh on every scrape, with the labels escaped.
-func TestListenFunc(t *testing.T) {
-	var n atomic.Int64
-	srv, err := ListenFunc("127.0.0.1:0", func(b *strings.Builder) {
-		e := Expo{B: b}
-		e.Family("x_total", "counter", "Scrapes.")
-		e.Sample("x_total", Labels("a", `q"uote`, "b", "2"), float64(n.Add(1)))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	for want := 1; want <= 2; want++ {
-		resp, err := http.Get("http://" + srv.Addr() + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if line := fmt.Sprintf(`x_total{a="q\"uote",b="2"} %d`, want); !strings.Contains(string(body), line) {
-			t.Errorf("scrape %d:\n%s\nwant %s", want, body, line)
-		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/h2serve"
-	"github.com/replay-dev/replay/pkg/capture"
+	"github.com/replay-dev/replay/pkg/reach"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/valyala/fasthttp"
 )
@@ -47,7 +47,7 @@ func (s *Server) handleH1(ctx *fasthttp.RequestCtx) {
 	defer s.putScratch(sc)
 	l := live{cs: cs, scheme: cs.scheme, version: "1.1"}
 	uri := ctx.Request.Header.RequestURI()
-	if scheme, authority, origin, ok := capture.AbsoluteForm(string(uri)); ok {
+	if scheme, authority, origin, ok := reach.AbsoluteForm(string(uri)); ok {
 		l.scheme, l.authority, uri = scheme, []byte(authority), []byte(origin)
 	} else if cs.host != nil {
 		l.authority = cs.host

@@ -42,7 +42,7 @@ import (
 	"github.com/replay-dev/replay/internal/connset"
 	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/internal/listen"
-	"github.com/replay-dev/replay/pkg/capture"
+	"github.com/replay-dev/replay/pkg/reach"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/sniff"
 	"github.com/replay-dev/replay/pkg/tlsca"
@@ -103,7 +103,7 @@ type Options struct {
 	// Upstream is how Passthrough reaches the real hosts (as the forward
 	// recorder does): --upstream-insecure, --upstream-ca, --client-cert
 	// and --client-key.
-	Upstream capture.Upstream
+	Upstream reach.Options
 	// Latency is when an answer is given: "recorded" (default: after the
 	// recorded duration), "0" (at once), or a factor of the recorded
 	// duration ("0.5").
@@ -262,7 +262,7 @@ type Server struct {
 	slots chan int // the chain's slots: a request takes one while it rewrites
 
 	pool     *negotiate.Pool // --passthrough; nil without
-	misses   *capture.Writer // --record-misses; nil without
+	misses   *rrpair.Writer  // --record-misses; nil without
 	missFile *os.File        // the file it writes, when Start created it
 
 	lns    []served
@@ -454,7 +454,7 @@ func (s *Server) recordMisses() error {
 		s.missFile, w = f, f
 	}
 	if w != nil {
-		s.misses = capture.NewWriter(w)
+		s.misses = rrpair.NewWriter(w)
 	}
 	return nil
 }

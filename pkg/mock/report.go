@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/plural"
-	"github.com/replay-dev/replay/pkg/metrics"
+	"github.com/replay-dev/replay/pkg/metrics/expo"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
@@ -340,23 +340,23 @@ func (r *Report) writeMisses(b *strings.Builder) {
 // WriteMetrics writes the mock's live numbers in Prometheus's text
 // format, as `replay run --metrics` does its own.
 func (s *Server) WriteMetrics(b *strings.Builder) {
-	e := metrics.Expo{B: b}
+	e := expo.Writer{B: b}
 	st := &s.st
 	e.Family("replay_mock_requests_total", "counter", "Requests answered, by result: hit (a recorded answer), miss, passthrough.")
-	e.Sample("replay_mock_requests_total", metrics.Label("result", "hit"), float64(st.hits.Load()))
-	e.Sample("replay_mock_requests_total", metrics.Label("result", "miss"), float64(st.misses.Load()))
-	e.Sample("replay_mock_requests_total", metrics.Label("result", "passthrough"), float64(st.passed.Load()))
+	e.Sample("replay_mock_requests_total", expo.Label("result", "hit"), float64(st.hits.Load()))
+	e.Sample("replay_mock_requests_total", expo.Label("result", "miss"), float64(st.misses.Load()))
+	e.Sample("replay_mock_requests_total", expo.Label("result", "passthrough"), float64(st.passed.Load()))
 	e.Family("replay_mock_faults_total", "counter", "Faults injected, by kind.")
 	for k, name := range faultNames {
-		e.Sample("replay_mock_faults_total", metrics.Label("kind", name), float64(st.faults[k].Load()))
+		e.Sample("replay_mock_faults_total", expo.Label("kind", name), float64(st.faults[k].Load()))
 	}
 	e.Family("replay_mock_endpoint_requests_total", "counter", "Requests by endpoint of the file and result.")
 	for i, name := range s.ix.f.Endpoints() {
 		if h := st.epHits[i].Load(); h > 0 {
-			e.Sample("replay_mock_endpoint_requests_total", metrics.Labels("endpoint", name, "result", "hit"), float64(h))
+			e.Sample("replay_mock_endpoint_requests_total", expo.Labels("endpoint", name, "result", "hit"), float64(h))
 		}
 		if m := st.epMisses[i].Load(); m > 0 {
-			e.Sample("replay_mock_endpoint_requests_total", metrics.Labels("endpoint", name, "result", "miss"), float64(m))
+			e.Sample("replay_mock_endpoint_requests_total", expo.Labels("endpoint", name, "result", "miss"), float64(m))
 		}
 	}
 }

@@ -2,12 +2,12 @@ package mock
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
+	"github.com/replay-dev/replay/internal/listen"
 	"github.com/replay-dev/replay/internal/outfile"
-	"github.com/replay-dev/replay/pkg/metrics"
+	"github.com/replay-dev/replay/pkg/metrics/expo"
 )
 
 // Run is what `replay mock` adds around a server: its report file, its
@@ -16,7 +16,9 @@ type Run struct {
 	// Out is the JSON report's path (--out; "" none), written whole or
 	// not at all on exit.
 	Out string
-	// Metrics is where live counts are served (--metrics ADDR; "" none).
+	// Metrics is where live counts are served (--metrics ADDR; "" none),
+	// bound as the mock's own addresses are: beyond loopback only with
+	// --allow-remote, public clients closed unless --allow-public-clients.
 	Metrics string
 	// Duration stops the mock after this long (0: when ctx ends).
 	Duration time.Duration
@@ -49,11 +51,12 @@ func Serve(ctx context.Context, o Options, r Run) error {
 		return err
 	}
 	if r.Metrics != "" {
-		srv, err := metrics.ListenFunc(r.Metrics, s.WriteMetrics)
+		ln, err := listen.Bind(r.Metrics, "--metrics", s.policy, "mock metrics", o.Log)
 		if err != nil {
 			s.Close(context.Background())
-			return fmt.Errorf("--metrics: %w", err)
+			return err
 		}
+		srv := expo.Serve(ln, s.WriteMetrics)
 		defer srv.Close()
 	}
 	o.Log.Info().Strs("addrs", s.Addrs()).Str("file", o.File).Msg("mock serving; stop with Ctrl-C")

@@ -1,4 +1,4 @@
-package capture
+package rrpair
 
 import (
 	"bufio"
@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// Writer is the one writer of a recording: exchanges hand it their lines
+// Writer is the one writer of a recording (replay record's, and replay
+// mock's --record-misses): exchanges hand it their lines
 // through a bounded queue, and it writes them in the order the exchanges
 // began, flushing every 200 ms and at Close, so that a file replayed with
 // --pace recorded sends what arrived in the order it arrived.
@@ -116,8 +117,8 @@ func (w *Writer) Close() error {
 	return <-w.done
 }
 
-// taken is the number of tickets taken so far.
-func (w *Writer) taken() int64 {
+// Begun is the number of tickets taken so far: the exchanges begun.
+func (w *Writer) Begun() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.seq

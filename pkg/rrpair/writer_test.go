@@ -1,19 +1,18 @@
-package capture
+package rrpair
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/replay-dev/replay/internal/replaytest"
 )
 
 // TestWriterOrder: lines come out in the order their tickets were taken,
 // whatever order they are given back in; an empty ticket writes nothing.
 func TestWriterOrder(t *testing.T) {
-	var out replaytest.Buffer
+	var out lockedBuffer
 	w := NewWriter(&out)
 	var seqs []int64
 	for range 5 {
@@ -41,7 +40,7 @@ func TestWriterOrder(t *testing.T) {
 // ones are done is passed over; its line is written when it comes, counted
 // late.
 func TestWriterPassesOver(t *testing.T) {
-	var out replaytest.Buffer
+	var out lockedBuffer
 	w := NewWriter(&out)
 	slow := w.Begin()
 	for range MaxWaiting + 1 {
@@ -89,7 +88,7 @@ func TestWriterWindow(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := &fakeClock{t: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)}
-			var out replaytest.Buffer
+			var out lockedBuffer
 			w := NewWriterWith(&out, WriterOptions{Window: 2 * time.Second, Now: clock.now, Tick: time.Millisecond})
 			slow, t0 := w.BeginAt()
 			clock.add(100 * time.Millisecond)
@@ -118,4 +117,23 @@ func TestWriterWindow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockedBuffer is a bytes.Buffer the writer's goroutine writes while the
+// test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
