@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,11 +13,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/replay-dev/replay/internal/replaytest"
 )
 
 // bulkUpstream is a loopback HTTP/1.1 server that reads each request's
@@ -87,14 +87,14 @@ func (u *bulkUpstream) serve(c net.Conn) {
 
 // startRecorder starts `replay record ARGS` as a child process (this test
 // binary as replay) and returns it once it answers on addr.
-func startRecorder(t *testing.T, addr string, args ...string) (*exec.Cmd, *syncBuffer, chan int64) {
+func startRecorder(t *testing.T, addr string, args ...string) (*exec.Cmd, *replaytest.Buffer, chan int64) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"record", "--listen", addr, "--log-format", "json"}, args...)...)
 	if lim := os.Getenv("RECORD_TEST_NOFILE"); lim != "" { // under a descriptor limit: through sh's ulimit
 		cmd = exec.Command("/bin/sh", append([]string{"-c", `ulimit -n ` + lim + ` && exec "$0" "$@"`, cmd.Path}, cmd.Args[1:]...)...)
 	}
 	cmd.Env = append(os.Environ(), "REPLAY_BE_MAIN=1")
-	stderr := &syncBuffer{}
+	stderr := &replaytest.Buffer{}
 	cmd.Stderr = stderr
 	peak := make(chan int64, 1)
 	started := make(chan error, 1)
@@ -118,25 +118,6 @@ func startRecorder(t *testing.T, addr string, args ...string) (*exec.Cmd, *syncB
 		time.Sleep(20 * time.Millisecond)
 	}
 	return cmd, stderr, peak
-}
-
-// syncBuffer is a buffer a child's output goes into while the test reads
-// it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestRecordForwardStreamsBodies: a 512 MiB POST through `record
