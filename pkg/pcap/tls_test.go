@@ -503,34 +503,7 @@ func noKeyBytes(t *testing.T, keyLog []byte, out string) {
 // the key log at keys, as "METHOD TARGET", sorted.
 func tsharkTLS(t *testing.T, path, keys string) []string {
 	t.Helper()
-	args := []string{"-r", path, "-n", "-o", "tls.keylog_file:" + keys, "-o", "tcp.reassemble_out_of_order:TRUE",
-		"-Y", "http.request || http2.headers.method", "-T", "fields", "-E", "separator=/t", "-E", "aggregator=|",
-		"-e", "http.request.method", "-e", "http.request.uri", "-e", "http2.headers.method", "-e", "http2.headers.path"}
-	cmd := exec.Command(tsharkBin(t), args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("tshark %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	var reqs []string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Split(line, "\t")
-		for len(f) < 4 {
-			f = append(f, "")
-		}
-		for _, mp := range [][2]string{{f[0], f[1]}, {f[2], f[3]}} {
-			if mp[0] == "" {
-				continue
-			}
-			methods, paths := strings.Split(mp[0], "|"), strings.Split(mp[1], "|")
-			for i := range methods {
-				reqs = append(reqs, methods[i]+" "+paths[min(i, len(paths)-1)])
-			}
-		}
-	}
-	slices.Sort(reqs)
-	return reqs
+	return tsharkHTTP(t, []string{"-r", path, "-n", "-o", "tls.keylog_file:" + keys, "-o", "tcp.reassemble_out_of_order:TRUE"})
 }
 
 // isSubset says whether every one of sub is in all.

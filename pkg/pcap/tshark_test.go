@@ -39,6 +39,14 @@ func tsharkRequests(t *testing.T, path string, h2ports ...uint16) []string {
 	for _, p := range h2ports {
 		args = append(args, "-d", fmt.Sprintf("tcp.port==%d,http2", p))
 	}
+	return tsharkHTTP(t, args)
+}
+
+// tsharkHTTP runs tshark with args (the capture and how to read it) and
+// returns the HTTP/1.x and HTTP/2 requests it finds, as "METHOD TARGET",
+// sorted.
+func tsharkHTTP(t *testing.T, args []string) []string {
+	t.Helper()
 	args = append(args, "-Y", "http.request || http2.headers.method", "-T", "fields", "-E", "separator=/t", "-E", "aggregator=|",
 		"-e", "http.request.method", "-e", "http.request.uri", "-e", "http2.headers.method", "-e", "http2.headers.path")
 	cmd := exec.Command(tsharkBin(t), args...)
