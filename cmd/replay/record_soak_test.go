@@ -52,7 +52,7 @@ func TestRecordForwardSoak(t *testing.T) {
 		secs = s
 	}
 	up := newBulkUpstream(t)
-	host := up.ln.Addr().String()
+	host := up.addr
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "out.jsonl")
 	addr := freeAddr(t)

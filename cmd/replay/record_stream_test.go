@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/loopback"
 	"github.com/replay-dev/replay/internal/replaytest"
 )
 
@@ -25,31 +26,17 @@ import (
 // body (Content-Length), counting its bytes, and answers with a body of
 // the size the path asks for (/N), of zeros.
 type bulkUpstream struct {
-	ln   net.Listener
+	addr string
 	read atomic.Int64
 }
 
 func newBulkUpstream(t *testing.T) *bulkUpstream {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &bulkUpstream{ln: ln}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go u.serve(c)
-		}
-	}()
+	u := &bulkUpstream{}
+	u.addr, _ = loopback.Serve(t, u.serve)
 	return u
 }
 
 func (u *bulkUpstream) serve(c net.Conn) {
-	defer c.Close()
 	br := bufio.NewReader(c)
 	zeros := make([]byte, 1<<20)
 	for {
@@ -140,7 +127,7 @@ func TestRecordForwardStreamsBodies(t *testing.T) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(90 * time.Second))
 	const post, answer = 512 << 20, 128 << 20
-	host := up.ln.Addr().String()
+	host := up.addr
 	go func() {
 		fmt.Fprintf(c, "POST http://%s/16 HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", host, host, post)
 		zeros := make([]byte, 1<<20)
@@ -232,7 +219,7 @@ func TestRecordServesAgainAfterDescriptorsComeBack(t *testing.T) {
 	up := newBulkUpstream(t)
 	addr := freeAddr(t)
 	t.Setenv("RECORD_TEST_NOFILE", "40")
-	cmd, stderr, _ := startRecorder(t, addr, "--upstream", "http://"+up.ln.Addr().String(), "-o", filepath.Join(t.TempDir(), "out.jsonl"))
+	cmd, stderr, _ := startRecorder(t, addr, "--upstream", "http://"+up.addr, "-o", filepath.Join(t.TempDir(), "out.jsonl"))
 	os.Unsetenv("RECORD_TEST_NOFILE")
 	var idle []net.Conn
 	defer func() {
