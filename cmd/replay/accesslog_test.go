@@ -7,34 +7,15 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/testservers"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
-
-// nginxBin finds nginx (Debian puts it in /usr/sbin, off a user's PATH).
-// Without it the test is skipped, loudly, unless REPLAY_CI=1 (.ci/run
-// installs it), where it fails.
-func nginxBin(t *testing.T) string {
-	t.Helper()
-	if bin, err := exec.LookPath("nginx"); err == nil {
-		return bin
-	}
-	if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
-		return "/usr/sbin/nginx"
-	}
-	if os.Getenv("REPLAY_CI") == "1" {
-		t.Fatal("nginx is not installed, and REPLAY_CI=1: .ci/run installs it (apt-get install nginx)")
-	}
-	t.Skip("SKIPPED: nginx is not installed (apt-get install nginx); CI installs it; this test did not run")
-	return ""
-}
 
 // nginxConf writes both logs of one server: combined, and JSON with
 // escape=json. Temporary paths live under the prefix, so nginx needs no
@@ -68,42 +49,9 @@ http {
 // they were sent, in order, with their status; replayed, the targets go
 // on the wire byte for byte.
 func TestImportNginxLog(t *testing.T) {
-	bin := nginxBin(t)
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, "tmp"), 0o755)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	conf := filepath.Join(dir, "nginx.conf")
-	os.WriteFile(conf, fmt.Appendf(nil, nginxConf, dir, port), 0o644)
-	cmd := exec.Command(bin, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
-	var nginxOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &nginxOut, &nginxOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close() // nginx logs nothing for a connection without a request
-			break
-		}
-		if time.Now().After(deadline) {
-			errLog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			t.Fatalf("nginx did not listen within 10s: %v\n%s%s", err, nginxOut.String(), errLog)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	addr, stop := testservers.Nginx(t, dir, func(port int) string { return fmt.Sprintf(nginxConf, dir, port) })
 
 	type sent struct {
 		method, target string
@@ -139,13 +87,7 @@ func TestImportNginxLog(t *testing.T) {
 			send("\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03\r\n\r\n") // a TLS hello on the plain port: 400, no request
 		}
 	}
-	cmd.Process.Signal(syscall.SIGQUIT) // graceful: the logs are complete when it exits
-	select {
-	case <-exited:
-		exited <- nil
-	case <-time.After(10 * time.Second):
-		t.Fatal("nginx did not stop within 10s of SIGQUIT")
-	}
+	stop() // graceful: the logs are complete when it exits
 
 	for _, log := range []string{"access.log", "access.json"} {
 		t.Run(log, func(t *testing.T) {

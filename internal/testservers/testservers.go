@@ -1,5 +1,5 @@
-// Package testservers starts private Redis and NATS servers on loopback for
-// tests.
+// Package testservers starts private Redis, NATS and nginx servers on
+// loopback for tests.
 package testservers
 
 import (
@@ -9,9 +9,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/replay-dev/replay/internal/replaytest"
 )
 
 // Redis starts redis-server on a free loopback port, without persistence,
@@ -81,4 +86,72 @@ func start(t testing.TB, name, ready string, args func(port int) []string) int {
 		t.Fatalf("%s did not start within 10s", name)
 	}
 	return port
+}
+
+// Nginx starts nginx in dir (its prefix: logs and temporary files live
+// there) with the configuration conf(port) on a free loopback port, in
+// one process (the configuration says daemon off and master_process off),
+// stopped when the test ends; it returns the address once nginx listens,
+// and stop, which stops nginx gracefully (SIGQUIT: its logs are complete
+// when it returns).
+// Without nginx (on PATH or in /usr/sbin, where Debian puts it) the test
+// is skipped, loudly, unless REPLAY_CI=1 (.ci/run installs it), where it
+// fails.
+func Nginx(t testing.TB, dir string, conf func(port int) string) (addr string, stop func()) {
+	t.Helper()
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/nginx"); serr != nil {
+			if os.Getenv("REPLAY_CI") == "1" {
+				t.Fatal("nginx is not installed, and REPLAY_CI=1: .ci/run installs it (apt-get install nginx)")
+			}
+			t.Skip("SKIPPED: nginx is not installed (apt-get install nginx); CI installs it; this test did not run")
+		}
+		bin = "/usr/sbin/nginx"
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf(port)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errLog := filepath.Join(dir, "error.log")
+	cmd := exec.Command(bin, "-p", dir, "-c", path, "-e", errLog)
+	var out replaytest.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var once sync.Once
+	wait := func() { once.Do(func() { <-exited }) }
+	t.Cleanup(func() { cmd.Process.Kill(); wait() })
+	stop = func() {
+		t.Helper()
+		cmd.Process.Signal(syscall.SIGQUIT)
+		done := make(chan struct{})
+		go func() { wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("nginx did not stop within 10s of SIGQUIT")
+		}
+	}
+	addr = fmt.Sprintf("127.0.0.1:%d", port)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close() // nginx logs nothing for a connection without a request
+			return addr, stop
+		}
+		if time.Now().After(deadline) {
+			logged, _ := os.ReadFile(errLog)
+			t.Fatalf("nginx did not listen within 10s: %v\n%s%s", err, out.String(), logged)
+		}
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/testservers"
 	"github.com/replay-dev/replay/pkg/run"
 )
 
@@ -56,49 +57,16 @@ http {
 // the statuses are the same. Without nginx or curl the test is skipped,
 // loudly, unless REPLAY_CI=1 (.ci/run installs both).
 func TestTLSNginx(t *testing.T) {
-	bin := ""
-	if p, err := exec.LookPath("nginx"); err == nil {
-		bin = p
-	} else if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
-		bin = "/usr/sbin/nginx"
-	}
 	curl, err := exec.LookPath("curl")
-	if bin == "" || err != nil {
+	if err != nil {
 		if os.Getenv("REPLAY_CI") == "1" {
-			t.Fatal("nginx or curl is not installed, and REPLAY_CI=1: .ci/run installs them")
+			t.Fatal("curl is not installed, and REPLAY_CI=1: .ci/run installs it")
 		}
-		t.Skip("SKIPPED: nginx or curl is not installed (apt-get install nginx curl); CI installs them; this test did not run")
+		t.Skip("SKIPPED: curl is not installed (apt-get install curl); CI installs it; this test did not run")
 	}
 	dir := t.TempDir()
 	writeCert(t, dir, "shop.example")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	conf := filepath.Join(dir, "nginx.conf")
-	os.WriteFile(conf, fmt.Appendf(nil, nginxTLSConf, dir, port), 0o644)
-	cmd := exec.Command(bin, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
-	var nginxOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &nginxOut, &nginxOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			errLog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			t.Fatalf("nginx did not listen within 10s\n%s%s", nginxOut.String(), errLog)
-		}
-	}
+	addr, _ := testservers.Nginx(t, dir, func(port int) string { return fmt.Sprintf(nginxTLSConf, dir, port) })
 
 	proxy := newRecProxy(t, addr)
 	_, pport, _ := net.SplitHostPort(proxy.ln.Addr().String())
