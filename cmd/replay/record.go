@@ -63,7 +63,7 @@ Pairs say direction OUT, for replay mock.`,
 			// cutting the exchanges still under way short.
 			hurry, release := outfile.Hold()
 			defer release()
-			log.Info().Str("listen", p.Addr()).Str("upstream", upstream).Bool("forward", forward).Str("output", out.Path).Msg("recording; stop with Ctrl-C")
+			log.Info().Str("listen", p.Addr()).Str("upstream", upstream).Bool("forward", forward).Str("output", out.Path).Str("redact", opt.Redact).Msg("recording (credentials as --redact says); stop with Ctrl-C")
 			waitStop(cmd.Context(), duration)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
