@@ -24,22 +24,23 @@ type encodedBodies struct {
 }
 
 // needsEncoding reports whether body, recorded under the Content-Encoding
-// enc, is not in that coding: a Speedscale line says it decoded it, or
-// its first bytes are not those the coding begins with (gzip, zstd).
+// enc, is not in that coding: its first bytes are not those the coding
+// begins with (gzip, zstd), or, for a coding without such bytes, a
+// Speedscale line says it decoded the body.
 func needsEncoding(p *rrpair.Pair, enc, body []byte) bool {
 	if len(enc) == 0 || len(body) == 0 {
 		return false
 	}
-	if bytes.Contains(p.Tags, decodedTag) {
-		return true
-	}
+	// gzip and zstd begin with a magic number: a body with it is encoded
+	// whatever a tag says, one without it is not. deflate and br carry no
+	// sure sign: only Speedscale's tag tells.
 	switch c := bytes.TrimSpace(enc); {
 	case bytes.EqualFold(c, []byte("gzip")), bytes.EqualFold(c, []byte("x-gzip")):
 		return !bytes.HasPrefix(body, []byte{0x1f, 0x8b})
 	case bytes.EqualFold(c, []byte("zstd")):
 		return !bytes.HasPrefix(body, []byte{0x28, 0xb5, 0x2f, 0xfd})
 	}
-	return false // deflate and br carry no sure sign: sent as recorded
+	return bytes.Contains(p.Tags, decodedTag)
 }
 
 // body returns pair p's answer body encoded by enc, encoding it the first

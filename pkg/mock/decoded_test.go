@@ -14,7 +14,8 @@ import (
 // (tags "decoded": "true") under Content-Encoding: gzip, as its snapshots
 // of a Go service's calls are, and a plain body recorded under gzip by
 // another tool, reach a client that decodes gzip as the JSON they hold,
-// over HTTP/1.1 and HTTP/2; a body recorded gzip-encoded goes as it was.
+// over HTTP/1.1 and HTTP/2; a body recorded gzip-encoded goes as it was,
+// whatever its tags say.
 // Before, the client failed: "gzip: invalid header".
 func TestDecodedBodiesSentEncoded(t *testing.T) {
 	var gz bytes.Buffer
@@ -25,6 +26,7 @@ func TestDecodedBodiesSentEncoded(t *testing.T) {
 		`{"direction":"OUT","l7protocol":"http","tags":{"captureMode":"proxy","decoded":"true"},"http":{"req":{"method":"GET","uri":"/v4/launches/latest","host":"api.example.com"},"res":{"statusCode":200,"headers":{"Content-Encoding":["gzip"],"Content-Length":["768"],"Content-Type":["application/json"]},"body":"{\"name\":\"Crew-5\"}"}}}`,
 		`{"direction":"OUT","l7protocol":"http","http":{"req":{"method":"GET","uri":"/plain-under-gzip","host":"api.example.com"},"res":{"statusCode":200,"headers":{"Content-Encoding":["gzip"]},"body":"{\"plain\":true}"}}}`,
 		`{"direction":"OUT","l7protocol":"http","http":{"req":{"method":"GET","uri":"/gzip","host":"api.example.com"},"res":{"statusCode":200,"headers":{"Content-Encoding":["gzip"]},"bodyBase64":"` + base64.StdEncoding.EncodeToString(gz.Bytes()) + `"}}}`,
+		`{"direction":"OUT","l7protocol":"http","tags":{"decoded":"true"},"http":{"req":{"method":"GET","uri":"/tagged-but-gzip","host":"api.example.com"},"res":{"statusCode":200,"headers":{"Content-Encoding":["gzip"]},"bodyBase64":"` + base64.StdEncoding.EncodeToString(gz.Bytes()) + `"}}}`,
 	}, "\n") + "\n"
 	s := start(t, Options{File: writeFile(t, lines)})
 	for _, h2 := range []bool{false, true} {
@@ -34,6 +36,7 @@ func TestDecodedBodiesSentEncoded(t *testing.T) {
 			{"/v4/launches/latest", `{"name":"Crew-5"}`},
 			{"/plain-under-gzip", `{"plain":true}`},
 			{"/gzip", `{"already":"gzip"}`},
+			{"/tagged-but-gzip", `{"already":"gzip"}`}, // encoded once, not twice
 		} {
 			resp, err := c.Get("http://api.example.com" + tc.path)
 			if err != nil {
