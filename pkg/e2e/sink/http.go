@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/replay-dev/replay/internal/printflog"
@@ -28,7 +29,16 @@ type HTTP struct {
 	srv  *fasthttp.Server
 	recv e2e.Receiver
 	done chan error
+	// conns counts connections until fasthttp is through with them:
+	// its server stops counting a connection (and Shutdown returns)
+	// before its worker logs why the connection failed, so Close waits
+	// on this too, or the sink's last warning is lost at exit.
+	conns sync.WaitGroup
 }
+
+// lastWords bounds how long Close waits for the server's workers to log
+// what they have to say about connections cut at shutdown.
+const lastWords = 2 * time.Second
 
 // ListenHTTP starts an HTTP sink on addr (":9090", "127.0.0.1:0") that
 // reports what it receives to r; what its server has to say (a connection
@@ -40,7 +50,15 @@ func ListenHTTP(addr string, r e2e.Receiver, log zerolog.Logger) (*HTTP, error) 
 	}
 	s := &HTTP{ln: ln, recv: r, done: make(chan error, 1)}
 	s.srv = &fasthttp.Server{Handler: s.handle, Name: "replay-sink", ReadTimeout: time.Minute, IdleTimeout: time.Minute,
-		Logger: printflog.Logger{Log: log, Level: zerolog.WarnLevel, From: "fasthttp"}}
+		Logger: printflog.Logger{Log: log, Level: zerolog.WarnLevel, From: "fasthttp"},
+		ConnState: func(_ net.Conn, st fasthttp.ConnState) {
+			switch st {
+			case fasthttp.StateNew:
+				s.conns.Add(1)
+			case fasthttp.StateClosed, fasthttp.StateHijacked:
+				s.conns.Done()
+			}
+		}}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
 }
@@ -63,6 +81,12 @@ func (s *HTTP) Close() error {
 	s.ln.Close()
 	if serr := <-s.done; serr != nil && !errors.Is(serr, net.ErrClosed) && err == nil {
 		err = serr
+	}
+	workersDone := make(chan struct{})
+	go func() { s.conns.Wait(); close(workersDone) }()
+	select {
+	case <-workersDone:
+	case <-time.After(lastWords):
 	}
 	return err
 }
