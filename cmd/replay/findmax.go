@@ -11,6 +11,7 @@ import (
 	"github.com/replay-dev/replay/internal/progress"
 	"github.com/replay-dev/replay/pkg/capacity"
 	"github.com/replay-dev/replay/pkg/metrics"
+	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -120,7 +121,7 @@ func findMax(ctx context.Context, f *findMaxFlags, std stdio, log zerolog.Logger
 	defer files.Close()
 	var srv *metrics.Server
 	if f.metrics != "" {
-		if srv, err = metrics.Listen(f.metrics, metrics.Sources{}); err != nil {
+		if srv, err = metrics.Listen(f.metrics, recording.LiveView{}); err != nil {
 			return fmt.Errorf("--metrics: %w\nnothing was sent", err)
 		}
 		log.Info().Str("addr", srv.Addr()).Msg("serving metrics at /metrics")
@@ -129,7 +130,7 @@ func findMax(ctx context.Context, f *findMaxFlags, std stdio, log zerolog.Logger
 	f.Log = log
 	f.Live = func(sl capacity.StepLive) (func(), error) {
 		if srv != nil {
-			srv.Set(metricSources(sl.Sources, func() (int, float64, bool) { return sl.Step, sl.Rate, true }))
+			srv.Set(sl.View)
 		}
 		return f.stepProgress(ctx, std.err, sl, log), nil
 	}
@@ -180,10 +181,7 @@ func writeSearch(files *outfile.Set[*capacity.Result], text io.Writer, quiet boo
 
 // stepProgress shows one run of a step as --progress says.
 func (f *findMaxFlags) stepProgress(ctx context.Context, w io.Writer, sl capacity.StepLive, log zerolog.Logger) (stop func()) {
-	src := sl.Sources
-	ps := progress.Sources{Live: src.Recorder.Live, VUs: src.VUs, Open: true, Dropped: src.Dropped,
-		Target: func() (int, float64, bool) { return sl.Step, sl.Rate, true }, PerIteration: src.PerIteration}
-	return f.progress.Show(ctx, w, isTerminal(w), src.Planned, ps, log.With().Int("step", sl.Step).Str("part", sl.Part).Logger())
+	return f.progress.Show(ctx, w, isTerminal(w), sl.View.Planned, sl.View, log.With().Int("step", sl.Step).Str("part", sl.Part).Logger())
 }
 
 // searchFailed is the error of a search whose start rate already failed:

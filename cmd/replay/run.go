@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/outfile"
-	"github.com/replay-dev/replay/internal/progress"
 	"github.com/replay-dev/replay/pkg/metrics"
+	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/run"
@@ -102,7 +102,7 @@ func execute(ctx context.Context, f *runFlags, std stdio, log zerolog.Logger) er
 		return err
 	}
 	var srv *metrics.Server
-	o.Live = func(src run.LiveSources) (func(), error) {
+	o.Live = func(src recording.LiveView) (func(), error) {
 		var err error
 		if srv, err = serveMetrics(f.metrics, src, log); err != nil {
 			return nil, err
@@ -144,23 +144,16 @@ func writeReports(outs *outputs, w io.Writer, sum *report.Summary, runErr error)
 }
 
 // serveMetrics serves the live counters at /metrics on addr, when given.
-func serveMetrics(addr string, src run.LiveSources, log zerolog.Logger) (*metrics.Server, error) {
+func serveMetrics(addr string, src recording.LiveView, log zerolog.Logger) (*metrics.Server, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	srv, err := metrics.Listen(addr, metricSources(src, src.Target))
+	srv, err := metrics.Listen(addr, src)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics: %w", err)
 	}
 	log.Info().Str("addr", srv.Addr()).Msg("serving metrics at /metrics")
 	return srv, nil
-}
-
-// metricSources are the metrics of a run's live counters; target says the
-// step and target rate.
-func metricSources(src run.LiveSources, target func() (int, float64, bool)) metrics.Sources {
-	return metrics.Sources{Recorder: src.Recorder, Buckets: src.Buckets, VUs: src.VUs, Dropped: src.Dropped, Late: src.Late,
-		Target: target, PerIteration: src.PerIteration, Events: src.Events}
 }
 
 // stopMetrics closes the metrics server, after linger.
@@ -175,8 +168,6 @@ func stopMetrics(srv *metrics.Server, linger time.Duration) {
 }
 
 // startProgress shows the run while it goes, as --progress says.
-func (f *runFlags) startProgress(ctx context.Context, w io.Writer, src run.LiveSources, log zerolog.Logger) (stop func()) {
-	ps := progress.Sources{Live: src.Recorder.Live, VUs: src.VUs, Open: src.Model == "rate" || src.Model == "recorded", Dropped: src.Dropped, Target: src.Target,
-		PerIteration: src.PerIteration}
-	return f.progress.Show(ctx, w, isTerminal(w), src.Planned, ps, log)
+func (f *runFlags) startProgress(ctx context.Context, w io.Writer, src recording.LiveView, log zerolog.Logger) (stop func()) {
+	return f.progress.Show(ctx, w, isTerminal(w), src.Planned, src, log)
 }

@@ -19,24 +19,6 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 )
 
-// Sources are what the live display reads; each may be called from any
-// goroutine while the run goes.
-type Sources struct {
-	Live func() recording.Live
-	VUs  func() (int, int64)
-	// Open says the run is an open model (--rate, --stages with rates,
-	// --pace recorded): the line then shows dropped iterations, and the
-	// target rate when target gives one.
-	Open    bool
-	Dropped func() int64
-	// Target is the rate asked for now, iterations a second; the line
-	// compares it with the requests a second sent in requests: the target
-	// × PerIteration, the requests an iteration holds (0: not known, the
-	// target is not shown).
-	Target       func() (step int, rate float64, ok bool)
-	PerIteration float64
-}
-
 // progressLine is one look at a run under way.
 type progressLine struct {
 	elapsed  time.Duration
@@ -62,15 +44,16 @@ func (p progressLine) errorPct() float64 {
 
 // sampler turns successive Live snapshots into progress lines.
 type sampler struct {
-	src      Sources
+	src      recording.LiveView
 	start    time.Time
 	lastAt   time.Time
 	lastReqs int64
 }
 
 func (s *sampler) sample(now time.Time) progressLine {
-	l := s.src.Live()
-	p := progressLine{elapsed: now.Sub(s.start), requests: l.Requests, failed: l.Failed, p99: -1}
+	l := s.src.Now()
+	p := progressLine{elapsed: now.Sub(s.start), requests: l.Requests, failed: l.Failed, p99: -1,
+		vus: l.VUs, inFlight: l.InFlight, open: s.src.Open(), dropped: l.Dropped, target: -1, reqs: -1}
 	if dt := now.Sub(s.lastAt).Seconds(); dt > 0 {
 		p.rps = float64(l.Requests-s.lastReqs) / dt
 	}
@@ -78,20 +61,11 @@ func (s *sampler) sample(now time.Time) progressLine {
 	if l.LastInterval != nil {
 		p.p99 = l.LastInterval.Latency.P99
 	}
-	if s.src.VUs != nil {
-		p.vus, p.inFlight = s.src.VUs()
+	if l.HasTarget {
+		p.target = l.Target
 	}
-	p.open, p.target, p.reqs = s.src.Open, -1, -1
-	if s.src.Dropped != nil {
-		p.dropped = s.src.Dropped()
-	}
-	if s.src.Target != nil {
-		if _, rate, ok := s.src.Target(); ok {
-			p.target = rate
-			if s.src.PerIteration > 0 {
-				p.reqs = rate * s.src.PerIteration
-			}
-		}
+	if reqs, ok := l.TargetRequests(); ok {
+		p.reqs = reqs
 	}
 	return p
 }
@@ -117,7 +91,7 @@ func (p progressLine) String() string {
 // length) with the current rate, p99 of the last second, failures and
 // VUs; without, a structured log line on log — never carriage returns in
 // a log.
-func Start(ctx context.Context, tty bool, w io.Writer, every, total time.Duration, src Sources, log zerolog.Logger) (stop func()) {
+func Start(ctx context.Context, tty bool, w io.Writer, every, total time.Duration, src recording.LiveView, log zerolog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &sampler{src: src, start: time.Now(), lastAt: time.Now()}
 	show, done := logProgress(log), func() {}
@@ -211,7 +185,7 @@ func (m Mode) Check() error {
 // Show starts progress as m says on w, whether it is a terminal or not
 // (the command's to tell): nothing with off, else Start with a bar or log
 // lines. Call the stop it returns when the run ends.
-func (m Mode) Show(ctx context.Context, w io.Writer, terminal bool, total time.Duration, src Sources, log zerolog.Logger) (stop func()) {
+func (m Mode) Show(ctx context.Context, w io.Writer, terminal bool, total time.Duration, src recording.LiveView, log zerolog.Logger) (stop func()) {
 	if m.Name == "off" {
 		return func() {}
 	}

@@ -16,12 +16,11 @@ import (
 func TestProgressBar(t *testing.T) {
 	var buf bytes.Buffer
 	n := int64(0)
-	src := Sources{
-		Live: func() recording.Live {
+	src := recording.LiveView{
+		Now: func() recording.Live {
 			n += 100
-			return recording.Live{Requests: n, LastInterval: &report.Interval{Latency: report.IntervalLatency{P99: 4.2}}}
+			return recording.Live{Requests: n, LastInterval: &report.Interval{Latency: report.IntervalLatency{P99: 4.2}}, VUs: 7, InFlight: 3}
 		},
-		VUs: func() (int, int64) { return 7, 3 },
 	}
 	stop := Start(context.Background(), true, &buf, 50*time.Millisecond, time.Second, src, zerolog.Nop())
 	time.Sleep(400 * time.Millisecond)
@@ -42,14 +41,12 @@ func TestProgressBar(t *testing.T) {
 // requests), dropped iterations and the error share.
 func TestProgressBarOpenModel(t *testing.T) {
 	var buf bytes.Buffer
-	src := Sources{
-		Live:    func() recording.Live { return recording.Live{Requests: 400, Failed: 10} },
-		VUs:     func() (int, int64) { return 9, 1 },
-		Open:    true,
-		Dropped: func() int64 { return 12 },
-		Target:  func() (int, float64, bool) { return 2, 400, true },
-		// 3 requests an iteration
-		PerIteration: 3,
+	src := recording.LiveView{
+		Model: "rate",
+		Now: func() recording.Live {
+			return recording.Live{Requests: 400, Failed: 10, VUs: 9, InFlight: 1, Dropped: 12,
+				HasTarget: true, Step: 2, Target: 400, PerIteration: 3} // 3 requests an iteration
+		},
 	}
 	stop := Start(context.Background(), true, &buf, 50*time.Millisecond, time.Second, src, zerolog.Nop())
 	time.Sleep(300 * time.Millisecond)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/run"
 	"github.com/replay-dev/replay/pkg/schedule"
@@ -266,12 +267,13 @@ func newRunner(ctx context.Context, o *Options) (*runner, error) {
 }
 
 // StepLive is a run of a step starting: which step, which part, which
-// rate, and the run's live counters.
+// rate, and the run's live counters, whose step and target are the
+// search's (the step's number, its rate: a hold has no stages of its own).
 type StepLive struct {
-	Step    int
-	Part    string // "warm-up" or "hold"
-	Rate    float64
-	Sources run.LiveSources
+	Step int
+	Part string // "warm-up" or "hold"
+	Rate float64
+	View recording.LiveView
 }
 
 // Step holds rate for a step of the search (a StepFunc).
@@ -314,8 +316,14 @@ func (r *runner) pass(rate float64, d time.Duration, part string) run.Pass {
 	p := run.Pass{Load: l, NoDrain: part == "warm-up", Log: &r.log}
 	if r.o.Live != nil {
 		n := r.n
-		p.Live = func(src run.LiveSources) (func(), error) {
-			return r.o.Live(StepLive{Step: n, Part: part, Rate: rate, Sources: src})
+		p.Live = func(v recording.LiveView) (func(), error) {
+			now := v.Now
+			v.Now = func() recording.Live {
+				l := now()
+				l.HasTarget, l.Step, l.Target = true, n, rate
+				return l
+			}
+			return r.o.Live(StepLive{Step: n, Part: part, Rate: rate, View: v})
 		}
 	}
 	return p

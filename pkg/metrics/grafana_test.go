@@ -24,10 +24,11 @@ func TestGrafanaDashboards(t *testing.T) {
 	rec.Record(result.Result{End: 1e6, Status: 202})
 	rec.Record(result.Result{End: 2e6, Err: result.ErrTimeout})
 	rec.Close()
-	s, err := Listen("127.0.0.1:0", Sources{Recorder: rec, Buckets: rec.LiveBuckets,
-		VUs: func() (int, int64) { return 1, 0 }, Dropped: func() int64 { return 0 }, Late: func() int64 { return 0 },
-		Target: func() (int, float64, bool) { return 1, 10, true },
-		Events: func() []e2e.StageCount { return []e2e.StageCount{{Name: "queued", Unique: 1}} }})
+	s, err := Listen("127.0.0.1:0", withRecorder(rec, func(l *recording.Live) {
+		l.VUs = 1
+		l.HasTarget, l.Step, l.Target = true, 1, 10
+		l.Events = []e2e.StageCount{{Name: "queued", Unique: 1}}
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

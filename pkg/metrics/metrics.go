@@ -17,32 +17,9 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/metrics/expo"
 	"github.com/replay-dev/replay/pkg/recording"
 )
-
-// Sources are where the numbers come from. Only Recorder is required; a
-// family whose source is nil is not written.
-type Sources struct {
-	Recorder interface{ Live() recording.Live }
-	// Buckets returns the latency's cumulative buckets at bounds.
-	Buckets func(bounds []float64) recording.Buckets
-	// VUs reports the VUs started and the requests in flight.
-	VUs func() (vus int, inFlight int64)
-	// Dropped and Late count the iterations an open model dropped and the
-	// requests begun late.
-	Dropped, Late func() int64
-	// Target reports the step under way (from 1; 0: none) and the rate
-	// asked for now, iterations a second; ok false when the run has no
-	// target rate.
-	Target func() (step int, rate float64, ok bool)
-	// PerIteration is the mean number of requests an iteration of the run
-	// holds: with it, the target is given in requests a second too.
-	PerIteration float64
-	// Events reports what each end-to-end stage has seen.
-	Events func() []e2e.StageCount
-}
 
 // LatencyBounds are the upper bounds, in seconds, of the latency
 // histogram's buckets.
@@ -51,14 +28,14 @@ var LatencyBounds = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0
 // Server serves a run's GET /metrics.
 type Server struct {
 	*expo.Server
-	src atomic.Pointer[Sources]
+	src atomic.Pointer[recording.LiveView]
 }
 
 // Listen binds addr (":9090", "127.0.0.1:0") at once, so that a bad address
 // fails before any traffic, and serves src in the background until Close.
-// Before the first Set, a server listened with a zero Sources serves an
+// Before the first Set, a server listened with a zero LiveView serves an
 // empty page.
-func Listen(addr string, src Sources) (*Server, error) {
+func Listen(addr string, src recording.LiveView) (*Server, error) {
 	s := &Server{}
 	s.Set(src)
 	var err error
@@ -75,14 +52,14 @@ func Listen(addr string, src Sources) (*Server, error) {
 
 // Set has the server serve src from the next scrape on: a capacity
 // search runs one run after another behind one address.
-func (s *Server) Set(src Sources) { s.src.Store(&src) }
+func (s *Server) Set(src recording.LiveView) { s.src.Store(&src) }
 
-// Write writes the exposition of src to b.
-func Write(b *strings.Builder, src Sources) {
-	if src.Recorder == nil {
+// Write writes the exposition of src to b, from one look at its counters.
+func Write(b *strings.Builder, src recording.LiveView) {
+	if src.Now == nil {
 		return
 	}
-	l := src.Recorder.Live()
+	l := src.Now()
 	e := expo.Writer{B: b}
 	e.Family("replay_requests_total", "counter", "Requests begun (succeeded + failed).")
 	e.Sample("replay_requests_total", "", float64(l.Requests))
@@ -107,17 +84,13 @@ func Write(b *strings.Builder, src Sources) {
 	for class := 1; class <= 5; class++ {
 		e.Sample("replay_responses_total", expo.Label("class", strconv.Itoa(class)+"xx"), float64(l.StatusClass[class]))
 	}
-	if src.Dropped != nil {
-		e.Family("replay_dropped_total", "counter", "Iterations an open model could not start: every VU (--max-vus) was busy.")
-		e.Sample("replay_dropped_total", "", float64(src.Dropped()))
-	}
-	if src.Late != nil {
-		e.Family("replay_late_total", "counter", "Requests begun more than --late-after past their due time.")
-		e.Sample("replay_late_total", "", float64(src.Late()))
-	}
-	if src.Events != nil {
+	e.Family("replay_dropped_total", "counter", "Iterations an open model could not start: every VU (--max-vus) was busy.")
+	e.Sample("replay_dropped_total", "", float64(l.Dropped))
+	e.Family("replay_late_total", "counter", "Requests begun more than --late-after past their due time.")
+	e.Sample("replay_late_total", "", float64(l.Late))
+	if l.Events != nil {
 		e.Family("replay_e2e_events_total", "counter", "Events seen by a sink, each once, by end-to-end stage.")
-		stages := src.Events()
+		stages := l.Events
 		for _, st := range stages {
 			e.Sample("replay_e2e_events_total", expo.Label("stage", st.Name), float64(st.Unique))
 		}
@@ -126,23 +99,18 @@ func Write(b *strings.Builder, src Sources) {
 			e.Sample("replay_e2e_duplicates_total", expo.Label("stage", st.Name), float64(st.Duplicates))
 		}
 	}
-	if src.VUs != nil {
-		vus, inFlight := src.VUs()
-		e.Family("replay_vus", "gauge", "VUs started.")
-		e.Sample("replay_vus", "", float64(vus))
-		e.Family("replay_in_flight", "gauge", "Requests in flight.")
-		e.Sample("replay_in_flight", "", float64(inFlight))
-	}
-	if src.Target != nil {
-		if step, rate, ok := src.Target(); ok {
-			e.Family("replay_step", "gauge", "The step under way: the --stages item, or the capacity search's step (from 1; 0 without steps).")
-			e.Sample("replay_step", "", float64(step))
-			e.Family("replay_target_rate", "gauge", "The arrival rate asked for now, iterations per second.")
-			e.Sample("replay_target_rate", "", rate)
-			if src.PerIteration > 0 {
-				e.Family("replay_target_request_rate", "gauge", "The arrival rate asked for now, requests per second (iterations per second × the requests an iteration holds).")
-				e.Sample("replay_target_request_rate", "", rate*src.PerIteration)
-			}
+	e.Family("replay_vus", "gauge", "VUs started.")
+	e.Sample("replay_vus", "", float64(l.VUs))
+	e.Family("replay_in_flight", "gauge", "Requests in flight.")
+	e.Sample("replay_in_flight", "", float64(l.InFlight))
+	if l.HasTarget {
+		e.Family("replay_step", "gauge", "The step under way: the --stages item, or the capacity search's step (from 1; 0 without steps).")
+		e.Sample("replay_step", "", float64(l.Step))
+		e.Family("replay_target_rate", "gauge", "The arrival rate asked for now, iterations per second.")
+		e.Sample("replay_target_rate", "", l.Target)
+		if reqs, ok := l.TargetRequests(); ok {
+			e.Family("replay_target_request_rate", "gauge", "The arrival rate asked for now, requests per second (iterations per second × the requests an iteration holds).")
+			e.Sample("replay_target_request_rate", "", reqs)
 		}
 	}
 	if src.Buckets != nil {

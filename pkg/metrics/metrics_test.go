@@ -15,9 +15,20 @@ import (
 	"github.com/replay-dev/replay/pkg/result"
 )
 
-type fakeRecorder struct{ live recording.Live }
+// fixed is a view whose counters are l at every look.
+func fixed(l recording.Live) recording.LiveView {
+	return recording.LiveView{Now: func() recording.Live { return l }}
+}
 
-func (f fakeRecorder) Live() recording.Live { return f.live }
+// withRecorder is a view whose counters are rec's, with the engine's
+// part set as engine says.
+func withRecorder(rec *recording.Recorder, engine func(*recording.Live)) recording.LiveView {
+	return recording.LiveView{Buckets: rec.LiveBuckets, Now: func() recording.Live {
+		l := rec.Live()
+		engine(&l)
+		return l
+	}}
+}
 
 // scrape gets /metrics from s and parses it with Prometheus's own parser,
 // which refuses a sample whose family is typed otherwise, a histogram
@@ -82,15 +93,12 @@ func TestMetricsExposition(t *testing.T) {
 	}
 	rec.Record(result.Result{End: 5e9, Err: result.ErrTimeout})
 	rec.Close()
-	s, err := Listen("127.0.0.1:0", Sources{
-		Recorder: rec, Buckets: rec.LiveBuckets,
-		VUs:     func() (int, int64) { return 4, 2 },
-		Dropped: func() int64 { return 7 }, Late: func() int64 { return 3 },
-		Target: func() (int, float64, bool) { return 2, 400, true },
-		Events: func() []e2e.StageCount {
-			return []e2e.StageCount{{Name: "queued", Unique: 90, Duplicates: 1}, {Name: `we"ird`, Unique: 5}}
-		},
-	})
+	s, err := Listen("127.0.0.1:0", withRecorder(rec, func(l *recording.Live) {
+		l.VUs, l.InFlight = 4, 2
+		l.Dropped, l.Late = 7, 3
+		l.HasTarget, l.Step, l.Target = true, 2, 400
+		l.Events = []e2e.StageCount{{Name: "queued", Unique: 90, Duplicates: 1}, {Name: `we"ird`, Unique: 5}}
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +159,7 @@ func TestMetricsExposition(t *testing.T) {
 	if sum.GetSampleCount() != 1000 {
 		t.Errorf("summary count %d, want the 1000 answered", sum.GetSampleCount())
 	}
-	if _, err := Listen("127.0.0.1:notaport", Sources{}); err == nil {
+	if _, err := Listen("127.0.0.1:notaport", recording.LiveView{}); err == nil {
 		t.Error("a bad address listened")
 	}
 }
@@ -159,7 +167,7 @@ func TestMetricsExposition(t *testing.T) {
 // TestMetricsSet: a server listened before any run serves nothing, then
 // what Set gives it (a capacity search's runs, one after another).
 func TestMetricsSet(t *testing.T) {
-	s, err := Listen("127.0.0.1:0", Sources{})
+	s, err := Listen("127.0.0.1:0", recording.LiveView{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +175,7 @@ func TestMetricsSet(t *testing.T) {
 	if fams, _ := scrape(t, s); len(fams) != 0 {
 		t.Errorf("before Set: %d families, want none", len(fams))
 	}
-	s.Set(Sources{Recorder: fakeRecorder{recording.Live{Requests: 10}}, Target: func() (int, float64, bool) { return 3, 150, true }})
+	s.Set(fixed(recording.Live{Requests: 10, HasTarget: true, Step: 3, Target: 150}))
 	fams, _ := scrape(t, s)
 	if value(t, fams, "replay_requests_total") != 10 || value(t, fams, "replay_step") != 3 || value(t, fams, "replay_target_rate") != 150 {
 		t.Errorf("after Set: %v", fams)
@@ -179,7 +187,7 @@ func TestMetricsSet(t *testing.T) {
 		t.Error("a target in requests a second without the requests an iteration holds")
 	}
 	// With the requests an iteration holds, the target in requests a second too.
-	s.Set(Sources{Recorder: fakeRecorder{recording.Live{Requests: 10}}, Target: func() (int, float64, bool) { return 3, 150, true }, PerIteration: 6})
+	s.Set(fixed(recording.Live{Requests: 10, HasTarget: true, Step: 3, Target: 150, PerIteration: 6}))
 	fams, _ = scrape(t, s)
 	if got := value(t, fams, "replay_target_request_rate"); got != 900 {
 		t.Errorf("replay_target_request_rate %v, want 900 (150 iterations/s × 6)", got)

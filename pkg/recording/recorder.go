@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/pkg/hist"
-	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
 )
 
@@ -82,21 +81,11 @@ func (r *Recorder) drain() bool {
 	}
 }
 
-// Live is what a recorder has folded so far, for live metrics.
-type Live struct {
-	Requests, Succeeded, Failed int64
-	BytesIn, BytesOut           int64
-	Errors                      map[string]int64 // by kind
-	StatusClass                 [6]int64         // [1] = 1xx ... [5] = 5xx; [0] other
-	Latency                     report.Latency   // from due time, since the start
-	// LastInterval is the newest closed second (intervals close about two
-	// seconds after they end); nil before the first.
-	LastInterval *report.Interval
-}
-
-// Live returns the recorder's counts so far, at most drainEvery late. It is
-// safe to call during a run (a metrics scrape); it costs a lock and a few
-// percentile look-ups, never the VUs anything.
+// Live returns the recorder's part of the live counters so far (the
+// results folded; the engine's fields are zero: the run adds them), at
+// most drainEvery late. It is safe to call during a run (a metrics
+// scrape); it costs a lock and a few percentile look-ups, never the VUs
+// anything.
 func (r *Recorder) Live() Live {
 	r.mu.Lock()
 	defer r.mu.Unlock()

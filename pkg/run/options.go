@@ -4,7 +4,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -85,7 +84,7 @@ type Options struct {
 	// counters of the run under way (progress, metrics). An error ends
 	// the run with nothing sent. The stop it returns, when not nil, is
 	// called once the VUs have stopped, before events are drained.
-	Live func(LiveSources) (stop func(), err error)
+	Live func(recording.LiveView) (stop func(), err error)
 }
 
 // Load is the load: the flags shared by every command that describes one
@@ -283,35 +282,4 @@ type Plan struct {
 	// none of the file (more shards than iterations). It sends nothing
 	// and returns a valid empty summary; its thresholds do not apply.
 	Empty bool
-}
-
-// LiveSources are the counters of a run under way, given to Options.Live.
-// Each is safe to call from any goroutine while the run goes, and after.
-type LiveSources struct {
-	// Recorder has the results so far.
-	Recorder interface{ Live() recording.Live }
-	// VUs returns how many VUs the run has started and how many requests
-	// are in flight.
-	VUs func() (vus int, inFlight int64)
-	// Dropped and Late return the iterations an open model dropped and
-	// the requests begun late, so far.
-	Dropped, Late func() int64
-	// Planned is how long the run issues: its duration, or its stages';
-	// 0 when the file decides.
-	Planned time.Duration
-	// Model is the load model: "closed", "rate" or "recorded".
-	Model string
-	// Buckets returns the latency so far as a histogram's cumulative
-	// buckets (metrics).
-	Buckets func(bounds []float64) recording.Buckets
-	// Target returns the stage (from 1; 0 without --stages) and the rate
-	// an arrival-rate run asks for now, iterations a second; ok is false
-	// for other models.
-	Target func() (step int, rate float64, ok bool)
-	// PerIteration is the mean number of requests an iteration of the run
-	// holds: Target × PerIteration is the target in requests a second.
-	PerIteration float64
-	// Events returns what each end-to-end stage has seen so far; nil when
-	// requests are not stamped.
-	Events func() []e2e.StageCount
 }

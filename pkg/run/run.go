@@ -122,7 +122,7 @@ type Pass struct {
 	// counters of the run under way (progress, metrics). An error ends
 	// the run with nothing sent. The stop it returns, when not nil, is
 	// called once the VUs have stopped, before events are drained.
-	Live func(LiveSources) (stop func(), err error)
+	Live func(recording.LiveView) (stop func(), err error)
 	// Log, when set, receives this run's messages instead of the options'
 	// logger.
 	Log *zerolog.Logger
@@ -362,12 +362,7 @@ func (r *runner) startProfile() error {
 // startLive starts the threshold watcher and the caller's live view, the
 // readers of the live counters.
 func (r *runner) startLive(ctx context.Context) (context.Context, error) {
-	cfg := &r.pool.Config
-	src := LiveSources{Recorder: r.rec, VUs: r.pool.Live, Dropped: r.pool.Dropped, Late: r.pool.Late, Planned: r.plan.End(),
-		Model: cfg.Model.String(), Buckets: r.rec.LiveBuckets, Target: targetNow(r.plan, time.Now()), PerIteration: cfg.PerIteration}
-	if r.track != nil {
-		src.Events = r.track.tracker.LiveStages
-	}
+	src := recording.LiveView{Now: r.liveNow(time.Now()), Buckets: r.rec.LiveBuckets, Planned: r.plan.End(), Model: r.pool.Config.Model.String()}
 	runCtx := ctx
 	if r.pass.AbortOnFail {
 		runCtx, r.stopWatch = watchThresholds(ctx, r.pr.p.thresholds, src, r.log)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/rs/zerolog"
 )
@@ -109,14 +110,14 @@ func TestExecute(t *testing.T) {
 		}
 		return nil
 	}
-	o.Live = func(src LiveSources) (func(), error) {
+	o.Live = func(src recording.LiveView) (func(), error) {
 		lives++
-		if vus, _ := src.VUs(); vus != 0 || src.Recorder.Live().Requests != 0 {
-			t.Errorf("live counters before the run: %d VUs, %d requests", vus, src.Recorder.Live().Requests)
+		if l := src.Now(); l.VUs != 0 || l.Requests != 0 {
+			t.Errorf("live counters before the run: %d VUs, %d requests", l.VUs, l.Requests)
 		}
 		return func() {
 			stops++
-			if vus, _ := src.VUs(); vus != 2 {
+			if vus := src.Now().VUs; vus != 2 {
 				t.Errorf("live VUs after the run: %d, want 2", vus)
 			}
 		}, nil
@@ -219,7 +220,7 @@ func TestExecuteBadInputSendsNothing(t *testing.T) {
 			o := options(good, srv.URL)
 			readied := false
 			o.Ready = func(Plan) error { readied = true; return nil }
-			o.Live = func(LiveSources) (func(), error) { return nil, nil }
+			o.Live = func(recording.LiveView) (func(), error) { return nil, nil }
 			tt.edit(&o)
 			s, err := execute(t, context.Background(), o, 10*time.Second)
 			if s != nil || err == nil {
@@ -247,7 +248,7 @@ func TestExecuteHookErrors(t *testing.T) {
 	hookErr := errors.New("--out: no room")
 	for name, edit := range map[string]func(*Options){
 		"ready": func(o *Options) { o.Ready = func(Plan) error { return hookErr } },
-		"live":  func(o *Options) { o.Live = func(LiveSources) (func(), error) { return nil, hookErr } },
+		"live":  func(o *Options) { o.Live = func(recording.LiveView) (func(), error) { return nil, hookErr } },
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := options(trafficFile(t, 5), srv.URL)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/recording"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/rs/zerolog"
 )
@@ -17,7 +18,7 @@ const watchEvery = 100 * time.Millisecond
 // ErrAborted, once one of ts can no longer pass, whatever the rest of
 // the run does (errors<N, dropped<N, late<N). stop ends the watch and
 // waits for its goroutine; it may be called more than once.
-func watchThresholds(ctx context.Context, ts []report.Threshold, src LiveSources, log zerolog.Logger) (_ context.Context, stop func()) {
+func watchThresholds(ctx context.Context, ts []report.Threshold, src recording.LiveView, log zerolog.Logger) (_ context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -50,10 +51,10 @@ func watchThresholds(ctx context.Context, ts []report.Threshold, src LiveSources
 }
 
 // hopeless returns the first threshold that can no longer pass.
-func hopeless(ts []report.Threshold, src LiveSources) (report.Threshold, bool) {
-	failed := src.Recorder.Live().Failed
+func hopeless(ts []report.Threshold, src recording.LiveView) (report.Threshold, bool) {
+	l := src.Now()
 	for _, th := range ts {
-		if th.Hopeless(failed, src.Dropped(), src.Late()) {
+		if th.Hopeless(l.Failed, l.Dropped, l.Late) {
 			return th, true
 		}
 	}
