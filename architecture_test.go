@@ -577,3 +577,55 @@ func TestContractCatches(t *testing.T) {
 		t.Errorf("checkThin missed the fat command:\n%s", thin)
 	}
 }
+
+// TestGlossaryNamesRealTypes: every `pkg.Name` the glossary of
+// docs/architecture.md ("One name, one meaning") gives as a word's type
+// is an exported identifier of a package of the module by that name: a
+// rename in the code that leaves the glossary behind fails here.
+func TestGlossaryNamesRealTypes(t *testing.T) {
+	src, err := os.ReadFile("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(src)
+	start := strings.Index(doc, "## One name, one meaning")
+	if start < 0 {
+		t.Fatal(`docs/architecture.md has no "One name, one meaning" section`)
+	}
+	section := doc[start:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	scopes := map[string][]*types.Scope{} // package name -> scopes
+	for _, p := range loadModule(t) {
+		if p.Types != nil {
+			scopes[p.Name] = append(scopes[p.Name], p.Types.Scope())
+		}
+	}
+	found := 0
+	for _, code := range strings.Split(section, "`")[1:] {
+		pkg, name, ok := strings.Cut(code, ".")
+		if !ok || strings.ContainsAny(code, " (/:") || scopes[pkg] == nil {
+			continue
+		}
+		name, _, _ = strings.Cut(name, ".") // a field or a method: its type
+		name = strings.TrimSuffix(name, "…")
+		found++
+		if !slices.ContainsFunc(scopes[pkg], func(s *types.Scope) bool {
+			if name == "" { // a family of names: Step… is every name that starts so
+				return false
+			}
+			for _, n := range s.Names() {
+				if n == name || (strings.HasSuffix(code, "…") && strings.HasPrefix(n, name)) {
+					return true
+				}
+			}
+			return false
+		}) {
+			t.Errorf("the glossary names `%s`, which no package %s of the module declares", code, pkg)
+		}
+	}
+	if found < 10 {
+		t.Errorf("the glossary names %d types of the module, want its table's (10 or more)", found)
+	}
+}
