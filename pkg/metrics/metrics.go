@@ -116,15 +116,7 @@ func Write(b *strings.Builder, src Sources) {
 		e.Sample("replay_late_total", "", float64(src.Late()))
 	}
 	if src.Events != nil {
-		e.Family("replay_e2e_events_total", "counter", "Events seen by a sink, each once, by end-to-end stage.")
-		stages := src.Events()
-		for _, st := range stages {
-			e.Sample("replay_e2e_events_total", expo.Label("stage", st.Name), float64(st.Unique))
-		}
-		e.Family("replay_e2e_duplicates_total", "counter", "Deliveries of an event a sink had seen already, by end-to-end stage.")
-		for _, st := range stages {
-			e.Sample("replay_e2e_duplicates_total", expo.Label("stage", st.Name), float64(st.Duplicates))
-		}
+		writeE2E(e, src.Events())
 	}
 	if src.VUs != nil {
 		vus, inFlight := src.VUs()
@@ -134,26 +126,10 @@ func Write(b *strings.Builder, src Sources) {
 		e.Sample("replay_in_flight", "", float64(inFlight))
 	}
 	if src.Target != nil {
-		if step, rate, ok := src.Target(); ok {
-			e.Family("replay_step", "gauge", "The step under way: the --stages item, or the capacity search's step (from 1; 0 without steps).")
-			e.Sample("replay_step", "", float64(step))
-			e.Family("replay_target_rate", "gauge", "The arrival rate asked for now, iterations per second.")
-			e.Sample("replay_target_rate", "", rate)
-			if src.PerIteration > 0 {
-				e.Family("replay_target_request_rate", "gauge", "The arrival rate asked for now, requests per second (iterations per second × the requests an iteration holds).")
-				e.Sample("replay_target_request_rate", "", rate*src.PerIteration)
-			}
-		}
+		writeTarget(e, src)
 	}
 	if src.Buckets != nil {
-		h := src.Buckets(LatencyBounds)
-		e.Family("replay_request_duration_seconds", "histogram", "Latency of answered requests from their due time, seconds.")
-		for i, le := range h.Bounds {
-			e.Sample("replay_request_duration_seconds_bucket", expo.Label("le", strconv.FormatFloat(le, 'g', -1, 64)), float64(h.Counts[i]))
-		}
-		e.Sample("replay_request_duration_seconds_bucket", expo.Label("le", "+Inf"), float64(h.Count))
-		e.Sample("replay_request_duration_seconds_sum", "", h.SumS)
-		e.Sample("replay_request_duration_seconds_count", "", float64(h.Count))
+		writeBuckets(e, src.Buckets(LatencyBounds))
 	}
 	e.Family("replay_latency_seconds", "summary", "Latency quantiles of answered requests from their due time since the start, seconds (HDR).")
 	for _, q := range []struct {
@@ -165,6 +141,46 @@ func Write(b *strings.Builder, src Sources) {
 	answered := l.Requests - sumErrors(l.Errors)
 	e.Sample("replay_latency_seconds_sum", "", l.Latency.Mean/1000*float64(answered))
 	e.Sample("replay_latency_seconds_count", "", float64(answered))
+}
+
+// writeE2E writes the events the sinks saw, each once and again, by stage.
+func writeE2E(e expo.Writer, stages []e2e.StageCount) {
+	e.Family("replay_e2e_events_total", "counter", "Events seen by a sink, each once, by end-to-end stage.")
+	for _, st := range stages {
+		e.Sample("replay_e2e_events_total", expo.Label("stage", st.Name), float64(st.Unique))
+	}
+	e.Family("replay_e2e_duplicates_total", "counter", "Deliveries of an event a sink had seen already, by end-to-end stage.")
+	for _, st := range stages {
+		e.Sample("replay_e2e_duplicates_total", expo.Label("stage", st.Name), float64(st.Duplicates))
+	}
+}
+
+// writeTarget writes the step under way and the rate asked for, when the
+// load has a target now.
+func writeTarget(e expo.Writer, src Sources) {
+	step, rate, ok := src.Target()
+	if !ok {
+		return
+	}
+	e.Family("replay_step", "gauge", "The step under way: the --stages item, or the capacity search's step (from 1; 0 without steps).")
+	e.Sample("replay_step", "", float64(step))
+	e.Family("replay_target_rate", "gauge", "The arrival rate asked for now, iterations per second.")
+	e.Sample("replay_target_rate", "", rate)
+	if src.PerIteration > 0 {
+		e.Family("replay_target_request_rate", "gauge", "The arrival rate asked for now, requests per second (iterations per second × the requests an iteration holds).")
+		e.Sample("replay_target_request_rate", "", rate*src.PerIteration)
+	}
+}
+
+// writeBuckets writes the latency histogram, one bucket a bound.
+func writeBuckets(e expo.Writer, h recording.Buckets) {
+	e.Family("replay_request_duration_seconds", "histogram", "Latency of answered requests from their due time, seconds.")
+	for i, le := range h.Bounds {
+		e.Sample("replay_request_duration_seconds_bucket", expo.Label("le", strconv.FormatFloat(le, 'g', -1, 64)), float64(h.Counts[i]))
+	}
+	e.Sample("replay_request_duration_seconds_bucket", expo.Label("le", "+Inf"), float64(h.Count))
+	e.Sample("replay_request_duration_seconds_sum", "", h.SumS)
+	e.Sample("replay_request_duration_seconds_count", "", float64(h.Count))
 }
 
 // sumErrors adds the counts of errs.
