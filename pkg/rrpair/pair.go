@@ -234,29 +234,16 @@ type civil struct {
 // rfc3339Civil reads the date and time fields of a laid-out stamp; ok is
 // false when one is not digits or out of its range.
 func rfc3339Civil(b []byte) (civil, bool) {
-	year, ok1 := decimal(b[0:4])
-	month, ok2 := decimal(b[5:7])
-	day, ok3 := decimal(b[8:10])
-	hour, ok4 := decimal(b[11:13])
-	minute, ok5 := decimal(b[14:16])
-	sec, ok6 := decimal(b[17:19])
+	year, ok1 := atoi(b[0:4])
+	month, ok2 := atoi(b[5:7])
+	day, ok3 := atoi(b[8:10])
+	hour, ok4 := atoi(b[11:13])
+	minute, ok5 := atoi(b[14:16])
+	sec, ok6 := atoi(b[17:19])
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 60 {
 		return civil{}, false
 	}
 	return civil{year, month, day, hour, minute, sec}, true
-}
-
-// decimal reads s as an unsigned decimal number; ok is false on a byte
-// that is not a digit.
-func decimal(s []byte) (int, bool) {
-	n := 0
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, true
 }
 
 // rfc3339Frac reads the optional fraction after the seconds, recording its
@@ -290,8 +277,8 @@ func rfc3339Zone(b []byte, i int, st *Stamp) bool {
 	case i == len(b)-1 && (b[i] == 'Z' || b[i] == 'z'):
 		st.Zulu = b[i]
 	case i == len(b)-6 && (b[i] == '+' || b[i] == '-') && b[i+3] == ':':
-		oh, ok1 := decimal(b[i+1 : i+3])
-		om, ok2 := decimal(b[i+4 : i+6])
+		oh, ok1 := atoi(b[i+1 : i+3])
+		om, ok2 := atoi(b[i+4 : i+6])
 		if !ok1 || !ok2 || oh > 23 || om > 59 {
 			return false
 		}
