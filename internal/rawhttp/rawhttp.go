@@ -237,14 +237,9 @@ func (m *Message) fields(lines []string, request bool) (Framing, error) {
 		m.Headers = append(m.Headers, rrpair.Field{Name: name, Value: value})
 		switch strings.ToLower(name) {
 		case "content-length":
-			n, err := contentLength(value)
-			if err != nil {
+			if err := f.setLength(value); err != nil {
 				return f, err
 			}
-			if f.Length >= 0 && n != f.Length {
-				return f, fmt.Errorf("Content-Length %d and %d: a message has one length", f.Length, n)
-			}
-			f.Length = n
 		case "transfer-encoding":
 			te = true
 			codings := strings.Split(strings.ToLower(value), ",")
@@ -263,6 +258,20 @@ func (m *Message) fields(lines []string, request bool) (Framing, error) {
 		m.Close = true
 	}
 	return f, nil
+}
+
+// setLength reads a Content-Length value into f.Length; a second one must
+// say the same length.
+func (f *Framing) setLength(value string) error {
+	n, err := contentLength(value)
+	if err != nil {
+		return err
+	}
+	if f.Length >= 0 && n != f.Length {
+		return fmt.Errorf("Content-Length %d and %d: a message has one length", f.Length, n)
+	}
+	f.Length = n
+	return nil
 }
 
 // contentLength reads a Content-Length value: digits only (no sign, no

@@ -269,6 +269,13 @@ func (c *converter) parse(line []byte) (entry, error) {
 	if e.rec.TS, e.coarse, err = parseTime(string(ts)); err != nil {
 		return e, err
 	}
+	c.optional(&e, get, keys)
+	return e, nil
+}
+
+// optional fills the fields a line may leave out: status (only 100-599),
+// host (else the one given), scheme (http or https) and duration.
+func (c *converter) optional(e *entry, get getter, keys *JSONFields) {
 	if status, ok := get(keys.Status...); ok { // else, or not 100-599: no recorded status
 		if n, err := strconv.Atoi(string(status)); err == nil && n >= 100 && n <= 599 {
 			e.rec.Status = n
@@ -281,16 +288,22 @@ func (c *converter) parse(line []byte) (entry, error) {
 	if s, ok := get(keys.Scheme...); ok && (string(s) == "http" || string(s) == "https") {
 		e.rec.Protocol = string(s)
 	}
+	e.rec.Duration = duration(get, keys, e.rec.Duration)
+}
+
+// duration is the line's positive duration: its duration field in seconds,
+// else Apache's %D in microseconds; def when neither is read.
+func duration(get getter, keys *JSONFields, def time.Duration) time.Duration {
 	if d, ok := get(keys.Duration...); ok {
 		if secs, err := strconv.ParseFloat(string(d), 64); err == nil && secs > 0 {
-			e.rec.Duration = time.Duration(secs * float64(time.Second))
+			return time.Duration(secs * float64(time.Second))
 		}
 	} else if d, ok := get("request_time_us"); ok { // Apache's %D
 		if us, err := strconv.ParseInt(string(d), 10, 64); err == nil && us > 0 {
-			e.rec.Duration = time.Duration(us) * time.Microsecond
+			return time.Duration(us) * time.Microsecond
 		}
 	}
-	return e, nil
+	return def
 }
 
 // read reads a line's fields, as its format says, into c.fields.

@@ -88,42 +88,59 @@ func fromApache(s string) (string, error) {
 			b.WriteByte(s[i])
 			continue
 		}
-		i++
-		for i < len(s) && (s[i] == '>' || s[i] == '<' || s[i] == '!' || s[i] == ',' || '0' <= s[i] && s[i] <= '9') {
-			i++ // modifiers: final or original request, status conditions
+		arg, j, err := apacheDirective(s, i+1)
+		if err != nil {
+			return "", err
 		}
-		arg := ""
-		if i < len(s) && s[i] == '{' {
-			end := strings.IndexByte(s[i:], '}')
-			if end < 0 {
-				return "", fmt.Errorf("%%{ without }")
-			}
-			arg, i = s[i+1:i+end], i+end+1
-		}
-		if i >= len(s) {
-			return "", fmt.Errorf("%% at the end")
-		}
-		c := s[i]
-		switch {
-		case c == '%':
-			b.WriteByte('%')
-		case c == 'i' && arg != "":
-			b.WriteString("$http_" + strings.ToLower(strings.ReplaceAll(arg, "-", "_")))
-		case c == 't' && arg != "":
-			return "", fmt.Errorf("%%{%s}t: a custom time format is not read; use %%t", arg)
-		case c == 'U' || c == 'q':
-			return "", fmt.Errorf("%%%c: Apache logs the path decoded; use %%r, the request line as sent", c)
-		case arg != "":
-			b.WriteString("${apache_" + string(c) + "_" + strings.Map(varByte, arg) + "}")
-		case apacheVars[c] == "":
-			return "", fmt.Errorf("%%%c: not an Apache LogFormat directive", c)
-		case c == 't':
-			b.WriteString(apacheVars[c])
-		default:
-			b.WriteString("$" + apacheVars[c])
+		i = j
+		if err := writeApacheVar(&b, s[i], arg); err != nil {
+			return "", err
 		}
 	}
 	return b.String(), nil
+}
+
+// apacheDirective skips a directive's modifiers from s[i:] and reads its
+// {argument}; j is the index of the directive's letter.
+func apacheDirective(s string, i int) (arg string, j int, err error) {
+	for i < len(s) && (s[i] == '>' || s[i] == '<' || s[i] == '!' || s[i] == ',' || '0' <= s[i] && s[i] <= '9') {
+		i++ // modifiers: final or original request, status conditions
+	}
+	if i < len(s) && s[i] == '{' {
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			return "", i, fmt.Errorf("%%{ without }")
+		}
+		arg, i = s[i+1:i+end], i+end+1
+	}
+	if i >= len(s) {
+		return "", i, fmt.Errorf("%% at the end")
+	}
+	return arg, i, nil
+}
+
+// writeApacheVar writes the nginx-style variable of Apache's directive c
+// with its argument, or says why it is not read.
+func writeApacheVar(b *strings.Builder, c byte, arg string) error {
+	switch {
+	case c == '%':
+		b.WriteByte('%')
+	case c == 'i' && arg != "":
+		b.WriteString("$http_" + strings.ToLower(strings.ReplaceAll(arg, "-", "_")))
+	case c == 't' && arg != "":
+		return fmt.Errorf("%%{%s}t: a custom time format is not read; use %%t", arg)
+	case c == 'U' || c == 'q':
+		return fmt.Errorf("%%%c: Apache logs the path decoded; use %%r, the request line as sent", c)
+	case arg != "":
+		b.WriteString("${apache_" + string(c) + "_" + strings.Map(varByte, arg) + "}")
+	case apacheVars[c] == "":
+		return fmt.Errorf("%%%c: not an Apache LogFormat directive", c)
+	case c == 't':
+		b.WriteString(apacheVars[c])
+	default:
+		b.WriteString("$" + apacheVars[c])
+	}
+	return nil
 }
 
 // varByte keeps the bytes a variable name may hold, and makes the others

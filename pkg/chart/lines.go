@@ -122,7 +122,7 @@ func legendLayout(names []string) ([]legendItem, float64) {
 // texts of class "ytick", the x ticks of class "xtick", the legend's
 // swatches as rects of class "legend".
 func (c *Lines) SVG() string {
-	const W, H, left, right, bottom = width, height, marginLeft, marginRight, marginBottom
+	const W, H, left, bottom = width, height, marginLeft, marginBottom
 	names := make([]string, len(c.Series))
 	for i, s := range c.Series {
 		names[i] = s.Name
@@ -132,13 +132,31 @@ func (c *Lines) SVG() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img" aria-label="%s">`, W, H+legendH, W, H+legendH, esc(c.Title))
 	fmt.Fprintf(&b, `<text x="%.0f" y="14" style="font-weight:600;font-size:13px">%s</text>`, left, esc(c.Title))
-	xs := c.X
-	if len(xs) == 0 {
+	if len(c.X) == 0 {
 		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">no data</text></svg>`, W/2, H/2)
 		return b.String()
 	}
-	bottomY := H + legendH - bottom
-	xmin, xmax := xs[0], xs[len(xs)-1]
+	s := linesScale{top: top, bottomY: H + legendH - bottom}
+	s.xmin, s.xmax = c.xRange()
+	// The y axis ends on the first round tick a little above the data,
+	// so that no line runs along the top, under the band labels.
+	ymax := c.yMax()
+	ystep := niceStep(ymax*1.08, 4)
+	if c.YWhole {
+		ystep = math.Max(1, math.Round(ystep))
+	}
+	s.ymax = math.Max(ystep, math.Ceil(ymax*1.08/ystep-1e-9)*ystep)
+	c.writeBands(&b, s)
+	c.writeAxes(&b, s, ystep, legendH)
+	c.writeSeries(&b, s, legend)
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+// xRange is the x axis' span: the data's, widened to [XFrom, XTo] when
+// set and to the bands' ends, and never empty.
+func (c *Lines) xRange() (xmin, xmax float64) {
+	xmin, xmax = c.X[0], c.X[len(c.X)-1]
 	if c.XTo > c.XFrom {
 		xmin, xmax = math.Min(xmin, c.XFrom), math.Max(xmax, c.XTo)
 	}
@@ -148,6 +166,12 @@ func (c *Lines) SVG() string {
 	if xmax == xmin {
 		xmax = xmin + 1
 	}
+	return xmin, xmax
+}
+
+// yMax is the largest value of the series (NaN, no value, left out), 0
+// when none.
+func (c *Lines) yMax() float64 {
 	ymax := 0.0
 	for _, s := range c.Series {
 		for _, y := range s.Y {
@@ -156,18 +180,26 @@ func (c *Lines) SVG() string {
 			}
 		}
 	}
-	// The y axis ends on the first round tick a little above the data,
-	// so that no line runs along the top, under the band labels.
-	ystep := niceStep(ymax*1.08, 4)
-	if c.YWhole {
-		ystep = math.Max(1, math.Round(ystep))
-	}
-	ymax = math.Max(ystep, math.Ceil(ymax*1.08/ystep-1e-9)*ystep)
-	px := func(x float64) float64 { return left + (x-xmin)/(xmax-xmin)*(W-left-right) }
-	py := func(y float64) float64 { return bottomY - y/ymax*(bottomY-top) }
-	// Bands (steps), behind everything.
+	return ymax
+}
+
+// linesScale maps a Lines chart's values to SVG units: x linear from xmin
+// to xmax, y from 0 at bottomY to ymax at top.
+type linesScale struct{ xmin, xmax, ymax, top, bottomY float64 }
+
+// px is where x lies across the plot.
+func (s linesScale) px(x float64) float64 {
+	return marginLeft + (x-s.xmin)/(s.xmax-s.xmin)*(width-marginLeft-marginRight)
+}
+
+// py is where y lies up the plot.
+func (s linesScale) py(y float64) float64 { return s.bottomY - y/s.ymax*(s.bottomY-s.top) }
+
+// writeBands draws the bands (steps), behind everything, shaded in turn,
+// each labelled when its label fits.
+func (c *Lines) writeBands(b *strings.Builder, s linesScale) {
 	for i, bd := range c.Bands {
-		x0, x1 := px(math.Max(bd.From, xmin)), px(math.Min(bd.To, xmax))
+		x0, x1 := s.px(math.Max(bd.From, s.xmin)), s.px(math.Min(bd.To, s.xmax))
 		if x1 <= x0 {
 			continue
 		}
@@ -175,44 +207,52 @@ func (c *Lines) SVG() string {
 		if i%2 == 1 {
 			fill = "#f8f9fc"
 		}
-		fmt.Fprintf(&b, `<rect class="step-band" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x0, top, x1-x0, bottomY-top, fill)
+		fmt.Fprintf(b, `<rect class="step-band" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x0, s.top, x1-x0, s.bottomY-s.top, fill)
 		if label := fitLabel(bd.Label, i+1, x1-x0-8); label != "" {
-			fmt.Fprintf(&b, `<text class="step-label" x="%.1f" y="%.1f" style="fill:#6b7285">%s</text>`, x0+4, top+12, esc(label))
+			fmt.Fprintf(b, `<text class="step-label" x="%.1f" y="%.1f" style="fill:#6b7285">%s</text>`, x0+4, s.top+12, esc(label))
 		}
 	}
-	// Grid and y ticks.
-	for y := 0.0; y <= ymax*(1+1e-9); y += ystep {
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e6e8ef"/>`, left, W-right, py(y), py(y))
-		fmt.Fprintf(&b, `<text class="ytick" x="%.1f" y="%.1f" text-anchor="end">%s</text>`, left-6, py(y)+4, Label(y))
+}
+
+// writeAxes draws the grid and y ticks every ystep, the x ticks at round
+// values, the axes' labels and the x axis.
+func (c *Lines) writeAxes(b *strings.Builder, s linesScale, ystep, legendH float64) {
+	const W, H, left, right = width, height, marginLeft, marginRight
+	for y := 0.0; y <= s.ymax*(1+1e-9); y += ystep {
+		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e6e8ef"/>`, left, W-right, s.py(y), s.py(y))
+		fmt.Fprintf(b, `<text class="ytick" x="%.1f" y="%.1f" text-anchor="end">%s</text>`, left-6, s.py(y)+4, Label(y))
 	}
-	fmt.Fprintf(&b, `<text x="12" y="%.1f" transform="rotate(-90 12 %.1f)" text-anchor="middle">%s</text>`, (bottomY+top)/2, (bottomY+top)/2, esc(c.YUnit))
+	fmt.Fprintf(b, `<text x="12" y="%.1f" transform="rotate(-90 12 %.1f)" text-anchor="middle">%s</text>`, (s.bottomY+s.top)/2, (s.bottomY+s.top)/2, esc(c.YUnit))
 	// X ticks, at round values.
-	xstep := niceStep(xmax-xmin, 6)
-	for x := math.Ceil(xmin/xstep-1e-9) * xstep; x <= xmax*(1+1e-9)+1e-9; x += xstep {
+	xstep := niceStep(s.xmax-s.xmin, 6)
+	for x := math.Ceil(s.xmin/xstep-1e-9) * xstep; x <= s.xmax*(1+1e-9)+1e-9; x += xstep {
 		label := c.XTick(x)
-		at, anchor := tickPlace(px(x), textWidth(label), W)
-		fmt.Fprintf(&b, `<text class="xtick" x="%.1f" y="%.1f" text-anchor="%s">%s</text>`, at, bottomY+16, anchor, esc(label))
+		at, anchor := tickPlace(s.px(x), textWidth(label), W)
+		fmt.Fprintf(b, `<text class="xtick" x="%.1f" y="%.1f" text-anchor="%s">%s</text>`, at, s.bottomY+16, anchor, esc(label))
 	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, (W+left)/2, H+legendH-6, esc(c.XLabel))
-	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#8a90a0"/>`, left, W-right, bottomY, bottomY)
-	// Lines and legend.
-	for i, s := range c.Series {
+	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, (W+left)/2, H+legendH-6, esc(c.XLabel))
+	fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#8a90a0"/>`, left, W-right, s.bottomY, s.bottomY)
+}
+
+// writeSeries draws each series as a polyline carrying its values, and its
+// legend entry.
+func (c *Lines) writeSeries(b *strings.Builder, s linesScale, legend []legendItem) {
+	xs := c.X
+	for i, sr := range c.Series {
 		var pts, data []string
-		for j, y := range s.Y {
+		for j, y := range sr.Y {
 			if j < len(xs) && !math.IsNaN(y) {
-				pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(xs[j]), py(y)))
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", s.px(xs[j]), s.py(y)))
 				data = append(data, strconv.FormatFloat(xs[j], 'g', -1, 64)+":"+strconv.FormatFloat(y, 'g', 6, 64))
 			}
 		}
 		dash := ""
-		if s.Dashed {
+		if sr.Dashed {
 			dash = ` stroke-dasharray="6 4"`
 		}
-		fmt.Fprintf(&b, `<polyline class="series" fill="none" stroke="%s" stroke-width="1.8"%s points="%s" data-series="%s" data-values="%s"/>`,
-			s.Color, dash, strings.Join(pts, " "), esc(s.Name), strings.Join(data, " "))
+		fmt.Fprintf(b, `<polyline class="series" fill="none" stroke="%s" stroke-width="1.8"%s points="%s" data-series="%s" data-values="%s"/>`,
+			sr.Color, dash, strings.Join(pts, " "), esc(sr.Name), strings.Join(data, " "))
 		l := legend[i]
-		fmt.Fprintf(&b, `<rect class="legend" x="%.1f" y="%.1f" width="12" height="3" fill="%s"/><text x="%.1f" y="%.1f">%s</text>`, l.x, l.y-4, s.Color, l.x+16, l.y, esc(s.Name))
+		fmt.Fprintf(b, `<rect class="legend" x="%.1f" y="%.1f" width="12" height="3" fill="%s"/><text x="%.1f" y="%.1f">%s</text>`, l.x, l.y-4, sr.Color, l.x+16, l.y, esc(sr.Name))
 	}
-	b.WriteString(`</svg>`)
-	return b.String()
 }

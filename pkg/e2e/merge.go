@@ -23,8 +23,7 @@ import (
 // the runs' accepted events tell what each stage did not see.
 func Merge(es []*Summary) (*Summary, error) {
 	out := &Summary{LossKnown: true}
-	var order []*stageMerge
-	byName := map[string]*stageMerge{}
+	stages := stageMerges{byName: map[string]*stageMerge{}}
 	deltas := newDeltaMerge()
 	n := 0
 	for i, e := range es {
@@ -35,38 +34,18 @@ func Merge(es []*Summary) (*Summary, error) {
 		if err := deltas.add(i, e); err != nil {
 			return nil, err
 		}
-		out.Sent += e.Sent
-		out.Accepted += e.Accepted
-		out.Foreign += e.Foreign
-		out.DrainS = max(out.DrainS, e.DrainS)
-		out.LossKnown = out.LossKnown && e.LossKnown
-		if e.SeenUntilMS != 0 && (out.SeenUntilMS == 0 || e.SeenUntilMS < out.SeenUntilMS) {
-			out.SeenUntilMS = e.SeenUntilMS // counted everywhere up to the earliest end
+		out.addCounts(e)
+		if err := out.addSeries(i, e); err != nil {
+			return nil, err
 		}
-		if e.AcceptedSeries != nil {
-			if out.AcceptedSeries == nil {
-				out.AcceptedSeries = &Series{}
-			}
-			if err := out.AcceptedSeries.AddSeries(e.AcceptedSeries); err != nil {
-				return nil, fmt.Errorf("merge: summary %d, e2e accepted_series: %w", i+1, err)
-			}
-		}
-		for _, st := range e.Stages {
-			m := byName[st.Name]
-			if m == nil {
-				m = &stageMerge{st: Stage{Name: st.Name}, hist: hist.New(), secs: map[int64]*secondMerge{}}
-				byName[st.Name] = m
-				order = append(order, m)
-			}
-			if err := m.add(i, st, e.LossKnown); err != nil {
-				return nil, err
-			}
+		if err := stages.add(i, e); err != nil {
+			return nil, err
 		}
 	}
 	if n == 0 {
 		return nil, nil
 	}
-	for _, m := range order {
+	for _, m := range stages.order {
 		// Shards that ran their own sinks counted what they missed; a
 		// standalone sink's summary knows nothing of what was
 		// accepted, which the runs' accepted events tell.
@@ -76,6 +55,57 @@ func Merge(es []*Summary) (*Summary, error) {
 	}
 	deltas.finish(out)
 	return out, nil
+}
+
+// addCounts adds a shard's counts to the merged summary's: sums, the
+// longest drain, loss known only when known everywhere, and the earliest
+// end of counting.
+func (out *Summary) addCounts(e *Summary) {
+	out.Sent += e.Sent
+	out.Accepted += e.Accepted
+	out.Foreign += e.Foreign
+	out.DrainS = max(out.DrainS, e.DrainS)
+	out.LossKnown = out.LossKnown && e.LossKnown
+	if e.SeenUntilMS != 0 && (out.SeenUntilMS == 0 || e.SeenUntilMS < out.SeenUntilMS) {
+		out.SeenUntilMS = e.SeenUntilMS // counted everywhere up to the earliest end
+	}
+}
+
+// addSeries adds the accepted series of shard i (from 0), when it has one.
+func (out *Summary) addSeries(i int, e *Summary) error {
+	if e.AcceptedSeries == nil {
+		return nil
+	}
+	if out.AcceptedSeries == nil {
+		out.AcceptedSeries = &Series{}
+	}
+	if err := out.AcceptedSeries.AddSeries(e.AcceptedSeries); err != nil {
+		return fmt.Errorf("merge: summary %d, e2e accepted_series: %w", i+1, err)
+	}
+	return nil
+}
+
+// stageMerges are the stages being merged, by name and in order of first
+// appearance.
+type stageMerges struct {
+	order  []*stageMerge
+	byName map[string]*stageMerge
+}
+
+// add merges the stages of shard i (from 0).
+func (s *stageMerges) add(i int, e *Summary) error {
+	for _, st := range e.Stages {
+		m := s.byName[st.Name]
+		if m == nil {
+			m = &stageMerge{st: Stage{Name: st.Name}, hist: hist.New(), secs: map[int64]*secondMerge{}}
+			s.byName[st.Name] = m
+			s.order = append(s.order, m)
+		}
+		if err := m.add(i, st, e.LossKnown); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mergeHistogram adds the encoded histogram enc of summary i into h.

@@ -227,23 +227,7 @@ func K6(script, data io.Writer, dataName string, f *rrpair.File, o K6Options, sk
 		} else {
 			bw.WriteString(",")
 		}
-		kr := k6Request{Method: r.Method, URL: r.URL, Name: r.Name, Status: r.Status, Headers: k6Headers(r.Headers)}
-		if load.Think {
-			kr.Think = thinkTime(&prev, r, load.Speed)
-		}
-		prev = Request{TS: r.TS, HasTS: r.HasTS, Duration: r.Duration}
-		if o.Transforms != nil {
-			if r.HasTS {
-				kr.TS = strconv.FormatInt(r.TS, 10)
-			}
-			kr.Learn = o.Transforms.learn(r.Pair)
-		}
-		if utf8.Valid(r.Body) {
-			kr.Body = string(r.Body)
-		} else {
-			kr.Body, kr.Base64 = base64.StdEncoding.EncodeToString(r.Body), true
-		}
-		b, err := json.Marshal(kr)
+		b, err := json.Marshal(k6RequestOf(r, o, &prev))
 		if err != nil {
 			return err
 		}
@@ -261,19 +245,50 @@ func K6(script, data io.Writer, dataName string, f *rrpair.File, o K6Options, sk
 	if err := bw.Flush(); err != nil {
 		return st, err
 	}
-	if o.Transforms != nil {
-		for _, k := range o.Transforms.Keys {
-			if k.Value == "" {
-				st.Env = strings.TrimPrefix(st.Env+", "+k.Env+" (the "+k.Alg+" key)", ", ")
-			}
-		}
-	}
+	st.Env = k6Env(o, st.Env)
 	b, err := k6Script(o, dataName, st, rates)
 	if err != nil {
 		return st, err
 	}
 	_, err = io.WriteString(script, b)
 	return st, err
+}
+
+// k6RequestOf is a request as the data file holds it: its think time after
+// *prev (which it then becomes), and with transforms its time and what
+// they learn from it; a body that is not UTF-8 in base64.
+func k6RequestOf(r *Request, o K6Options, prev *Request) k6Request {
+	kr := k6Request{Method: r.Method, URL: r.URL, Name: r.Name, Status: r.Status, Headers: k6Headers(r.Headers)}
+	if o.Load.Think {
+		kr.Think = thinkTime(prev, r, o.Load.Speed)
+	}
+	*prev = Request{TS: r.TS, HasTS: r.HasTS, Duration: r.Duration}
+	if o.Transforms != nil {
+		if r.HasTS {
+			kr.TS = strconv.FormatInt(r.TS, 10)
+		}
+		kr.Learn = o.Transforms.learn(r.Pair)
+	}
+	if utf8.Valid(r.Body) {
+		kr.Body = string(r.Body)
+	} else {
+		kr.Body, kr.Base64 = base64.StdEncoding.EncodeToString(r.Body), true
+	}
+	return kr
+}
+
+// k6Env adds to env the signing keys the script reads from the
+// environment, those the transforms were given no value of.
+func k6Env(o K6Options, env string) string {
+	if o.Transforms == nil {
+		return env
+	}
+	for _, k := range o.Transforms.Keys {
+		if k.Value == "" {
+			env = strings.TrimPrefix(env+", "+k.Env+" (the "+k.Alg+" key)", ", ")
+		}
+	}
+	return env
 }
 
 // k6Headers are a request's headers as k6 takes them, one value a name.

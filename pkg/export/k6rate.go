@@ -50,23 +50,7 @@ func K6RatesOf(rates []float64) K6Rates {
 	best := K6Rates{RelErr: math.Inf(1)}
 	var near time.Duration // the shortest unit within K6NearRate
 	for unit := int64(1); unit <= int64(K6MaxTimeUnit/time.Second); unit++ {
-		worst := 0.0
-		for _, r := range rates {
-			if r <= 0 {
-				continue
-			}
-			x := r * float64(unit)
-			n := math.Round(x)
-			if n < 1 {
-				n = 1
-			}
-			worst = max(worst, math.Abs(n-x)/x)
-			if worst >= best.RelErr {
-				// No better than best: the unit is not taken, nor is it the
-				// first within K6NearRate (best, found before, would be).
-				break
-			}
-		}
+		worst := worstRateErr(rates, unit, best.RelErr)
 		if worst < best.RelErr {
 			best = K6Rates{Unit: time.Duration(unit) * time.Second, RelErr: worst}
 			if worst <= K6ExactRate {
@@ -94,6 +78,30 @@ func K6RatesOf(rates []float64) K6Rates {
 		}
 	}
 	return best
+}
+
+// worstRateErr is the largest relative error of the positive rates written
+// as whole iterations per unit seconds (at least one); it stops as soon as
+// it reaches bound, the best unit's so far.
+func worstRateErr(rates []float64, unit int64, bound float64) float64 {
+	worst := 0.0
+	for _, r := range rates {
+		if r <= 0 {
+			continue
+		}
+		x := r * float64(unit)
+		n := math.Round(x)
+		if n < 1 {
+			n = 1
+		}
+		worst = max(worst, math.Abs(n-x)/x)
+		if worst >= bound {
+			// No better than best: the unit is not taken, nor is it the
+			// first within K6NearRate (best, found before, would be).
+			break
+		}
+	}
+	return worst
 }
 
 // k6Rates are the rates of l's arrival-rate scenario as k6 writes them

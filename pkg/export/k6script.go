@@ -11,31 +11,14 @@ import (
 // and the default function, which replays one recorded iteration.
 func k6Script(o K6Options, dataName string, st Stats, rates K6Rates) (string, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, k6Head, o.Source, st.Iterations, st.Requests)
-	if o.Load.Think {
-		fmt.Fprintf(&b, k6ThinkNote, trimFloat(max(o.Load.Speed, 0)))
-	}
-	if o.Transforms != nil {
-		b.WriteString(k6TransformsNote)
-		for _, k := range o.Transforms.Keys {
-			if k.Value == "" {
-				fmt.Fprintf(&b, "\n// Set %s to the %s signing key: k6 run -e %s=... (or the environment).", k.Env, k.Alg, k.Env)
-			}
-		}
-	}
+	writeK6Head(&b, o, st)
 	b.WriteString(k6Notes)
 	if o.Transforms != nil {
 		b.WriteString("import { Counter } from 'k6/metrics';\n")
 	}
 	fmt.Fprintf(&b, "\nconst iterations = new SharedArray('iterations', () => JSON.parse(open('%s')));\n", dataName)
 	fmt.Fprintf(&b, "\nexport const options = {\n  scenarios: {\n    replay: %s,\n  },\n", scenario(o.Load, st.Iterations, rates))
-	if o.Checks != nil && len(o.Checks.order) > 0 {
-		b.WriteString("  thresholds: {\n")
-		for _, key := range o.Checks.order {
-			fmt.Fprintf(&b, "    %s: %s,\n", jsValue(key), jsValue(o.Checks.thresholds[key]))
-		}
-		b.WriteString("  },\n")
-	}
+	writeK6Thresholds(&b, o)
 	b.WriteString("};\n")
 	if o.Transforms != nil {
 		if err := o.Transforms.script(&b); err != nil {
@@ -49,6 +32,44 @@ func k6Script(o K6Options, dataName string, st Stats, rates K6Rates) (string, er
 		}
 		fmt.Fprintf(&b, k6ChecksCode, checks)
 	}
+	b.WriteString(k6DefaultFunc(o))
+	return b.String(), nil
+}
+
+// writeK6Head writes the script's opening comment: its source and size, the
+// think time's note, and the transforms' note with the keys to set.
+func writeK6Head(b *strings.Builder, o K6Options, st Stats) {
+	fmt.Fprintf(b, k6Head, o.Source, st.Iterations, st.Requests)
+	if o.Load.Think {
+		fmt.Fprintf(b, k6ThinkNote, trimFloat(max(o.Load.Speed, 0)))
+	}
+	if o.Transforms != nil {
+		b.WriteString(k6TransformsNote)
+		for _, k := range o.Transforms.Keys {
+			if k.Value == "" {
+				fmt.Fprintf(b, "\n// Set %s to the %s signing key: k6 run -e %s=... (or the environment).", k.Env, k.Alg, k.Env)
+			}
+		}
+	}
+}
+
+// writeK6Thresholds writes the options' thresholds, in the checks' order,
+// when there are any.
+func writeK6Thresholds(b *strings.Builder, o K6Options) {
+	if o.Checks == nil || len(o.Checks.order) == 0 {
+		return
+	}
+	b.WriteString("  thresholds: {\n")
+	for _, key := range o.Checks.order {
+		fmt.Fprintf(b, "    %s: %s,\n", jsValue(key), jsValue(o.Checks.thresholds[key]))
+	}
+	b.WriteString("  },\n")
+}
+
+// k6DefaultFunc is the script's default function: with the transforms'
+// code when there are transforms, without the checks' call when there are
+// no checks.
+func k6DefaultFunc(o K6Options) string {
 	def := k6Default
 	if o.Transforms != nil {
 		def = k6DefaultTransformed
@@ -56,8 +77,7 @@ func k6Script(o K6Options, dataName string, st Stats, rates K6Rates) (string, er
 	if o.Checks == nil || len(o.Checks.checks) == 0 {
 		def = strings.Replace(def, k6ChecksCall, "", 1)
 	}
-	b.WriteString(def)
-	return b.String(), nil
+	return def
 }
 
 // jsValue writes v as a JavaScript literal (JSON, < and > as they are).

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/metrics/expo"
 	"github.com/replay-dev/replay/pkg/recording"
 )
@@ -89,39 +90,17 @@ func Write(b *strings.Builder, src recording.LiveView) {
 	e.Family("replay_late_total", "counter", "Requests begun more than --late-after past their due time.")
 	e.Sample("replay_late_total", "", float64(l.Late))
 	if l.Events != nil {
-		e.Family("replay_e2e_events_total", "counter", "Events seen by a sink, each once, by end-to-end stage.")
-		stages := l.Events
-		for _, st := range stages {
-			e.Sample("replay_e2e_events_total", expo.Label("stage", st.Name), float64(st.Unique))
-		}
-		e.Family("replay_e2e_duplicates_total", "counter", "Deliveries of an event a sink had seen already, by end-to-end stage.")
-		for _, st := range stages {
-			e.Sample("replay_e2e_duplicates_total", expo.Label("stage", st.Name), float64(st.Duplicates))
-		}
+		writeE2E(e, l.Events)
 	}
 	e.Family("replay_vus", "gauge", "VUs started.")
 	e.Sample("replay_vus", "", float64(l.VUs))
 	e.Family("replay_in_flight", "gauge", "Requests in flight.")
 	e.Sample("replay_in_flight", "", float64(l.InFlight))
 	if l.HasTarget {
-		e.Family("replay_step", "gauge", "The step under way: the --stages item, or the capacity search's step (from 1; 0 without steps).")
-		e.Sample("replay_step", "", float64(l.Step))
-		e.Family("replay_target_rate", "gauge", "The arrival rate asked for now, iterations per second.")
-		e.Sample("replay_target_rate", "", l.Target)
-		if reqs, ok := l.TargetRequests(); ok {
-			e.Family("replay_target_request_rate", "gauge", "The arrival rate asked for now, requests per second (iterations per second × the requests an iteration holds).")
-			e.Sample("replay_target_request_rate", "", reqs)
-		}
+		writeTarget(e, l)
 	}
 	if src.Buckets != nil {
-		h := src.Buckets(LatencyBounds)
-		e.Family("replay_request_duration_seconds", "histogram", "Latency of answered requests from their due time, seconds.")
-		for i, le := range h.Bounds {
-			e.Sample("replay_request_duration_seconds_bucket", expo.Label("le", strconv.FormatFloat(le, 'g', -1, 64)), float64(h.Counts[i]))
-		}
-		e.Sample("replay_request_duration_seconds_bucket", expo.Label("le", "+Inf"), float64(h.Count))
-		e.Sample("replay_request_duration_seconds_sum", "", h.SumS)
-		e.Sample("replay_request_duration_seconds_count", "", float64(h.Count))
+		writeBuckets(e, src.Buckets(LatencyBounds))
 	}
 	e.Family("replay_latency_seconds", "summary", "Latency quantiles of answered requests from their due time since the start, seconds (HDR).")
 	for _, q := range []struct {
@@ -133,6 +112,42 @@ func Write(b *strings.Builder, src recording.LiveView) {
 	answered := l.Requests - sumErrors(l.Errors)
 	e.Sample("replay_latency_seconds_sum", "", l.Latency.Mean/1000*float64(answered))
 	e.Sample("replay_latency_seconds_count", "", float64(answered))
+}
+
+// writeE2E writes the events the sinks saw, each once and again, by stage.
+func writeE2E(e expo.Writer, stages []e2e.StageCount) {
+	e.Family("replay_e2e_events_total", "counter", "Events seen by a sink, each once, by end-to-end stage.")
+	for _, st := range stages {
+		e.Sample("replay_e2e_events_total", expo.Label("stage", st.Name), float64(st.Unique))
+	}
+	e.Family("replay_e2e_duplicates_total", "counter", "Deliveries of an event a sink had seen already, by end-to-end stage.")
+	for _, st := range stages {
+		e.Sample("replay_e2e_duplicates_total", expo.Label("stage", st.Name), float64(st.Duplicates))
+	}
+}
+
+// writeTarget writes the step under way and the rate asked for, in
+// iterations and, when known, requests a second.
+func writeTarget(e expo.Writer, l recording.Live) {
+	e.Family("replay_step", "gauge", "The step under way: the --stages item, or the capacity search's step (from 1; 0 without steps).")
+	e.Sample("replay_step", "", float64(l.Step))
+	e.Family("replay_target_rate", "gauge", "The arrival rate asked for now, iterations per second.")
+	e.Sample("replay_target_rate", "", l.Target)
+	if reqs, ok := l.TargetRequests(); ok {
+		e.Family("replay_target_request_rate", "gauge", "The arrival rate asked for now, requests per second (iterations per second × the requests an iteration holds).")
+		e.Sample("replay_target_request_rate", "", reqs)
+	}
+}
+
+// writeBuckets writes the latency histogram, one bucket a bound.
+func writeBuckets(e expo.Writer, h recording.Buckets) {
+	e.Family("replay_request_duration_seconds", "histogram", "Latency of answered requests from their due time, seconds.")
+	for i, le := range h.Bounds {
+		e.Sample("replay_request_duration_seconds_bucket", expo.Label("le", strconv.FormatFloat(le, 'g', -1, 64)), float64(h.Counts[i]))
+	}
+	e.Sample("replay_request_duration_seconds_bucket", expo.Label("le", "+Inf"), float64(h.Count))
+	e.Sample("replay_request_duration_seconds_sum", "", h.SumS)
+	e.Sample("replay_request_duration_seconds_count", "", float64(h.Count))
 }
 
 // sumErrors adds the counts of errs.

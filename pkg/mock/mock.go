@@ -368,15 +368,7 @@ func (s *Server) open() error {
 		f.Close()
 		return fmt.Errorf("%s: no pair has an answer that can be sent (%d skipped, first: line %d: %s)", s.o.File, s.ix.skippedTotal, s.ix.skipped[0].Line, s.ix.skipped[0].Reason)
 	}
-	if sk := f.Skipped(); sk.Total() > 0 {
-		s.o.Log.Warn().Str("file", s.o.File).Int("lines", sk.Total()).Strs("kinds", sk.Kinds()).Msg("lines skipped: not HTTP pairs to answer with")
-	}
-	for _, sk := range s.ix.skipped {
-		s.o.Log.Warn().Str("file", s.o.File).Int("line", sk.Line).Str("reason", sk.Reason).Msg("pair skipped: its answer cannot be sent")
-	}
-	if more := s.ix.skippedTotal - len(s.ix.skipped); more > 0 {
-		s.o.Log.Warn().Str("file", s.o.File).Int("more", more).Msg("more pairs skipped")
-	}
+	s.warnSkipped(f)
 	s.epID = map[string]int{}
 	for i, name := range f.Endpoints() {
 		s.epID[name] = i
@@ -395,25 +387,43 @@ func (s *Server) open() error {
 		return err
 	}
 	if s.o.Passthrough {
-		if err := s.o.Upstream.Check(); err != nil {
-			s.release()
-			return err
-		}
-		co := s.o.Upstream.ConnOptions()
-		co.Allow = s.policy.CheckUpstream // never loopback or link-local unless --allow-upstream names it
-		t, err := negotiate.New(negotiate.Options{Conn: co, HTTP2: negotiate.On})
-		if err != nil {
-			s.release()
-			return err
-		}
-		s.pool = t.Pool()
-		if err := s.recordMisses(); err != nil {
+		if err := s.openPassthrough(); err != nil {
 			s.release()
 			return err
 		}
 	}
 	s.scratch.New = func() any { return newScratch(s.ix) }
 	return nil
+}
+
+// warnSkipped logs the lines the file skipped, and the pairs whose answer
+// cannot be sent (the first ones, then how many more).
+func (s *Server) warnSkipped(f *rrpair.File) {
+	if sk := f.Skipped(); sk.Total() > 0 {
+		s.o.Log.Warn().Str("file", s.o.File).Int("lines", sk.Total()).Strs("kinds", sk.Kinds()).Msg("lines skipped: not HTTP pairs to answer with")
+	}
+	for _, sk := range s.ix.skipped {
+		s.o.Log.Warn().Str("file", s.o.File).Int("line", sk.Line).Str("reason", sk.Reason).Msg("pair skipped: its answer cannot be sent")
+	}
+	if more := s.ix.skippedTotal - len(s.ix.skipped); more > 0 {
+		s.o.Log.Warn().Str("file", s.o.File).Int("more", more).Msg("more pairs skipped")
+	}
+}
+
+// openPassthrough builds the transport to the upstream a request no pair
+// answers is sent to, and the recorder of those misses.
+func (s *Server) openPassthrough() error {
+	if err := s.o.Upstream.Check(); err != nil {
+		return err
+	}
+	co := s.o.Upstream.ConnOptions()
+	co.Allow = s.policy.CheckUpstream // never loopback or link-local unless --allow-upstream names it
+	t, err := negotiate.New(negotiate.Options{Conn: co, HTTP2: negotiate.On})
+	if err != nil {
+		return err
+	}
+	s.pool = t.Pool()
+	return s.recordMisses()
 }
 
 // rules compiles --keep and --drop, and reads --transforms.

@@ -58,13 +58,24 @@ func isULID(v []byte) bool {
 		switch {
 		case c >= '0' && c <= '9':
 			digits = true
-		case c >= 'A' && c <= 'Z' && c != 'I' && c != 'L' && c != 'O' && c != 'U':
-		case c >= 'a' && c <= 'z' && c != 'i' && c != 'l' && c != 'o' && c != 'u':
+		case isCrockfordLetter(c):
 		default:
 			return false
 		}
 	}
 	return digits
+}
+
+// isCrockfordLetter reports whether c is a letter of Crockford's base 32,
+// in either case: any but I, L, O and U.
+func isCrockfordLetter(c byte) bool {
+	switch {
+	case c >= 'A' && c <= 'Z':
+		return c != 'I' && c != 'L' && c != 'O' && c != 'U'
+	case c >= 'a' && c <= 'z':
+		return c != 'i' && c != 'l' && c != 'o' && c != 'u'
+	}
+	return false
 }
 
 // isJWT: three base64url segments, the header a JSON object ("eyJ").
@@ -87,7 +98,15 @@ func isNonce(v []byte) bool {
 	if len(v) < 16 || len(v) > 512 {
 		return false
 	}
-	letters, digits, run := false, false, 0
+	letters, digits, ok := nonceClasses(v)
+	return ok && letters && digits
+}
+
+// nonceClasses tells whether v has letters and digits; ok is false on a
+// byte outside the token alphabet or on a word-like run of 12 lower-case
+// letters.
+func nonceClasses(v []byte) (letters, digits, ok bool) {
+	run := 0
 	for _, c := range v {
 		switch {
 		case c >= '0' && c <= '9':
@@ -95,17 +114,17 @@ func isNonce(v []byte) bool {
 		case c >= 'a' && c <= 'z':
 			letters = true
 			if run++; run >= 12 {
-				return false
+				return false, false, false
 			}
 		case c >= 'A' && c <= 'Z':
 			letters, run = true, 0
 		case c == '-' || c == '_' || c == '+' || c == '/' || c == '=':
 			run = 0
 		default:
-			return false
+			return false, false, false
 		}
 	}
-	return letters && digits
+	return letters, digits, true
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }

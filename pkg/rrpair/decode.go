@@ -184,8 +184,7 @@ func (d *decoder) req(s *scanner, p *Pair) error {
 		return wantErr("http.req", "an object", c)
 	}
 	s.i++
-	var uri, url []byte
-	var body bodyFields
+	var f reqFields
 	for first := true; ; first = false {
 		key, ok, err := s.nextKey(first)
 		if err != nil {
@@ -194,39 +193,52 @@ func (d *decoder) req(s *scanner, p *Pair) error {
 		if !ok {
 			break
 		}
-		switch string(key) {
-		case "method":
-			p.Req.Method, err = d.optString(s, "http.req.method")
-		case "uri":
-			uri, err = d.optString(s, "http.req.uri")
-		case "uriBase64":
-			uri, err = d.base64String(s, "http.req.uriBase64")
-		case "url":
-			url, err = d.optString(s, "http.req.url")
-		case "host":
-			p.Req.Host, err = d.optString(s, "http.req.host")
-		case "version":
-			p.Version, err = d.optString(s, "http.req.version")
-		case "headers":
-			p.Req.Headers, err = d.headers(s, "http.req.headers", p.Req.Headers)
-		case "bodyBase64", "body":
-			err = d.readBody(s, &body, key, reqBody)
-		default:
-			err = s.skip(0)
-		}
-		if err != nil {
+		if err := d.reqField(s, p, &f, key); err != nil {
 			return err
 		}
 	}
 	var err error
-	if p.Req.Body, err = body.decode(&d.body, reqBody); err != nil {
+	if p.Req.Body, err = f.body.decode(&d.body, reqBody); err != nil {
 		return err
 	}
-	if uri == nil {
-		uri = url
+	if f.uri == nil {
+		f.uri = f.url
 	}
-	p.Req.URI = uri
+	p.Req.URI = f.uri
 	return nil
+}
+
+// reqFields holds the fields of http.req read before the request is
+// complete: its URI (uri or uriBase64, else url) and its body.
+type reqFields struct {
+	uri, url []byte
+	body     bodyFields
+}
+
+// reqField reads the value of one key of http.req; an unknown key's value is
+// skipped.
+func (d *decoder) reqField(s *scanner, p *Pair, f *reqFields, key []byte) (err error) {
+	switch string(key) {
+	case "method":
+		p.Req.Method, err = d.optString(s, "http.req.method")
+	case "uri":
+		f.uri, err = d.optString(s, "http.req.uri")
+	case "uriBase64":
+		f.uri, err = d.base64String(s, "http.req.uriBase64")
+	case "url":
+		f.url, err = d.optString(s, "http.req.url")
+	case "host":
+		p.Req.Host, err = d.optString(s, "http.req.host")
+	case "version":
+		p.Version, err = d.optString(s, "http.req.version")
+	case "headers":
+		p.Req.Headers, err = d.headers(s, "http.req.headers", p.Req.Headers)
+	case "bodyBase64", "body":
+		err = d.readBody(s, &f.body, key, reqBody)
+	default:
+		err = s.skip(0)
+	}
+	return err
 }
 
 func (d *decoder) res(s *scanner, p *Pair) error {
@@ -380,51 +392,80 @@ func (d *decoder) headers(s *scanner, field string, hs []Header) ([]Header, erro
 		if err != nil || !ok {
 			return hs, err
 		}
-		name := rawName
-		if bytes.IndexByte(rawName, '\\') >= 0 {
-			start := len(d.arena)
-			d.arena, _ = AppendUnescaped(d.arena, rawName)
-			name = d.arena[start:len(d.arena):len(d.arena)]
+		name, err := d.headerName(field, rawName)
+		if err != nil {
+			return hs, err
 		}
-		if d.validate && !ValidToken(name) && !isPseudo(name) {
-			return hs, fieldErr(field, "header name %q is not a valid token", name)
-		}
-		if c := s.peek(); c != '[' {
-			return hs, &FieldError{Field: field + "." + string(name), Msg: "want an array of strings, got " + kind(c), Off: -1}
-		}
-		s.i++
-		for efirst := true; ; efirst = false {
-			more, err := s.nextElem(efirst)
-			if err != nil {
-				return hs, err
-			}
-			if !more {
-				break
-			}
-			if c := s.peek(); c == '{' { // {"base64": "..."}: a value that is not UTF-8
-				v, err := d.base64Value(s, field+"."+string(name))
-				if err != nil {
-					return hs, err
-				}
-				if d.validate && !ValidFieldValue(v) {
-					return hs, fieldErr(field+"."+string(name), "value contains CR, LF or NUL")
-				}
-				hs = append(hs, Header{Name: name, Value: v})
-				continue
-			} else if c != '"' {
-				return hs, &FieldError{Field: field + "." + string(name), Msg: "want an array of strings or {\"base64\": ...}, got an element that is " + kind(c), Off: -1}
-			}
-			v, escaped, err := d.stringEsc(s)
-			if err != nil {
-				return hs, err
-			}
-			// Only an escape can put a control character in a string.
-			if d.validate && escaped && !ValidFieldValue(v) {
-				return hs, fieldErr(field+"."+string(name), "value contains CR, LF or NUL")
-			}
-			hs = append(hs, Header{Name: name, Value: v})
+		if hs, err = d.headerValues(s, field, name, hs); err != nil {
+			return hs, err
 		}
 	}
+}
+
+// headerName is a header's name as written in the object's key, unescaped
+// into the arena when it holds an escape, and checked as a token when
+// validating (HTTP/2 pseudo-headers pass).
+func (d *decoder) headerName(field string, rawName []byte) ([]byte, error) {
+	name := rawName
+	if bytes.IndexByte(rawName, '\\') >= 0 {
+		start := len(d.arena)
+		d.arena, _ = AppendUnescaped(d.arena, rawName)
+		name = d.arena[start:len(d.arena):len(d.arena)]
+	}
+	if d.validate && !ValidToken(name) && !isPseudo(name) {
+		return name, fieldErr(field, "header name %q is not a valid token", name)
+	}
+	return name, nil
+}
+
+// headerValues reads one header's array of values, appending a Header to hs
+// for each.
+func (d *decoder) headerValues(s *scanner, field string, name []byte, hs []Header) ([]Header, error) {
+	if c := s.peek(); c != '[' {
+		return hs, &FieldError{Field: field + "." + string(name), Msg: "want an array of strings, got " + kind(c), Off: -1}
+	}
+	s.i++
+	for efirst := true; ; efirst = false {
+		more, err := s.nextElem(efirst)
+		if err != nil {
+			return hs, err
+		}
+		if !more {
+			return hs, nil
+		}
+		v, err := d.headerValue(s, field, name)
+		if err != nil {
+			return hs, err
+		}
+		hs = append(hs, Header{Name: name, Value: v})
+	}
+}
+
+// headerValue reads one element of a header's values: a string, or
+// {"base64": "..."} for a value that is not UTF-8. When validating, a value
+// must hold no CR, LF or NUL.
+func (d *decoder) headerValue(s *scanner, field string, name []byte) ([]byte, error) {
+	if c := s.peek(); c == '{' { // {"base64": "..."}: a value that is not UTF-8
+		v, err := d.base64Value(s, field+"."+string(name))
+		if err != nil {
+			return nil, err
+		}
+		if d.validate && !ValidFieldValue(v) {
+			return nil, fieldErr(field+"."+string(name), "value contains CR, LF or NUL")
+		}
+		return v, nil
+	} else if c != '"' {
+		return nil, &FieldError{Field: field + "." + string(name), Msg: "want an array of strings or {\"base64\": ...}, got an element that is " + kind(c), Off: -1}
+	}
+	v, escaped, err := d.stringEsc(s)
+	if err != nil {
+		return nil, err
+	}
+	// Only an escape can put a control character in a string.
+	if d.validate && escaped && !ValidFieldValue(v) {
+		return nil, fieldErr(field+"."+string(name), "value contains CR, LF or NUL")
+	}
+	return v, nil
 }
 
 // base64String reads a base64 string (field names it in errors) and

@@ -53,7 +53,23 @@ func isIDSegment(s []byte) bool {
 	if len(s) == 0 {
 		return false
 	}
-	var digits, letters, hex, other int
+	digits, letters, hex, other := segmentClasses(s)
+	switch {
+	case digits == len(s):
+		return true
+	case isUUID(s):
+		return true
+	case hex == len(s) && len(s) >= 8 && digits > 0:
+		return true
+	case other == 0 && len(s) >= 20 && digits > 0 && letters > 0:
+		return true
+	}
+	return isPrefixedID(s)
+}
+
+// segmentClasses counts a segment's bytes by class: digits, ASCII letters,
+// hex digits (digits and a-f in either case), and the rest.
+func segmentClasses(s []byte) (digits, letters, hex, other int) {
 	for _, c := range s {
 		switch {
 		case c >= '0' && c <= '9':
@@ -68,17 +84,7 @@ func isIDSegment(s []byte) bool {
 			other++
 		}
 	}
-	switch {
-	case digits == len(s):
-		return true
-	case isUUID(s):
-		return true
-	case hex == len(s) && len(s) >= 8 && digits > 0:
-		return true
-	case other == 0 && len(s) >= 20 && digits > 0 && letters > 0:
-		return true
-	}
-	return isPrefixedID(s)
+	return digits, letters, hex, other
 }
 
 func isUUID(s []byte) bool {
@@ -99,16 +105,7 @@ func isUUID(s []byte) bool {
 
 // isPrefixedID matches "o-123", "usr_8f3a2", "s-0007a".
 func isPrefixedID(s []byte) bool {
-	sep := -1
-	for i, c := range s {
-		if c == '-' || c == '_' {
-			sep = i
-			break
-		}
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
+	sep := prefixSep(s)
 	if sep < 1 || sep > 8 || sep == len(s)-1 {
 		return false
 	}
@@ -124,4 +121,18 @@ func isPrefixedID(s []byte) bool {
 		}
 	}
 	return digits >= 2 || (suffix[0] >= '0' && suffix[0] <= '9')
+}
+
+// prefixSep is the index of the first '-' or '_' of s when only ASCII
+// letters come before it, else -1.
+func prefixSep(s []byte) int {
+	for i, c := range s {
+		if c == '-' || c == '_' {
+			return i
+		}
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return -1
+		}
+	}
+	return -1
 }

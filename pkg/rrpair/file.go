@@ -290,13 +290,6 @@ func (f *File) index(opt Options) error {
 	defer adviseSequential(f.mapped, false)
 
 	verr := &ValidationError{File: f.name}
-	epIDs := map[string]uint16{} // name -> provisional id
-	var epNames []string         // provisional id -> name
-	var epCounts []int           // provisional id -> pairs
-	sessionIter := map[string]uint32{}
-	hostSeen := map[string]bool{}
-	iters := uint32(0)
-
 	cs := chunks(f.data)
 	lines := 1
 	for _, c := range cs {
@@ -305,9 +298,13 @@ func (f *File) index(opt Options) error {
 	// Size the index exactly: growing it by doubling would leave copies
 	// of a large index behind as garbage.
 	f.pairs = make([]pairRef, 0, lines)
-	iterOf := make([]uint32, 0, lines) // pair -> iteration, while building
+	b := &indexBuild{
+		epIDs:       map[string]uint16{},
+		sessionIter: map[string]uint32{},
+		hostSeen:    map[string]bool{},
+		iterOf:      make([]uint32, 0, lines),
+	}
 	tooLong := false
-	var global []uint16 // chunk endpoint -> provisional id
 	f.validateChunks(cs, opt, func(c *chunk) {
 		r := &c.res
 		verr.Total += r.errTotal
@@ -316,66 +313,122 @@ func (f *File) index(opt Options) error {
 		if verr.Total > 0 || tooLong {
 			return
 		}
-		f.filtered += r.filtered
-		f.skipped.add(&r.skipped)
-		f.setsCookies = f.setsCookies || r.cookies
-		global = global[:0]
-		for i, name := range r.names {
-			id, ok := epIDs[name]
-			if !ok {
-				if len(epNames) >= 1<<16-1 {
-					id = 1<<16 - 1 // beyond 65535 names they all rank last
-				} else {
-					id = uint16(len(epNames))
-					epIDs[name] = id
-					epNames = append(epNames, name)
-					epCounts = append(epCounts, 0)
-				}
-			}
-			if int(id) < len(epCounts) {
-				epCounts[id] += r.counts[i]
-			}
-			global = append(global, id)
-		}
-		for _, h := range r.hosts {
-			if !hostSeen[h] {
-				hostSeen[h] = true
-				f.hosts = append(f.hosts, h)
-			}
-		}
-		if r.firstTS != 0 && (f.firstTS == 0 || r.firstTS < f.firstTS) {
-			f.firstTS = r.firstTS
-		}
-		for i := range r.recs {
-			rec := &r.recs[i]
-			f.pairs = append(f.pairs, pairRef{off: rec.off, line: rec.line, endpoint: global[rec.endpoint]})
-			it := iters
-			if len(rec.session) > 0 {
-				if known, ok := sessionIter[string(rec.session)]; ok {
-					it = known
-				} else {
-					sessionIter[f.key(rec.session)] = iters
-					iters++
-				}
-			} else {
-				iters++
-			}
-			iterOf = append(iterOf, it)
-		}
+		f.fold(b, r)
 	})
+	if err := f.indexErr(verr, tooLong); err != nil {
+		return err
+	}
+	f.sessions = len(b.sessionIter)
+	f.rankEndpoints(b.epNames, b.epCounts)
+	if f.sessions > 0 {
+		f.groupSessions(b.iterOf, b.iters)
+	}
+	if opt.Shard.Count > 1 {
+		f.keepShard(opt.Shard)
+	}
+	// The session map and the build slices are garbage now; hand their
+	// memory back before the run starts, so a large file costs only its
+	// index.
+	b.sessionIter, b.iterOf = nil, nil
+	debug.FreeOSMemory()
+	return nil
+}
+
+// indexBuild is what File.index numbers across chunks while it folds them
+// in file order.
+type indexBuild struct {
+	epIDs       map[string]uint16 // name -> provisional id
+	epNames     []string          // provisional id -> name
+	epCounts    []int             // provisional id -> pairs
+	sessionIter map[string]uint32
+	hostSeen    map[string]bool
+	iters       uint32
+	iterOf      []uint32 // pair -> iteration, while building
+	global      []uint16 // chunk endpoint -> provisional id
+}
+
+// fold adds one chunk's result, free of errors, to the file's index.
+func (f *File) fold(b *indexBuild, r *chunkResult) {
+	f.filtered += r.filtered
+	f.skipped.add(&r.skipped)
+	f.setsCookies = f.setsCookies || r.cookies
+	b.endpoints(r)
+	for _, h := range r.hosts {
+		if !b.hostSeen[h] {
+			b.hostSeen[h] = true
+			f.hosts = append(f.hosts, h)
+		}
+	}
+	if r.firstTS != 0 && (f.firstTS == 0 || r.firstTS < f.firstTS) {
+		f.firstTS = r.firstTS
+	}
+	f.foldRecords(b, r)
+}
+
+// endpoints maps the chunk's endpoint names to provisional ids (b.global),
+// numbering names in order of first appearance, and counts their pairs.
+func (b *indexBuild) endpoints(r *chunkResult) {
+	b.global = b.global[:0]
+	for i, name := range r.names {
+		id, ok := b.epIDs[name]
+		if !ok {
+			if len(b.epNames) >= 1<<16-1 {
+				id = 1<<16 - 1 // beyond 65535 names they all rank last
+			} else {
+				id = uint16(len(b.epNames))
+				b.epIDs[name] = id
+				b.epNames = append(b.epNames, name)
+				b.epCounts = append(b.epCounts, 0)
+			}
+		}
+		if int(id) < len(b.epCounts) {
+			b.epCounts[id] += r.counts[i]
+		}
+		b.global = append(b.global, id)
+	}
+}
+
+// foldRecords appends the chunk's kept lines to the index, each with its
+// iteration: a session's first line starts one, its later lines join it,
+// and a line of no session is an iteration of its own.
+func (f *File) foldRecords(b *indexBuild, r *chunkResult) {
+	for i := range r.recs {
+		rec := &r.recs[i]
+		f.pairs = append(f.pairs, pairRef{off: rec.off, line: rec.line, endpoint: b.global[rec.endpoint]})
+		it := b.iters
+		if len(rec.session) > 0 {
+			if known, ok := b.sessionIter[string(rec.session)]; ok {
+				it = known
+			} else {
+				b.sessionIter[f.key(rec.session)] = b.iters
+				b.iters++
+			}
+		} else {
+			b.iters++
+		}
+		b.iterOf = append(b.iterOf, it)
+	}
+}
+
+// indexErr is why the folded index cannot be used: a line past 2^32, the
+// lines' errors, or no pair left to replay; nil when it can.
+func (f *File) indexErr(verr *ValidationError, tooLong bool) error {
 	if tooLong && verr.Total == 0 {
 		return fmt.Errorf("%s: more than 2^32 lines", f.name)
 	}
 	if verr.Total > 0 {
 		return verr
 	}
-	if len(f.pairs) == 0 && f.filtered > 0 {
+	if len(f.pairs) > 0 {
+		return nil
+	}
+	if f.filtered > 0 {
 		if f.skipped.Total() > 0 {
 			return fmt.Errorf("%s: %w (%d pairs filtered out; skipped %v)", f.name, ErrAllFiltered, f.filtered, &f.skipped)
 		}
 		return fmt.Errorf("%s: %w (%d pairs filtered out)", f.name, ErrAllFiltered, f.filtered)
 	}
-	if len(f.pairs) == 0 && f.skipped.Total() > 0 {
+	if f.skipped.Total() > 0 {
 		hint := ""
 		if f.skipped.DirectionOut > 0 {
 			hint = "; --keep direction=OUT replays the OUT pairs"
@@ -385,23 +438,7 @@ func (f *File) index(opt Options) error {
 		}
 		return fmt.Errorf("%s: %w: skipped %v%s", f.name, ErrAllSkipped, &f.skipped, hint)
 	}
-	if len(f.pairs) == 0 {
-		return fmt.Errorf("%s: %w", f.name, ErrEmpty)
-	}
-	f.sessions = len(sessionIter)
-	f.rankEndpoints(epNames, epCounts)
-	if f.sessions > 0 {
-		f.groupSessions(iterOf, iters)
-	}
-	if opt.Shard.Count > 1 {
-		f.keepShard(opt.Shard)
-	}
-	// The session map and the build slices are garbage now; hand their
-	// memory back before the run starts, so a large file costs only its
-	// index.
-	sessionIter, iterOf = nil, nil
-	debug.FreeOSMemory()
-	return nil
+	return fmt.Errorf("%s: %w", f.name, ErrEmpty)
 }
 
 // key returns b as a map key without copying it when b lies in the mapping

@@ -65,50 +65,89 @@ func ParseRule(s string) (Rule, error) {
 		r.set = listSet(val, ",", strings.TrimSpace)
 		return r, nil
 	}
-	switch key {
-	case "method":
-		r.set = map[string]bool{}
-		for _, m := range strings.Split(val, ",") {
-			r.set[strings.ToUpper(strings.TrimSpace(m))] = true
-		}
-	case "endpoint":
-		r.set = map[string]bool{}
-		for _, e := range strings.Split(val, ";") {
-			r.set[strings.TrimSpace(e)] = true
-		}
-	case "host":
-		r.set = listSet(val, ",", func(h string) string { return strings.ToLower(strings.TrimSpace(h)) })
-	case "direction":
-		r.set = listSet(val, ",", func(d string) string { return strings.ToUpper(strings.TrimSpace(d)) })
-		for d := range r.set {
-			if d != "IN" && d != "OUT" {
-				return Rule{}, fmt.Errorf("direction: want IN, OUT or IN,OUT, got %q", val)
-			}
-		}
-	case "path", "uri":
-		re, err := regexp.Compile(val)
-		if err != nil {
-			return Rule{}, fmt.Errorf("%s: %w", key, err)
-		}
-		r.re = re
-	case "status":
-		for _, c := range strings.Split(val, ",") {
-			c = strings.TrimSpace(strings.ToLower(c))
-			if len(c) == 3 && c[1:] == "xx" && c[0] >= '1' && c[0] <= '5' {
-				lo := int(c[0]-'0') * 100
-				r.codes = append(r.codes, statusMatch{lo, lo + 99})
-				continue
-			}
-			n, err := strconv.Atoi(c)
-			if err != nil || n < 0 || n > 999 {
-				return Rule{}, fmt.Errorf("status: want codes or classes such as 200,404,5xx, got %q", c)
-			}
-			r.codes = append(r.codes, statusMatch{n, n})
-		}
-	default:
+	parse, ok := ruleParsers[key]
+	if !ok {
 		return Rule{}, fmt.Errorf("unknown key %q: want %s", key, ruleKeys)
 	}
+	if err := parse(&r, val); err != nil {
+		return Rule{}, err
+	}
 	return r, nil
+}
+
+// ruleParsers reads a rule's value, one parser a key.
+var ruleParsers = map[string]func(r *Rule, val string) error{
+	"method":    parseMethodRule,
+	"endpoint":  parseEndpointRule,
+	"host":      parseHostRule,
+	"direction": parseDirectionRule,
+	"path":      parsePatternRule,
+	"uri":       parsePatternRule,
+	"status":    parseStatusRule,
+}
+
+// parseMethodRule reads method=GET,POST: methods in any case.
+func parseMethodRule(r *Rule, val string) error {
+	r.set = map[string]bool{}
+	for _, m := range strings.Split(val, ",") {
+		r.set[strings.ToUpper(strings.TrimSpace(m))] = true
+	}
+	return nil
+}
+
+// parseEndpointRule reads endpoint=NAME;NAME: names hold commas, so ';'
+// separates them.
+func parseEndpointRule(r *Rule, val string) error {
+	r.set = map[string]bool{}
+	for _, e := range strings.Split(val, ";") {
+		r.set[strings.TrimSpace(e)] = true
+	}
+	return nil
+}
+
+// parseHostRule reads host=HOST,HOST: hosts in any case.
+func parseHostRule(r *Rule, val string) error {
+	r.set = listSet(val, ",", func(h string) string { return strings.ToLower(strings.TrimSpace(h)) })
+	return nil
+}
+
+// parseDirectionRule reads direction=IN, OUT or IN,OUT.
+func parseDirectionRule(r *Rule, val string) error {
+	r.set = listSet(val, ",", func(d string) string { return strings.ToUpper(strings.TrimSpace(d)) })
+	for d := range r.set {
+		if d != "IN" && d != "OUT" {
+			return fmt.Errorf("direction: want IN, OUT or IN,OUT, got %q", val)
+		}
+	}
+	return nil
+}
+
+// parsePatternRule reads path=REGEXP or uri=REGEXP.
+func parsePatternRule(r *Rule, val string) error {
+	re, err := regexp.Compile(val)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.Key, err)
+	}
+	r.re = re
+	return nil
+}
+
+// parseStatusRule reads status=200,404,5xx: codes and classes.
+func parseStatusRule(r *Rule, val string) error {
+	for _, c := range strings.Split(val, ",") {
+		c = strings.TrimSpace(strings.ToLower(c))
+		if len(c) == 3 && c[1:] == "xx" && c[0] >= '1' && c[0] <= '5' {
+			lo := int(c[0]-'0') * 100
+			r.codes = append(r.codes, statusMatch{lo, lo + 99})
+			continue
+		}
+		n, err := strconv.Atoi(c)
+		if err != nil || n < 0 || n > 999 {
+			return fmt.Errorf("status: want codes or classes such as 200,404,5xx, got %q", c)
+		}
+		r.codes = append(r.codes, statusMatch{n, n})
+	}
+	return nil
 }
 
 const ruleKeys = "method, path, uri, status, endpoint, host, direction or tag.NAME"
@@ -287,30 +326,41 @@ func (f *Filter) keeps(p *Pair, endpoint []byte) bool {
 		}
 	}
 	if !f.From.IsZero() || !f.To.IsZero() {
-		ns, ok := p.UnixNano()
-		if !ok || (!f.From.IsZero() && ns < f.From.UnixNano()) || (!f.To.IsZero() && ns >= f.To.UnixNano()) {
+		if !f.inWindow(p) {
 			return false
 		}
 	}
 	if f.Sample > 0 && f.Sample < 1 {
-		h := fnv.New64a()
-		var seed [8]byte
-		binary.LittleEndian.PutUint64(seed[:], f.Seed)
-		h.Write(seed[:])
-		if len(p.Session) > 0 {
-			h.Write([]byte("s:"))
-			h.Write(p.Session)
-		} else {
-			h.Write([]byte("l:"))
-			h.Write(strconv.AppendInt(nil, int64(p.Line), 10))
-		}
-		// Mixed (FNV's high bits are weak on short keys), the top 53 bits
-		// as a fraction in [0, 1).
-		if float64(mix64(h.Sum64())>>11)/(1<<53) >= f.Sample {
-			return false
-		}
+		return f.sampled(p)
 	}
 	return true
+}
+
+// inWindow reports whether the pair's time is within [From, To): a pair
+// without a readable time is not.
+func (f *Filter) inWindow(p *Pair) bool {
+	ns, ok := p.UnixNano()
+	return !(!ok || (!f.From.IsZero() && ns < f.From.UnixNano()) || (!f.To.IsZero() && ns >= f.To.UnixNano()))
+}
+
+// sampled reports whether the pair falls in the sample: a hash of the seed
+// and the pair's session (or line, for a pair of no session), so that a
+// session is kept or dropped whole.
+func (f *Filter) sampled(p *Pair) bool {
+	h := fnv.New64a()
+	var seed [8]byte
+	binary.LittleEndian.PutUint64(seed[:], f.Seed)
+	h.Write(seed[:])
+	if len(p.Session) > 0 {
+		h.Write([]byte("s:"))
+		h.Write(p.Session)
+	} else {
+		h.Write([]byte("l:"))
+		h.Write(strconv.AppendInt(nil, int64(p.Line), 10))
+	}
+	// Mixed (FNV's high bits are weak on short keys), the top 53 bits
+	// as a fraction in [0, 1).
+	return float64(mix64(h.Sum64())>>11)/(1<<53) < f.Sample
 }
 
 // mix64 is SplitMix64's finalizer: every input bit reaches every output bit.

@@ -137,7 +137,7 @@ func (v *validator) run(c *chunk) {
 	clear(v.hostSeen)
 	v.lastHost = v.lastHost[:0]
 	v.sessions = nil // the records of the last chunk still point into it
-	data, p := v.f.data, &v.p
+	data := v.f.data
 	line := c.line
 	for off := c.start; off < c.end; line++ {
 		end := bytes.IndexByte(data[off:c.end], '\n')
@@ -152,71 +152,90 @@ func (v *validator) run(c *chunk) {
 		if isBlank(text) {
 			continue
 		}
-		kind, err := v.d.decode(text, p)
-		if err == nil && kind == replayable {
-			kind = v.skipOf(p)
+		v.check(r, text, start, line)
+	}
+}
+
+// check decodes one line, at offset start, and counts it in r: as an
+// error, a skipped or filtered line, or a kept record.
+func (v *validator) check(r *chunkResult, text []byte, start, line int) {
+	p := &v.p
+	kind, err := v.d.decode(text, p)
+	if err == nil && kind == replayable {
+		kind = v.skipOf(p)
+	}
+	if err == nil && kind == replayable && v.opt.RequireHost && len(p.Req.Host) == 0 {
+		err = fieldErr("http.req.host", "missing, and no target was given to send it to")
+	}
+	if err != nil {
+		r.errTotal++
+		if len(r.errs) < v.opt.MaxErrors {
+			r.errs = append(r.errs, lineError(v.f.name, line, err))
 		}
-		if err == nil && kind == replayable && v.opt.RequireHost && len(p.Req.Host) == 0 {
-			err = fieldErr("http.req.host", "missing, and no target was given to send it to")
+		return
+	}
+	if r.errTotal > 0 {
+		return // only look for more errors
+	}
+	if kind != replayable {
+		r.skipped.count(kind, p.Protocol)
+		return
+	}
+	if line > 1<<32-1 {
+		r.tooLong = true
+		return
+	}
+	v.keep(r, start, line)
+}
+
+// keep records the replayable pair of a line, unless the filter drops it:
+// its endpoint, host, time and session.
+func (v *validator) keep(r *chunkResult, start, line int) {
+	p := &v.p
+	for i := 0; i < len(p.Res.Headers) && !r.cookies; i++ {
+		r.cookies = bytes.EqualFold(p.Res.Headers[i].Name, []byte("set-cookie"))
+	}
+	if len(p.EndpointTag) > 0 {
+		v.name = append(v.name[:0], p.EndpointTag...)
+	} else {
+		v.name = AppendEndpointName(v.name[:0], p.Req.Method, p.Req.URI)
+	}
+	if v.opt.Filter.active() {
+		p.Line = line
+		if !v.opt.Filter.keeps(p, v.name) {
+			r.filtered++
+			return
 		}
-		if err != nil {
-			r.errTotal++
-			if len(r.errs) < v.opt.MaxErrors {
-				r.errs = append(r.errs, lineError(v.f.name, line, err))
-			}
-			continue
+	}
+	id, ok := v.ids[string(v.name)]
+	if !ok {
+		id = uint32(len(r.names))
+		r.names = append(r.names, string(v.name))
+		r.counts = append(r.counts, 0)
+		v.ids[r.names[id]] = id
+	}
+	r.counts[id]++
+	v.host(r, p.Req.Host)
+	if ns, ok := p.UnixNano(); ok && (r.firstTS == 0 || ns < r.firstTS) {
+		r.firstTS = ns
+	}
+	session := p.Session
+	if len(session) > 0 && !v.f.inMapping(session) {
+		at := len(v.sessions)
+		v.sessions = append(v.sessions, session...)
+		session = v.sessions[at:len(v.sessions):len(v.sessions)]
+	}
+	r.recs = append(r.recs, pairRec{off: int64(start), line: uint32(line), endpoint: id, session: session})
+}
+
+// host adds a host to the chunk's distinct hosts the first time it is seen.
+func (v *validator) host(r *chunkResult, host []byte) {
+	if len(r.hosts) == 0 || !bytes.Equal(host, v.lastHost) { // most lines repeat the last host
+		if !v.hostSeen[string(host)] {
+			v.hostSeen[string(host)] = true
+			r.hosts = append(r.hosts, string(host))
 		}
-		if r.errTotal > 0 {
-			continue // only look for more errors
-		}
-		if kind != replayable {
-			r.skipped.count(kind, p.Protocol)
-			continue
-		}
-		if line > 1<<32-1 {
-			r.tooLong = true
-			continue
-		}
-		for i := 0; i < len(p.Res.Headers) && !r.cookies; i++ {
-			r.cookies = bytes.EqualFold(p.Res.Headers[i].Name, []byte("set-cookie"))
-		}
-		if len(p.EndpointTag) > 0 {
-			v.name = append(v.name[:0], p.EndpointTag...)
-		} else {
-			v.name = AppendEndpointName(v.name[:0], p.Req.Method, p.Req.URI)
-		}
-		if v.opt.Filter.active() {
-			p.Line = line
-			if !v.opt.Filter.keeps(p, v.name) {
-				r.filtered++
-				continue
-			}
-		}
-		id, ok := v.ids[string(v.name)]
-		if !ok {
-			id = uint32(len(r.names))
-			r.names = append(r.names, string(v.name))
-			r.counts = append(r.counts, 0)
-			v.ids[r.names[id]] = id
-		}
-		r.counts[id]++
-		if len(r.hosts) == 0 || !bytes.Equal(p.Req.Host, v.lastHost) { // most lines repeat the last host
-			if !v.hostSeen[string(p.Req.Host)] {
-				v.hostSeen[string(p.Req.Host)] = true
-				r.hosts = append(r.hosts, string(p.Req.Host))
-			}
-			v.lastHost = append(v.lastHost[:0], p.Req.Host...)
-		}
-		if ns, ok := p.UnixNano(); ok && (r.firstTS == 0 || ns < r.firstTS) {
-			r.firstTS = ns
-		}
-		session := p.Session
-		if len(session) > 0 && !v.f.inMapping(session) {
-			at := len(v.sessions)
-			v.sessions = append(v.sessions, session...)
-			session = v.sessions[at:len(v.sessions):len(v.sessions)]
-		}
-		r.recs = append(r.recs, pairRec{off: int64(start), line: uint32(line), endpoint: id, session: session})
+		v.lastHost = append(v.lastHost[:0], host...)
 	}
 }
 

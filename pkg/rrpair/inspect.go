@@ -58,53 +58,65 @@ func (f *File) Inspect() (*Stats, error) {
 		if err := c.Decode(i, &p); err != nil {
 			return nil, err
 		}
-		st.Methods[string(p.Req.Method)]++
-		if p.FromSignature {
-			st.countSignature(&p)
-		}
-		if len(p.Req.Host) > 0 {
-			st.Hosts[string(p.Req.Host)]++
-		}
-		st.Endpoints[p.Endpoint].Pairs++
-		st.Status[p.Res.Status]++
-		v := string(p.Version)
-		if v == "" {
-			v = "unrecorded"
-		}
-		st.Versions[v]++
-		if p.IsHTTP2() {
-			st.Downgraded++
-		}
-		if p.IsGRPC() {
-			st.GRPC++
-		}
-		st.ReqBytes += int64(len(p.Req.Body))
-		st.ResBytes += int64(len(p.Res.Body))
+		st.count(&p)
 		ts, err := p.Time()
 		if err != nil {
 			return nil, &LineError{File: f.name, Line: p.Line, Err: fieldErr("ts", "%v", err)}
 		}
-		if ts.IsZero() {
-			st.WithoutTS++
-			continue
-		}
-		if st.First == nil || ts.Before(*st.First) {
-			t := ts
-			st.First = &t
-		}
-		if st.Last == nil || ts.After(*st.Last) {
-			t := ts
-			st.Last = &t
-		}
-		if !prev.IsZero() && ts.Before(prev) {
-			st.OutOfOrder++
-		}
-		prev = ts
+		st.countTime(ts, &prev)
 	}
 	if st.First != nil {
 		st.SpanS = st.Last.Sub(*st.First).Seconds()
 	}
 	return st, nil
+}
+
+// count adds a pair to the counts by method, host, endpoint, status and
+// version, and to the body sizes.
+func (st *Stats) count(p *Pair) {
+	st.Methods[string(p.Req.Method)]++
+	if p.FromSignature {
+		st.countSignature(p)
+	}
+	if len(p.Req.Host) > 0 {
+		st.Hosts[string(p.Req.Host)]++
+	}
+	st.Endpoints[p.Endpoint].Pairs++
+	st.Status[p.Res.Status]++
+	v := string(p.Version)
+	if v == "" {
+		v = "unrecorded"
+	}
+	st.Versions[v]++
+	if p.IsHTTP2() {
+		st.Downgraded++
+	}
+	if p.IsGRPC() {
+		st.GRPC++
+	}
+	st.ReqBytes += int64(len(p.Req.Body))
+	st.ResBytes += int64(len(p.Res.Body))
+}
+
+// countTime adds a pair's time (zero: none recorded) to the span and counts
+// it out of order when it is before the previous pair's time, *prev.
+func (st *Stats) countTime(ts time.Time, prev *time.Time) {
+	if ts.IsZero() {
+		st.WithoutTS++
+		return
+	}
+	if st.First == nil || ts.Before(*st.First) {
+		t := ts
+		st.First = &t
+	}
+	if st.Last == nil || ts.After(*st.Last) {
+		t := ts
+		st.Last = &t
+	}
+	if !prev.IsZero() && ts.Before(*prev) {
+		st.OutOfOrder++
+	}
+	*prev = ts
 }
 
 // countSignature counts a signature line, and the key it did not read.

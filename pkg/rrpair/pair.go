@@ -193,78 +193,103 @@ type Stamp struct {
 }
 
 // ParseRFC3339 parses an RFC 3339 time (any offset, any number of fraction
-// digits, nanoseconds kept) without allocating.
-//
-// A parser, kept as one function on purpose (cyclomatic complexity over
-// 30): it walks the fixed layout field by field, each check a branch, on the
-// path of every timestamp rewrite; split up, it would lose its inlining and
-// read no better.
+// digits, nanoseconds kept) without allocating. It walks the fixed layout
+// part by part: date and time, fraction, zone; each part's checks are in
+// the helper below named for it.
 func ParseRFC3339(b []byte) (Stamp, bool) {
 	// 2006-01-02T15:04:05[.frac](Z|±07:00)
 	var st Stamp
-	if len(b) < 20 || b[4] != '-' || b[7] != '-' || (b[10] != 'T' && b[10] != 't' && b[10] != ' ') || b[13] != ':' || b[16] != ':' {
+	if !rfc3339Layout(b) {
 		return st, false
 	}
 	st.Sep = b[10]
-	num := func(s []byte) (int, bool) {
-		n := 0
-		for _, c := range s {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			n = n*10 + int(c-'0')
-		}
-		return n, true
-	}
-	year, ok1 := num(b[0:4])
-	month, ok2 := num(b[5:7])
-	day, ok3 := num(b[8:10])
-	hour, ok4 := num(b[11:13])
-	minute, ok5 := num(b[14:16])
-	sec, ok6 := num(b[17:19])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 60 {
+	c, ok := rfc3339Civil(b)
+	if !ok {
 		return st, false
 	}
-	i := 19
-	var nanos int64
-	if i < len(b) && b[i] == '.' {
-		i++
-		start := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			if i-start < 9 {
-				nanos = nanos*10 + int64(b[i]-'0')
-			}
-			i++
-		}
-		if i == start {
-			return st, false
-		}
-		st.Frac = i - start
-		nanos *= pow10[9-min(st.Frac, 9)]
-	}
-	switch {
-	case i == len(b)-1 && (b[i] == 'Z' || b[i] == 'z'):
-		st.Zulu = b[i]
-	case i == len(b)-6 && (b[i] == '+' || b[i] == '-') && b[i+3] == ':':
-		oh, ok1 := num(b[i+1 : i+3])
-		om, ok2 := num(b[i+4 : i+6])
-		if !ok1 || !ok2 || oh > 23 || om > 59 {
-			return st, false
-		}
-		st.Offset = oh*3600 + om*60
-		if b[i] == '-' {
-			st.Offset = -st.Offset
-		}
-	default:
+	i, nanos, ok := rfc3339Frac(b, &st)
+	if !ok || !rfc3339Zone(b, i, &st) {
 		return st, false
 	}
-	secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec-st.Offset)
+	secs := daysFromCivil(c.year, c.month, c.day)*86400 + int64(c.hour*3600+c.minute*60+c.sec-st.Offset)
 	const maxSecs, minSecs = math.MaxInt64 / int64(1e9), math.MinInt64 / int64(1e9)
 	if secs < minSecs || secs > maxSecs || secs == maxSecs && nanos > math.MaxInt64%int64(1e9) {
 		return st, false // not an instant of int64 nanoseconds: before 1678 or after 2262
 	}
 	st.UnixNano = secs*1e9 + nanos
 	return st, true
+}
+
+// rfc3339Layout reports whether b is long enough and has the date and time
+// separators where RFC 3339 puts them.
+func rfc3339Layout(b []byte) bool {
+	return len(b) >= 20 && b[4] == '-' && b[7] == '-' && (b[10] == 'T' || b[10] == 't' || b[10] == ' ') && b[13] == ':' && b[16] == ':'
+}
+
+// civil is a date and a time of day as written, before the offset.
+type civil struct {
+	year, month, day, hour, minute, sec int
+}
+
+// rfc3339Civil reads the date and time fields of a laid-out stamp; ok is
+// false when one is not digits or out of its range.
+func rfc3339Civil(b []byte) (civil, bool) {
+	year, ok1 := atoi(b[0:4])
+	month, ok2 := atoi(b[5:7])
+	day, ok3 := atoi(b[8:10])
+	hour, ok4 := atoi(b[11:13])
+	minute, ok5 := atoi(b[14:16])
+	sec, ok6 := atoi(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 60 {
+		return civil{}, false
+	}
+	return civil{year, month, day, hour, minute, sec}, true
+}
+
+// rfc3339Frac reads the optional fraction after the seconds, recording its
+// digit count in st; it returns the index past it and the nanoseconds (digits
+// past the ninth dropped). ok is false on a dot without digits.
+func rfc3339Frac(b []byte, st *Stamp) (i int, nanos int64, ok bool) {
+	i = 19
+	if i >= len(b) || b[i] != '.' {
+		return i, 0, true
+	}
+	i++
+	start := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		if i-start < 9 {
+			nanos = nanos*10 + int64(b[i]-'0')
+		}
+		i++
+	}
+	if i == start {
+		return i, 0, false
+	}
+	st.Frac = i - start
+	nanos *= pow10[9-min(st.Frac, 9)]
+	return i, nanos, true
+}
+
+// rfc3339Zone reads the zone at b[i:], which must end the stamp: a 'Z' (or
+// 'z'), kept in st.Zulu, or ±hh:mm, kept in st.Offset.
+func rfc3339Zone(b []byte, i int, st *Stamp) bool {
+	switch {
+	case i == len(b)-1 && (b[i] == 'Z' || b[i] == 'z'):
+		st.Zulu = b[i]
+	case i == len(b)-6 && (b[i] == '+' || b[i] == '-') && b[i+3] == ':':
+		oh, ok1 := atoi(b[i+1 : i+3])
+		om, ok2 := atoi(b[i+4 : i+6])
+		if !ok1 || !ok2 || oh > 23 || om > 59 {
+			return false
+		}
+		st.Offset = oh*3600 + om*60
+		if b[i] == '-' {
+			st.Offset = -st.Offset
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 var pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}

@@ -246,9 +246,19 @@ func (s *scanner) number() ([]byte, error) {
 		s.i = i
 		return nil, s.fail("invalid value")
 	}
+	if i = fracExp(b, i); i < 0 {
+		return nil, s.fail("invalid number")
+	}
+	s.i = i
+	return b[start:i], nil
+}
+
+// fracExp skips a number's optional fraction and exponent from b[i:] and
+// returns the index past them, or -1 when one has no digits.
+func fracExp(b []byte, i int) int {
 	if i < len(b) && b[i] == '.' {
 		if i = digits(b, i+1); i < 0 {
-			return nil, s.fail("invalid number")
+			return -1
 		}
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
@@ -256,12 +266,9 @@ func (s *scanner) number() ([]byte, error) {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		if i = digits(b, i); i < 0 {
-			return nil, s.fail("invalid number")
-		}
+		return digits(b, i)
 	}
-	s.i = i
-	return b[start:i], nil
+	return i
 }
 
 // digits skips one or more digits from b[i], returning where they end, or
@@ -370,32 +377,43 @@ func AppendUnescaped(dst, raw []byte) ([]byte, error) {
 		case 't':
 			dst = append(dst, '\t')
 		case 'u':
-			if i+4 >= len(raw) || !isHex4(raw[i+1:i+5]) {
+			var ok bool
+			if dst, i, ok = appendUnicodeEscape(dst, raw, i); !ok {
 				return dst, errBadEscape
 			}
-			r := rune(hex4(raw[i+1 : i+5]))
-			i += 4
-			if r >= 0xD800 && r < 0xDC00 { // high surrogate: a low one should follow
-				if i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' && isHex4(raw[i+3:i+7]) {
-					lo := rune(hex4(raw[i+3 : i+7]))
-					if lo >= 0xDC00 && lo < 0xE000 {
-						r = (r-0xD800)<<10 + (lo - 0xDC00) + 0x10000
-						i += 6
-					} else {
-						r = utf8.RuneError
-					}
-				} else {
-					r = utf8.RuneError
-				}
-			} else if r >= 0xDC00 && r < 0xE000 {
-				r = utf8.RuneError
-			}
-			dst = utf8.AppendRune(dst, r)
 		default:
 			return dst, errBadEscape
 		}
 	}
 	return dst, nil
+}
+
+// appendUnicodeEscape appends the rune of the \uXXXX escape whose 'u' is at
+// raw[i], joining a surrogate pair written as two escapes; a lone surrogate
+// becomes U+FFFD. It returns the index of the escape's last byte; ok is
+// false when four hex digits do not follow.
+func appendUnicodeEscape(dst, raw []byte, i int) (_ []byte, _ int, ok bool) {
+	if i+4 >= len(raw) || !isHex4(raw[i+1:i+5]) {
+		return dst, i, false
+	}
+	r := rune(hex4(raw[i+1 : i+5]))
+	i += 4
+	if r >= 0xD800 && r < 0xDC00 { // high surrogate: a low one should follow
+		if i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' && isHex4(raw[i+3:i+7]) {
+			lo := rune(hex4(raw[i+3 : i+7]))
+			if lo >= 0xDC00 && lo < 0xE000 {
+				r = (r-0xD800)<<10 + (lo - 0xDC00) + 0x10000
+				i += 6
+			} else {
+				r = utf8.RuneError
+			}
+		} else {
+			r = utf8.RuneError
+		}
+	} else if r >= 0xDC00 && r < 0xE000 {
+		r = utf8.RuneError
+	}
+	return utf8.AppendRune(dst, r), i, true
 }
 
 func hex4(b []byte) int {

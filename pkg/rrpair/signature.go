@@ -113,6 +113,26 @@ func (d *decoder) fromSignature(p *Pair) error {
 	if r.url == nil {
 		r.url = d.sig.location
 	}
+	if err := d.checkSigReq(r); err != nil {
+		return err
+	}
+	p.Req.Method, p.Req.Host, p.Req.URI = r.method, r.host, d.sigURI(r)
+	if r.hasBody {
+		p.Req.Body = r.body
+	}
+	p.FromSignature, p.Instance, p.UnreadKey = true, r.instance, r.unread
+	if len(p.Direction) == 0 {
+		// An answer a responder serves is a dependency's: OUT, when the
+		// line does not say (the mock keeps OUT pairs by default).
+		p.Direction = dirOut
+	}
+	return nil
+}
+
+// checkSigReq checks the request a signature gives: a method that is a
+// token, a path starting with '/', and a valid host when there is one. The
+// errors name the signature field the line used.
+func (d *decoder) checkSigReq(r *sigReq) error {
 	src := "mutableSignature"
 	if !isObject(d.sig.mutable) && isObject(d.sig.b64) {
 		src = "signature"
@@ -128,16 +148,6 @@ func (d *decoder) fromSignature(p *Pair) error {
 	}
 	if len(r.host) > 0 && !validHost(r.host) {
 		return fieldErr(src+".http:host", "%q is not a host[:port]", r.host)
-	}
-	p.Req.Method, p.Req.Host, p.Req.URI = r.method, r.host, d.sigURI(r)
-	if r.hasBody {
-		p.Req.Body = r.body
-	}
-	p.FromSignature, p.Instance, p.UnreadKey = true, r.instance, r.unread
-	if len(p.Direction) == 0 {
-		// An answer a responder serves is a dependency's: OUT, when the
-		// line does not say (the mock keeps OUT pairs by default).
-		p.Direction = dirOut
 	}
 	return nil
 }
@@ -192,7 +202,6 @@ const queryParamsKey = "http:queryparams"
 // readSig reads a signature object (mutableSignature; with b64, signature,
 // whose values are base64) into d.sreq.
 func (d *decoder) readSig(raw []byte, field string, b64 bool) error {
-	r := &d.sreq
 	s := scanner{b: raw}
 	s.i++
 	for first := true; ; first = false {
@@ -211,30 +220,41 @@ func (d *decoder) readSig(raw []byte, field string, b64 bool) error {
 		if err != nil {
 			return err
 		}
-		switch {
-		case string(key) == "http:host":
-			r.host = v
-		case string(key) == "http:method":
-			r.method = v
-		case string(key) == "http:url":
-			r.url = v
-		case string(key) == queryParamsKey:
-			r.query, r.hasQuery = v, true
-		case len(key) > len(queryParamsKey) && string(key[:len(queryParamsKey)+1]) == queryParamsKey+":":
-			r.params = append(r.params, sigParam{name: key[len(queryParamsKey)+1:], value: v})
-		case string(key) == "http:requestBodyJSON":
-			r.body, r.hasBody = v, true
-		case string(key) == "instance":
-			if r.instance, ok = atoi(v); !ok {
-				return fieldErr(field+".instance", "want a whole number, got %q", v)
-			}
-			r.hasInstance = true
-		default:
-			if r.unread == nil {
-				r.unread = key
-			}
+		if err := d.sigField(field, key, v); err != nil {
+			return err
 		}
 	}
+}
+
+// sigField keeps the value v of a signature's key where the request is
+// built from it; the first unknown key is kept to be named.
+func (d *decoder) sigField(field string, key, v []byte) error {
+	r := &d.sreq
+	switch {
+	case string(key) == "http:host":
+		r.host = v
+	case string(key) == "http:method":
+		r.method = v
+	case string(key) == "http:url":
+		r.url = v
+	case string(key) == queryParamsKey:
+		r.query, r.hasQuery = v, true
+	case len(key) > len(queryParamsKey) && string(key[:len(queryParamsKey)+1]) == queryParamsKey+":":
+		r.params = append(r.params, sigParam{name: key[len(queryParamsKey)+1:], value: v})
+	case string(key) == "http:requestBodyJSON":
+		r.body, r.hasBody = v, true
+	case string(key) == "instance":
+		var ok bool
+		if r.instance, ok = atoi(v); !ok {
+			return fieldErr(field+".instance", "want a whole number, got %q", v)
+		}
+		r.hasInstance = true
+	default:
+		if r.unread == nil {
+			r.unread = key
+		}
+	}
+	return nil
 }
 
 // sigValue reads the value of a signature key (field.key, for errors): a
@@ -297,38 +317,60 @@ func (d *decoder) readHTTPSig(raw []byte) error {
 		case "url":
 			dst = &r.url
 		case "instance":
-			if c := s.peek(); c != '"' && c != '-' && (c < '0' || c > '9') {
-				if err := s.skip(0); err != nil {
-					return fieldErr("http.sig", "%v", err)
-				}
-				continue
-			}
-			v, err := d.sigValue(&s, "http.sig", key, false)
-			if err != nil {
+			if err := d.httpSigInstance(&s, key); err != nil {
 				return err
 			}
-			if !r.hasInstance {
-				if r.instance, ok = atoi(v); !ok {
-					return fieldErr("http.sig.instance", "want a whole number, got %q", v)
-				}
-				r.hasInstance = true
-			}
 			continue
 		}
-		if dst == nil || s.peek() != '"' {
-			if err := s.skip(0); err != nil {
-				return fieldErr("http.sig", "%v", err)
-			}
-			continue
-		}
-		v, err := d.string(&s)
-		if err != nil {
-			return fieldErr("http.sig."+string(key), "%v", err)
-		}
-		if *dst == nil && len(v) > 0 {
-			*dst = v
+		if err := d.httpSigString(&s, key, dst); err != nil {
+			return err
 		}
 	}
+}
+
+// httpSigInstance reads http.sig.instance, a number written as a number or
+// a string; a value of another type is skipped, and only the first one
+// counts.
+func (d *decoder) httpSigInstance(s *scanner, key []byte) error {
+	r := &d.sreq
+	if c := s.peek(); c != '"' && c != '-' && (c < '0' || c > '9') {
+		if err := s.skip(0); err != nil {
+			return fieldErr("http.sig", "%v", err)
+		}
+		return nil
+	}
+	v, err := d.sigValue(s, "http.sig", key, false)
+	if err != nil {
+		return err
+	}
+	if !r.hasInstance {
+		var ok bool
+		if r.instance, ok = atoi(v); !ok {
+			return fieldErr("http.sig.instance", "want a whole number, got %q", v)
+		}
+		r.hasInstance = true
+	}
+	return nil
+}
+
+// httpSigString reads the string value of http.sig's key into *dst, unless
+// dst already holds one; the value of an unknown key (dst nil) or one that
+// is not a string is skipped.
+func (d *decoder) httpSigString(s *scanner, key []byte, dst *[]byte) error {
+	if dst == nil || s.peek() != '"' {
+		if err := s.skip(0); err != nil {
+			return fieldErr("http.sig", "%v", err)
+		}
+		return nil
+	}
+	v, err := d.string(s)
+	if err != nil {
+		return fieldErr("http.sig."+string(key), "%v", err)
+	}
+	if *dst == nil && len(v) > 0 {
+		*dst = v
+	}
+	return nil
 }
 
 // unescaped returns a JSON key unescaped (into the arena when it has an

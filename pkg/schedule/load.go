@@ -128,6 +128,23 @@ func (l *Load) Validate() error {
 	if l.Duration < 0 {
 		errs = append(errs, fmt.Errorf("--duration: want a positive duration, got %v", l.Duration))
 	}
+	errs = l.modelErrs(errs)
+	if l.Speed < 0 {
+		errs = append(errs, fmt.Errorf("--speed: want a positive factor such as 2, got %v", l.Speed))
+	}
+	if l.Think && l.Model != Closed {
+		errs = append(errs, errors.New("--think: recorded think time is for the closed model; recorded pacing keeps the gaps already"))
+	}
+	if l.Iterations < 0 {
+		errs = append(errs, fmt.Errorf("--iterations: want at least 1, got %d", l.Iterations))
+	}
+	return errors.Join(errs...)
+}
+
+// modelErrs appends to errs what the load model rules out: a rate model
+// without a rate, stages with recorded pacing, and a --max-vus below --vus
+// or with the closed model.
+func (l *Load) modelErrs(errs []error) []error {
 	switch l.Model {
 	case Rate:
 		if l.Rate < 0 || (l.Rate == 0 && len(l.Stages) == 0) {
@@ -144,16 +161,7 @@ func (l *Load) Validate() error {
 	if l.Model == Closed && l.MaxVUs != 0 {
 		errs = append(errs, errors.New("--max-vus: only an arrival rate or recorded pacing grows the pool; the closed model runs --vus (or its --stages)"))
 	}
-	if l.Speed < 0 {
-		errs = append(errs, fmt.Errorf("--speed: want a positive factor such as 2, got %v", l.Speed))
-	}
-	if l.Think && l.Model != Closed {
-		errs = append(errs, errors.New("--think: recorded think time is for the closed model; recorded pacing keeps the gaps already"))
-	}
-	if l.Iterations < 0 {
-		errs = append(errs, fmt.Errorf("--iterations: want at least 1, got %d", l.Iterations))
-	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // SetDefaults fills what l leaves zero: the speed, an open model's pool

@@ -82,6 +82,16 @@ func (e *echo) apply(c *call) {
 	if len(pairs) == 0 {
 		return
 	}
+	echoHeaders(c, pairs)
+	if len(c.req.Body) == 0 || !c.bodyAllowed() {
+		return
+	}
+	echoBody(c, pairs)
+}
+
+// echoHeaders writes the live values over the recorded ones in the answer's
+// headers: only unquoted values, and only those a header may hold.
+func echoHeaders(c *call, pairs []echoPair) {
 	ans := c.req
 	for i := range ans.Headers {
 		v := ans.Headers[i].Value
@@ -95,9 +105,12 @@ func (e *echo) apply(c *call) {
 			c.changed = true
 		}
 	}
-	if len(ans.Body) == 0 || !c.bodyAllowed() {
-		return
-	}
+}
+
+// echoBody writes the live values over the recorded ones in the answer's
+// body, JSON-escaped where a header's or query's value lands in JSON.
+func echoBody(c *call, pairs []echoPair) {
+	ans := c.req
 	body, inJSON := ans.Body, isJSON(ans.Body)
 	for _, p := range pairs {
 		rec, live := p.rec, p.live

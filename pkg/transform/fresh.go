@@ -269,7 +269,20 @@ func newFreshShape(v []byte, number bool) freshShape {
 		s.hi = s.lo + at
 	}
 	body := v[s.lo:s.hi]
-	hex, lower, upper, letters := true, false, false, false
+	hex, lower, upper, letters := hexLetters(body)
+	switch {
+	case hex && isUUID(body) && !(lower && upper):
+		s.kind, s.upper = shapeUUID, upper
+	case hex && letters && !(lower && upper):
+		s.kind, s.upper = shapeHex, upper
+	}
+	return s
+}
+
+// hexLetters tells whether body is all hex digits and dashes, and whether
+// it has lower-case, upper-case or any hex letters.
+func hexLetters(body []byte) (hex, lower, upper, letters bool) {
+	hex = true
 	for _, c := range body {
 		switch {
 		case c >= 'a' && c <= 'f':
@@ -281,13 +294,7 @@ func newFreshShape(v []byte, number bool) freshShape {
 			hex = false
 		}
 	}
-	switch {
-	case hex && isUUID(body) && !(lower && upper):
-		s.kind, s.upper = shapeUUID, upper
-	case hex && letters && !(lower && upper):
-		s.kind, s.upper = shapeHex, upper
-	}
-	return s
+	return hex, lower, upper, letters
 }
 
 // typePrefix is the length of a type prefix of v: letters then '-' or
@@ -326,22 +333,35 @@ func (s *freshShape) radix(i int) uint64 {
 	c := s.v[i]
 	switch s.kind {
 	case shapeUUID:
-		switch i - s.lo {
-		case 8, 13, 18, 23, 14: // dashes, the version
-			return 1
-		case 19: // the variant: RFC 9562's 10xx keeps its two bits
-			if n := unhex(c); n >= 8 && n <= 11 {
-				return 4
-			}
-			return 1
-		}
-		return 16
+		return uuidRadix(i-s.lo, c)
 	case shapeHex:
 		if isHex(c) {
 			return 16
 		}
 		return 1
 	}
+	return s.plainRadix(i, c)
+}
+
+// uuidRadix is the radix of a UUID's byte c at pos: dashes and the version
+// stay, the variant keeps its two bits, the rest are hex digits.
+func uuidRadix(pos int, c byte) uint64 {
+	switch pos {
+	case 8, 13, 18, 23, 14: // dashes, the version
+		return 1
+	case 19: // the variant: RFC 9562's 10xx keeps its two bits
+		if n := unhex(c); n >= 8 && n <= 11 {
+			return 4
+		}
+		return 1
+	}
+	return 16
+}
+
+// plainRadix is the radix of byte c at i of a value neither UUID nor hex:
+// a number's leading digit stays non-zero, digits are decimal, letters
+// (of a value that is not a JSON number) are alphabetic.
+func (s *freshShape) plainRadix(i int, c byte) uint64 {
 	switch {
 	case c >= '1' && c <= '9' && (i == s.lo || !isDigit(s.v[i-1])):
 		return 9

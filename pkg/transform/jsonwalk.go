@@ -188,36 +188,45 @@ func jsonNumber(b []byte) bool {
 		i++
 	}
 	start := i
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
-	}
+	i = skipDigits(b, i)
 	if i == start || b[start] == '0' && i-start > 1 {
 		return false
 	}
 	if i < len(b) && b[i] == '.' {
-		i++
-		fs := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == fs {
+		fs := i + 1
+		if i = skipDigits(b, fs); i == fs {
 			return false
 		}
 	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		es := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == es {
-			return false
-		}
+	if i = jsonExponent(b, i); i < 0 {
+		return false
 	}
 	return i == len(b)
+}
+
+// skipDigits is the index past the decimal digits at b[i:].
+func skipDigits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// jsonExponent is the index past a number's optional exponent at b[i:]
+// (e or E, a sign, digits), or -1 when it has no digits.
+func jsonExponent(b []byte, i int) int {
+	if i >= len(b) || (b[i] != 'e' && b[i] != 'E') {
+		return i
+	}
+	i++
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		i++
+	}
+	es := i
+	if i = skipDigits(b, es); i == es {
+		return -1
+	}
+	return i
 }
 
 // jsonPath is a dotted path into a JSON document: "order.id", "items.*.ts"

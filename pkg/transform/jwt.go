@@ -132,49 +132,66 @@ func loadKey(s *JWTSpec, dir string) (jwt.SigningMethod, any, error) {
 	if given != 1 {
 		return nil, nil, fmt.Errorf("give exactly one of secret, secret_file or key_file")
 	}
-	read := func(key, name string) ([]byte, error) {
-		if !filepath.IsAbs(name) {
-			name = filepath.Join(dir, name)
-		}
-		b, err := os.ReadFile(name)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		return b, nil
-	}
-	pick := func(def string, allowed ...string) (jwt.SigningMethod, error) {
-		alg := s.Alg
-		if alg == "" {
-			alg = def
-		}
-		for _, a := range allowed {
-			if a == alg {
-				return jwt.GetSigningMethod(alg), nil
-			}
-		}
-		return nil, fmt.Errorf("alg: %s does not fit this key; want one of %v", alg, allowed)
-	}
 	if s.KeyFile == "" {
-		secret := []byte(s.Secret)
-		if s.SecretFile != "" {
-			b, err := read("secret_file", s.SecretFile)
-			if err != nil {
-				return nil, nil, err
-			}
-			secret = bytes.TrimRight(b, "\r\n")
-		}
-		if len(secret) == 0 {
-			return nil, nil, fmt.Errorf("secret: empty")
-		}
-		m, err := pick("HS256", "HS256", "HS384", "HS512")
-		return m, secret, err
+		return loadSecret(s, dir)
 	}
-	pem, err := read("key_file", s.KeyFile)
+	return loadPrivateKey(s, dir)
+}
+
+// readKeyFile reads a file named by the spec's key, relative to dir
+// unless absolute.
+func readKeyFile(dir, key, name string) ([]byte, error) {
+	if !filepath.IsAbs(name) {
+		name = filepath.Join(dir, name)
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	return b, nil
+}
+
+// pickAlg is the signing method of alg (def when empty), which must be one
+// of those the key allows.
+func pickAlg(alg, def string, allowed ...string) (jwt.SigningMethod, error) {
+	if alg == "" {
+		alg = def
+	}
+	for _, a := range allowed {
+		if a == alg {
+			return jwt.GetSigningMethod(alg), nil
+		}
+	}
+	return nil, fmt.Errorf("alg: %s does not fit this key; want one of %v", alg, allowed)
+}
+
+// loadSecret reads an HMAC secret, given inline or in secret_file (its
+// line end trimmed).
+func loadSecret(s *JWTSpec, dir string) (jwt.SigningMethod, any, error) {
+	secret := []byte(s.Secret)
+	if s.SecretFile != "" {
+		b, err := readKeyFile(dir, "secret_file", s.SecretFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		secret = bytes.TrimRight(b, "\r\n")
+	}
+	if len(secret) == 0 {
+		return nil, nil, fmt.Errorf("secret: empty")
+	}
+	m, err := pickAlg(s.Alg, "HS256", "HS256", "HS384", "HS512")
+	return m, secret, err
+}
+
+// loadPrivateKey reads key_file's PEM private key: RSA, EC (P-256, P-384,
+// P-521) or Ed25519, and the algorithms that key signs with.
+func loadPrivateKey(s *JWTSpec, dir string) (jwt.SigningMethod, any, error) {
+	pem, err := readKeyFile(dir, "key_file", s.KeyFile)
 	if err != nil {
 		return nil, nil, err
 	}
 	if k, err := jwt.ParseRSAPrivateKeyFromPEM(pem); err == nil {
-		m, err := pick("RS256", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512")
+		m, err := pickAlg(s.Alg, "RS256", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512")
 		return m, k, err
 	}
 	if k, err := jwt.ParseECPrivateKeyFromPEM(pem); err == nil {
@@ -182,11 +199,11 @@ func loadKey(s *JWTSpec, dir string) (jwt.SigningMethod, any, error) {
 		if alg == "" {
 			return nil, nil, fmt.Errorf("key_file: EC curve %s is not one JWT signs with (P-256, P-384, P-521)", k.Curve.Params().Name)
 		}
-		m, err := pick(alg, alg)
+		m, err := pickAlg(s.Alg, alg, alg)
 		return m, k, err
 	}
 	if k, err := jwt.ParseEdPrivateKeyFromPEM(pem); err == nil {
-		m, err := pick("EdDSA", "EdDSA")
+		m, err := pickAlg(s.Alg, "EdDSA", "EdDSA")
 		return m, k, err
 	}
 	return nil, nil, fmt.Errorf("key_file %s: not a PEM private key of RSA, EC or Ed25519", s.KeyFile)
@@ -365,70 +382,17 @@ func (j *jwtSigner) resign(tok []byte, now int64, pair interface{ UnixNano() (in
 	if err != nil {
 		return nil, 0, err
 	}
-	claims := t.Claims.(jwt.MapClaims)
-	num := func(name string) (float64, bool) {
-		n, ok := claims[name].(json.Number)
-		if !ok {
-			return 0, false
-		}
-		f, err := n.Float64()
-		return f, err == nil
-	}
+	tm := timesOf(t.Claims.(jwt.MapClaims))
 	nowS := now / int64(time.Second)
-	iat, hasIat := num("iat")
-	nbf, hasNbf := num("nbf")
-	oldExp, hasExp := num("exp")
-	life := j.ttl / int64(time.Second)
-	if life == 0 && hasExp {
-		switch {
-		case hasIat:
-			life = int64(oldExp - iat)
-		case hasNbf:
-			life = int64(oldExp - nbf)
-		default:
-			rec, ok := pair.UnixNano()
-			if !ok {
-				return nil, 0, errors.New("no iat, nbf or recorded ts to tell the lifetime from; set ttl")
-			}
-			life = int64(oldExp) - rec/int64(time.Second)
-		}
-		if life <= 0 {
-			return nil, 0, fmt.Errorf("lifetime %ds is not positive; set ttl", life)
-		}
-	}
-	set := map[string]int64{}
-	if hasIat {
-		set["iat"] = nowS
-	}
-	if hasNbf {
-		set["nbf"] = nowS
-	}
-	if hasExp || j.ttl > 0 {
-		set["exp"] = nowS + life
-		exp = (nowS + life) * int64(time.Second)
-	}
-	newPayload, err := setTopLevel(payload, func(key []byte) ([]byte, bool) {
-		v, ok := set[string(key)]
-		if !ok {
-			return nil, false
-		}
-		return strconv.AppendInt(nil, v, 10), true
-	}, !hasExp && j.ttl > 0, "exp", strconv.AppendInt(nil, nowS+life, 10))
+	life, err := j.lifetime(tm, pair)
 	if err != nil {
 		return nil, 0, err
 	}
-	alg := rrpair.AppendJSONString(nil, j.method.Alg())
-	kid := rrpair.AppendJSONString(nil, string(j.kid))
-	_, hasKid := t.Header["kid"]
-	newHeader, err := setTopLevel(header, func(key []byte) ([]byte, bool) {
-		switch {
-		case string(key) == "alg":
-			return alg, true
-		case string(key) == "kid" && len(j.kid) > 0:
-			return kid, true
-		}
-		return nil, false
-	}, len(j.kid) > 0 && !hasKid, "kid", kid)
+	newPayload, exp, err := j.payload(payload, tm, nowS, life)
+	if err != nil {
+		return nil, 0, err
+	}
+	newHeader, err := j.header(header, t)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -438,6 +402,98 @@ func (j *jwtSigner) resign(tok []byte, now int64, pair interface{ UnixNano() (in
 		return nil, 0, err
 	}
 	return []byte(signing + "." + b64.EncodeToString(sig)), exp, nil
+}
+
+// jwtTimes are a token's time claims (seconds), each with whether it is
+// there as a number.
+type jwtTimes struct {
+	iat, nbf, exp          float64
+	hasIat, hasNbf, hasExp bool
+}
+
+// timesOf reads the iat, nbf and exp claims.
+func timesOf(claims jwt.MapClaims) jwtTimes {
+	num := func(name string) (float64, bool) {
+		n, ok := claims[name].(json.Number)
+		if !ok {
+			return 0, false
+		}
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	var tm jwtTimes
+	tm.iat, tm.hasIat = num("iat")
+	tm.nbf, tm.hasNbf = num("nbf")
+	tm.exp, tm.hasExp = num("exp")
+	return tm
+}
+
+// lifetime is the re-signed token's lifetime in seconds: the ttl when set,
+// else the recorded token's (exp less iat, nbf, or the pair's recorded
+// time); 0 when there is neither a ttl nor an exp.
+func (j *jwtSigner) lifetime(tm jwtTimes, pair interface{ UnixNano() (int64, bool) }) (int64, error) {
+	life := j.ttl / int64(time.Second)
+	if life != 0 || !tm.hasExp {
+		return life, nil
+	}
+	switch {
+	case tm.hasIat:
+		life = int64(tm.exp - tm.iat)
+	case tm.hasNbf:
+		life = int64(tm.exp - tm.nbf)
+	default:
+		rec, ok := pair.UnixNano()
+		if !ok {
+			return 0, errors.New("no iat, nbf or recorded ts to tell the lifetime from; set ttl")
+		}
+		life = int64(tm.exp) - rec/int64(time.Second)
+	}
+	if life <= 0 {
+		return 0, fmt.Errorf("lifetime %ds is not positive; set ttl", life)
+	}
+	return life, nil
+}
+
+// payload rewrites the token's payload: iat and nbf to now, when there,
+// and exp to now plus the lifetime, added when a ttl is set. exp is the
+// new expiry in Unix nanoseconds, 0 when the token has none.
+func (j *jwtSigner) payload(payload []byte, tm jwtTimes, nowS, life int64) (_ []byte, exp int64, _ error) {
+	set := map[string]int64{}
+	if tm.hasIat {
+		set["iat"] = nowS
+	}
+	if tm.hasNbf {
+		set["nbf"] = nowS
+	}
+	if tm.hasExp || j.ttl > 0 {
+		set["exp"] = nowS + life
+		exp = (nowS + life) * int64(time.Second)
+	}
+	out, err := setTopLevel(payload, func(key []byte) ([]byte, bool) {
+		v, ok := set[string(key)]
+		if !ok {
+			return nil, false
+		}
+		return strconv.AppendInt(nil, v, 10), true
+	}, !tm.hasExp && j.ttl > 0, "exp", strconv.AppendInt(nil, nowS+life, 10))
+	return out, exp, err
+}
+
+// header rewrites the token's header: alg to the signer's, and kid to the
+// signer's when it has one (added when the token had none).
+func (j *jwtSigner) header(header []byte, t *jwt.Token) ([]byte, error) {
+	alg := rrpair.AppendJSONString(nil, j.method.Alg())
+	kid := rrpair.AppendJSONString(nil, string(j.kid))
+	_, hasKid := t.Header["kid"]
+	return setTopLevel(header, func(key []byte) ([]byte, bool) {
+		switch {
+		case string(key) == "alg":
+			return alg, true
+		case string(key) == "kid" && len(j.kid) > 0:
+			return kid, true
+		}
+		return nil, false
+	}, len(j.kid) > 0 && !hasKid, "kid", kid)
 }
 
 // setTopLevel rewrites the top-level values of a JSON object whose keys

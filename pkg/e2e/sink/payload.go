@@ -22,13 +22,7 @@ func jsonID(b []byte) []byte {
 		case '}', ']':
 			depth--
 		case '"':
-			end := i + 1
-			for end < len(b) && b[end] != '"' {
-				if b[end] == '\\' {
-					end++
-				}
-				end++
-			}
+			end := stringEnd(b, i)
 			if end >= len(b) {
 				return nil
 			}
@@ -38,18 +32,37 @@ func jsonID(b []byte) []byte {
 			if depth != 1 || string(key) != "id" || j >= len(b) || b[j] != ':' {
 				continue // a value, or another key
 			}
-			j = skipSpace(b, j+1)
-			if j >= len(b) || b[j] != '"' {
-				return nil
-			}
-			k := bytes.IndexByte(b[j+1:], '"')
-			if k < 0 {
-				return nil
-			}
-			return b[j+1 : j+1+k]
+			return idValue(b, j+1)
 		}
 	}
 	return nil
+}
+
+// stringEnd is the index of the quote closing the string whose opening
+// quote is at b[i], len(b) or past it when it is not closed.
+func stringEnd(b []byte, i int) int {
+	end := i + 1
+	for end < len(b) && b[end] != '"' {
+		if b[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	return end
+}
+
+// idValue is the string value at b[j:] (after spaces), unescaped no
+// further; nil when it is not a string.
+func idValue(b []byte, j int) []byte {
+	j = skipSpace(b, j)
+	if j >= len(b) || b[j] != '"' {
+		return nil
+	}
+	k := bytes.IndexByte(b[j+1:], '"')
+	if k < 0 {
+		return nil
+	}
+	return b[j+1 : j+1+k]
 }
 
 func skipSpace(b []byte, i int) int {
