@@ -169,7 +169,7 @@ func (s *Raw) serve(c net.Conn) {
 		}
 		c.SetReadDeadline(time.Time{})
 		a := s.take(req)
-		if a.Stall > 0 && !s.wait(a.Stall) {
+		if a.Stall > 0 && !sleep(a.Stall, s.quit) {
 			return
 		}
 		switch {
@@ -201,16 +201,6 @@ func (s *Raw) take(req []byte) Action {
 	return a
 }
 
-// wait waits d, or less when the server closes: false then.
-func (s *Raw) wait(d time.Duration) bool {
-	select {
-	case <-time.After(d):
-		return true
-	case <-s.quit:
-		return false
-	}
-}
-
 // answer writes a's answer to req on c, then its extra bytes after their
 // wait. false: the connection is done with (closed by a, or failed).
 func (s *Raw) answer(c net.Conn, a Action, req []byte) bool {
@@ -224,7 +214,7 @@ func (s *Raw) answer(c net.Conn, a Action, req []byte) bool {
 		return false
 	}
 	if a.Extra != "" {
-		if !s.wait(a.ExtraAfter) {
+		if !sleep(a.ExtraAfter, s.quit) {
 			return false
 		}
 		if _, err := io.WriteString(c, a.Extra); err != nil {
