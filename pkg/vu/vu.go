@@ -154,7 +154,8 @@ type pace struct {
 // dueAt is when request j of the iteration, recorded at ts (hasTS: it has
 // a time), is due: the first now or at firstDue; a later one at its
 // recorded time under recorded pacing, at the previous end plus the
-// recorded gap with Think, or at the previous end.
+// recorded gap with Think, at the previous end under an open model, or
+// now (the closed model).
 func (v *vu) dueAt(p *pace, j int, ts int64, hasTS bool, now int64) int64 {
 	cfg := v.r.cfg
 	due := now
