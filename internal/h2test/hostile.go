@@ -450,59 +450,72 @@ func (s *HostileH2) serve(c net.Conn, quit <-chan struct{}) {
 	if !w.Flush() {
 		return
 	}
-	dec := hpack.NewDecoder(4096, func(hpack.HeaderField) {})
-	endOnBlock := false
-	respond := func(id uint32) bool {
-		var k H2Case
-		k, w.Ch = loopback.Draw(s.Cases, s.Source, &s.Tally, s.Tally.Read.Add(1))
-		w.ID = id
-		return k.Answer(w)
-	}
+	hc := &hostileConn{s: s, w: w, dec: hpack.NewDecoder(4096, func(hpack.HeaderField) {})}
 	for {
 		f, err := w.Fr.ReadFrame()
 		if err != nil {
 			return
 		}
-		switch f := f.(type) {
-		case *http2.SettingsFrame:
-			if !f.IsAck() {
-				w.Fr.WriteSettingsAck()
-			}
-		case *http2.PingFrame:
-			if !f.IsAck() {
-				w.Fr.WritePing(true, f.Data)
-			}
-		case *http2.HeadersFrame:
-			endOnBlock = f.StreamEnded()
-			if _, err := dec.Write(f.HeaderBlockFragment()); err != nil {
-				return
-			}
-			if f.HeadersEnded() && endOnBlock && !respond(f.StreamID) {
-				return
-			}
-		case *http2.ContinuationFrame:
-			if _, err := dec.Write(f.HeaderBlockFragment()); err != nil {
-				return
-			}
-			if f.HeadersEnded() && endOnBlock && !respond(f.StreamID) {
-				return
-			}
-		case *http2.DataFrame:
-			if f.Length > 0 && !w.shut {
-				w.Fr.WriteWindowUpdate(0, f.Length)
-				w.Fr.WriteWindowUpdate(f.StreamID, f.Length)
-			}
-			if f.StreamEnded() && !respond(f.StreamID) {
-				return
-			}
-		case *http2.RSTStreamFrame:
-			s.note("RST_STREAM", f.ErrCode)
-		case *http2.GoAwayFrame:
-			s.note("GOAWAY", f.ErrCode)
-			return
-		}
-		if !w.Flush() {
+		if !hc.frame(f) || !w.Flush() {
 			return
 		}
 	}
+}
+
+// hostileConn is one connection HostileH2 serves.
+type hostileConn struct {
+	s          *HostileH2
+	w          *H2Writer
+	dec        *hpack.Decoder
+	endOnBlock bool
+}
+
+// frame takes one frame of the client's. false: close.
+func (hc *hostileConn) frame(f http2.Frame) bool {
+	w := hc.w
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		if !f.IsAck() {
+			w.Fr.WriteSettingsAck()
+		}
+	case *http2.PingFrame:
+		if !f.IsAck() {
+			w.Fr.WritePing(true, f.Data)
+		}
+	case *http2.HeadersFrame:
+		hc.endOnBlock = f.StreamEnded()
+		return hc.block(f.StreamID, f.HeaderBlockFragment(), f.HeadersEnded())
+	case *http2.ContinuationFrame:
+		return hc.block(f.StreamID, f.HeaderBlockFragment(), f.HeadersEnded())
+	case *http2.DataFrame:
+		if f.Length > 0 && !w.shut {
+			w.Fr.WriteWindowUpdate(0, f.Length)
+			w.Fr.WriteWindowUpdate(f.StreamID, f.Length)
+		}
+		return !f.StreamEnded() || hc.respond(f.StreamID)
+	case *http2.RSTStreamFrame:
+		hc.s.note("RST_STREAM", f.ErrCode)
+	case *http2.GoAwayFrame:
+		hc.s.note("GOAWAY", f.ErrCode)
+		return false
+	}
+	return true
+}
+
+// block decodes a fragment of a header block; at its end a request
+// without a body is answered. false: close.
+func (hc *hostileConn) block(id uint32, frag []byte, end bool) bool {
+	if _, err := hc.dec.Write(frag); err != nil {
+		return false
+	}
+	return !end || !hc.endOnBlock || hc.respond(id)
+}
+
+// respond answers stream id with the next case drawn. false: close.
+func (hc *hostileConn) respond(id uint32) bool {
+	s, w := hc.s, hc.w
+	var k H2Case
+	k, w.Ch = loopback.Draw(s.Cases, s.Source, &s.Tally, s.Tally.Read.Add(1))
+	w.ID = id
+	return k.Answer(w)
 }

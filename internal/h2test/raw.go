@@ -46,93 +46,111 @@ func (s *Raw) Serve(c net.Conn) {
 	if _, err := io.ReadFull(br, make([]byte, len(http2.ClientPreface))); err != nil {
 		return
 	}
-	bw := bufio.NewWriter(c)
-	defer bw.Flush()
-	fr := http2.NewFramer(bw, br)
-	var goneAt uint32 = 1<<31 - 1 // streams above a GOAWAY's are ignored
+	rc := &rawConn{s: s, bw: bufio.NewWriter(c), goneAt: 1<<31 - 1}
+	defer rc.bw.Flush()
+	rc.fr = http2.NewFramer(rc.bw, br)
 	if s.Window > 0 {
-		fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: s.Window})
+		rc.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: s.Window})
 	} else {
-		fr.WriteSettings()
+		rc.fr.WriteSettings()
 	}
-	var list []hpack.HeaderField
-	dec := hpack.NewDecoder(4096, func(f hpack.HeaderField) { list = append(list, f) })
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
-	endOnBlock := false
-	respond := func(id uint32) bool {
-		if id > goneAt {
-			return true
-		}
-		defer bw.Flush()
-		switch s.Script(s.N.Add(1)) {
-		case Answer, AnswerGoAway:
-			hb.Reset()
-			enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
-			enc.WriteField(hpack.HeaderField{Name: "content-type", Value: "text/plain"})
-			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndHeaders: true})
-			fr.WriteData(id, true, []byte("ok"))
-			if s.Script(s.N.Load()) == AnswerGoAway {
-				fr.WriteGoAway(id, http2.ErrCodeNo, nil)
-				goneAt = id
-			}
-		case Refuse:
-			fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
-		case Reset:
-			fr.WriteRSTStream(id, http2.ErrCodeInternal)
-		case GoAwayBelow:
-			fr.WriteGoAway(id-2, http2.ErrCodeNo, nil)
-			return false
-		case GoAwayAt:
-			fr.WriteGoAway(id, http2.ErrCodeInternal, nil)
-			return false
-		}
-		return true
-	}
-	// block decodes a fragment of a header block; at its end the request
-	// is kept, and answered when it has no body. false: close.
-	block := func(id uint32, frag []byte, end bool) bool {
-		dec.Write(frag)
-		if !end {
-			return true
-		}
-		s.keep(list)
-		return !endOnBlock || respond(id)
-	}
+	rc.dec = hpack.NewDecoder(4096, func(f hpack.HeaderField) { rc.list = append(rc.list, f) })
+	rc.enc = hpack.NewEncoder(&rc.hb)
 	for {
-		bw.Flush()
-		f, err := fr.ReadFrame()
+		rc.bw.Flush()
+		f, err := rc.fr.ReadFrame()
 		if err != nil {
 			return
 		}
-		switch f := f.(type) {
-		case *http2.SettingsFrame:
-			if !f.IsAck() {
-				fr.WriteSettingsAck()
-			}
-		case *http2.HeadersFrame:
-			list, endOnBlock = nil, f.StreamEnded()
-			if !block(f.StreamID, f.HeaderBlockFragment(), f.HeadersEnded()) {
-				return
-			}
-		case *http2.ContinuationFrame:
-			if !block(f.StreamID, f.HeaderBlockFragment(), f.HeadersEnded()) {
-				return
-			}
-		case *http2.DataFrame:
-			if s.Window == 0 && f.Length > 0 {
-				fr.WriteWindowUpdate(0, f.Length)
-				fr.WriteWindowUpdate(f.StreamID, f.Length)
-			}
-			if f.StreamEnded() && !respond(f.StreamID) {
-				return
-			}
-		case *http2.PingFrame:
-			if !f.IsAck() {
-				fr.WritePing(true, f.Data)
-			}
+		if !rc.frame(f) {
+			return
 		}
 	}
+}
+
+// rawConn is one connection Raw serves.
+type rawConn struct {
+	s          *Raw
+	bw         *bufio.Writer
+	fr         *http2.Framer
+	goneAt     uint32 // streams above a GOAWAY's are ignored
+	list       []hpack.HeaderField
+	dec        *hpack.Decoder
+	hb         bytes.Buffer
+	enc        *hpack.Encoder
+	endOnBlock bool
+}
+
+// frame takes one frame of the client's. false: close.
+func (rc *rawConn) frame(f http2.Frame) bool {
+	fr := rc.fr
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		if !f.IsAck() {
+			fr.WriteSettingsAck()
+		}
+	case *http2.HeadersFrame:
+		rc.list, rc.endOnBlock = nil, f.StreamEnded()
+		return rc.block(f.StreamID, f.HeaderBlockFragment(), f.HeadersEnded())
+	case *http2.ContinuationFrame:
+		return rc.block(f.StreamID, f.HeaderBlockFragment(), f.HeadersEnded())
+	case *http2.DataFrame:
+		if rc.s.Window == 0 && f.Length > 0 {
+			fr.WriteWindowUpdate(0, f.Length)
+			fr.WriteWindowUpdate(f.StreamID, f.Length)
+		}
+		if f.StreamEnded() && !rc.respond(f.StreamID) {
+			return false
+		}
+	case *http2.PingFrame:
+		if !f.IsAck() {
+			fr.WritePing(true, f.Data)
+		}
+	}
+	return true
+}
+
+// block decodes a fragment of a header block; at its end the request
+// is kept, and answered when it has no body. false: close.
+func (rc *rawConn) block(id uint32, frag []byte, end bool) bool {
+	rc.dec.Write(frag)
+	if !end {
+		return true
+	}
+	rc.s.keep(rc.list)
+	return !rc.endOnBlock || rc.respond(id)
+}
+
+// respond does what the script says to stream id's request. false: close.
+func (rc *rawConn) respond(id uint32) bool {
+	if id > rc.goneAt {
+		return true
+	}
+	s, fr := rc.s, rc.fr
+	defer rc.bw.Flush()
+	switch s.Script(s.N.Add(1)) {
+	case Answer, AnswerGoAway:
+		rc.hb.Reset()
+		rc.enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+		rc.enc.WriteField(hpack.HeaderField{Name: "content-type", Value: "text/plain"})
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: rc.hb.Bytes(), EndHeaders: true})
+		fr.WriteData(id, true, []byte("ok"))
+		if s.Script(s.N.Load()) == AnswerGoAway {
+			fr.WriteGoAway(id, http2.ErrCodeNo, nil)
+			rc.goneAt = id
+		}
+	case Refuse:
+		fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+	case Reset:
+		fr.WriteRSTStream(id, http2.ErrCodeInternal)
+	case GoAwayBelow:
+		fr.WriteGoAway(id-2, http2.ErrCodeNo, nil)
+		return false
+	case GoAwayAt:
+		fr.WriteGoAway(id, http2.ErrCodeInternal, nil)
+		return false
+	}
+	return true
 }
 
 func (s *Raw) keep(list []hpack.HeaderField) {

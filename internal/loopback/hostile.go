@@ -238,11 +238,14 @@ func (w *H1Writer) Dribble(b string) bool {
 }
 
 // Sleep waits d, or less when the server closes; false then.
-func (w *H1Writer) Sleep(d time.Duration) bool {
+func (w *H1Writer) Sleep(d time.Duration) bool { return sleep(d, w.quit) }
+
+// sleep waits d, or less when quit closes; false then.
+func sleep(d time.Duration, quit <-chan struct{}) bool {
 	select {
 	case <-time.After(d):
 		return true
-	case <-w.quit:
+	case <-quit:
 		return false
 	}
 }

@@ -168,21 +168,9 @@ func (s *Raw) serve(c net.Conn) {
 			return
 		}
 		c.SetReadDeadline(time.Time{})
-		n := s.count.Add(1)
-		s.mu.Lock()
-		s.reqs = append(s.reqs, req)
-		s.at = append(s.at, time.Now())
-		s.mu.Unlock()
-		a := Action{Status: 200, Body: "ok"}
-		if s.respond != nil {
-			a = s.respond(n, req)
-		}
-		if a.Stall > 0 {
-			select {
-			case <-time.After(a.Stall):
-			case <-s.quit:
-				return
-			}
+		a := s.take(req)
+		if a.Stall > 0 && !sleep(a.Stall, s.quit) {
+			return
 		}
 		switch {
 		case a.Reset:
@@ -192,26 +180,48 @@ func (s *Raw) serve(c net.Conn) {
 			return
 		}
 		idle, reset = a.IdleClose, a.IdleReset
-		var b bytes.Buffer
-		if a.Raw != "" {
-			b.WriteString(a.Raw)
-		} else {
-			writeAnswer(&b, a, req)
-		}
-		if _, err := c.Write(b.Bytes()); err != nil || a.Close {
+		if !s.answer(c, a, req) {
 			return
 		}
-		if a.Extra != "" {
-			select {
-			case <-time.After(a.ExtraAfter):
-			case <-s.quit:
-				return
-			}
-			if _, err := io.WriteString(c, a.Extra); err != nil {
-				return
-			}
+	}
+}
+
+// take records req, and returns the action the script gives it (a plain
+// 200 "ok" without a script).
+func (s *Raw) take(req []byte) Action {
+	n := s.count.Add(1)
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	s.at = append(s.at, time.Now())
+	s.mu.Unlock()
+	a := Action{Status: 200, Body: "ok"}
+	if s.respond != nil {
+		a = s.respond(n, req)
+	}
+	return a
+}
+
+// answer writes a's answer to req on c, then its extra bytes after their
+// wait. false: the connection is done with (closed by a, or failed).
+func (s *Raw) answer(c net.Conn, a Action, req []byte) bool {
+	var b bytes.Buffer
+	if a.Raw != "" {
+		b.WriteString(a.Raw)
+	} else {
+		writeAnswer(&b, a, req)
+	}
+	if _, err := c.Write(b.Bytes()); err != nil || a.Close {
+		return false
+	}
+	if a.Extra != "" {
+		if !sleep(a.ExtraAfter, s.quit) {
+			return false
+		}
+		if _, err := io.WriteString(c, a.Extra); err != nil {
+			return false
 		}
 	}
+	return true
 }
 
 // writeAnswer builds the answer a describes to req.

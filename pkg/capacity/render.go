@@ -218,24 +218,41 @@ func WriteHTML(w io.Writer, r *Result) error {
 body{font:14px system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}
 td.l,th.l{text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}.generator_limit{color:#9a6700}svg text{font-size:11px;fill:#444}</style></head><body>`)
 	fmt.Fprintf(&b, "<h1>Capacity search</h1><p><b>%s</b></p>", html.EscapeString(r.Headline()))
+	writeHTMLHeadlines(&b, r)
+	writeChart(&b, r)
+	writeHTMLSteps(&b, r)
+	fmt.Fprintf(&b, "<p>Took %.1fs.</p></body></html>\n", r.TookS)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeHTMLHeadlines writes the page's lines under its headline: the
+// search's parameters, where it broke, whether it was unstable, and the
+// rate per vCPU, each when there is one.
+func writeHTMLHeadlines(b *strings.Builder, r *Result) {
 	if r.Params != nil {
-		fmt.Fprintf(&b, "<p>%s</p>", html.EscapeString(r.Params.String()))
+		fmt.Fprintf(b, "<p>%s</p>", html.EscapeString(r.Params.String()))
 	}
 	if br := r.Broke; br != nil {
-		fmt.Fprintf(&b, "<p>Broke at step %d (%s): %s</p>", br.N, r.rate(br.Target), html.EscapeString(br.Reason))
+		fmt.Fprintf(b, "<p>Broke at step %d (%s): %s</p>", br.N, r.rate(br.Target), html.EscapeString(br.Reason))
 	}
 	if r.Unsteady != nil {
 		l := r.unsteadyLines()
-		fmt.Fprintf(&b, "<p>Unstable: %s; %s</p>", html.EscapeString(l[0]), html.EscapeString(l[1]))
+		fmt.Fprintf(b, "<p>Unstable: %s; %s</p>", html.EscapeString(l[0]), html.EscapeString(l[1]))
 	}
 	if r.PerVCPU > 0 {
-		fmt.Fprintf(&b, "<p>Per vCPU: %s</p>", html.EscapeString(r.perVCPU()))
+		fmt.Fprintf(b, "<p>Per vCPU: %s</p>", html.EscapeString(r.perVCPU()))
 	}
-	writeChart(&b, r)
+}
+
+// writeHTMLSteps writes the table of steps, with the dropped, late and
+// generator CPU columns only when they say something, then the steps'
+// notes.
+func writeHTMLSteps(b *strings.Builder, r *Result) {
 	head, rates := r.columns()
 	b.WriteString(`<h2>Steps</h2><table><tr><th>step</th><th class="l">phase</th>`)
 	for _, h := range head {
-		fmt.Fprintf(&b, "<th>%s</th>", h)
+		fmt.Fprintf(b, "<th>%s</th>", h)
 	}
 	// Dropped and late only when a step had some: all zero, they say nothing.
 	dropped := slices.ContainsFunc(r.Steps, func(st Step) bool { return st.Dropped != 0 })
@@ -253,31 +270,28 @@ td.l,th.l{text-align:left}.pass{color:#1a7f37}.fail{color:#cf222e}.generator_lim
 	}
 	b.WriteString(`<th class="l">verdict</th></tr>`)
 	for _, st := range r.Steps {
-		fmt.Fprintf(&b, `<tr><td>%d</td><td class="l">%s</td>`, st.N, st.Phase)
+		fmt.Fprintf(b, `<tr><td>%d</td><td class="l">%s</td>`, st.N, st.Phase)
 		for _, v := range rates(st) {
-			fmt.Fprintf(&b, "<td>%s</td>", v)
+			fmt.Fprintf(b, "<td>%s</td>", v)
 		}
-		fmt.Fprintf(&b, `<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f%%</td>`, st.Latency.P50, st.Latency.P99, st.Latency.Max, st.ErrorsPct)
+		fmt.Fprintf(b, `<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f%%</td>`, st.Latency.P50, st.Latency.P99, st.Latency.Max, st.ErrorsPct)
 		if cpu {
-			fmt.Fprintf(&b, `<td>%s</td>`, cpuCell(st.CPU))
+			fmt.Fprintf(b, `<td>%s</td>`, cpuCell(st.CPU))
 		}
 		if dropped {
-			fmt.Fprintf(&b, `<td>%d</td>`, st.Dropped)
+			fmt.Fprintf(b, `<td>%d</td>`, st.Dropped)
 		}
 		if late {
-			fmt.Fprintf(&b, `<td>%d</td>`, st.Late)
+			fmt.Fprintf(b, `<td>%d</td>`, st.Late)
 		}
-		fmt.Fprintf(&b, `<td class="l %s">%s</td></tr>`, st.Verdict, html.EscapeString(verdictText(st)))
+		fmt.Fprintf(b, `<td class="l %s">%s</td></tr>`, st.Verdict, html.EscapeString(verdictText(st)))
 	}
 	b.WriteString("</table>")
 	for _, st := range r.Steps {
 		if st.Note != "" {
-			fmt.Fprintf(&b, "<p>Step %d: %s</p>", st.N, html.EscapeString(st.Note))
+			fmt.Fprintf(b, "<p>Step %d: %s</p>", st.N, html.EscapeString(st.Note))
 		}
 	}
-	fmt.Fprintf(&b, "<p>Took %.1fs.</p></body></html>\n", r.TookS)
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // writeChart draws achieved rate (x, linear) against latency (y, log10):

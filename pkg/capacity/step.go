@@ -337,6 +337,23 @@ func (r *runner) pass(rate float64, d time.Duration, part string) run.Pass {
 // behind without lacking CPU is judged on the SUT, marked Behind, with a
 // note that gives the figures.
 func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance float64, cpu GeneratorCPU) Step {
+	st := heldStep(s, target, cpu)
+	passed := report.Evaluate(s, ts)
+	var failed string
+	st.Checks, failed = thresholdChecks(s)
+	lag := lateness(s)
+	st.LatePct, st.LagP99 = round3(100*lag.share), lag.p99
+	st.Behind = lag.behind()
+	st.judge(s, passed, failed, lag, tolerance, cpu)
+	if st.Behind && st.Verdict != GeneratorLimit {
+		st.Note = behindNote(s, lag, cpu)
+	}
+	return st
+}
+
+// heldStep is the step of a hold at target from its summary: what it
+// asked and achieved, its errors and latency, before any verdict.
+func heldStep(s *report.Summary, target float64, cpu GeneratorCPU) Step {
 	st := Step{Target: target, TargetRequests: target * s.RequestsPerIteration, AchievedRequests: s.Throughput,
 		Requests: s.Requests, Dropped: s.Dropped, Late: s.Late, VUs: s.VUsMax, CPU: cpu,
 		Latency: Latency{P50: s.Latency.P50, P90: s.Latency.P90, P99: s.Latency.P99, Max: s.Latency.Max}}
@@ -350,8 +367,12 @@ func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance f
 		perIteration = float64(s.Requests) / float64(s.Iterations)
 	}
 	st.Achieved = s.Throughput / perIteration
-	passed := report.Evaluate(s, ts)
-	failed := ""
+	return st
+}
+
+// thresholdChecks are the evaluated thresholds of s, one line each, and
+// the first that failed with its measure ("" when none did).
+func thresholdChecks(s *report.Summary) (checks []string, failed string) {
 	for _, t := range s.Thresholds {
 		mark := "pass"
 		if !t.Pass {
@@ -360,15 +381,20 @@ func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance f
 				failed = fmt.Sprintf("%s (%s)", t.Threshold, t.Rounded().MeasuredText(-1))
 			}
 		}
-		st.Checks = append(st.Checks, fmt.Sprintf("%s: %s, %s", t.Threshold, mark, t.Rounded().MeasuredText(-1)))
+		checks = append(checks, fmt.Sprintf("%s: %s, %s", t.Threshold, mark, t.Rounded().MeasuredText(-1)))
 	}
+	return checks, failed
+}
+
+// judge gives the step its verdict and reason: the generator's limits
+// first, then the thresholds (passed; failed names the first that
+// failed), then whether the SUT kept up with the target within tolerance.
+func (st *Step) judge(s *report.Summary, passed bool, failed string, lag lag, tolerance float64, cpu GeneratorCPU) {
+	target := st.Target
 	scheduled := s.Iterations + s.Dropped
 	if s.Schedule != nil && s.Schedule.Scheduled > 0 {
 		scheduled = s.Schedule.Scheduled
 	}
-	lag := lateness(s)
-	st.LatePct, st.LagP99 = round3(100*lag.share), lag.p99
-	st.Behind = lag.behind()
 	// A SUT that failed with a latency many times the lag failed on its
 	// own, whatever the generator's CPU: the lag cannot be what failed it.
 	short := (!cpu.Known() || cpu.Short()) && (passed || lag.p99 >= s.Latency.P99/4)
@@ -388,13 +414,17 @@ func Judge(s *report.Summary, target float64, ts []report.Threshold, tolerance f
 	default:
 		st.Verdict = Pass
 	}
-	switch {
-	case st.Behind && st.Verdict != GeneratorLimit && (!cpu.Known() || cpu.Short()):
-		st.Note = fmt.Sprintf("%s, with the generator at %s, but a latency p99 of %.1f ms, many times the lag: the SUT failed on its own", lag, cpu.Detail(), s.Latency.P99)
-	case st.Behind && st.Verdict != GeneratorLimit:
-		st.Note = fmt.Sprintf("%s, with the generator at %s (under %.0f%%, not kept waiting): not short of CPU, so the SUT is judged, the lag counted in its latency", lag, cpu.Detail(), CPUBusyPct)
+}
+
+// behindNote is the note on a hold that fell behind and was judged on the
+// SUT: it failed on its own (the generator short of CPU, or its use
+// unknown, but a latency many times the lag), or the generator was not
+// short of CPU.
+func behindNote(s *report.Summary, lag lag, cpu GeneratorCPU) string {
+	if !cpu.Known() || cpu.Short() {
+		return fmt.Sprintf("%s, with the generator at %s, but a latency p99 of %.1f ms, many times the lag: the SUT failed on its own", lag, cpu.Detail(), s.Latency.P99)
 	}
-	return st
+	return fmt.Sprintf("%s, with the generator at %s (under %.0f%%, not kept waiting): not short of CPU, so the SUT is judged, the lag counted in its latency", lag, cpu.Detail(), CPUBusyPct)
 }
 
 // shortBy says which figure shows the want of CPU.

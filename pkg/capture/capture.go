@@ -344,18 +344,8 @@ func Start(addr, upstream string, fwd bool, out Output, fo ForwardOptions) (*Pro
 			return nil, err
 		}
 	} else {
-		if fo.CA.Given() || fo.Reach != (reach.Options{}) {
-			return nil, errors.New("--ca-cert, --ca-key, --ca-out, --upstream-insecure, --upstream-ca, --client-cert and --client-key: only with --forward")
-		}
-		u, err := url.Parse(upstream)
-		if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
-			return nil, fmt.Errorf("--upstream: want http://host:port, got %q", upstream)
-		}
-		opt.Upstream, opt.Authority = u.Host, u.Host
-		if u.Port() == "" {
-			opt.Upstream += ":80"
-		}
-		if opt, err = opt.withDefaults(); err != nil {
+		var err error
+		if opt, err = reverseOptions(upstream, fo); err != nil {
 			return nil, err
 		}
 	}
@@ -378,6 +368,25 @@ func Start(addr, upstream string, fwd bool, out Output, fo ForwardOptions) (*Pro
 	p := serve(ln, o.w, opt, f)
 	p.out, p.outPath = o, out.Path
 	return p, nil
+}
+
+// reverseOptions checks the flags of the reverse proxy, which takes none
+// of the forward proxy's, and gives fo's options with upstream
+// (--upstream, "http://host[:port]") and their defaults.
+func reverseOptions(upstream string, fo ForwardOptions) (Options, error) {
+	opt := fo.Options
+	if fo.CA.Given() || fo.Reach != (reach.Options{}) {
+		return opt, errors.New("--ca-cert, --ca-key, --ca-out, --upstream-insecure, --upstream-ca, --client-cert and --client-key: only with --forward")
+	}
+	u, err := url.Parse(upstream)
+	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return opt, fmt.Errorf("--upstream: want http://host:port, got %q", upstream)
+	}
+	opt.Upstream, opt.Authority = u.Host, u.Host
+	if u.Port() == "" {
+		opt.Upstream += ":80"
+	}
+	return opt.withDefaults()
 }
 
 // MarshalZerologObject writes s as the fields of a log line.

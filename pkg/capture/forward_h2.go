@@ -92,18 +92,12 @@ func (p *Proxy) viaH1(w http.ResponseWriter, r *http.Request, headers []rrpair.F
 	}
 	u := p.fwd.getUpstream()
 	defer p.fwd.putUpstream(u)
-	fail := func(err error) (bool, error) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.WriteHeader(http.StatusBadGateway)
-		io.WriteString(w, "replay record --forward: "+tn.authority+": "+err.Error())
-		return true, err
-	}
 	dst := u.line.Route(&rrpair.Request{Scheme: []byte(tn.scheme), Host: []byte(tn.authority)})
 	var res result.Result
 	cn, _, kind := u.line.Connect(&dst, &res, &h2OrH1, nil)
 	if kind != result.ErrNone {
 		_, err := u.line.Failure()
-		return fail(fmt.Errorf("%s %s: %w", kind, dst.Addr, err))
+		return h2BadGateway(w, tn, fmt.Errorf("%s %s: %w", kind, dst.Addr, err))
 	}
 	if cn.Proto == "h2" {
 		p.fwd.h2hosts.Store(tn.authority, true)
@@ -111,6 +105,49 @@ func (p *Proxy) viaH1(w http.ResponseWriter, r *http.Request, headers []rrpair.F
 		return false, nil
 	}
 	u.use(cn)
+	writeH1Request(u, r, tn, headers, body)
+	if err := u.bw.Flush(); err != nil {
+		u.line.Drop(err)
+		return h2BadGateway(w, tn, err)
+	}
+	m, f, err := readFinalHead(u)
+	if err != nil {
+		u.line.Drop(err)
+		return h2BadGateway(w, tn, err)
+	}
+	writeH1AnswerHead(w, m)
+	kept := rawhttp.Body{Max: p.opt.MaxBody}
+	if err := m.CopyBody(io.Discard, u.br, f, r.Method, io.MultiWriter(w, &kept)); err != nil {
+		u.line.Drop(err)
+		return true, err
+	}
+	u.line.Idle(unixNano())
+	if m.Close {
+		u.line.Drop(nil)
+	}
+	rec := &rrpair.Record{Version: "2", Method: r.Method, URI: r.RequestURI, Headers: headers, Body: body,
+		Status: m.Status, ResHeaders: dropConnection(m.Headers), ResBody: kept.Kept}
+	if kept.Cut() {
+		rec.ResBodyCut = kept.Size
+	}
+	p.record(seq, rec, exchange{start: start, end: time.Now(), session: tn.session, host: tn.authority, scheme: tn.scheme, direction: "OUT"})
+	return true, nil
+}
+
+// h2BadGateway answers 502, saying why the exchange with the host failed,
+// and returns viaH1's done and err for it.
+func h2BadGateway(w http.ResponseWriter, tn *tunnel, err error) (bool, error) {
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(http.StatusBadGateway)
+	io.WriteString(w, "replay record --forward: "+tn.authority+": "+err.Error())
+	return true, err
+}
+
+// writeH1Request buffers the HTTP/2 request as HTTP/1.1 on u: its request
+// line and Host, its fields but those of the connection (its cookie fields
+// as one line), a Content-Length when it has a body or its method takes
+// one, and the body.
+func writeH1Request(u *upstream, r *http.Request, tn *tunnel, headers []rrpair.Field, body []byte) {
 	u.bw.WriteString(r.Method + " " + r.RequestURI + " HTTP/1.1\r\nHost: " + tn.authority + "\r\n")
 	var cookies []string // HTTP/2's cookie fields, one line over HTTP/1.1 (RFC 9113 8.2.3)
 	for _, h := range headers {
@@ -129,21 +166,26 @@ func (p *Proxy) viaH1(w http.ResponseWriter, r *http.Request, headers []rrpair.F
 	}
 	u.bw.WriteString("\r\n")
 	u.bw.Write(body)
-	if err := u.bw.Flush(); err != nil {
-		u.line.Drop(err)
-		return fail(err)
-	}
-	var m *rawhttp.Message
-	var f rawhttp.Framing
+}
+
+// readFinalHead reads the host's answer head, past its interim answers,
+// which are not passed on over HTTP/2 here.
+func readFinalHead(u *upstream) (*rawhttp.Message, rawhttp.Framing, error) {
 	for {
-		if m, f, err = rawhttp.ReadHead(u.br, false); err != nil {
-			u.line.Drop(err)
-			return fail(err)
+		m, f, err := rawhttp.ReadHead(u.br, false)
+		if err != nil {
+			return m, f, err
 		}
 		if m.Status/100 != 1 || m.Status == 101 {
-			break // interim answers are not passed on over HTTP/2 here
+			return m, f, nil
 		}
 	}
+}
+
+// writeH1AnswerHead writes the host's answer head on the stream: its
+// fields but those of the connection, and no Content-Type or Date of
+// the server's own when the host sent none.
+func writeH1AnswerHead(w http.ResponseWriter, m *rawhttp.Message) {
 	wh := w.Header()
 	for _, h := range m.Headers {
 		if !rrpair.ConnectionHeader(h.Name) {
@@ -156,22 +198,6 @@ func (p *Proxy) viaH1(w http.ResponseWriter, r *http.Request, headers []rrpair.F
 		}
 	}
 	w.WriteHeader(m.Status)
-	kept := rawhttp.Body{Max: p.opt.MaxBody}
-	if err := m.CopyBody(io.Discard, u.br, f, r.Method, io.MultiWriter(w, &kept)); err != nil {
-		u.line.Drop(err)
-		return true, err
-	}
-	u.line.Idle(unixNano())
-	if m.Close {
-		u.line.Drop(nil)
-	}
-	rec := &rrpair.Record{Version: "2", Method: r.Method, URI: r.RequestURI, Headers: headers, Body: body,
-		Status: m.Status, ResHeaders: dropConnection(m.Headers), ResBody: kept.Kept}
-	if kept.Cut() {
-		rec.ResBodyCut = kept.Size
-	}
-	p.record(seq, rec, exchange{start: start, end: time.Now(), session: tn.session, host: tn.authority, scheme: tn.scheme, direction: "OUT"})
-	return true, nil
 }
 
 // readH2Body reads r's body, at most MaxBody bytes (errTooLarge past

@@ -112,10 +112,7 @@ func (p *Proxy) pass(cl *client, h head, raw []byte, uw *bufio.Writer, ur *bufio
 	x.reqBody, x.resBody = rawhttp.Body{Max: p.opt.MaxBody}, rawhttp.Body{Max: p.opt.MaxBody}
 	req := h.req
 	if rawhttp.HasToken(req.Headers, "expect", "100-continue") {
-		if _, err := io.WriteString(cl.bw, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
-			return x, err
-		}
-		if err := cl.bw.Flush(); err != nil {
+		if err := cl.writeFlush(continue100); err != nil {
 			return x, err
 		}
 		req.Continued = true
@@ -130,30 +127,46 @@ func (p *Proxy) pass(cl *client, h head, raw []byte, uw *bufio.Writer, ur *bufio
 	if err := uw.Flush(); err != nil {
 		return x, err
 	}
+	err = passAnswer(cl, req, ur, &x) // before x is read: passAnswer fills it
+	return x, err
+}
+
+// passAnswer streams the answer read from ur to the client, the interim
+// ones the client takes included (unrecorded), and keeps the final one in x.
+func passAnswer(cl *client, req *rawhttp.Message, ur *bufio.Reader, x *passed) error {
 	for {
 		res, f, err := rawhttp.ReadHead(ur, false)
 		if err != nil {
-			return x, err
+			return err
 		}
 		if res.Status/100 == 1 && res.Status != 101 {
 			if res.Status == 100 && req.Continued || req.Version == "1.0" {
 				continue // the client had its 100 from us, or takes no 1xx (RFC 9110 15.2)
 			}
-			if _, err := cl.bw.Write(res.Raw); err != nil { // interim answers pass on, unrecorded
-				return x, err
-			}
-			if err := cl.bw.Flush(); err != nil {
-				return x, err
+			if err := cl.writeFlush(res.Raw); err != nil { // interim answers pass on, unrecorded
+				return err
 			}
 			continue
 		}
 		x.res, x.answered = res, true
 		if _, err := cl.bw.Write(res.Raw); err != nil {
-			return x, err
+			return err
 		}
 		if err := res.CopyBody(cl.bw, ur, f, req.Method, &x.resBody); err != nil {
-			return x, err
+			return err
 		}
-		return x, cl.bw.Flush()
+		return cl.bw.Flush()
 	}
+}
+
+// continue100 is the interim answer the proxy gives a request that
+// expects one.
+var continue100 = []byte("HTTP/1.1 100 Continue\r\n\r\n")
+
+// writeFlush writes b to the client and flushes it.
+func (cl *client) writeFlush(b []byte) error {
+	if _, err := cl.bw.Write(b); err != nil {
+		return err
+	}
+	return cl.bw.Flush()
 }

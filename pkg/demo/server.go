@@ -231,7 +231,30 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		jsonError(ctx, fasthttp.StatusUnauthorized, msg)
 		return
 	}
+	s.route(ctx, path, method)
+}
+
+// route serves an authenticated request by its path: the events, a
+// user's feed, the orders; 404 for any other path.
+func (s *Server) route(ctx *fasthttp.RequestCtx, path []byte, method string) {
 	slashes := bytes.Count(path, []byte("/"))
+	switch {
+	case bytes.HasPrefix(path, []byte("/events")):
+		s.routeEvents(ctx, path, method, slashes)
+	case bytes.HasPrefix(path, []byte("/users/")) && bytes.HasSuffix(path, []byte("/feed")) && slashes == 3:
+		if allow(ctx, method, "GET") {
+			feed(ctx, string(path[len("/users/"):len(path)-len("/feed")]))
+		}
+	case bytes.HasPrefix(path, []byte("/orders")):
+		s.routeOrders(ctx, path, method, slashes)
+	default:
+		jsonError(ctx, fasthttp.StatusNotFound, "not found")
+	}
+}
+
+// routeEvents serves the paths under /events: one event posted, a batch,
+// one event read; 404 for another.
+func (s *Server) routeEvents(ctx *fasthttp.RequestCtx, path []byte, method string, slashes int) {
 	switch {
 	case string(path) == "/events":
 		if allow(ctx, method, "POST") {
@@ -245,10 +268,15 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		if allow(ctx, method, "GET") {
 			event(ctx, string(path[len("/events/"):]))
 		}
-	case bytes.HasPrefix(path, []byte("/users/")) && bytes.HasSuffix(path, []byte("/feed")) && slashes == 3:
-		if allow(ctx, method, "GET") {
-			feed(ctx, string(path[len("/users/"):len(path)-len("/feed")]))
-		}
+	default:
+		jsonError(ctx, fasthttp.StatusNotFound, "not found")
+	}
+}
+
+// routeOrders serves the paths under /orders: an order created, read or
+// paid; 404 for another.
+func (s *Server) routeOrders(ctx *fasthttp.RequestCtx, path []byte, method string, slashes int) {
+	switch {
 	case string(path) == "/orders":
 		if allow(ctx, method, "POST") {
 			s.createOrder(ctx)

@@ -50,6 +50,23 @@ type h1side struct {
 	cut, cutWhy string
 }
 
+// bodyData takes the bytes of a body of known length, or of a chunk, and
+// returns those after it.
+func (s *h1side) bodyData(b []byte, ts int64) []byte {
+	n := int(min(s.remain, int64(len(b))))
+	if s.cut == "" {
+		s.keep(&s.body, b[:n])
+	}
+	s.remain -= int64(n)
+	b = b[n:]
+	if s.remain == 0 && s.state == h1Body {
+		s.complete(ts)
+	} else if s.remain == 0 {
+		s.state = h1ChunkEnd
+	}
+	return b
+}
+
 // data takes bytes in order; fresh says they begin a segment. It returns
 // the bytes after a switch to another protocol (HTTP/2 after the client
 // preface or a 101), which are not its to read.
@@ -69,17 +86,7 @@ func (s *h1side) data(b []byte, fresh bool, ts int64, at place) []byte {
 				return nil
 			}
 		case h1Body, h1ChunkData:
-			n := int(min(s.remain, int64(len(b))))
-			if s.cut == "" {
-				s.keep(&s.body, b[:n])
-			}
-			s.remain -= int64(n)
-			b = b[n:]
-			if s.remain == 0 && s.state == h1Body {
-				s.complete(ts)
-			} else if s.remain == 0 {
-				s.state = h1ChunkEnd
-			}
+			b = s.bodyData(b, ts)
 		case h1ChunkSize, h1ChunkEnd, h1Trailers:
 			line, rest, ok := s.readLine(b)
 			b = rest

@@ -162,6 +162,39 @@ func (s *h2side) keep(b []byte) {
 	s.c().hold(len(b))
 }
 
+// blockStart takes a HEADERS or PUSH_PROMISE frame: the start of a header
+// block, read once it ends.
+func (s *h2side) blockStart(typ, flags byte, id uint32, p []byte, ts int64, at place) {
+	p, ok := unpad(flags, p)
+	if typ == frameHeaders && flags&flagPriority != 0 && len(p) >= 5 {
+		p = p[5:]
+	} else if typ == framePushPromise && len(p) >= 4 {
+		p = p[4:]
+	}
+	if !ok {
+		s.lose("bad-message", "a padded frame shorter than its padding", at)
+		return
+	}
+	s.block = append(s.block[:0], p...)
+	s.inBlock, s.blockID, s.blockEnd, s.blockPush = true, id, flags&flagEndStream != 0, typ == framePushPromise
+	s.blockTS, s.blockAt = ts, at
+	if flags&flagEndHeaders != 0 {
+		s.headers()
+	}
+}
+
+// continuation takes a CONTINUATION frame of the header block under way.
+func (s *h2side) continuation(flags byte, id uint32, p []byte, at place) {
+	if !s.inBlock || id != s.blockID {
+		s.lose("bad-message", "a CONTINUATION frame of no header block", at)
+		return
+	}
+	s.block = append(s.block, p...)
+	if flags&flagEndHeaders != 0 {
+		s.headers()
+	}
+}
+
 // frame takes one whole frame.
 func (s *h2side) frame(typ, flags byte, id uint32, p []byte, ts int64, at place) {
 	if s.inBlock && typ != frameContinuation {
@@ -175,31 +208,9 @@ func (s *h2side) frame(typ, flags byte, id uint32, p []byte, ts int64, at place)
 			s.h.body(st, s.client, p, flags&flagEndStream != 0, ts)
 		}
 	case frameHeaders, framePushPromise:
-		p, ok := unpad(flags, p)
-		if typ == frameHeaders && flags&flagPriority != 0 && len(p) >= 5 {
-			p = p[5:]
-		} else if typ == framePushPromise && len(p) >= 4 {
-			p = p[4:]
-		}
-		if !ok {
-			s.lose("bad-message", "a padded frame shorter than its padding", at)
-			return
-		}
-		s.block = append(s.block[:0], p...)
-		s.inBlock, s.blockID, s.blockEnd, s.blockPush = true, id, flags&flagEndStream != 0, typ == framePushPromise
-		s.blockTS, s.blockAt = ts, at
-		if flags&flagEndHeaders != 0 {
-			s.headers()
-		}
+		s.blockStart(typ, flags, id, p, ts, at)
 	case frameContinuation:
-		if !s.inBlock || id != s.blockID {
-			s.lose("bad-message", "a CONTINUATION frame of no header block", at)
-			return
-		}
-		s.block = append(s.block, p...)
-		if flags&flagEndHeaders != 0 {
-			s.headers()
-		}
+		s.continuation(flags, id, p, at)
 	case frameRSTStream:
 		if st := s.h.streams[id]; st != nil {
 			s.h.reset(st, s.client, p)

@@ -156,28 +156,40 @@ func (d *decoder) link(link layers.LinkType, data []byte) (ether uint16, payload
 		if d.loop.DecodeFromBytes(data, nf) != nil {
 			return 0, nil, kindBad
 		}
-		payload = d.loop.Payload
-		switch d.loop.Family {
-		case layers.ProtocolFamilyIPv4:
-			ether = etherIPv4
-		case layers.ProtocolFamilyIPv6BSD, layers.ProtocolFamilyIPv6FreeBSD, layers.ProtocolFamilyIPv6Darwin, layers.ProtocolFamilyIPv6Linux:
-			ether = etherIPv6
-		}
+		ether, payload = loopEther(d.loop.Family), d.loop.Payload
 	case layers.LinkTypeRaw, layers.LinkTypeIPv4, layers.LinkTypeIPv6, linkRaw12, linkRaw14:
 		if len(data) == 0 {
 			return 0, nil, kindBad
 		}
-		payload = data
-		switch data[0] >> 4 {
-		case 4:
-			ether = etherIPv4
-		case 6:
-			ether = etherIPv6
-		}
+		ether, payload = ipEther(data), data
 	default:
 		return 0, nil, kindLink
 	}
 	return ether, payload, kindTCP
+}
+
+// loopEther is the EtherType of what a loopback header of family carries
+// (0 when it is not IP).
+func loopEther(family layers.ProtocolFamily) uint16 {
+	switch family {
+	case layers.ProtocolFamilyIPv4:
+		return etherIPv4
+	case layers.ProtocolFamilyIPv6BSD, layers.ProtocolFamilyIPv6FreeBSD, layers.ProtocolFamilyIPv6Darwin, layers.ProtocolFamilyIPv6Linux:
+		return etherIPv6
+	}
+	return 0
+}
+
+// ipEther is the EtherType of a raw IP packet, by its version nibble (0
+// when it is not IP).
+func ipEther(data []byte) uint16 {
+	switch data[0] >> 4 {
+	case 4:
+		return etherIPv4
+	case 6:
+		return etherIPv6
+	}
+	return 0
 }
 
 // shims walks what may stand between an Ethernet header and IP: any
@@ -193,57 +205,66 @@ func (d *decoder) shims(ether uint16, payload []byte) (uint16, []byte, kind) {
 			}
 			ether, payload = uint16(d.vlan.Type), d.vlan.Payload
 		case etherPPPoE:
-			// Version and type 0x11, code 0 (session data), session id,
-			// length, then PPP's protocol: two bytes, or one when the
-			// peers agreed to compress it (its low bit set).
-			if len(payload) < 7 || payload[0] != 0x11 || payload[1] != 0 {
-				return 0, nil, kindBad
-			}
-			n := min(int(binary.BigEndian.Uint16(payload[4:6])), len(payload)-6)
-			ppp := payload[6 : 6+n]
-			if len(ppp) == 0 {
-				return 0, nil, kindBad
-			}
-			proto, hl := uint16(ppp[0]), 1
-			if proto&1 == 0 {
-				if len(ppp) < 2 {
-					return 0, nil, kindBad
-				}
-				proto, hl = binary.BigEndian.Uint16(ppp), 2
-			}
-			switch payload = ppp[hl:]; proto {
-			case 0x0021:
-				return etherIPv4, payload, kindTCP
-			case 0x0057:
-				return etherIPv6, payload, kindTCP
-			}
-			return 0, nil, kindNotIP
+			return pppoe(payload)
 		case etherMPLS, etherMPLSm:
-			// Labels of four bytes each, to the one with the bottom of
-			// stack bit; then IP says its version in its first nibble
-			// (a pseudowire's Ethernet or control word is not IP).
-			for {
-				if len(payload) < 4 {
-					return 0, nil, kindBad
-				}
-				bottom := payload[2]&1 == 1
-				payload = payload[4:]
-				if bottom {
-					break
-				}
-			}
-			if len(payload) > 0 && payload[0]>>4 == 4 {
-				return etherIPv4, payload, kindTCP
-			}
-			if len(payload) > 0 && payload[0]>>4 == 6 {
-				return etherIPv6, payload, kindTCP
-			}
-			return 0, nil, kindNotIP
+			return mpls(payload)
 		default:
 			return ether, payload, kindTCP
 		}
 	}
 	return 0, nil, kindBad
+}
+
+// pppoe reads a PPPoE session header and its PPP protocol: version and
+// type 0x11, code 0 (session data), session id, length, then PPP's
+// protocol: two bytes, or one when the peers agreed to compress it (its
+// low bit set).
+func pppoe(payload []byte) (uint16, []byte, kind) {
+	if len(payload) < 7 || payload[0] != 0x11 || payload[1] != 0 {
+		return 0, nil, kindBad
+	}
+	n := min(int(binary.BigEndian.Uint16(payload[4:6])), len(payload)-6)
+	ppp := payload[6 : 6+n]
+	if len(ppp) == 0 {
+		return 0, nil, kindBad
+	}
+	proto, hl := uint16(ppp[0]), 1
+	if proto&1 == 0 {
+		if len(ppp) < 2 {
+			return 0, nil, kindBad
+		}
+		proto, hl = binary.BigEndian.Uint16(ppp), 2
+	}
+	switch payload = ppp[hl:]; proto {
+	case 0x0021:
+		return etherIPv4, payload, kindTCP
+	case 0x0057:
+		return etherIPv6, payload, kindTCP
+	}
+	return 0, nil, kindNotIP
+}
+
+// mpls reads an MPLS label stack: labels of four bytes each, to the one
+// with the bottom of stack bit; then IP says its version in its first
+// nibble (a pseudowire's Ethernet or control word is not IP).
+func mpls(payload []byte) (uint16, []byte, kind) {
+	for {
+		if len(payload) < 4 {
+			return 0, nil, kindBad
+		}
+		bottom := payload[2]&1 == 1
+		payload = payload[4:]
+		if bottom {
+			break
+		}
+	}
+	if len(payload) > 0 && payload[0]>>4 == 4 {
+		return etherIPv4, payload, kindTCP
+	}
+	if len(payload) > 0 && payload[0]>>4 == 6 {
+		return etherIPv6, payload, kindTCP
+	}
+	return 0, nil, kindNotIP
 }
 
 // ipv4 decodes an IPv4 packet; a fragment is held until its datagram is

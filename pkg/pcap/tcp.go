@@ -46,6 +46,25 @@ func newAssembler(opt *Options, out *pairs) *assembler {
 	return &assembler{opt: opt, out: out, conns: map[connKey]*conn{}, closed: map[connKey]int64{}}
 }
 
+// open opens the connection a segment with no connection begins, or
+// returns nil when the segment begins none: a late one of a connection
+// closed, or an ACK, FIN or RST of a connection seen carrying nothing.
+func (a *assembler) open(key connKey, s *segment, syn bool) *conn {
+	if until, ok := a.closed[key]; ok {
+		if !syn && s.ts < until {
+			return nil
+		}
+		delete(a.closed, key)
+	}
+	if !syn && len(s.payload) == 0 && s.cut == 0 {
+		return nil // an ACK, FIN or RST of a connection seen carrying nothing
+	}
+	a.ids++
+	c := newConn(a, key, a.ids, s.at)
+	a.conns[key] = c
+	return c
+}
+
 // segment takes one TCP segment, in capture order.
 func (a *assembler) segment(s *segment) error {
 	key, dir := keyOf(s.src, s.dst)
@@ -57,18 +76,9 @@ func (a *assembler) segment(s *segment) error {
 		c = nil
 	}
 	if c == nil {
-		if until, ok := a.closed[key]; ok {
-			if !syn && s.ts < until {
-				return a.out.err
-			}
-			delete(a.closed, key)
+		if c = a.open(key, s, syn); c == nil {
+			return a.out.err
 		}
-		if !syn && len(s.payload) == 0 && s.cut == 0 {
-			return a.out.err // an ACK, FIN or RST of a connection seen carrying nothing
-		}
-		a.ids++
-		c = newConn(a, key, a.ids, s.at)
-		a.conns[key] = c
 	}
 	c.last = s.ts
 	c.segment(dir, s)

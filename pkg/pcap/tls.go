@@ -170,15 +170,7 @@ func (t *tlsConn) record(s *tlsSide, rec []byte, ts int64, at place) {
 		return
 	}
 	if s.client && !t.helloDone && t.clientRandom != nil {
-		// The client's records after its hello wait for the server's,
-		// which says how to read them.
-		s.waited += len(rec)
-		if s.waited > maxTLSWait {
-			t.fail(at, fmt.Sprintf("the client sent over %d bytes before the server's hello came", maxTLSWait))
-			return
-		}
-		s.wait = append(s.wait, tlsRecord{append([]byte(nil), rec...), ts, at})
-		t.c.hold(len(rec))
+		t.waitHello(s, rec, ts, at)
 		return
 	}
 	if s.keys != nil && (typ == recApplicationData || !t.tls13()) {
@@ -190,6 +182,25 @@ func (t *tlsConn) record(s *tlsSide, rec []byte, ts int64, at place) {
 		s.plain = plain
 		typ, body = ptyp, plain
 	}
+	t.plainRecord(s, typ, body, ts, at)
+}
+
+// waitHello keeps a record the client sent after its hello until the
+// server's hello, which says how to read it, comes.
+func (t *tlsConn) waitHello(s *tlsSide, rec []byte, ts int64, at place) {
+	s.waited += len(rec)
+	if s.waited > maxTLSWait {
+		t.fail(at, fmt.Sprintf("the client sent over %d bytes before the server's hello came", maxTLSWait))
+		return
+	}
+	s.wait = append(s.wait, tlsRecord{append([]byte(nil), rec...), ts, at})
+	t.c.hold(len(rec))
+}
+
+// plainRecord takes a record of a side in the clear (decrypted, or sent
+// before its keys): a change of keys, handshake messages or application
+// data.
+func (t *tlsConn) plainRecord(s *tlsSide, typ byte, body []byte, ts int64, at place) {
 	switch typ {
 	case recChangeCipherSpec:
 		// TLS 1.3 sends it only for middleboxes (after a
@@ -238,6 +249,18 @@ func (t *tlsConn) handshake(s *tlsSide, b []byte, at place) {
 
 // message reads a handshake message of a side.
 func (t *tlsConn) message(s *tlsSide, typ byte, m []byte, at place) {
+	switch typ {
+	case hsClientHello, hsServerHello, hsNewSessionTicket:
+		t.helloMessage(s, typ, m, at)
+	default:
+		if t.tls13() {
+			t.message13(s, typ, m, at)
+		}
+	}
+}
+
+// helloMessage reads the hellos, and TLS 1.2's NewSessionTicket.
+func (t *tlsConn) helloMessage(s *tlsSide, typ byte, m []byte, at place) {
 	switch {
 	case typ == hsClientHello && s.client && t.clientRandom == nil:
 		if !t.clientHello(m) {
@@ -246,23 +269,35 @@ func (t *tlsConn) message(s *tlsSide, typ byte, m []byte, at place) {
 	case typ == hsServerHello && !s.client && !t.helloDone:
 		t.serverHello(m, at)
 	case typ == hsNewSessionTicket && !s.client && !t.tls13():
-		// TLS 1.2 sends it before the server's Finished: the session it
-		// names resumes with this master secret.
-		if r := (reader12{m}); r.skip(4) {
-			if tk, ok := r.vec(2); ok && len(tk) > 0 && t.master != nil {
-				t.remember("ticket:" + string(tk))
-			}
+		t.ticket12(m)
+	}
+}
+
+// ticket12 remembers the master secret for the session a TLS 1.2
+// NewSessionTicket names: sent before the server's Finished, the session
+// resumes with it.
+func (t *tlsConn) ticket12(m []byte) {
+	if r := (reader12{m}); r.skip(4) {
+		if tk, ok := r.vec(2); ok && len(tk) > 0 && t.master != nil {
+			t.remember("ticket:" + string(tk))
 		}
-	case typ == hsEncryptedExtensions && !s.client && t.tls13():
+	}
+}
+
+// message13 reads TLS 1.3's messages after the hellos: the server's
+// EncryptedExtensions, a side's Finished and KeyUpdate.
+func (t *tlsConn) message13(s *tlsSide, typ byte, m []byte, at place) {
+	switch {
+	case typ == hsEncryptedExtensions && !s.client:
 		r := reader12{m}
 		if exts, ok := r.vec(2); ok {
 			t.alpn = alpnOf(extension(exts, extALPN), t.alpn)
 		}
-	case typ == hsFinished && t.tls13() && !s.finished:
+	case typ == hsFinished && !s.finished:
 		// The traffic secret protects what follows its Finished.
 		s.finished = true
 		t.rekey(s, s.traffic, at)
-	case typ == hsKeyUpdate && t.tls13() && s.finished:
+	case typ == hsKeyUpdate && s.finished:
 		next, err := expandLabel(t.suite.hash, s.secret, "traffic upd", len(s.secret))
 		if err != nil {
 			t.fail(at, err.Error())
@@ -351,20 +386,7 @@ func (t *tlsConn) serverHello(m []byte, at place) {
 	if bytes.Equal(random, hrrRandom) {
 		return // a HelloRetryRequest: the client says hello again, with the same random
 	}
-	id := binary.BigEndian.Uint16(suite)
-	t.suite = tlsSuites[id]
-	switch {
-	case t.version < 0x0303 || t.version > 0x0304:
-		t.fail(at, fmt.Sprintf("its version is 0x%04x: only TLS 1.2 and 1.3 are decrypted", t.version))
-		return
-	case t.suite == nil:
-		t.fail(at, fmt.Sprintf("its cipher suite 0x%04x is not one decrypted (TLS 1.3's three; TLS 1.2's AES-GCM, ChaCha20-Poly1305 and AES-CBC)", id))
-		return
-	case t.suite.tls13 != t.tls13():
-		t.fail(at, fmt.Sprintf("its cipher suite %s is not one of its version", t.suite.name))
-		return
-	case !t.tls13() && t.suite.cipher == cipherCBC && extension(exts, extEncryptThenMAC) != nil:
-		t.fail(at, fmt.Sprintf("its cipher suite %s with encrypt_then_mac is not decrypted", t.suite.name))
+	if !t.takeSuite(binary.BigEndian.Uint16(suite), exts, at) {
 		return
 	}
 	t.helloDone, t.serverRandom = true, bytes.Clone(random)
@@ -375,6 +397,34 @@ func (t *tlsConn) serverHello(m []byte, at place) {
 	if !t.keysFor(at) {
 		return
 	}
+	t.readWaiting()
+}
+
+// takeSuite takes the ServerHello's cipher suite id, if it is one
+// decrypted for the connection's version and extensions; it fails the
+// connection otherwise.
+func (t *tlsConn) takeSuite(id uint16, exts []byte, at place) bool {
+	t.suite = tlsSuites[id]
+	switch {
+	case t.version < 0x0303 || t.version > 0x0304:
+		t.fail(at, fmt.Sprintf("its version is 0x%04x: only TLS 1.2 and 1.3 are decrypted", t.version))
+		return false
+	case t.suite == nil:
+		t.fail(at, fmt.Sprintf("its cipher suite 0x%04x is not one decrypted (TLS 1.3's three; TLS 1.2's AES-GCM, ChaCha20-Poly1305 and AES-CBC)", id))
+		return false
+	case t.suite.tls13 != t.tls13():
+		t.fail(at, fmt.Sprintf("its cipher suite %s is not one of its version", t.suite.name))
+		return false
+	case !t.tls13() && t.suite.cipher == cipherCBC && extension(exts, extEncryptThenMAC) != nil:
+		t.fail(at, fmt.Sprintf("its cipher suite %s with encrypt_then_mac is not decrypted", t.suite.name))
+		return false
+	}
+	return true
+}
+
+// readWaiting reads the client's records that waited for the server's
+// hello.
+func (t *tlsConn) readWaiting() {
 	cs := &t.side[0]
 	waiting := cs.wait
 	cs.wait, cs.waited = nil, 0

@@ -134,6 +134,54 @@ func (f *fold) add(r result.Result) {
 	}
 	f.bytesIn += r.BytesIn
 	f.bytesOut += r.BytesOut
+	f.addFlags(&r)
+
+	kind := kindIndex(r.Err)
+	if len(f.steps) > 0 {
+		f.addStep(&r, kind, ok)
+	}
+	if kind == 0 {
+		f.addStatus(&r, latency)
+	} else {
+		f.errors[kind]++
+	}
+	f.endpoint(r.Endpoint).add(&r, kind, ok, latency)
+
+	if r.SendNs != 0 || r.ConnectNs != 0 {
+		f.addPhases(&r)
+	}
+	f.addInterval(&r)
+	f.addSpan(&r)
+}
+
+// add counts r, of kind (0: answered), in its endpoint, with its latency
+// when answered.
+func (ep *endpointFold) add(r *result.Result, kind int, ok bool, latency int64) {
+	ep.requests++
+	if ok {
+		ep.succeeded++
+	} else {
+		ep.failed++
+	}
+	if kind != 0 {
+		ep.errors[kind]++
+		return
+	}
+	ep.status[r.Status]++
+	ep.answered++
+	if r.GRPC {
+		if ep.grpc == nil {
+			ep.grpc = make(map[uint8]int64)
+		}
+		ep.grpc[r.GRPCStatus]++
+	}
+	hist.RecordNanos(ep.latency, latency)
+}
+
+// addFlags counts what r says happened to its request beside its answer:
+// connections, reconnects, protocol changes, retries, redirects, bytes no
+// request asked for, and a request that put no byte on the wire.
+func (f *fold) addFlags(r *result.Result) {
 	if r.Reconnect {
 		f.reconnects++
 	}
@@ -162,52 +210,25 @@ func (f *fold) add(r result.Result) {
 	if r.Err != result.ErrConnect && !r.Written {
 		f.unsent++
 	}
+}
 
-	kind := kindIndex(r.Err)
-	if len(f.steps) > 0 {
-		f.addStep(&r, kind, ok)
+// addStatus counts an answered r by its status (and gRPC status), with
+// its latency.
+func (f *fold) addStatus(r *result.Result, latency int64) {
+	s := f.status[r.Status]
+	if s == nil {
+		s = &statusFold{latency: hist.New()}
+		f.status[r.Status] = s
 	}
-	if kind == 0 {
-		s := f.status[r.Status]
-		if s == nil {
-			s = &statusFold{latency: hist.New()}
-			f.status[r.Status] = s
-		}
-		s.count++
-		hist.RecordNanos(s.latency, latency)
-		if r.GRPC {
-			f.grpc[r.GRPCStatus]++
-		}
-	} else {
-		f.errors[kind]++
+	s.count++
+	hist.RecordNanos(s.latency, latency)
+	if r.GRPC {
+		f.grpc[r.GRPCStatus]++
 	}
+}
 
-	ep := f.endpoint(r.Endpoint)
-	ep.requests++
-	if ok {
-		ep.succeeded++
-	} else {
-		ep.failed++
-	}
-	if kind == 0 {
-		ep.status[r.Status]++
-		ep.answered++
-		if r.GRPC {
-			if ep.grpc == nil {
-				ep.grpc = make(map[uint8]int64)
-			}
-			ep.grpc[r.GRPCStatus]++
-		}
-		hist.RecordNanos(ep.latency, latency)
-	} else {
-		ep.errors[kind]++
-	}
-
-	if r.SendNs != 0 || r.ConnectNs != 0 {
-		f.addPhases(&r)
-	}
-	f.addInterval(&r)
-
+// addSpan widens the span of due and end times the fold has seen to r's.
+func (f *fold) addSpan(r *result.Result) {
 	if !f.seen {
 		f.seen = true
 		f.minDue, f.maxDue, f.maxEnd = r.Due, r.Due, r.End

@@ -26,6 +26,26 @@ type intervalFold struct {
 // answers that arrive late to the recorder.
 const intervalDelay = 2
 
+// addAnswer folds an answered r into the interval: its status class, its
+// latency and its gRPC status.
+func (iv *intervalFold) addAnswer(r *result.Result) {
+	class := int(r.Status) / 100
+	if class < 1 || class > 5 {
+		class = 0
+	}
+	iv.class[class]++
+	hist.RecordNanos(iv.latency, r.End-r.Due)
+	if r.GRPC {
+		if iv.grpc == nil {
+			iv.grpc = make(map[uint8]int64)
+		}
+		iv.grpc[r.GRPCStatus]++
+		if r.GRPCStatus != result.GRPCOK && r.Status < 400 {
+			iv.grpcFailed++
+		}
+	}
+}
+
 // addInterval folds r into its second's interval, closing the intervals
 // old enough that no more answers will come for them.
 func (f *fold) addInterval(r *result.Result) {
@@ -55,21 +75,7 @@ func (f *fold) addInterval(r *result.Result) {
 			f.clamped++
 		}
 	} else {
-		class := int(r.Status) / 100
-		if class < 1 || class > 5 {
-			class = 0
-		}
-		iv.class[class]++
-		hist.RecordNanos(iv.latency, r.End-r.Due)
-		if r.GRPC {
-			if iv.grpc == nil {
-				iv.grpc = make(map[uint8]int64)
-			}
-			iv.grpc[r.GRPCStatus]++
-			if r.GRPCStatus != result.GRPCOK && r.Status < 400 {
-				iv.grpcFailed++
-			}
-		}
+		iv.addAnswer(r)
 	}
 	if sec > f.newestSec {
 		f.newestSec = sec

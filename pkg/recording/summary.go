@@ -30,6 +30,29 @@ type Meta struct {
 	Steps []StepPlan
 }
 
+// setTimes sets the summary's durations and the rates over them, of a run
+// that started at started and began iterations: vegeta's definitions, the
+// run issues until the last request was due, then waits for the last
+// answers. Rates run over the whole wall time, waiting included: a SUT that
+// answers a burst and then hangs until the requests time out is not fast.
+func (f *fold) setTimes(s *report.Summary, started time.Time, iterations int64) {
+	start := started.UnixNano()
+	dur := f.maxDue - start
+	if dur <= 0 { // one request, or all due at the start
+		dur = f.maxEnd - start
+	}
+	dur = max(dur, 0)
+	wait := max(f.maxEnd-(start+dur), 0)
+	s.DurationS = float64(dur) / 1e9
+	s.WaitS = float64(wait) / 1e9
+	s.WallS = float64(dur+wait) / 1e9
+	s.SetRates()
+	if dur > 0 {
+		s.IterationRate = float64(iterations) / s.DurationS
+		s.RequestRate = float64(f.requests) / s.DurationS
+	}
+}
+
 // Summary closes r if Close was not called, waits until every result is
 // folded, and returns the summary of the run described by m: what was
 // folded (counts, histograms, intervals, steps, timings) and what m says
@@ -92,25 +115,7 @@ func (r *Recorder) Summary(m Meta) *report.Summary {
 	}
 
 	if f.seen {
-		// vegeta's definitions: the run issues until the last request was
-		// due, then waits for the last answers. Rates run over the whole
-		// wall time, waiting included: a SUT that answers a burst and then
-		// hangs until the requests time out is not fast.
-		start := started.UnixNano()
-		dur := f.maxDue - start
-		if dur <= 0 { // one request, or all due at the start
-			dur = f.maxEnd - start
-		}
-		dur = max(dur, 0)
-		wait := max(f.maxEnd-(start+dur), 0)
-		s.DurationS = float64(dur) / 1e9
-		s.WaitS = float64(wait) / 1e9
-		s.WallS = float64(dur+wait) / 1e9
-		s.SetRates()
-		if dur > 0 {
-			s.IterationRate = float64(m.Run.Iterations) / s.DurationS
-			s.RequestRate = float64(f.requests) / s.DurationS
-		}
+		f.setTimes(s, started, m.Run.Iterations)
 	}
 	s.RequestsPerIteration = m.PerIteration
 	if m.TargetRate != nil {

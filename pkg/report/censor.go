@@ -166,6 +166,26 @@ func atOrAbove(l Latency, q float64) float64 {
 	return l.Max
 }
 
+// worstStage measures the statistic q asks for at the stage it names, or
+// at every stage: the worst value (a number over NaN; at equal values, the
+// stage that missed more events), its stage's census, and whether a stage
+// was measured.
+func worstStage(e *e2e.Summary, q query) (worst float64, at census, found bool) {
+	worst = math.NaN()
+	for i := range e.Stages {
+		st := &e.Stages[i]
+		if q.stage != "" && st.Name != q.stage {
+			continue
+		}
+		x, c := censoredStat(st, q.stat), stageCensus(st)
+		if !found || x > worst || math.IsNaN(worst) && !math.IsNaN(x) || x == worst && c.unseen > at.unseen {
+			worst, at = x, c
+		}
+		found = true
+	}
+	return worst, at, found
+}
+
 // e2eLatency measures an end-to-end latency statistic, censored
 // (censoredStat): of the stage the threshold names, or the worst stage.
 // A run whose sinks listed no stage but whose API accepted events saw
@@ -178,19 +198,7 @@ func e2eLatency(v *view, q query) (float64, string, census) {
 		}
 		return math.NaN(), "(no event seen by a sink)", census{}
 	}
-	worst, found := math.NaN(), false
-	var at census
-	for i := range e.Stages {
-		st := &e.Stages[i]
-		if q.stage != "" && st.Name != q.stage {
-			continue
-		}
-		x, c := censoredStat(st, q.stat), stageCensus(st)
-		if !found || x > worst || math.IsNaN(worst) && !math.IsNaN(x) || x == worst && c.unseen > at.unseen {
-			worst, at = x, c
-		}
-		found = true
-	}
+	worst, at, found := worstStage(e, q)
 	if !found {
 		if e.Accepted > 0 { // accepted, and none seen there
 			return math.Inf(1), "", census{unseen: e.Accepted, word: unseenWord(e), at: q.stage, stages: stageNames(e)}

@@ -12,6 +12,34 @@ import (
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
+// writeInspectSpan writes the time span of the file's recorded times and,
+// when some pairs have one, how many have none.
+func writeInspectSpan(tw io.Writer, st *rrpair.Stats) {
+	if st.First != nil {
+		fmt.Fprintf(tw, "Time span\t%s (%s .. %s)\n", formatSpan(st.SpanS),
+			st.First.UTC().Format(time.RFC3339Nano), st.Last.UTC().Format(time.RFC3339Nano))
+	} else {
+		fmt.Fprintf(tw, "Time span\tunknown (no ts recorded)\n")
+	}
+	if st.WithoutTS > 0 && st.First != nil {
+		fmt.Fprintf(tw, "Without ts\t%d\n", st.WithoutTS)
+	}
+}
+
+// statusNames are the recorded status counts by the code's name: "none"
+// for pairs recorded without an answer (code 0).
+func statusNames(status map[int]int) map[string]int {
+	statuses := make(map[string]int, len(status))
+	for code, n := range status {
+		name := strconv.Itoa(code)
+		if code == 0 {
+			name = "none"
+		}
+		statuses[name] = n
+	}
+	return statuses
+}
+
 // WriteInspect renders the summary of a traffic file (`replay inspect`).
 func WriteInspect(w io.Writer, st *rrpair.Stats) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -31,15 +59,7 @@ func WriteInspect(w io.Writer, st *rrpair.Stats) error {
 	}
 	fmt.Fprintf(tw, "Sessions\t%d\n", st.Sessions)
 	fmt.Fprintf(tw, "Iterations\t%d (sessions, plus pairs without one)\n", st.Iterations)
-	if st.First != nil {
-		fmt.Fprintf(tw, "Time span\t%s (%s .. %s)\n", formatSpan(st.SpanS),
-			st.First.UTC().Format(time.RFC3339Nano), st.Last.UTC().Format(time.RFC3339Nano))
-	} else {
-		fmt.Fprintf(tw, "Time span\tunknown (no ts recorded)\n")
-	}
-	if st.WithoutTS > 0 && st.First != nil {
-		fmt.Fprintf(tw, "Without ts\t%d\n", st.WithoutTS)
-	}
+	writeInspectSpan(tw, st)
 	if st.OutOfOrder > 0 {
 		fmt.Fprintf(tw, "Out of ts order\t%d\n", st.OutOfOrder)
 	}
@@ -47,15 +67,7 @@ func WriteInspect(w io.Writer, st *rrpair.Stats) error {
 	if len(st.Hosts) > 0 {
 		fmt.Fprintf(tw, "Hosts\t%s\n", joinCounts(st.Hosts))
 	}
-	statuses := make(map[string]int, len(st.Status))
-	for code, n := range st.Status {
-		name := strconv.Itoa(code)
-		if code == 0 {
-			name = "none"
-		}
-		statuses[name] = n
-	}
-	fmt.Fprintf(tw, "Recorded status\t%s\n", joinCounts(statuses))
+	fmt.Fprintf(tw, "Recorded status\t%s\n", joinCounts(statusNames(st.Status)))
 	fmt.Fprintf(tw, "HTTP versions\t%s\n", joinCounts(st.Versions))
 	if st.Downgraded > 0 {
 		fmt.Fprintf(tw, "Downgraded\t%d (recorded as HTTP/2 or 3, replayed as HTTP/1.1)\n", st.Downgraded)

@@ -103,15 +103,8 @@ const MinJudged = 0.5
 func (s *Summary) stepChecks(st *Step, tolerance float64) (checks int, behind, unjudged []string) {
 	if st.Unit == "rate" {
 		checks++
-		target, achieved, unit := (st.From+st.To)/2, 0.0, "/s"
-		if st.Requests > 0 {
-			achieved = st.Throughput * float64(st.Iterations) / float64(st.Requests)
-		}
-		if st.RateUnit == "requests" {
-			target, achieved, unit = (st.RequestFrom+st.RequestTo)/2, st.Throughput, "req/s"
-		}
-		if achieved < (1-tolerance)*target {
-			behind = append(behind, fmt.Sprintf("achieved %s of %s (below %s%%)", rateLabel(achieved, unit), rateLabel(target, unit), strconv.FormatFloat(100*(1-tolerance), 'f', -1, 64)))
+		if why := rateBehind(st, tolerance); why != "" {
+			behind = append(behind, why)
 		}
 	}
 	for _, t := range s.Thresholds {
@@ -123,7 +116,33 @@ func (s *Summary) stepChecks(st *Step, tolerance float64) (checks int, behind, u
 			behind = append(behind, fmt.Sprintf("%s (%s)", t.Threshold, t.Rounded().MeasuredText(-1)))
 		}
 	}
-	judged := false
+	judged, behind, unjudged := s.e2eChecks(st, tolerance, behind)
+	if judged {
+		checks++
+	}
+	return checks, behind, unjudged
+}
+
+// rateBehind is why a rate step fell behind its target (the mean of its
+// start and end, in the unit it was written in), "" when it kept up.
+func rateBehind(st *Step, tolerance float64) string {
+	target, achieved, unit := (st.From+st.To)/2, 0.0, "/s"
+	if st.Requests > 0 {
+		achieved = st.Throughput * float64(st.Iterations) / float64(st.Requests)
+	}
+	if st.RateUnit == "requests" {
+		target, achieved, unit = (st.RequestFrom+st.RequestTo)/2, st.Throughput, "req/s"
+	}
+	if achieved < (1-tolerance)*target {
+		return fmt.Sprintf("achieved %s of %s (below %s%%)", rateLabel(achieved, unit), rateLabel(target, unit), strconv.FormatFloat(100*(1-tolerance), 'f', -1, 64))
+	}
+	return ""
+}
+
+// e2eChecks judges step st at each e2e stage: judged says a stage could,
+// behind gets the reasons of those that saw it fall behind, and unjudged
+// why a stage could not judge it.
+func (s *Summary) e2eChecks(st *Step, tolerance float64, behind []string) (judged bool, _, unjudged []string) {
 	for _, e := range st.E2E {
 		w := e.Window
 		switch {
@@ -144,10 +163,7 @@ func (s *Summary) stepChecks(st *Step, tolerance float64) (checks int, behind, u
 			}
 		}
 	}
-	if judged {
-		checks++
-	}
-	return checks, behind, unjudged
+	return judged, behind, unjudged
 }
 
 // drainS is how long the run waited for its events, in seconds.
@@ -260,43 +276,60 @@ func stepsVerdict(steps []Step, tolerance float64) *StepsVerdict {
 			last, v.KeptUpThrough = st, st.Step
 		}
 	}
-	if unjudged != nil {
-		var parts []string
-		if last != nil {
-			parts = append(parts, fmt.Sprintf("kept up through step %d (%s)", last.Step, targetLabel(last)))
-		}
-		parts = append(parts, fmt.Sprintf("step %d (%s) not judged: %s", unjudged.Step, targetLabel(unjudged), strings.Join(unjudged.NotJudged, "; ")))
-		if v.FellBehind != 0 {
-			bad := &steps[v.FellBehind-1]
-			what, lat := latencyLabel(bad)
-			parts = append(parts, fmt.Sprintf("fell behind in step %d (%s): %s, %s %s", bad.Step, targetLabel(bad), strings.Join(bad.Behind, "; "), what, lat))
-		}
-		v.Line = strings.Join(parts, "; ")
-		return v
+	switch {
+	case unjudged != nil:
+		v.Line = notJudgedLine(steps, v.FellBehind, last, unjudged)
+	case v.FellBehind == 0:
+		v.Line = keptUpLine(steps, last)
+	default:
+		v.Line = behindLine(steps, v.FellBehind, last)
 	}
-	if v.FellBehind == 0 {
-		v.Line = fmt.Sprintf("kept up through every step (the last, step %d: %s)", last.Step, targetLabel(last))
-		// With sinks, how the end-to-end latency went from the first step
-		// to the last: a backlog that drained in time still shows there.
-		w0, l0 := latencyLabel(&steps[0])
-		if w1, l1 := latencyLabel(last); w0 == "e2e p99" && w1 == w0 && last.Step != 1 {
-			v.Line += fmt.Sprintf(", %s %s → %s", w0, l0, l1)
-		}
-		return v
+	return v
+}
+
+// notJudgedLine is the verdict's line when step unjudged could not be
+// judged: the steps that kept up before it (last, if any), why it was not
+// judged, and the step that fell behind (fellBehind, if any).
+func notJudgedLine(steps []Step, fellBehind int, last, unjudged *Step) string {
+	var parts []string
+	if last != nil {
+		parts = append(parts, fmt.Sprintf("kept up through step %d (%s)", last.Step, targetLabel(last)))
 	}
-	bad := &steps[v.FellBehind-1]
+	parts = append(parts, fmt.Sprintf("step %d (%s) not judged: %s", unjudged.Step, targetLabel(unjudged), strings.Join(unjudged.NotJudged, "; ")))
+	if fellBehind != 0 {
+		bad := &steps[fellBehind-1]
+		what, lat := latencyLabel(bad)
+		parts = append(parts, fmt.Sprintf("fell behind in step %d (%s): %s, %s %s", bad.Step, targetLabel(bad), strings.Join(bad.Behind, "; "), what, lat))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// keptUpLine is the verdict's line when every step kept up, to last.
+func keptUpLine(steps []Step, last *Step) string {
+	line := fmt.Sprintf("kept up through every step (the last, step %d: %s)", last.Step, targetLabel(last))
+	// With sinks, how the end-to-end latency went from the first step
+	// to the last: a backlog that drained in time still shows there.
+	w0, l0 := latencyLabel(&steps[0])
+	if w1, l1 := latencyLabel(last); w0 == "e2e p99" && w1 == w0 && last.Step != 1 {
+		line += fmt.Sprintf(", %s %s → %s", w0, l0, l1)
+	}
+	return line
+}
+
+// behindLine is the verdict's line when step fellBehind fell behind,
+// after the steps that kept up to last (nil when none did).
+func behindLine(steps []Step, fellBehind int, last *Step) string {
+	bad := &steps[fellBehind-1]
 	what, lat := latencyLabel(bad)
 	if last == nil {
-		v.Line = fmt.Sprintf("fell behind from step %d (%s): %s, %s %s", bad.Step, targetLabel(bad), strings.Join(bad.Behind, "; "), what, lat)
-		return v
+		return fmt.Sprintf("fell behind from step %d (%s): %s, %s %s", bad.Step, targetLabel(bad), strings.Join(bad.Behind, "; "), what, lat)
 	}
 	before := lat
 	if w, l := latencyLabel(last); w == what {
 		before = l + " → " + lat
 	}
-	v.Line = fmt.Sprintf("kept up through step %d (%s); fell behind in step %d (%s): %s, %s %s",
+	return fmt.Sprintf("kept up through step %d (%s); fell behind in step %d (%s): %s, %s %s",
 		last.Step, targetLabel(last), bad.Step, targetLabel(bad), strings.Join(bad.Behind, "; "), what, before)
-	return v
 }
 
 // latencyLabel is the latency a verdict quotes for a step: the worst e2e

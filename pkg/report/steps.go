@@ -254,86 +254,109 @@ func (s *Summary) SetStepE2E(byStage []e2e.StepStage, accepted []int64) {
 // exactly. Summaries without steps (a standalone sink's) are skipped.
 func mergeSteps(ss []*Summary) ([]Step, error) {
 	var out []Step
-	var lat, svc []*hdrhistogram.Histogram
-	var e2es []map[string]*hdrhistogram.Histogram
-	var e2eOrder [][]string
-	var seen []map[string]int64
+	var ms []stepMerge
 	for i, s := range ss {
 		if len(s.Steps) == 0 {
 			continue
 		}
 		if out == nil {
-			out = make([]Step, len(s.Steps))
-			lat, svc = make([]*hdrhistogram.Histogram, len(s.Steps)), make([]*hdrhistogram.Histogram, len(s.Steps))
-			e2es, e2eOrder = make([]map[string]*hdrhistogram.Histogram, len(s.Steps)), make([][]string, len(s.Steps))
-			seen = make([]map[string]int64, len(s.Steps))
-			for j, st := range s.Steps {
-				seen[j] = map[string]int64{}
-				out[j] = Step{Step: st.Step, StartS: st.StartS, DurationS: st.DurationS, Unit: st.Unit, RateUnit: st.RateUnit, Ramp: st.Ramp,
-					Status: map[string]int64{}, Errors: map[string]int64{}}
-				lat[j], svc[j], e2es[j] = newHistogram(), newHistogram(), map[string]*hdrhistogram.Histogram{}
-			}
+			out, ms = newStepMerges(s.Steps)
 		}
 		if len(s.Steps) != len(out) {
 			return nil, fmt.Errorf("merge: summary %d has %d steps, the others %d: shards of one run share --stages", i+1, len(s.Steps), len(out))
 		}
-		for j, st := range s.Steps {
-			o := &out[j]
-			if st.Unit != o.Unit || math.Abs(st.StartS-o.StartS) > 0.001 {
-				return nil, fmt.Errorf("merge: summary %d, step %d: starts at %gs in %s, the others at %gs in %s: shards of one run share --stages", i+1, j+1, st.StartS, st.Unit, o.StartS, o.Unit)
-			}
-			o.DurationS = max(o.DurationS, st.DurationS)
-			o.From += st.From
-			o.To += st.To
-			o.RequestFrom += st.RequestFrom
-			o.RequestTo += st.RequestTo
-			o.Accepted += st.Accepted
-			o.Scheduled += st.Scheduled
-			o.Iterations += st.Iterations
-			o.Dropped += st.Dropped
-			o.Late += st.Late
-			o.Requests += st.Requests
-			o.Succeeded += st.Succeeded
-			o.Failed += st.Failed
-			o.Answered += st.Answered
-			addCounts(o.Status, st.Status)
-			addCounts(o.Errors, st.Errors)
-			o.GRPCStatus = addOptCounts(o.GRPCStatus, st.GRPCStatus)
-			what := fmt.Sprintf("step %d", j+1)
-			if err := mergeHistogram(lat[j], st.Histogram, i, what); err != nil {
+		for j := range s.Steps {
+			if err := ms[j].add(&out[j], &s.Steps[j], i, j); err != nil {
 				return nil, err
-			}
-			if err := mergeHistogram(svc[j], st.ServiceHistogram, i, what+" service"); err != nil {
-				return nil, err
-			}
-			for _, e := range st.E2E {
-				h := e2es[j][e.Stage]
-				if h == nil {
-					h = newHistogram()
-					e2es[j][e.Stage] = h
-					e2eOrder[j] = append(e2eOrder[j], e.Stage)
-				}
-				seen[j][e.Stage] += e.Seen
-				if err := mergeHistogram(h, e.Histogram, i, what+" e2e "+e.Stage); err != nil {
-					return nil, err
-				}
 			}
 		}
 	}
 	for j := range out {
-		o := &out[j]
-		o.Target = o.targetText()
-		o.Latency, o.Service = latencyOf(lat[j]), latencyOf(svc[j])
-		o.Histogram, o.ServiceHistogram = encodeHistogram(lat[j]), encodeHistogram(svc[j])
-		for _, name := range e2eOrder[j] {
-			h := e2es[j][name]
-			e := StepE2E{Stage: name, Events: h.TotalCount(), Seen: seen[j][name]}
-			if e.Events > 0 {
-				e.Latency, e.Histogram = latencyOf(h), encodeHistogram(h)
-			}
-			o.E2E = append(o.E2E, e)
-		}
-		o.SetRates()
+		ms[j].finish(&out[j])
 	}
 	return out, nil
+}
+
+// stepMerge is one step's histograms as the shards' steps merge into it:
+// latency, service time, and per e2e stage (in the order first seen) the
+// end-to-end latency and the events seen.
+type stepMerge struct {
+	lat, svc *hdrhistogram.Histogram
+	e2e      map[string]*hdrhistogram.Histogram
+	order    []string
+	seen     map[string]int64
+}
+
+// newStepMerges makes the merged steps, empty, of a run with steps, and
+// their merges.
+func newStepMerges(steps []Step) ([]Step, []stepMerge) {
+	out, ms := make([]Step, len(steps)), make([]stepMerge, len(steps))
+	for j, st := range steps {
+		out[j] = Step{Step: st.Step, StartS: st.StartS, DurationS: st.DurationS, Unit: st.Unit, RateUnit: st.RateUnit, Ramp: st.Ramp,
+			Status: map[string]int64{}, Errors: map[string]int64{}}
+		ms[j] = stepMerge{lat: newHistogram(), svc: newHistogram(), e2e: map[string]*hdrhistogram.Histogram{}, seen: map[string]int64{}}
+	}
+	return out, ms
+}
+
+// add merges step j of summary i, st, into o: counts and targets add,
+// histograms merge.
+func (m *stepMerge) add(o, st *Step, i, j int) error {
+	if st.Unit != o.Unit || math.Abs(st.StartS-o.StartS) > 0.001 {
+		return fmt.Errorf("merge: summary %d, step %d: starts at %gs in %s, the others at %gs in %s: shards of one run share --stages", i+1, j+1, st.StartS, st.Unit, o.StartS, o.Unit)
+	}
+	o.DurationS = max(o.DurationS, st.DurationS)
+	o.From += st.From
+	o.To += st.To
+	o.RequestFrom += st.RequestFrom
+	o.RequestTo += st.RequestTo
+	o.Accepted += st.Accepted
+	o.Scheduled += st.Scheduled
+	o.Iterations += st.Iterations
+	o.Dropped += st.Dropped
+	o.Late += st.Late
+	o.Requests += st.Requests
+	o.Succeeded += st.Succeeded
+	o.Failed += st.Failed
+	o.Answered += st.Answered
+	addCounts(o.Status, st.Status)
+	addCounts(o.Errors, st.Errors)
+	o.GRPCStatus = addOptCounts(o.GRPCStatus, st.GRPCStatus)
+	what := fmt.Sprintf("step %d", j+1)
+	if err := mergeHistogram(m.lat, st.Histogram, i, what); err != nil {
+		return err
+	}
+	if err := mergeHistogram(m.svc, st.ServiceHistogram, i, what+" service"); err != nil {
+		return err
+	}
+	for _, e := range st.E2E {
+		h := m.e2e[e.Stage]
+		if h == nil {
+			h = newHistogram()
+			m.e2e[e.Stage] = h
+			m.order = append(m.order, e.Stage)
+		}
+		m.seen[e.Stage] += e.Seen
+		if err := mergeHistogram(h, e.Histogram, i, what+" e2e "+e.Stage); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish sets the merged step o's target, latencies, histograms, e2e
+// stages and rates from what was merged.
+func (m *stepMerge) finish(o *Step) {
+	o.Target = o.targetText()
+	o.Latency, o.Service = latencyOf(m.lat), latencyOf(m.svc)
+	o.Histogram, o.ServiceHistogram = encodeHistogram(m.lat), encodeHistogram(m.svc)
+	for _, name := range m.order {
+		h := m.e2e[name]
+		e := StepE2E{Stage: name, Events: h.TotalCount(), Seen: m.seen[name]}
+		if e.Events > 0 {
+			e.Latency, e.Histogram = latencyOf(h), encodeHistogram(h)
+		}
+		o.E2E = append(o.E2E, e)
+	}
+	o.SetRates()
 }

@@ -35,7 +35,44 @@ func WriteText(w io.Writer, s *Summary) error {
 	line := func(label, fields, values string) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", label, fields, values)
 	}
+	writeTimeLines(line, s)
+	writeTrafficLines(line, s)
+	writeLoadLines(line, s)
+	writeCountLines(line, s)
+	tw.Flush() // cannot fail: it writes to buf
+	writeLagWarning(&buf, s)
 
+	if len(s.Endpoints) > 0 {
+		buf.WriteString("\nEndpoints\n")
+		writeEndpoints(&buf, s.Endpoints)
+	}
+	if len(s.Steps) > 0 {
+		buf.WriteString("\nSteps (requests by the step they were due in)\n")
+		writeSteps(&buf, s)
+	}
+	if e := s.E2E; e != nil {
+		writeE2E(&buf, e)
+	}
+	if len(s.Transforms) > 0 {
+		writeTransforms(&buf, s.Transforms)
+	}
+	if c := s.Compare; c != nil {
+		writeCompare(&buf, c)
+	}
+	if len(s.Thresholds) > 0 {
+		writeThresholds(&buf, s.Thresholds)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// textLine writes one aligned line of the report's head: its label, the
+// fields it shows and their values.
+type textLine func(label, fields, values string)
+
+// writeTimeLines writes the head's lines on requests, answers and time:
+// Requests to the phase timings.
+func writeTimeLines(line textLine, s *Summary) {
 	line("Requests", "[total, rate, throughput]",
 		fmt.Sprintf("%d, %.2f, %.2f", s.Requests, s.RPS, s.Throughput))
 	if s.SUTCPUs > 0 {
@@ -58,14 +95,25 @@ func WriteText(w io.Writer, s *Summary) error {
 		line("  note", "[version 1 summary]", "latencies include the time to failure of the requests without an answer")
 	}
 	if tm := s.Timings; tm != nil {
-		line("  connecting", "[new connections: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.Connecting))
-		if tm.TLSHandshaking.Max > 0 {
-			line("  tls", "[new connections: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.TLSHandshaking))
-		}
-		line("  sending", "[min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.Sending))
-		line("  waiting", "[first byte: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.Waiting))
-		line("  receiving", "[min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.Receiving))
+		writeTimingLines(line, tm)
 	}
+}
+
+// writeTimingLines writes the lines of the phases of a request: connecting,
+// TLS (when any handshake was timed), sending, waiting and receiving.
+func writeTimingLines(line textLine, tm *Timings) {
+	line("  connecting", "[new connections: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.Connecting))
+	if tm.TLSHandshaking.Max > 0 {
+		line("  tls", "[new connections: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.TLSHandshaking))
+	}
+	line("  sending", "[min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.Sending))
+	line("  waiting", "[first byte: min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.Waiting))
+	line("  receiving", "[min, mean, 50, 90, 95, 99, 99.9, max]", formatLatency(tm.Receiving))
+}
+
+// writeTrafficLines writes the head's lines on what went over the wire:
+// bytes, success, status codes, errors and connections.
+func writeTrafficLines(line textLine, s *Summary) {
 	line("Bytes In", "[total, mean]", formatByteTotals(s.BytesIn, s.Requests))
 	line("Bytes Out", "[total, mean]", formatByteTotals(s.BytesOut, s.Requests))
 	line("Success", "[ratio]", formatPercent(s.Succeeded, s.Requests))
@@ -79,6 +127,11 @@ func WriteText(w io.Writer, s *Summary) error {
 	if p := s.ConnectionsByProtocol; len(p) > 1 || len(p) == 1 && p["http/1.1"] == 0 {
 		line("  by protocol", "[protocol:connections]", formatCounts(p, "  "))
 	}
+}
+
+// writeLoadLines writes the head's lines on the load: the model, the
+// iterations, what was achieved and how the schedule was kept.
+func writeLoadLines(line textLine, s *Summary) {
 	if len(s.Steps) > 0 {
 		line("Model", "[name, stages]", formatModel(s.Model, nil)+", "+StagesText(s.Steps))
 	} else {
@@ -97,89 +150,70 @@ func WriteText(w io.Writer, s *Summary) error {
 			fmt.Sprintf("%d, %s, %s, %s, %s", sc.Scheduled, formatMillis(sc.LagMeanMS),
 				formatMillis(sc.LagP50MS), formatMillis(sc.LagP99MS), formatMillis(sc.LagMaxMS)))
 	}
-	if s.OutOfOrder != 0 {
-		line("Out of order", "[iterations listed before earlier ts]", strconv.Itoa(s.OutOfOrder))
+}
+
+// writeCountLines writes the head's lines of the counts shown only when not
+// zero, in the report's order, then the skipped lines of the file.
+func writeCountLines(line textLine, s *Summary) {
+	counts := []struct {
+		n             int64
+		label, fields string
+	}{
+		{int64(s.OutOfOrder), "Out of order", "[iterations listed before earlier ts]"},
+		{s.Downgraded, "Downgraded", "[HTTP/2 sent as HTTP/1.1]"},
+		{s.Upgraded, "Upgraded", "[HTTP/1.x sent as HTTP/2]"},
+		{s.Retried, "Retried", "[declared unprocessed by the SUT, sent again once]"},
+		{s.Redirects, "Redirects", "[followed]"},
+		{s.RedirectLimit, "Redirect limit", "[chains cut by --follow-redirects]"},
+		{s.Unsolicited, "Unsolicited", "[connections closed: bytes no request asked for]"},
+		{s.Unsent, "Unsent", "[no byte written]"},
+		{s.Clamped, "Clamped", "[over one hour]"},
+		{s.Backoffs, "Back-offs", "[waits after a failed connect]"},
 	}
-	if s.Downgraded != 0 {
-		line("Downgraded", "[HTTP/2 sent as HTTP/1.1]", strconv.FormatInt(s.Downgraded, 10))
-	}
-	if s.Upgraded != 0 {
-		line("Upgraded", "[HTTP/1.x sent as HTTP/2]", strconv.FormatInt(s.Upgraded, 10))
-	}
-	if s.Retried != 0 {
-		line("Retried", "[declared unprocessed by the SUT, sent again once]", strconv.FormatInt(s.Retried, 10))
-	}
-	if s.Redirects != 0 {
-		line("Redirects", "[followed]", strconv.FormatInt(s.Redirects, 10))
-	}
-	if s.RedirectLimit != 0 {
-		line("Redirect limit", "[chains cut by --follow-redirects]", strconv.FormatInt(s.RedirectLimit, 10))
-	}
-	if s.Unsolicited != 0 {
-		line("Unsolicited", "[connections closed: bytes no request asked for]", strconv.FormatInt(s.Unsolicited, 10))
-	}
-	if s.Unsent != 0 {
-		line("Unsent", "[no byte written]", strconv.FormatInt(s.Unsent, 10))
-	}
-	if s.Clamped != 0 {
-		line("Clamped", "[over one hour]", strconv.FormatInt(s.Clamped, 10))
-	}
-	if s.Backoffs != 0 {
-		line("Back-offs", "[waits after a failed connect]", strconv.FormatInt(s.Backoffs, 10))
+	for _, c := range counts {
+		if c.n != 0 {
+			line(c.label, c.fields, strconv.FormatInt(c.n, 10))
+		}
 	}
 	if n := s.Skipped.Total(); n != 0 {
 		line("Skipped", "[lines of the file not replayed]", strconv.Itoa(n)+": "+strings.Join(s.Skipped.Kinds(), ", "))
 	}
-	tw.Flush() // cannot fail: it writes to buf
-	writeLagWarning(&buf, s)
+}
 
-	if len(s.Endpoints) > 0 {
-		buf.WriteString("\nEndpoints\n")
-		writeEndpoints(&buf, s.Endpoints)
+// writeCompare writes how the replayed responses compared with the recorded
+// ones, with the first five kinds of mismatch.
+func writeCompare(buf *bytes.Buffer, c *Compare) {
+	what := "status"
+	if c.GRPCCompared > 0 {
+		what = "status, grpc-status"
 	}
-	if len(s.Steps) > 0 {
-		buf.WriteString("\nSteps (requests by the step they were due in)\n")
-		writeSteps(&buf, s)
+	if c.Body {
+		what += " and body"
 	}
-	if e := s.E2E; e != nil {
-		writeE2E(&buf, e)
+	fmt.Fprintf(buf, "\nCompared with the recorded responses (%s): %d of %d match (%.2f%%)", what, c.Matched, c.Compared, c.MatchPct)
+	if c.NotRecorded > 0 {
+		fmt.Fprintf(buf, "; %d had no recorded answer", c.NotRecorded)
 	}
-	if len(s.Transforms) > 0 {
-		writeTransforms(&buf, s.Transforms)
-	}
-	if c := s.Compare; c != nil {
-		what := "status"
-		if c.GRPCCompared > 0 {
-			what = "status, grpc-status"
+	buf.WriteString("\n")
+	for i, m := range c.Mismatches {
+		if i == 5 {
+			fmt.Fprintf(buf, "  ... %d more kinds of mismatch in the JSON\n", len(c.Mismatches)-5)
+			break
 		}
-		if c.Body {
-			what += " and body"
-		}
-		fmt.Fprintf(&buf, "\nCompared with the recorded responses (%s): %d of %d match (%.2f%%)", what, c.Matched, c.Compared, c.MatchPct)
-		if c.NotRecorded > 0 {
-			fmt.Fprintf(&buf, "; %d had no recorded answer", c.NotRecorded)
-		}
-		buf.WriteString("\n")
-		for i, m := range c.Mismatches {
-			if i == 5 {
-				fmt.Fprintf(&buf, "  ... %d more kinds of mismatch in the JSON\n", len(c.Mismatches)-5)
-				break
-			}
-			fmt.Fprintf(&buf, "  %6d  %-28s %s: recorded %q, replayed %q (line %d)\n", m.Count, m.Endpoint, m.Kind, m.Recorded, m.Replayed, m.Line)
-		}
+		fmt.Fprintf(buf, "  %6d  %-28s %s: recorded %q, replayed %q (line %d)\n", m.Count, m.Endpoint, m.Kind, m.Recorded, m.Replayed, m.Line)
 	}
-	if len(s.Thresholds) > 0 {
-		buf.WriteString("\nThresholds\n")
-		for _, t := range s.Thresholds {
-			mark := "pass"
-			if !t.Pass {
-				mark = "FAIL"
-			}
-			fmt.Fprintf(&buf, "  %s  %-30s %s\n", mark, t.Name(), t.MeasuredText(3))
+}
+
+// writeThresholds writes each threshold's verdict and measured value.
+func writeThresholds(buf *bytes.Buffer, ts []ThresholdResult) {
+	buf.WriteString("\nThresholds\n")
+	for _, t := range ts {
+		mark := "pass"
+		if !t.Pass {
+			mark = "FAIL"
 		}
+		fmt.Fprintf(buf, "  %s  %-30s %s\n", mark, t.Name(), t.MeasuredText(3))
 	}
-	_, err := w.Write(buf.Bytes())
-	return err
 }
 
 // formatAnswered gives the answered requests and those that failed without
@@ -313,72 +347,101 @@ func formatSeconds(s float64) string { return formatMillis(s * 1000) }
 // the end-to-end p99; whether each step kept up; then the one line that
 // says where the run stopped keeping up.
 func writeSteps(buf *bytes.Buffer, s *Summary) {
-	steps := s.Steps
-	var stages []string
-	events, verdicts, dropped, late := false, false, false, false
-	for _, st := range steps {
-		dropped, late = dropped || st.Dropped != 0, late || st.Late != 0
-		events = events || len(st.E2E) > 0
-		verdicts = verdicts || st.KeptUp != nil
-		for _, e := range st.E2E {
-			if !slices.Contains(stages, e.Stage) {
-				stages = append(stages, e.Stage)
-			}
-		}
-	}
-	// dropped and late only when a step had some, as in the HTML report
-	head := []string{"step", "target", "for", "iter/s", "req/s"}
-	if dropped {
-		head = append(head, "dropped")
-	}
-	if late {
-		head = append(head, "late")
-	}
-	head = append(head, "requests", "errors", "p50", "p90", "p99", "svc p99")
-	if events {
-		head = append(head, "accepted/s")
-	}
-	for _, name := range stages {
-		head = append(head, "seen/s "+name, "e2e "+name+" p99")
-	}
-	if verdicts {
-		head = append(head, "kept up")
-	}
-	rows := [][]string{head}
-	for _, st := range steps {
-		lat := []string{formatMillis(st.Latency.P50), formatMillis(st.Latency.P90), formatMillis(st.Latency.P99), formatMillis(st.Service.P99)}
-		if st.Answered == 0 {
-			lat = []string{"-", "-", "-", "-"}
-		}
-		row := []string{strconv.Itoa(st.Step), st.Target, formatSeconds(st.DurationS), fmt.Sprintf("%.2f", st.IterationRate), fmt.Sprintf("%.2f", st.RequestRate)}
-		if dropped {
-			row = append(row, strconv.FormatInt(st.Dropped, 10))
-		}
-		if late {
-			row = append(row, strconv.FormatInt(st.Late, 10))
-		}
-		row = append(append(row, strconv.FormatInt(st.Requests, 10), formatPercent(st.Failed, st.Requests)), lat...)
-		if events {
-			row = append(row, fmt.Sprintf("%.2f", st.AcceptedRate))
-		}
-		for _, name := range stages {
-			seen, p99 := "-", noEvent
-			for _, e := range st.E2E {
-				if e.Stage == name {
-					seen, p99 = fmt.Sprintf("%.2f", e.SeenPerSecond()), seenMillis(e.Events, e.Latency.P99)
-				}
-			}
-			row = append(row, seen, p99)
-		}
-		if verdicts {
-			row = append(row, keptUpText(st.KeptUp))
-		}
-		rows = append(rows, row)
+	cols := stepColumnsOf(s.Steps)
+	rows := [][]string{cols.head()}
+	for _, st := range s.Steps {
+		rows = append(rows, cols.row(st))
 	}
 	writeTable(buf, rows, false)
 	if v := s.StepsVerdict; v != nil {
 		fmt.Fprintf(buf, "  %s\n", upperFirst(v.Line))
 	}
+}
+
+// stepColumns says which of the steps table's optional columns it shows:
+// dropped and late when a step had some, accepted/s with events, a pair of
+// columns for each e2e stage, and kept up when a step has a verdict.
+type stepColumns struct {
+	events, verdicts, dropped, late bool
+	stages                          []string // e2e stages, in the order first seen
+}
+
+// stepColumnsOf finds the optional columns the steps call for.
+func stepColumnsOf(steps []Step) stepColumns {
+	var c stepColumns
+	for _, st := range steps {
+		c.dropped, c.late = c.dropped || st.Dropped != 0, c.late || st.Late != 0
+		c.events = c.events || len(st.E2E) > 0
+		c.verdicts = c.verdicts || st.KeptUp != nil
+		for _, e := range st.E2E {
+			if !slices.Contains(c.stages, e.Stage) {
+				c.stages = append(c.stages, e.Stage)
+			}
+		}
+	}
+	return c
+}
+
+// head is the steps table's header row.
+func (c stepColumns) head() []string {
+	// dropped and late only when a step had some, as in the HTML report
+	head := []string{"step", "target", "for", "iter/s", "req/s"}
+	if c.dropped {
+		head = append(head, "dropped")
+	}
+	if c.late {
+		head = append(head, "late")
+	}
+	head = append(head, "requests", "errors", "p50", "p90", "p99", "svc p99")
+	if c.events {
+		head = append(head, "accepted/s")
+	}
+	for _, name := range c.stages {
+		head = append(head, "seen/s "+name, "e2e "+name+" p99")
+	}
+	if c.verdicts {
+		head = append(head, "kept up")
+	}
+	return head
+}
+
+// row is one step's row of the steps table.
+func (c stepColumns) row(st Step) []string {
+	lat := []string{formatMillis(st.Latency.P50), formatMillis(st.Latency.P90), formatMillis(st.Latency.P99), formatMillis(st.Service.P99)}
+	if st.Answered == 0 {
+		lat = []string{"-", "-", "-", "-"}
+	}
+	row := []string{strconv.Itoa(st.Step), st.Target, formatSeconds(st.DurationS), fmt.Sprintf("%.2f", st.IterationRate), fmt.Sprintf("%.2f", st.RequestRate)}
+	if c.dropped {
+		row = append(row, strconv.FormatInt(st.Dropped, 10))
+	}
+	if c.late {
+		row = append(row, strconv.FormatInt(st.Late, 10))
+	}
+	row = append(append(row, strconv.FormatInt(st.Requests, 10), formatPercent(st.Failed, st.Requests)), lat...)
+	if c.events {
+		row = append(row, fmt.Sprintf("%.2f", st.AcceptedRate))
+	}
+	for _, name := range c.stages {
+		seen, p99 := stepStageCells(st, name)
+		row = append(row, seen, p99)
+	}
+	if c.verdicts {
+		row = append(row, keptUpText(st.KeptUp))
+	}
+	return row
+}
+
+// stepStageCells are a step's cells for one e2e stage: the events seen a
+// second and the end-to-end p99, or "-" and noEvent when it saw none.
+func stepStageCells(st Step, name string) (seen, p99 string) {
+	seen, p99 = "-", noEvent
+	for _, e := range st.E2E {
+		if e.Stage == name {
+			seen, p99 = fmt.Sprintf("%.2f", e.SeenPerSecond()), seenMillis(e.Events, e.Latency.P99)
+		}
+	}
+	return seen, p99
 }
 
 // keptUpText is a step's verdict in the steps table.

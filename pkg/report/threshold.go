@@ -266,20 +266,27 @@ func (t *Threshold) parseOp(s, expr string) (name, rest string, err error) {
 	return name, strings.TrimSpace(rest), nil
 }
 
+// e2eMetric reads the name of an end-to-end metric past its "e2e.": a
+// statistic, or a stage then a statistic (kept in t.Stage). It returns the
+// metric's name in the table: "e2e STAT", or the count's name alone.
+func (t *Threshold) e2eMetric(e2e string) string {
+	stat := e2e
+	if i := strings.LastIndexByte(e2e, '.'); i >= 0 {
+		t.Stage, stat = e2e[:i], e2e[i+1:]
+	}
+	if slices.Contains(e2eCounts, stat) { // e2e.pending is pending's
+		return stat
+	}
+	return "e2e " + stat
+}
+
 // parseMetric finds the row of the metric written name (threshold s): a
 // latency statistic alone is the latency's (p99), e2e.p99 the end-to-end
 // latency's, e2e.STAGE.p99 that of one stage. It keeps the statistic in
 // t.Metric for takeUnit.
 func (t *Threshold) parseMetric(s, name string) (*metric, error) {
 	if e2e, ok := strings.CutPrefix(name, "e2e."); ok {
-		stat := e2e
-		if i := strings.LastIndexByte(e2e, '.'); i >= 0 {
-			t.Stage, stat = e2e[:i], e2e[i+1:]
-		}
-		name = "e2e " + stat
-		if slices.Contains(e2eCounts, stat) { // e2e.pending is pending's
-			name = stat
-		}
+		name = t.e2eMetric(e2e)
 	}
 	kind, stat, _ := strings.Cut(name, " ")
 	if stat == "" && slices.Contains(latencyStats, kind) { // p99 alone

@@ -18,6 +18,26 @@ import (
 // checkAsked holds the load against the traffic file (Prepare), where
 // what the file holds decides whether an iteration limit can be reached.
 
+// checkStagesLength refuses, with --stages, the flags that would end the
+// run at another time than the stages: a --duration that differs,
+// --iterations and --mode once.
+func checkStagesLength(m *schedule.Load) error {
+	span := schedule.StagesDuration(m.Stages)
+	switch {
+	case m.Duration > 0 && m.Duration != span:
+		what := "cut them short"
+		if m.Duration > span {
+			what = "run past them"
+		}
+		return fmt.Errorf("--duration %v and --stages (%v in all): the stages set the run's length, and --duration would %s; leave --duration out, or make it %v", m.Duration, span, what, span)
+	case m.Iterations > 0:
+		return fmt.Errorf("--iterations %d and --stages: the stages set the run's length, and an iteration limit would end it at another time; leave --iterations out", m.Iterations)
+	case m.Walk == schedule.Once:
+		return errors.New("--mode once and --stages: the stages set the run's length, and a walk once through the file would end it at another time; leave --mode out (stages walk the file round and round)")
+	}
+	return nil
+}
+
 // checkLength holds the flags that say how long a run lasts, and those a
 // model would ignore, to one answer. --stages set the run's length: an
 // explicit --duration that differs is refused, and so are --iterations
@@ -33,18 +53,8 @@ func checkLength(l *Load, m *schedule.Load) error {
 		m.Duration = 0
 	}
 	if len(m.Stages) > 0 {
-		span := schedule.StagesDuration(m.Stages)
-		switch {
-		case m.Duration > 0 && m.Duration != span:
-			what := "cut them short"
-			if m.Duration > span {
-				what = "run past them"
-			}
-			return fmt.Errorf("--duration %v and --stages (%v in all): the stages set the run's length, and --duration would %s; leave --duration out, or make it %v", m.Duration, span, what, span)
-		case m.Iterations > 0:
-			return fmt.Errorf("--iterations %d and --stages: the stages set the run's length, and an iteration limit would end it at another time; leave --iterations out", m.Iterations)
-		case m.Walk == schedule.Once:
-			return errors.New("--mode once and --stages: the stages set the run's length, and a walk once through the file would end it at another time; leave --mode out (stages walk the file round and round)")
+		if err := checkStagesLength(m); err != nil {
+			return err
 		}
 	}
 	if m.Speed != 1 && m.Model != schedule.Recorded && !m.Think {
@@ -52,6 +62,22 @@ func checkLength(l *Load, m *schedule.Load) error {
 	}
 	if l.LateAfter != 0 && l.LateAfter != DefaultLateAfter && m.Model == schedule.Closed && !m.Think {
 		return fmt.Errorf("--late-after %v: the closed model begins each request as soon as its VU is free, so none is ever late; it counts under --rate, --pace recorded or --think recorded", l.LateAfter)
+	}
+	return nil
+}
+
+// checkRateDue refuses, under a constant --rate for a --duration, an
+// iteration limit, or a walk once through the file's n iterations, beyond
+// the iterations that come due.
+func checkRateDue(l schedule.Load, n int64) error {
+	due := int64(math.Ceil(l.Rate * l.Duration.Seconds()))
+	if k := l.Iterations; k > due {
+		return fmt.Errorf("--iterations %d: at %s for --duration %v only %d iterations come due; lengthen --duration to %v, or leave --iterations out",
+			k, rateText(l), l.Duration, due, seconds(float64(k)/l.Rate))
+	}
+	if l.Walk == schedule.Once && n > due {
+		return fmt.Errorf("--mode once: the file's %d iterations take %v at %s, and --duration %v would cut the walk after %d; leave --duration out, or make it %v",
+			n, seconds(float64(n)/l.Rate), rateText(l), l.Duration, due, seconds(float64(n)/l.Rate))
 	}
 	return nil
 }
@@ -78,14 +104,8 @@ func checkAsked(whole schedule.Load, f *rrpair.File, shards int, log zerolog.Log
 		return fmt.Errorf("--iterations %d: --mode once begins each of the file's %d iterations once, so the run would end after %d; leave --iterations out, or walk the file round and round (--mode loop)", l.Iterations, n, n)
 	}
 	if l.Model == schedule.Rate && l.Duration > 0 && len(l.Stages) == 0 {
-		due := int64(math.Ceil(l.Rate * l.Duration.Seconds()))
-		if k := l.Iterations; k > due {
-			return fmt.Errorf("--iterations %d: at %s for --duration %v only %d iterations come due; lengthen --duration to %v, or leave --iterations out",
-				k, rateText(l), l.Duration, due, seconds(float64(k)/l.Rate))
-		}
-		if l.Walk == schedule.Once && n > due {
-			return fmt.Errorf("--mode once: the file's %d iterations take %v at %s, and --duration %v would cut the walk after %d; leave --duration out, or make it %v",
-				n, seconds(float64(n)/l.Rate), rateText(l), l.Duration, due, seconds(float64(n)/l.Rate))
+		if err := checkRateDue(l, n); err != nil {
+			return err
 		}
 	}
 	if l.Model == schedule.Closed && l.Duration > 0 && (l.Iterations > 0 || l.Walk == schedule.Once) {

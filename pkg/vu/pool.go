@@ -156,36 +156,55 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 	// duration and a signal must hold.
 	done := make(chan struct{})
 	watcherDone := make(chan struct{})
-	go func() {
-		defer close(watcherDone)
-		var deadline <-chan time.Time
-		if cfg.Duration > 0 {
-			t := time.NewTimer(cfg.Duration)
-			defer t.Stop()
-			deadline = t.C
-		}
-		select {
-		case <-done:
-			r.stop()
-			return
-		case <-ctx.Done():
-		case <-deadline:
-		}
-		r.stop()
-		grace := time.NewTimer(cfg.Grace)
-		defer grace.Stop()
-		select {
-		case <-done:
-		case <-grace.C:
-			r.vusMu.Lock()
-			r.hard.Store(true)
-			for _, v := range r.vus {
-				v.client.Interrupt()
-			}
-			r.vusMu.Unlock()
-		}
-	}()
+	go r.watch(ctx, done, watcherDone)
+	r.startVUs(sched)
 
+	r.wg.Wait()
+	close(done)
+	<-watcherDone
+	r.count(ctx, &stats, sched)
+	return stats, r.runErr
+}
+
+// watch is the watcher: it stops the run when ctx is done, the duration
+// is over or the VUs are (done closed), then, past the grace, cuts off the
+// requests still in flight. It closes watcherDone as it returns.
+func (r *run) watch(ctx context.Context, done <-chan struct{}, watcherDone chan<- struct{}) {
+	cfg := r.cfg
+	defer close(watcherDone)
+	var deadline <-chan time.Time
+	if cfg.Duration > 0 {
+		t := time.NewTimer(cfg.Duration)
+		defer t.Stop()
+		deadline = t.C
+	}
+	select {
+	case <-done:
+		r.stop()
+		return
+	case <-ctx.Done():
+	case <-deadline:
+	}
+	r.stop()
+	grace := time.NewTimer(cfg.Grace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C:
+		r.vusMu.Lock()
+		r.hard.Store(true)
+		for _, v := range r.vus {
+			v.client.Interrupt()
+		}
+		r.vusMu.Unlock()
+	}
+}
+
+// startVUs starts the VUs: open models, the first VUs idle and the
+// scheduler handing them iterations (sched); the closed model, every VU,
+// with the goroutine that ramps the active ones under stages.
+func (r *run) startVUs(sched *scheduler) {
+	cfg := r.cfg
 	switch {
 	case sched != nil:
 		sched.base = r.base
@@ -212,11 +231,12 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 			r.spawn()
 		}
 	}
+}
 
-	r.wg.Wait()
-	close(done)
-	<-watcherDone
-
+// count fills stats, once the run is over, with what it counted and, for
+// open models, what the scheduler did.
+func (r *run) count(ctx context.Context, stats *result.Counters, sched *scheduler) {
+	cfg := r.cfg
 	stats.Stopped = time.Unix(0, r.stopped.Load())
 	stats.Ended = time.Unix(0, r.nanos())
 	stats.VUs = len(r.vus)
@@ -237,7 +257,6 @@ func (p *Pool) Run(ctx context.Context) (result.Counters, error) {
 			stats.LagP99 = time.Duration(sched.lags.ValueAtQuantile(99)) * time.Microsecond
 		}
 	}
-	return stats, r.runErr
 }
 
 // prepare fills the Config's defaults and asks the transport whether

@@ -114,8 +114,7 @@ func (v *vu) iteration(k int, firstDue int64) error {
 	if rw := r.pool.Rewriter; rw != nil {
 		rw.Begin(v.id)
 	}
-	var prevEnd, prevTS, firstTS int64
-	var prevDur time.Duration
+	p := pace{firstDue: firstDue}
 	for j := 0; !r.stopping.Load(); j++ {
 		more, err := v.cur.Next(&v.pair)
 		if err != nil {
@@ -129,51 +128,90 @@ func (v *vu) iteration(k int, firstDue int64) error {
 			ts, hasTS = v.pair.UnixNano()
 		}
 		now := r.nanos()
-		due := now
-		switch {
-		case j == 0 && firstDue != 0:
-			due, firstTS = firstDue, ts
-		case j == 0:
-			firstTS = ts
-		case cfg.Model == schedule.Recorded && hasTS:
-			due = firstDue + int64(float64(ts-firstTS)/cfg.Speed)
-		case cfg.Think && hasTS && prevTS != 0:
-			gap := time.Duration(ts-prevTS) - prevDur
-			due = prevEnd + int64(float64(max(gap, 0))/cfg.Speed)
-		case cfg.Model != schedule.Closed:
-			due = prevEnd
-		}
+		due := v.dueAt(&p, j, ts, hasTS, now)
 		if due > now && !v.sleep.Sleep(time.Duration(due-now), r.stopCh) {
 			return nil
 		}
-		if begin := r.nanos(); begin-due > int64(cfg.LateAfter) {
-			r.late.Add(1)
-			if r.steps != nil {
-				r.steps.late[r.steps.of(due)].Add(1)
-			}
+		v.countBegin(j, due)
+		end, ok := v.send(due)
+		if !ok {
+			return nil
 		}
-		if j == 0 {
-			v.began = true
-			if r.steps != nil {
-				r.steps.began[r.steps.of(due)].Add(1)
-			}
-		}
-		prevEnd = v.do(due)
-		for v.hops < cfg.FollowRedirects && v.redirect() {
-			v.hops++
-			prevEnd = v.do(prevEnd)
-		}
-		v.hop, v.hops = false, 0
-		if v.backOff() {
-			if !v.sleep.Sleep(v.backoff, r.stopCh) {
-				return nil
-			}
-			prevEnd = r.nanos() // the back-off is the generator's, not the SUT's
-		}
-		prevTS = ts
-		prevDur, _ = v.pair.RecordedDuration()
+		p.prevEnd, p.prevTS = end, ts
+		p.prevDur, _ = v.pair.RecordedDuration()
 	}
 	return nil
+}
+
+// pace is what an iteration's due times follow: when its first request
+// was due (0: now) and that request's recorded time, and when the previous
+// request ended, its recorded time and its recorded duration.
+type pace struct {
+	firstDue, firstTS, prevEnd, prevTS int64
+	prevDur                            time.Duration
+}
+
+// dueAt is when request j of the iteration, recorded at ts (hasTS: it has
+// a time), is due: the first now or at firstDue; a later one at its
+// recorded time under recorded pacing, at the previous end plus the
+// recorded gap with Think, at the previous end under an open model, or
+// now (the closed model).
+func (v *vu) dueAt(p *pace, j int, ts int64, hasTS bool, now int64) int64 {
+	cfg := v.r.cfg
+	due := now
+	switch {
+	case j == 0 && p.firstDue != 0:
+		due, p.firstTS = p.firstDue, ts
+	case j == 0:
+		p.firstTS = ts
+	case cfg.Model == schedule.Recorded && hasTS:
+		due = p.firstDue + int64(float64(ts-p.firstTS)/cfg.Speed)
+	case cfg.Think && hasTS && p.prevTS != 0:
+		gap := time.Duration(ts-p.prevTS) - p.prevDur
+		due = p.prevEnd + int64(float64(max(gap, 0))/cfg.Speed)
+	case cfg.Model != schedule.Closed:
+		due = p.prevEnd
+	}
+	return due
+}
+
+// countBegin counts request j of the iteration, due at due, as it begins:
+// late when begun more than LateAfter past due, and the iteration as begun
+// with its first request, in the step it was due in.
+func (v *vu) countBegin(j int, due int64) {
+	r := v.r
+	if begin := r.nanos(); begin-due > int64(r.cfg.LateAfter) {
+		r.late.Add(1)
+		if r.steps != nil {
+			r.steps.late[r.steps.of(due)].Add(1)
+		}
+	}
+	if j == 0 {
+		v.began = true
+		if r.steps != nil {
+			r.steps.began[r.steps.of(due)].Add(1)
+		}
+	}
+}
+
+// send sends the request due at due, follows its redirects, and backs off
+// after a failed connect; end is when the last answer came (or the
+// back-off ended), ok false when the run stopped during the back-off.
+func (v *vu) send(due int64) (end int64, ok bool) {
+	r := v.r
+	end = v.do(due)
+	for v.hops < r.cfg.FollowRedirects && v.redirect() {
+		v.hops++
+		end = v.do(end)
+	}
+	v.hop, v.hops = false, 0
+	if v.backOff() {
+		if !v.sleep.Sleep(v.backoff, r.stopCh) {
+			return end, false
+		}
+		end = r.nanos() // the back-off is the generator's, not the SUT's
+	}
+	return end, true
 }
 
 // Connect back-off bounds: after a failed connect a VU waits minBackoff,

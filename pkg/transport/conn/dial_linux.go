@@ -132,24 +132,9 @@ func (d *tcpDialer) dialOne(ra remoteAddr, deadline time.Time, first []byte) (ne
 	}
 	sent, done := 0, false
 	if len(first) > 0 {
-		// A write succeeds only on a connected socket: it proves the
-		// handshake done. It fails with EAGAIN while the handshake is under
-		// way, and with the connect's error when that failed.
-		d.sentAt = d.clock()
-		n, werr := syscall.Write(fd, first)
-		switch {
-		case werr == nil:
-			sent, done = n, true
-		case werr == syscall.ECONNRESET || werr == syscall.EPIPE:
-			// Reset (or shut) by a peer that accepted: connected, then
-			// broken, not refused. The next write says how.
-			done = true
-		case werr != syscall.EAGAIN && werr != syscall.EINTR:
-			if ok, _ := handshake(fd); !ok {
-				syscall.Close(fd)
-				return nil, 0, fail("connect", werr)
-			}
-			done = true // connected, then broken: the next write says how
+		if sent, done, err = d.writeFirst(fd, first); err != nil {
+			syscall.Close(fd)
+			return nil, 0, fail("connect", err)
 		}
 	}
 	if !done {
@@ -169,6 +154,31 @@ func (d *tcpDialer) dialOne(ra remoteAddr, deadline time.Time, first []byte) (ne
 		}
 	}
 	return newTCPConn(f, ra.tcp), sent, nil
+}
+
+// writeFirst writes first on fd while its handshake may be under way:
+// sent is how much went, done whether the handshake is known done, and err
+// the connect's error when it failed.
+func (d *tcpDialer) writeFirst(fd int, first []byte) (sent int, done bool, err error) {
+	// A write succeeds only on a connected socket: it proves the
+	// handshake done. It fails with EAGAIN while the handshake is under
+	// way, and with the connect's error when that failed.
+	d.sentAt = d.clock()
+	n, werr := syscall.Write(fd, first)
+	switch {
+	case werr == nil:
+		sent, done = n, true
+	case werr == syscall.ECONNRESET || werr == syscall.EPIPE:
+		// Reset (or shut) by a peer that accepted: connected, then
+		// broken, not refused. The next write says how.
+		done = true
+	case werr != syscall.EAGAIN && werr != syscall.EINTR:
+		if ok, _ := handshake(fd); !ok {
+			return 0, false, werr
+		}
+		done = true // connected, then broken: the next write says how
+	}
+	return sent, done, nil
 }
 
 // wait parks until the handshake on f ends, the deadline passes or the

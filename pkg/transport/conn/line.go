@@ -128,18 +128,38 @@ func (l *Line) Route(req *rrpair.Request) Route { return l.d.route(req, &l.last)
 // dial or the handshake failed (why in Failure).
 func (l *Line) Connect(dst *Route, res *result.Result, p *Protocols, first []byte) (cn *Conn, sent int, kind result.ErrorKind) {
 	l.addr, l.err = dst.Addr, nil
-	o := &l.d.o
-	if c := l.c; c != nil && (c.Addr != dst.Addr || c.HTTPS != dst.HTTPS || !dst.HTTPS && c.Proto != p.Cleartext ||
-		o.MaxConnDuration > 0 && l.now()-c.opened >= int64(o.MaxConnDuration)) {
+	if c := l.kept(dst, res, p); c != nil {
+		return c, 0, result.ErrNone
+	}
+	return l.connectNew(dst, res, p, first)
+}
+
+// kept is the connection kept from an earlier request, if it may carry
+// this one: it is closed when it goes elsewhere, in another protocol, or
+// is too old, and probed when it sat idle (probeIdle).
+func (l *Line) kept(dst *Route, res *result.Result, p *Protocols) *Conn {
+	if c := l.c; c != nil && l.stale(c, dst, p) {
 		l.closeConn()
 	}
 	if c := l.c; c != nil && (p.Settles == "" || c.Proto != p.Settles) && l.now()-c.last >= int64(idleProbe) {
 		l.probeIdle(res)
 	}
-	if l.c != nil {
-		return l.c, 0, result.ErrNone
-	}
+	return l.c
+}
 
+// stale reports a kept connection that may not carry a request to dst in
+// p: it goes to another place, or in another protocol, or is older than
+// --max-conn-duration.
+func (l *Line) stale(c *Conn, dst *Route, p *Protocols) bool {
+	o := &l.d.o
+	return c.Addr != dst.Addr || c.HTTPS != dst.HTTPS || !dst.HTTPS && c.Proto != p.Cleartext ||
+		o.MaxConnDuration > 0 && l.now()-c.opened >= int64(o.MaxConnDuration)
+}
+
+// connectNew dials a new connection to dst (Connect's second half) and,
+// for https, makes its TLS handshake.
+func (l *Line) connectNew(dst *Route, res *result.Result, p *Protocols, first []byte) (cn *Conn, sent int, kind result.ErrorKind) {
+	o := &l.d.o
 	deadline := time.Now().Add(o.Timeout)
 	var t0 int64
 	if o.Timings {
@@ -173,7 +193,14 @@ func (l *Line) Connect(dst *Route, res *result.Result, p *Protocols, first []byt
 	} else {
 		cn.Proto = p.Cleartext
 	}
-	// Established (TCP, and TLS for https): only now is it a connection.
+	l.established(cn, res)
+	return cn, sent, result.ErrNone
+}
+
+// established makes cn, connected (TCP, and TLS for https), the Line's
+// connection: only now is it a connection.
+func (l *Line) established(cn *Conn, res *result.Result) {
+	o := &l.d.o
 	res.Connected = true
 	res.Reconnect = l.hadConn && !o.NoConnectionReuse
 	l.hadConn = true
@@ -182,7 +209,6 @@ func (l *Line) Connect(dst *Route, res *result.Result, p *Protocols, first []byt
 	if l.cut.Load() { // Interrupt may have missed this connection
 		cn.Raw.SetDeadline(time.Unix(1, 0))
 	}
-	return cn, sent, result.ErrNone
 }
 
 // handshake runs the TLS handshake over cn's TCP connection, offering

@@ -153,74 +153,116 @@ func headEnd(b []byte, from int) (end, next int, err error) {
 func scanHead(b []byte) (head, error) {
 	h := head{size: len(b), length: -1}
 	line, rest := nextLine(b)
-	http10 := bytes.HasPrefix(line, http10Prefix)
-	if !http10 && !bytes.HasPrefix(line, http11Prefix) {
-		return h, errVersion
-	}
-	code := line[len(http11Prefix):]
-	if len(code) < 3 || len(code) > 3 && code[3] != ' ' {
-		return h, errVersion
-	}
-	for _, d := range code[:3] {
-		if d < '0' || d > '9' {
-			return h, errVersion
-		}
-		h.status = h.status*10 + int(d-'0')
-	}
-	if h.status < 100 || h.status > 599 {
-		return h, errStatus
+	http10, err := scanStatusLine(&h, line)
+	if err != nil {
+		return h, err
 	}
 	h.interim = h.status < 200 && h.status != 101
-	lengths, codings := 0, 0
-	var last []byte // the name of the last field, for obs-fold
+	fs := fieldScan{h: &h}
 	for len(rest) > 2 {
 		line, rest = nextLine(rest)
 		if len(line) == 0 {
 			break // the blank line
 		}
-		if line[0] == ' ' || line[0] == '\t' { // obs-fold: the last field goes on
-			if isHeader(last, "content-length", 'c') || isHeader(last, "transfer-encoding", 't') {
-				return h, errFoldFraming
-			}
-			continue
-		}
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 {
-			return h, errFieldLine
-		}
-		name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
-		if isWS(name[len(name)-1]) {
-			return h, errSpaceColon
-		}
-		if bytes.IndexByte(name, ' ') >= 0 || bytes.IndexByte(name, '\t') >= 0 {
-			h.closes = true // kept (curl takes it), but its connection is not trusted
-		}
-		last = name
-		switch {
-		case isHeader(name, "content-length", 'c'):
-			n, count, ok := lengthList(value)
-			if !ok || h.length >= 0 && n != h.length {
-				return h, errLengths
-			}
-			h.length, lengths = n, lengths+count
-		case isHeader(name, "transfer-encoding", 't'):
-			if codings++; codings > 1 || !rrpair.EqualFold(value, "chunked") {
-				return h, errCoding
-			}
-			h.chunked = true
-		case isHeader(name, "connection", 'c'):
-			h.closes = h.closes || hasToken(value, "close")
+		if err := fs.field(line); err != nil {
+			return h, err
 		}
 	}
+	return h, fs.finish(http10)
+}
+
+// scanStatusLine scans the status line into h.status, and reports an
+// HTTP/1.0 answer.
+func scanStatusLine(h *head, line []byte) (http10 bool, err error) {
+	http10 = bytes.HasPrefix(line, http10Prefix)
+	if !http10 && !bytes.HasPrefix(line, http11Prefix) {
+		return http10, errVersion
+	}
+	code := line[len(http11Prefix):]
+	if len(code) < 3 || len(code) > 3 && code[3] != ' ' {
+		return http10, errVersion
+	}
+	for _, d := range code[:3] {
+		if d < '0' || d > '9' {
+			return http10, errVersion
+		}
+		h.status = h.status*10 + int(d-'0')
+	}
+	if h.status < 100 || h.status > 599 {
+		return http10, errStatus
+	}
+	return http10, nil
+}
+
+// fieldScan is the scan of a head's field lines under way.
+type fieldScan struct {
+	h                *head
+	lengths, codings int    // Content-Length values and Transfer-Encoding fields seen
+	last             []byte // the name of the last field, for obs-fold
+}
+
+// field scans one field line (not the blank one).
+func (fs *fieldScan) field(line []byte) error {
+	if line[0] == ' ' || line[0] == '\t' { // obs-fold: the last field goes on
+		return fs.obsFold()
+	}
+	colon := bytes.IndexByte(line, ':')
+	if colon <= 0 {
+		return errFieldLine
+	}
+	name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
+	if isWS(name[len(name)-1]) {
+		return errSpaceColon
+	}
+	if bytes.IndexByte(name, ' ') >= 0 || bytes.IndexByte(name, '\t') >= 0 {
+		fs.h.closes = true // kept (curl takes it), but its connection is not trusted
+	}
+	fs.last = name
+	return fs.framing(name, value)
+}
+
+// obsFold refuses a folded line that goes on with a framing field.
+func (fs *fieldScan) obsFold() error {
+	if isHeader(fs.last, "content-length", 'c') || isHeader(fs.last, "transfer-encoding", 't') {
+		return errFoldFraming
+	}
+	return nil
+}
+
+// framing reads the fields that frame the answer or keep its connection:
+// Content-Length, Transfer-Encoding and Connection.
+func (fs *fieldScan) framing(name, value []byte) error {
+	h := fs.h
+	switch {
+	case isHeader(name, "content-length", 'c'):
+		n, count, ok := lengthList(value)
+		if !ok || h.length >= 0 && n != h.length {
+			return errLengths
+		}
+		h.length, fs.lengths = n, fs.lengths+count
+	case isHeader(name, "transfer-encoding", 't'):
+		if fs.codings++; fs.codings > 1 || !rrpair.EqualFold(value, "chunked") {
+			return errCoding
+		}
+		h.chunked = true
+	case isHeader(name, "connection", 'c'):
+		h.closes = h.closes || hasToken(value, "close")
+	}
+	return nil
+}
+
+// finish weighs the framing fields together once all are read.
+func (fs *fieldScan) finish(http10 bool) error {
+	h := fs.h
 	switch {
 	case h.chunked && http10:
-		return h, errCoding10
+		return errCoding10
 	case h.chunked && h.length >= 0:
 		h.closes = true // chunked wins (RFC 9112 §6.3), and the connection is not kept
-	case lengths > 1:
+	case fs.lengths > 1:
 		h.sameLengths = true
 	}
-	return h, nil
+	return nil
 }
 
 var (

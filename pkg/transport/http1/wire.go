@@ -32,13 +32,7 @@ func appendHead(dst []byte, r *rrpair.Request, host []byte, connClose bool) []by
 	dst = append(dst, r.URI...)
 	dst = append(dst, " HTTP/1.1\r\n"...)
 
-	hostAt := -1
-	for i := range r.Headers {
-		if rrpair.EqualFold(r.Headers[i].Name, "host") {
-			hostAt = i
-			break
-		}
-	}
+	hostAt := hostIndex(r)
 	if hostAt < 0 {
 		dst = appendHeader(dst, "Host", host)
 	}
@@ -76,6 +70,16 @@ func appendHead(dst []byte, r *rrpair.Request, host []byte, connClose bool) []by
 		dst = append(dst, "Connection: close\r\n"...)
 	}
 	return append(dst, "\r\n"...)
+}
+
+// hostIndex is the index of r's first Host header, -1 without one.
+func hostIndex(r *rrpair.Request) int {
+	for i := range r.Headers {
+		if rrpair.EqualFold(r.Headers[i].Name, "host") {
+			return i
+		}
+	}
+	return -1
 }
 
 var contentLength = []byte("Content-Length")

@@ -90,22 +90,51 @@ var (
 
 // exchange sends req on a new stream of cn and reads its answer.
 func (c *Client) exchange(cn *conn.Conn, host []byte, req *rrpair.Request, pair *rrpair.Pair, res *result.Result, grpc bool) result.Answer {
-	cs := &c.cs
-	c.line.Arm()
-	c.ans.reset(c.a.MaxBody, c.a.DiscardBodies)
-	c.st = stream{id: cs.nextID, sendWin: cs.peerWindow, head: string(req.Method) == "HEAD", length: -1}
+	c.openStream(req, pair, res, grpc)
 	st := &c.st
-	cs.nextID += 2
-	c.cr.n = 0
-	res.Proto = result.ProtoHTTP2
-	res.Upgraded = !pair.IsHTTP2() && !grpc // gRPC is HTTP/2, whatever the file says
-
 	c.fl.build(req, cn.HTTPS, host)
 	c.encode()
 	body := req.Body
 	c.writeHeaders(len(body) == 0)
 	c.headOut = true
 	res.Sent = c.now()
+	err := c.sendBody(body, res)
+	for err == nil && !st.ended && !st.reset && !c.unprocessedNow() {
+		err = c.step()
+	}
+	if err != nil && c.wfailed && !c.line.Cut() {
+		c.salvage()
+	}
+	res.End = c.now()
+	res.BytesIn += c.cr.n
+	if c.timings && st.first != 0 {
+		res.WaitNs = st.first - (res.Sent + res.SendNs)
+		res.ReceiveNs = res.End - st.first
+	}
+	if c.failed(err, res) {
+		return nil
+	}
+	return c.answer(res, grpc)
+}
+
+// openStream readies the client for a new stream of req: the answer's
+// buffer, the stream's state and its id, and what res says of the protocol.
+func (c *Client) openStream(req *rrpair.Request, pair *rrpair.Pair, res *result.Result, grpc bool) {
+	cs := &c.cs
+	c.line.Arm()
+	c.ans.reset(c.a.MaxBody, c.a.DiscardBodies)
+	c.st = stream{id: cs.nextID, sendWin: cs.peerWindow, head: string(req.Method) == "HEAD", length: -1}
+	cs.nextID += 2
+	c.cr.n = 0
+	res.Proto = result.ProtoHTTP2
+	res.Upgraded = !pair.IsHTTP2() && !grpc // gRPC is HTTP/2, whatever the file says
+}
+
+// sendBody sends the request's body, after its header block, as the
+// windows let it (reading the SUT's frames while they are shut), and
+// stops sending when the stream ends or the SUT will not process it.
+func (c *Client) sendBody(body []byte, res *result.Result) error {
+	st := &c.st
 	body = c.writeData(body)
 	err := c.flush(res)
 	for err == nil && len(body) > 0 && !st.ended && !st.reset && !c.unprocessedNow() {
@@ -130,18 +159,14 @@ func (c *Client) exchange(cn *conn.Conn, host []byte, req *rrpair.Request, pair 
 	if err == nil {
 		st.stalled = false
 	}
-	for err == nil && !st.ended && !st.reset && !c.unprocessedNow() {
-		err = c.step()
-	}
-	if err != nil && c.wfailed && !c.line.Cut() {
-		c.salvage()
-	}
-	res.End = c.now()
-	res.BytesIn += c.cr.n
-	if c.timings && st.first != 0 {
-		res.WaitNs = st.first - (res.Sent + res.SendNs)
-		res.ReceiveNs = res.End - st.first
-	}
+	return err
+}
+
+// failed fails res when the stream brought no answer: the SUT would not
+// process it (it may go again), the answer broke the protocol, the
+// connection failed, or the SUT reset the stream.
+func (c *Client) failed(err error, res *result.Result) bool {
+	cs, st := &c.cs, &c.st
 	refusal, _ := err.(*protoError)
 	switch {
 	case c.unprocessedNow(): // whatever else went wrong, it may go again
@@ -149,23 +174,30 @@ func (c *Client) exchange(cn *conn.Conn, host []byte, req *rrpair.Request, pair 
 		res.Err = result.ErrGoAway
 		c.lastErr = fmt.Errorf("GOAWAY (%v, last stream %d) before stream %d was processed", cs.goCode, cs.lastID, st.id)
 		c.line.Drop(nil)
-		return nil
+		return true
 	case refusal != nil && !c.line.Cut():
 		c.refuse(refusal, res)
-		return nil
+		return true
 	case err != nil:
 		c.lastErr = err
 		res.Err = c.failKind(err) // may name the error better
 		c.line.Drop(c.lastErr)
-		return nil
+		return true
 	case st.reset:
 		res.Err = result.ErrStreamReset
 		c.lastErr = fmt.Errorf("stream %d reset by the SUT: RST_STREAM %v", st.id, st.code)
 		if st.code == http2.ErrCodeRefusedStream {
 			c.unprocessed = true
 		}
-		return nil
+		return true
 	}
+	return false
+}
+
+// answer completes res from the stream's answer, and keeps the connection
+// for the next request or drops it.
+func (c *Client) answer(res *result.Result, grpc bool) result.Answer {
+	cs := &c.cs
 	status := c.ans.status
 	if status < 100 || status > 599 {
 		res.Err = result.ErrOther
@@ -381,7 +413,7 @@ func (c *Client) flush(res *result.Result) error {
 // protocol is a *protoError (malformed.go).
 func (c *Client) step() error {
 	f, err := c.fr.ReadFrame()
-	cs, st := &c.cs, &c.st
+	cs := &c.cs
 	if err != nil {
 		return c.readError(err)
 	}
@@ -395,63 +427,102 @@ func (c *Client) step() error {
 	case *http2.DataFrame:
 		return c.data(f)
 	case *http2.HeadersFrame:
-		if c.idle(f.StreamID) {
-			return errIdleStream
-		}
-		c.capture = f.StreamID == st.id && !st.ended && !st.reset
-		if c.capture {
-			c.trailers, st.endOnBlock = st.gotHeaders, f.StreamEnded()
-			c.oversize, c.blockBytes, c.bad, c.regular, c.statusSeen = false, 0, nil, false, false
-			if st.first == 0 && c.timings {
-				st.first = c.cr.at
-			}
-		}
-		c.conts = 0
-		return c.fragment(f.HeaderBlockFragment(), true, f.HeadersEnded())
+		return c.onHeaders(f)
 	case *http2.ContinuationFrame:
-		if c.conts++; c.conts > 8+c.a.MaxHeaderBytes/1024 {
-			return errContinuation
-		}
-		return c.fragment(f.HeaderBlockFragment(), false, f.HeadersEnded())
+		return c.onContinuation(f)
 	case *http2.SettingsFrame:
-		if f.IsAck() {
-			return nil
-		}
-		if err := f.ForeachSetting(c.setting); err != nil {
-			return err
-		}
-		c.fr.WriteSettingsAck()
-		return c.flush(nil)
+		return c.onSettings(f)
 	case *http2.PingFrame:
-		if !f.IsAck() {
-			c.fr.WritePing(true, f.Data)
-			return c.flush(nil)
-		}
+		return c.onPing(f)
 	case *http2.WindowUpdateFrame:
-		const maxWindow = 1<<31 - 1
-		switch {
-		case f.StreamID == 0:
-			if cs.sendConn += int64(f.Increment); cs.sendConn > maxWindow {
-				return errWindowOverflow
-			}
-		case c.idle(f.StreamID):
-			return errIdleStream
-		case f.StreamID == st.id && !st.reset:
-			if st.sendWin += int64(f.Increment); st.sendWin > maxWindow {
-				return errStreamWindowOverflow
-			}
-		}
+		return c.onWindowUpdate(f)
 	case *http2.RSTStreamFrame:
-		if c.idle(f.StreamID) {
-			return errIdleStream
-		}
-		if f.StreamID == st.id && !st.ended && !st.reset {
-			st.reset, st.code = true, f.ErrCode
-		}
+		return c.onRSTStream(f)
 	case *http2.GoAwayFrame:
 		cs.goaway, cs.lastID, cs.goCode = true, f.LastStreamID, f.ErrCode
 	case *http2.PushPromiseFrame:
 		return errPush
+	}
+	return nil
+}
+
+// onHeaders begins a header block: the stream's answer (or its trailers)
+// when it is on the stream open, one to decode and drop otherwise.
+func (c *Client) onHeaders(f *http2.HeadersFrame) error {
+	st := &c.st
+	if c.idle(f.StreamID) {
+		return errIdleStream
+	}
+	c.capture = f.StreamID == st.id && !st.ended && !st.reset
+	if c.capture {
+		c.trailers, st.endOnBlock = st.gotHeaders, f.StreamEnded()
+		c.oversize, c.blockBytes, c.bad, c.regular, c.statusSeen = false, 0, nil, false, false
+		if st.first == 0 && c.timings {
+			st.first = c.cr.at
+		}
+	}
+	c.conts = 0
+	return c.fragment(f.HeaderBlockFragment(), true, f.HeadersEnded())
+}
+
+// onContinuation goes on with the header block under way, refusing a
+// block in more CONTINUATION frames than its size could need.
+func (c *Client) onContinuation(f *http2.ContinuationFrame) error {
+	if c.conts++; c.conts > 8+c.a.MaxHeaderBytes/1024 {
+		return errContinuation
+	}
+	return c.fragment(f.HeaderBlockFragment(), false, f.HeadersEnded())
+}
+
+// onPing answers the SUT's ping.
+func (c *Client) onPing(f *http2.PingFrame) error {
+	if !f.IsAck() {
+		c.fr.WritePing(true, f.Data)
+		return c.flush(nil)
+	}
+	return nil
+}
+
+// onSettings takes the SUT's settings and acknowledges them.
+func (c *Client) onSettings(f *http2.SettingsFrame) error {
+	if f.IsAck() {
+		return nil
+	}
+	if err := f.ForeachSetting(c.setting); err != nil {
+		return err
+	}
+	c.fr.WriteSettingsAck()
+	return c.flush(nil)
+}
+
+// onWindowUpdate widens the connection's window or the stream's, up to
+// the largest window the protocol allows.
+func (c *Client) onWindowUpdate(f *http2.WindowUpdateFrame) error {
+	const maxWindow = 1<<31 - 1
+	cs, st := &c.cs, &c.st
+	switch {
+	case f.StreamID == 0:
+		if cs.sendConn += int64(f.Increment); cs.sendConn > maxWindow {
+			return errWindowOverflow
+		}
+	case c.idle(f.StreamID):
+		return errIdleStream
+	case f.StreamID == st.id && !st.reset:
+		if st.sendWin += int64(f.Increment); st.sendWin > maxWindow {
+			return errStreamWindowOverflow
+		}
+	}
+	return nil
+}
+
+// onRSTStream notes the SUT's reset of the stream open.
+func (c *Client) onRSTStream(f *http2.RSTStreamFrame) error {
+	st := &c.st
+	if c.idle(f.StreamID) {
+		return errIdleStream
+	}
+	if f.StreamID == st.id && !st.ended && !st.reset {
+		st.reset, st.code = true, f.ErrCode
 	}
 	return nil
 }
@@ -559,33 +630,8 @@ func (c *Client) data(f *http2.DataFrame) error {
 		return errConnWindow
 	}
 	if f.StreamID == st.id && !st.ended && !st.reset {
-		if !st.gotHeaders {
-			return errDataFirst
-		}
-		if st.recvUnacked += n; st.recvUnacked > ourStreamWindow {
-			return errStreamWindow
-		}
-		d := f.Data()
-		st.received += int64(len(d))
-		switch {
-		case len(d) > 0 && st.noContent:
-			return errBodyless
-		case st.length >= 0 && st.received > st.length:
-			return errLengthLonger
-		}
-		if !c.a.DiscardBodies {
-			if len(c.ans.body)+len(d) > c.a.MaxBody {
-				return errLong
-			}
-			c.ans.body = append(c.ans.body, d...)
-		}
-		if f.StreamEnded() {
-			if err := c.endStream(); err != nil {
-				return err
-			}
-		} else if st.recvUnacked >= ourStreamWindow/2 {
-			c.fr.WriteWindowUpdate(st.id, uint32(st.recvUnacked))
-			st.recvUnacked = 0
+		if err := c.streamData(f, n); err != nil {
+			return err
 		}
 	}
 	if cs.recvConn >= ourConnWindow/2 {
@@ -593,6 +639,41 @@ func (c *Client) data(f *http2.DataFrame) error {
 		cs.recvConn = 0
 	}
 	return c.flush(nil)
+}
+
+// streamData takes a DATA frame of n bytes (padding included) on the
+// stream open: the answer's body, within the stream's window, the
+// answer's content-length and --max-answer-body.
+func (c *Client) streamData(f *http2.DataFrame, n int64) error {
+	st := &c.st
+	if !st.gotHeaders {
+		return errDataFirst
+	}
+	if st.recvUnacked += n; st.recvUnacked > ourStreamWindow {
+		return errStreamWindow
+	}
+	d := f.Data()
+	st.received += int64(len(d))
+	switch {
+	case len(d) > 0 && st.noContent:
+		return errBodyless
+	case st.length >= 0 && st.received > st.length:
+		return errLengthLonger
+	}
+	if !c.a.DiscardBodies {
+		if len(c.ans.body)+len(d) > c.a.MaxBody {
+			return errLong
+		}
+		c.ans.body = append(c.ans.body, d...)
+	}
+	if f.StreamEnded() {
+		return c.endStream()
+	}
+	if st.recvUnacked >= ourStreamWindow/2 {
+		c.fr.WriteWindowUpdate(st.id, uint32(st.recvUnacked))
+		st.recvUnacked = 0
+	}
+	return nil
 }
 
 // endBlock ends a header block and judges it: an interim (1xx) one is
@@ -622,6 +703,13 @@ func (c *Client) endBlock() error {
 	case !c.statusSeen:
 		return errNoStatus
 	}
+	return c.headBlock()
+}
+
+// headBlock judges a header block with a :status: an interim answer is
+// dropped, the final one makes the answer's head.
+func (c *Client) headBlock() error {
+	st := &c.st
 	switch s := c.ans.status; {
 	case s == 101:
 		return errStatus101
@@ -684,15 +772,8 @@ func (c *Client) onField(f hpack.HeaderField) {
 		c.bad = errConnField
 		return
 	}
-	if f.Name == "content-length" && !c.trailers && !(c.ans.status >= 100 && c.ans.status < 200) {
-		n, ok := parseLength(f.Value)
-		switch {
-		case c.st.length >= 0:
-			c.bad = errTwoLengths
-		case !ok:
-			c.bad = errBadLength
-		}
-		c.st.length = n
+	if f.Name == "content-length" {
+		c.contentLength(f.Value)
 	}
 	h := rrpair.Header{Name: unsafeBytes(f.Name), Value: unsafeBytes(f.Value)}
 	if c.trailers {
@@ -700,6 +781,22 @@ func (c *Client) onField(f hpack.HeaderField) {
 	} else {
 		c.ans.headers = append(c.ans.headers, h)
 	}
+}
+
+// contentLength takes the content-length of a final answer's head (not of
+// an interim answer or trailers): one, and a number.
+func (c *Client) contentLength(v string) {
+	if c.trailers || c.ans.status >= 100 && c.ans.status < 200 {
+		return
+	}
+	n, ok := parseLength(v)
+	switch {
+	case c.st.length >= 0:
+		c.bad = errTwoLengths
+	case !ok:
+		c.bad = errBadLength
+	}
+	c.st.length = n
 }
 
 // pseudo takes a pseudo-header: an answer has one, :status, three digits,
