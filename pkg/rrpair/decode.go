@@ -119,6 +119,8 @@ func (d *decoder) top(s *scanner, p *Pair) error {
 			p.Direction, err = d.optString(s, "direction")
 		case "tags":
 			err = d.tags(s, p)
+		case "websocket":
+			err = wsSpan(s, p)
 		case "mutableSignature", "signature", "command", "location", "network_address":
 			err = d.sigTop(s, key)
 		default:
@@ -587,7 +589,7 @@ func (d *decoder) check(p *Pair) error {
 	if len(p.Direction) > 0 && !EqualFold(p.Direction, "in") && !EqualFold(p.Direction, "out") {
 		return fieldErr("direction", "want IN or OUT, got %q", p.Direction)
 	}
-	return nil
+	return checkWebSocket(p)
 }
 
 // splitAbsolute turns an absolute-form URI ("https://host:8443/a?b") into

@@ -1,0 +1,492 @@
+package rrpair
+
+// A WebSocket session is recorded on its upgrade pair: the HTTP request
+// and its 101 answer as any pair, plus one top-level key, "websocket",
+// holding the messages in the order they went by (docs/traffic-file.md):
+//
+//	"websocket": {"messages": [
+//	   {"from":"client","offset_ms":1.25,"type":"text","text":"{\"op\":\"sub\"}"},
+//	   {"from":"server","offset_ms":2.5,"type":"binary","base64":"AAE="},
+//	   {"from":"client","offset_ms":9,"type":"close","code":1000,"reason":"bye"}],
+//	 "pings": {"client":1,"server":0}}
+//
+// A reader that ignores unknown keys reads such a line as the plain pair
+// it also is. Decoding a line only notes where the key's value is
+// (Pair.WebSocketRaw); the messages are read when asked (Pair.WebSocket),
+// so that the plain pairs of a run pay nothing for them.
+
+import (
+	"encoding/base64"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// WSSide is the side of a WebSocket connection that sent a message.
+type WSSide uint8
+
+const (
+	WSClient WSSide = iota
+	WSServer
+)
+
+// String is the file's word for the side: "client" or "server".
+func (s WSSide) String() string {
+	if s == WSServer {
+		return "server"
+	}
+	return "client"
+}
+
+// WSType is a recorded message's type.
+type WSType uint8
+
+const (
+	WSText WSType = iota
+	WSBinary
+	WSClose
+)
+
+// String is the file's word for the type: "text", "binary" or "close".
+func (t WSType) String() string {
+	switch t {
+	case WSBinary:
+		return "binary"
+	case WSClose:
+		return "close"
+	}
+	return "text"
+}
+
+// WSMessage is one message of a recorded session.
+type WSMessage struct {
+	From WSSide
+	// Offset is when the message went by, from the upgrade's 101 answer.
+	Offset time.Duration
+	Type   WSType
+	// Data is a text or binary message's payload, decompressed when the
+	// session used permessage-deflate; nil for a close.
+	Data []byte
+	// Code and Reason are a close's; Code is 0 when the close frame
+	// carried none.
+	Code   int
+	Reason string
+}
+
+// WSCounts counts something of each side.
+type WSCounts struct {
+	Client int `json:"client"`
+	Server int `json:"server"`
+}
+
+// WebSocket is the recorded session of an upgrade pair.
+type WebSocket struct {
+	Messages []WSMessage
+	// Pings are the pings each side sent (their pongs are not recorded).
+	Pings WSCounts
+	// Oversize are the messages over the recorder's bound on a message:
+	// counted, not kept ("oversize" in the file).
+	Oversize WSCounts
+	// Error, when not empty, says why the recording of the session's
+	// messages stopped before it ended (a frame the framer refused); the
+	// session itself went on, relayed as it came.
+	Error string
+}
+
+// Count is how many messages each side sent.
+func (w *WebSocket) Count() WSCounts {
+	var c WSCounts
+	for i := range w.Messages {
+		if w.Messages[i].From == WSServer {
+			c.Server++
+		} else {
+			c.Client++
+		}
+	}
+	return c
+}
+
+// WebSocket decodes the pair's recorded session: nil when the line has no
+// "websocket" key. Byte slices of the result may point into the line (the
+// mapped file). A file that opened was validated, so the error is for
+// lines decoded without it.
+func (p *Pair) WebSocket() (*WebSocket, error) {
+	if p.WebSocketRaw == nil {
+		return nil, nil
+	}
+	return DecodeWebSocket(p.WebSocketRaw)
+}
+
+// DecodeWebSocket reads a "websocket" key's value (raw JSON). An error is a
+// *FieldError naming the key ("websocket.messages[3].from") and what was
+// expected.
+func DecodeWebSocket(raw []byte) (*WebSocket, error) {
+	s := scanner{b: raw}
+	w := &WebSocket{}
+	if err := decodeWS(&s, w); err != nil {
+		if se, ok := err.(*syntaxError); ok {
+			return nil, &FieldError{Field: "websocket", Msg: "invalid JSON: " + se.msg, Off: -1}
+		}
+		return nil, err
+	}
+	if s.peek() != 0 {
+		return nil, fieldErr("websocket", "trailing bytes after the object")
+	}
+	return w, nil
+}
+
+func decodeWS(s *scanner, w *WebSocket) error {
+	if c := s.peek(); c != '{' {
+		return wantErr("websocket", "an object", c)
+	}
+	s.i++
+	for first := true; ; first = false {
+		key, ok, err := s.nextKey(first)
+		if err != nil || !ok {
+			return err
+		}
+		switch string(key) {
+		case "messages":
+			err = decodeWSMessages(s, w)
+		case "pings":
+			err = decodeWSCounts(s, &w.Pings, "websocket.pings")
+		case "oversize":
+			err = decodeWSCounts(s, &w.Oversize, "websocket.oversize")
+		case "error":
+			var v []byte
+			if v, err = wsString(s, "websocket.error"); err == nil {
+				w.Error = string(v)
+			}
+		default:
+			err = s.skip(0)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func decodeWSMessages(s *scanner, w *WebSocket) error {
+	if c := s.peek(); c != '[' {
+		return wantErr("websocket.messages", "an array", c)
+	}
+	s.i++
+	var prev time.Duration
+	for first := true; ; first = false {
+		more, err := s.nextElem(first)
+		if err != nil || !more {
+			return err
+		}
+		field := "websocket.messages[" + strconv.Itoa(len(w.Messages)) + "]"
+		m, err := decodeWSMessage(s, field)
+		if err != nil {
+			return err
+		}
+		if m.Offset < prev {
+			return fieldErr(field+".offset_ms", "%s is before the previous message's %s; messages are in the order they went by, so offsets never go back",
+				formatMS(m.Offset), formatMS(prev))
+		}
+		prev = m.Offset
+		w.Messages = append(w.Messages, m)
+	}
+}
+
+func decodeWSMessage(s *scanner, field string) (WSMessage, error) {
+	var m WSMessage
+	if c := s.peek(); c != '{' {
+		return m, wantErr(field, "an object", c)
+	}
+	s.i++
+	var text, b64 []byte
+	var hasFrom, hasOffset, hasType, hasText, hasB64 bool
+	for first := true; ; first = false {
+		key, ok, err := s.nextKey(first)
+		if err != nil {
+			return m, err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "from":
+			var v []byte
+			if v, err = wsString(s, field+".from"); err == nil {
+				switch string(v) {
+				case "client":
+					m.From = WSClient
+				case "server":
+					m.From = WSServer
+				default:
+					return m, fieldErr(field+".from", `want "client" or "server", got %q`, v)
+				}
+				hasFrom = true
+			}
+		case "offset_ms":
+			var v []byte
+			if c := s.peek(); c != '-' && (c < '0' || c > '9') {
+				return m, wantErr(field+".offset_ms", "a number of milliseconds", c)
+			}
+			if v, err = s.number(); err == nil {
+				ms, perr := strconv.ParseFloat(string(v), 64)
+				if perr != nil || ms < 0 || ms > float64(1<<62)/1e6 {
+					return m, fieldErr(field+".offset_ms", "want a number of milliseconds from 0, got %s", v)
+				}
+				m.Offset = time.Duration(ms * float64(time.Millisecond))
+				hasOffset = true
+			}
+		case "type":
+			var v []byte
+			if v, err = wsString(s, field+".type"); err == nil {
+				switch string(v) {
+				case "text":
+					m.Type = WSText
+				case "binary":
+					m.Type = WSBinary
+				case "close":
+					m.Type = WSClose
+				default:
+					return m, fieldErr(field+".type", `want "text", "binary" or "close", got %q`, v)
+				}
+				hasType = true
+			}
+		case "text":
+			text, err = wsString(s, field+".text")
+			hasText = true
+		case "base64":
+			b64, err = wsString(s, field+".base64")
+			hasB64 = true
+		case "code":
+			var v []byte
+			if c := s.peek(); c != '-' && (c < '0' || c > '9') {
+				return m, wantErr(field+".code", "a close code", c)
+			}
+			if v, err = s.number(); err == nil {
+				n, perr := strconv.Atoi(string(v))
+				if perr != nil || n < 1000 || n > 4999 {
+					return m, fieldErr(field+".code", "want a close code of 1000 to 4999, got %s", v)
+				}
+				m.Code = n
+			}
+		case "reason":
+			var v []byte
+			if v, err = wsString(s, field+".reason"); err == nil {
+				m.Reason = string(v)
+			}
+		default:
+			err = s.skip(0)
+		}
+		if err != nil {
+			return m, err
+		}
+	}
+	switch {
+	case !hasFrom:
+		return m, fieldErr(field+".from", `missing; want "client" or "server"`)
+	case !hasOffset:
+		return m, fieldErr(field+".offset_ms", "missing; want the milliseconds from the upgrade's answer")
+	case !hasType:
+		return m, fieldErr(field+".type", `missing; want "text", "binary" or "close"`)
+	case hasText && hasB64:
+		return m, fieldErr(field, "has both text and base64; want one")
+	case m.Type == WSClose && (hasText || hasB64):
+		return m, fieldErr(field, "a close has a code and a reason, not text or base64")
+	case m.Type != WSClose && (m.Code != 0 || m.Reason != ""):
+		return m, fieldErr(field, "a %s message has no code or reason; only a close does", m.Type)
+	}
+	switch {
+	case hasB64:
+		data, err := base64.StdEncoding.DecodeString(string(b64))
+		if err != nil {
+			if ce, ok := err.(base64.CorruptInputError); ok {
+				return m, fieldErr(field+".base64", "bad base64 at byte %d", int64(ce))
+			}
+			return m, fieldErr(field+".base64", "bad base64: %v", err)
+		}
+		m.Data = data
+	case hasText:
+		m.Data = text
+	}
+	if m.Type != WSClose && m.Data == nil {
+		m.Data = []byte{}
+	}
+	return m, nil
+}
+
+// wsString reads a string, unescaped into memory of its own when it has
+// escapes.
+func wsString(s *scanner, field string) ([]byte, error) {
+	if c := s.peek(); c != '"' {
+		return nil, wantErr(field, "a string", c)
+	}
+	raw, escaped, err := s.str()
+	if err != nil || !escaped {
+		return raw, err
+	}
+	v, err := AppendUnescaped(nil, raw)
+	if err != nil {
+		return nil, s.fail("bad escape in string")
+	}
+	return v, nil
+}
+
+func decodeWSCounts(s *scanner, c *WSCounts, field string) error {
+	if ch := s.peek(); ch != '{' {
+		return wantErr(field, `an object such as {"client":1,"server":0}`, ch)
+	}
+	s.i++
+	for first := true; ; first = false {
+		key, ok, err := s.nextKey(first)
+		if err != nil || !ok {
+			return err
+		}
+		var dst *int
+		switch string(key) {
+		case "client":
+			dst = &c.Client
+		case "server":
+			dst = &c.Server
+		default:
+			if err := s.skip(0); err != nil {
+				return err
+			}
+			continue
+		}
+		if ch := s.peek(); ch != '-' && (ch < '0' || ch > '9') {
+			return wantErr(field+"."+string(key), "a count", ch)
+		}
+		v, err := s.number()
+		if err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(string(v))
+		if err != nil || n < 0 {
+			return fieldErr(field+"."+string(key), "want a count, got %s", v)
+		}
+		*dst = n
+	}
+}
+
+// formatMS writes a duration as the file's milliseconds, to the
+// microsecond.
+func formatMS(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Round(time.Microsecond))/float64(time.Millisecond), 'f', -1, 64)
+}
+
+// AppendWebSocket appends w as the value of the "websocket" key (the
+// object only, no key): text payloads as text when they are UTF-8 (else in
+// base64), binary ones in base64, offsets in milliseconds to the
+// microsecond.
+func AppendWebSocket(dst []byte, w *WebSocket) []byte {
+	dst = append(dst, `{"messages":[`...)
+	for i := range w.Messages {
+		m := &w.Messages[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"from":"`...)
+		dst = append(dst, m.From.String()...)
+		dst = append(dst, `","offset_ms":`...)
+		dst = append(dst, formatMS(m.Offset)...)
+		dst = append(dst, `,"type":"`...)
+		dst = append(dst, m.Type.String()...)
+		dst = append(dst, '"')
+		switch {
+		case m.Type == WSClose:
+			if m.Code != 0 {
+				dst = append(dst, `,"code":`...)
+				dst = strconv.AppendInt(dst, int64(m.Code), 10)
+			}
+			if m.Reason != "" {
+				dst = append(dst, `,"reason":`...)
+				dst = AppendJSONString(dst, m.Reason)
+			}
+		case m.Type == WSText && utf8.Valid(m.Data):
+			dst = append(dst, `,"text":`...)
+			dst = AppendJSONString(dst, string(m.Data))
+		default:
+			dst = append(dst, `,"base64":"`...)
+			dst = base64.StdEncoding.AppendEncode(dst, m.Data)
+			dst = append(dst, '"')
+		}
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `],"pings":`...)
+	dst = appendWSCounts(dst, w.Pings)
+	if w.Oversize != (WSCounts{}) {
+		dst = append(dst, `,"oversize":`...)
+		dst = appendWSCounts(dst, w.Oversize)
+	}
+	if w.Error != "" {
+		dst = append(dst, `,"error":`...)
+		dst = AppendJSONString(dst, w.Error)
+	}
+	return append(dst, '}')
+}
+
+func appendWSCounts(dst []byte, c WSCounts) []byte {
+	dst = append(dst, `{"client":`...)
+	dst = strconv.AppendInt(dst, int64(c.Client), 10)
+	dst = append(dst, `,"server":`...)
+	dst = strconv.AppendInt(dst, int64(c.Server), 10)
+	return append(dst, '}')
+}
+
+// checkWebSocket holds an upgrade pair's session to the file's rules when
+// a file is validated: the key decodes, and it sits on a 101 answer (or a
+// pair with no recorded answer).
+func checkWebSocket(p *Pair) error {
+	if p.WebSocketRaw == nil {
+		return nil
+	}
+	if p.Res.Status != 0 && p.Res.Status != 101 {
+		return fieldErr("websocket", "on a pair whose answer is %d; want the 101 (Switching Protocols) of the session's upgrade", p.Res.Status)
+	}
+	_, err := DecodeWebSocket(p.WebSocketRaw)
+	return err
+}
+
+// wsSpan notes where the line's "websocket" value is, for Pair.WebSocket
+// to read when asked; null is no session.
+func wsSpan(s *scanner, p *Pair) (err error) {
+	if s.peek() == 'n' {
+		return s.literal()
+	}
+	p.WebSocketRaw, err = rawSpan(s)
+	return err
+}
+
+// WSStats counts a file's recorded WebSocket sessions for `replay
+// inspect`: the upgrade pairs with a session, their messages by sender,
+// the pings, and the messages left out as over the recorder's bound.
+type WSStats struct {
+	Sessions int      `json:"sessions"`
+	Messages WSCounts `json:"messages"`
+	Pings    WSCounts `json:"pings"`
+	Oversize WSCounts `json:"oversize"`
+	// Broken are the sessions whose recording stopped early (Error).
+	Broken int `json:"broken"`
+}
+
+// countWebSocket adds the pair's session, if it has one.
+func (st *Stats) countWebSocket(p *Pair) error {
+	w, err := p.WebSocket()
+	if err != nil || w == nil {
+		return err
+	}
+	if st.WebSocket == nil {
+		st.WebSocket = &WSStats{}
+	}
+	ws := st.WebSocket
+	ws.Sessions++
+	c := w.Count()
+	ws.Messages.Client += c.Client
+	ws.Messages.Server += c.Server
+	ws.Pings.Client += w.Pings.Client
+	ws.Pings.Server += w.Pings.Server
+	ws.Oversize.Client += w.Oversize.Client
+	ws.Oversize.Server += w.Oversize.Server
+	if w.Error != "" {
+		ws.Broken++
+	}
+	return nil
+}
