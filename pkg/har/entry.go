@@ -147,7 +147,7 @@ type converter struct {
 	line    []byte
 	// webSockets keeps WebSocket entries as upgrade pairs with their
 	// messages (Options.WebSockets); upgrade is set while converting one,
-	// so that its Upgrade and Connection fields are kept.
+	// so that its Upgrade field is kept.
 	webSockets, upgrade bool
 }
 

@@ -43,10 +43,11 @@ func httpURL(u string) string {
 	return u
 }
 
-// keepsUpgradeField says whether a connection field (Upgrade, Connection)
-// is kept: in a WebSocket's upgrade pair, whose upgrade they are.
+// keepsUpgradeField says whether a hop-by-hop field is kept: Upgrade, in
+// a WebSocket's upgrade pair, whose upgrade it is (Connection goes, as
+// from every pair: a replay writes its own, as the recorders do).
 func (c *converter) keepsUpgradeField(name string) bool {
-	return c.upgrade && (strings.EqualFold(name, "upgrade") || strings.EqualFold(name, "connection"))
+	return c.upgrade && strings.EqualFold(name, "upgrade")
 }
 
 // wsMessage is one element of _webSocketMessages, as Chrome and

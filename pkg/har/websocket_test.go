@@ -32,7 +32,7 @@ func TestChromeWebSocket(t *testing.T) {
 	if string(p.Req.URI) != "/socket?v=2" || string(p.Req.Host) != "chat.example" || string(p.Req.Scheme) != "https" || p.Res.Status != 101 {
 		t.Errorf("upgrade pair: %s %s %s, %d", p.Req.Scheme, p.Req.Host, p.Req.URI, p.Res.Status)
 	}
-	if got := headers(p.Req.Headers); !reflect.DeepEqual(got[:3], []string{"Host: chat.example", "Connection: Upgrade", "Upgrade: websocket"}) {
+	if got := headers(p.Req.Headers); !reflect.DeepEqual(got[:3], []string{"Host: chat.example", "Upgrade: websocket", "Origin: https://chat.example"}) {
 		t.Errorf("the upgrade's fields are kept: %q", got)
 	}
 	want := &rrpair.WebSocket{
