@@ -433,3 +433,32 @@ func TestNoAllocationPerMessage(t *testing.T) {
 		t.Errorf("%v allocations per round of reads and writes; want none", allocs)
 	}
 }
+
+// FuzzReader: whatever the bytes, the Reader neither panics nor returns a
+// message over its bound, and ends within as many reads as there are
+// bytes.
+func FuzzReader(f *testing.F) {
+	c, s := websocket.Client, websocket.Server
+	f.Add(cat(frame(c, false, false, websocket.OpText, "a"), frame(c, true, false, websocket.OpPing, "p"), frame(c, true, false, websocket.OpContinuation, "b")))
+	f.Add(frame(s, true, true, websocket.OpBinary, "\xff\xff"))
+	f.Add(frame(s, true, false, websocket.OpClose, "\x03\xe8bye"))
+	f.Add([]byte{0x82, 127, 0, 0, 0, 0, 0, 0, 1, 0})
+	comp := websocket.AppendFrame(nil, true, true, websocket.OpText, nil, []byte{0x4a, 0x4c, 0x04, 0x00})
+	f.Add(comp)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, sender := range []websocket.Sender{c, s} {
+			for _, d := range []websocket.Deflate{{}, {Enabled: true}, {Enabled: true, ClientNoContextTakeover: true, ServerNoContextTakeover: true}} {
+				r := websocket.NewReader(bytes.NewReader(b), websocket.ReaderOptions{Sender: sender, MaxMessage: 300, Deflate: d})
+				for range len(b) + 2 {
+					m, err := r.ReadMessage()
+					if int64(len(m.Payload)) > 300 {
+						t.Fatalf("a message of %d bytes, over the bound", len(m.Payload))
+					}
+					if err != nil && !errors.Is(err, websocket.ErrTooLarge) && err != websocket.ErrContextLost {
+						break
+					}
+				}
+			}
+		}
+	})
+}

@@ -249,9 +249,8 @@ func (r *Reader) next() (Message, error) {
 			return Message{}, &TooLargeError{Opcode: r.op, Size: size, Limit: r.max}
 		}
 		start := len(r.msg)
-		r.msg = slices.Grow(r.msg, int(h.length))[:start+int(h.length)]
-		if _, err := io.ReadFull(r.br, r.msg[start:]); err != nil {
-			return Message{}, eofOr(err, 1)
+		if err := r.readPayload(h.length); err != nil {
+			return Message{}, err
 		}
 		if h.masked {
 			Mask(h.key, 0, r.msg[start:])
@@ -262,6 +261,28 @@ func (r *Reader) next() (Message, error) {
 		r.inMessage = false
 		return r.finish()
 	}
+}
+
+// growStep is how far the message buffer grows ahead of the bytes that
+// came: a frame's declared length is not allocated before its bytes
+// arrive, so a peer that declares a large frame and sends nothing holds
+// little memory.
+const growStep = 64 << 10
+
+// readPayload appends n payload bytes to the message, growing its buffer
+// as they come.
+func (r *Reader) readPayload(n int64) error {
+	for n > 0 {
+		step := int(min(n, growStep))
+		start := len(r.msg)
+		r.msg = slices.Grow(r.msg, step)[:start+step]
+		if _, err := io.ReadFull(r.br, r.msg[start:]); err != nil {
+			r.msg = r.msg[:start]
+			return eofOr(err, 1)
+		}
+		n -= int64(step)
+	}
+	return nil
 }
 
 // finish returns the data message just completed, inflated and checked.
