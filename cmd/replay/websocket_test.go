@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -77,13 +76,7 @@ func TestRecordWebSocket(t *testing.T) {
 		code := Main(ctx, []string{"record", "--listen", proxyAddr, "--upstream", up.URL, "-o", recorded, "--log-level", "warn"}, strings.NewReader(""), &out, &errb)
 		done <- runResult{code, out.String(), errb.String()}
 	}()
-	for i := 0; i < 100; i++ { // until the proxy listens
-		if c, err := net.Dial("tcp", proxyAddr); err == nil {
-			c.Close()
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitListening(t, proxyAddr)
 	c, _, err := gorilla.DefaultDialer.Dial("ws://"+proxyAddr+"/chat", nil)
 	if err != nil {
 		t.Fatal(err)

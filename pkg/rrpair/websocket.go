@@ -18,6 +18,7 @@ package rrpair
 import (
 	"encoding/base64"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -209,18 +210,9 @@ func decodeWSMessage(s *scanner, field string) (WSMessage, error) {
 		}
 		switch string(key) {
 		case "from":
-			var v []byte
-			if v, err = wsString(s, field+".from"); err == nil {
-				switch string(v) {
-				case "client":
-					m.From = WSClient
-				case "server":
-					m.From = WSServer
-				default:
-					return m, fieldErr(field+".from", `want "client" or "server", got %q`, v)
-				}
-				hasFrom = true
-			}
+			var n int
+			n, err = wsEnum(s, field+".from", "client", "server")
+			m.From, hasFrom = WSSide(n), err == nil
 		case "offset_ms":
 			var v []byte
 			if c := s.peek(); c != '-' && (c < '0' || c > '9') {
@@ -235,20 +227,9 @@ func decodeWSMessage(s *scanner, field string) (WSMessage, error) {
 				hasOffset = true
 			}
 		case "type":
-			var v []byte
-			if v, err = wsString(s, field+".type"); err == nil {
-				switch string(v) {
-				case "text":
-					m.Type = WSText
-				case "binary":
-					m.Type = WSBinary
-				case "close":
-					m.Type = WSClose
-				default:
-					return m, fieldErr(field+".type", `want "text", "binary" or "close", got %q`, v)
-				}
-				hasType = true
-			}
+			var n int
+			n, err = wsEnum(s, field+".type", "text", "binary", "close")
+			m.Type, hasType = WSType(n), err == nil
 		case "text":
 			text, err = wsString(s, field+".text")
 			hasText = true
@@ -295,12 +276,9 @@ func decodeWSMessage(s *scanner, field string) (WSMessage, error) {
 	}
 	switch {
 	case hasB64:
-		data, err := base64.StdEncoding.DecodeString(string(b64))
+		data, err := decodeBase64(nil, b64, field+".base64")
 		if err != nil {
-			if ce, ok := err.(base64.CorruptInputError); ok {
-				return m, fieldErr(field+".base64", "bad base64 at byte %d", int64(ce))
-			}
-			return m, fieldErr(field+".base64", "bad base64: %v", err)
+			return m, err
 		}
 		m.Data = data
 	case hasText:
@@ -310,6 +288,26 @@ func decodeWSMessage(s *scanner, field string) (WSMessage, error) {
 		m.Data = []byte{}
 	}
 	return m, nil
+}
+
+// wsEnum reads a string that must be one of names (in the order of the
+// type's constants) and returns its index.
+func wsEnum(s *scanner, field string, names ...string) (int, error) {
+	v, err := wsString(s, field)
+	if err != nil {
+		return 0, err
+	}
+	for i, name := range names {
+		if string(v) == name {
+			return i, nil
+		}
+	}
+	quoted := make([]string, len(names))
+	for i, name := range names {
+		quoted[i] = strconv.Quote(name)
+	}
+	want := strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
+	return 0, fieldErr(field, "want %s, got %q", want, v)
 }
 
 // wsString reads a string, unescaped into memory of its own when it has
