@@ -48,7 +48,7 @@ type Stats struct {
 	// WebSockets are the WebSocket entries written as upgrade pairs with
 	// their messages (Options.WebSockets); WSMessages their messages, and
 	// WSIgnored the entries of _webSocketMessages not kept (a pong, a
-	// continuation or an opcode RFC 6455 reserves).
+	// continuation, an opcode RFC 6455 reserves, Chrome's "error").
 	WebSockets, WSMessages, WSIgnored int
 	// NoBody lists the entries (from 1) whose body the recorder did not
 	// capture (a recorded Content-Length or bodySize over 0, no text, no

@@ -51,7 +51,8 @@ func (c *converter) keepsUpgradeField(name string) bool {
 }
 
 // wsMessage is one element of _webSocketMessages, as Chrome and
-// mitmproxy write it: "send" (by the client) or "receive", the time in
+// mitmproxy write it: "send" (by the client) or "receive" (Chrome also
+// writes "error", not kept), the time in
 // Unix seconds, the opcode, and the data: text for a text message, base64
 // for the others.
 type wsMessage struct {
@@ -87,15 +88,16 @@ func (c *converter) webSocket(e *entry, res *answer) (*rrpair.WebSocket, string)
 	}
 	ws := &rrpair.WebSocket{Messages: []rrpair.WSMessage{}}
 	var last time.Duration
-	for i, m := range msgs {
+	for _, m := range msgs {
 		var from rrpair.WSSide
 		switch strings.ToLower(m.Type) {
 		case "send":
 			from = rrpair.WSClient
 		case "receive":
 			from = rrpair.WSServer
-		default:
-			return nil, fmt.Sprintf("shape: _webSocketMessages[%d].type: want \"send\" or \"receive\", got %q", i, clip(m.Type))
+		default: // Chrome's "error" frames, and what other recorders add
+			c.st.WSIgnored++
+			continue
 		}
 		at := max(time.Duration((float64(m.Time)-origin)*float64(time.Second)).Round(time.Microsecond), last)
 		last = at
