@@ -270,3 +270,34 @@ func TestForwardRecordsWebSocket(t *testing.T) {
 		t.Errorf("recorded\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(echoed, "\n"))
 	}
 }
+
+// TestWebSocketOpenAtClose: a session still open when the recorder stops
+// is cut, and its pair written with the messages so far.
+func TestWebSocketOpenAtClose(t *testing.T) {
+	addr, _ := wsEcho(t, false, 0)
+	var out replaytest.Buffer
+	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := gorilla.DefaultDialer.Dial("ws://"+p.Addr()+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if err := c.WriteMessage(gorilla.TextMessage, []byte("still here")); err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := c.ReadMessage(); err != nil || string(got) != "still here" {
+		t.Fatalf("echo %q, %v", got, err)
+	}
+	closeProxy(t, p)
+	if _, _, err := c.ReadMessage(); err == nil {
+		t.Error("the session goes on after the recorder stopped")
+	}
+	_, ws := session(t, inPairs(t, out.Bytes()))
+	if got := sequence(ws); strings.Join(got, "|") != "client text still here|server text still here" {
+		t.Errorf("recorded %q", got)
+	}
+}

@@ -65,17 +65,21 @@ func framerServer(t *testing.T, extensions string) (addr string, read <-chan []g
 			t.Error(err)
 			return
 		}
+		key, err := websocket.CheckRequest(req.Header.Get)
+		if err != nil {
+			t.Error(err)
+			return
+		}
 		var d websocket.Deflate
-		head := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
-			websocket.AcceptKey(req.Header.Get("Sec-WebSocket-Key")) + "\r\n"
+		var extra []string
 		if extensions != "" && strings.Contains(req.Header.Get("Sec-WebSocket-Extensions"), "permessage-deflate") {
-			head += "Sec-WebSocket-Extensions: " + extensions + "\r\n"
+			extra = append(extra, "Sec-WebSocket-Extensions: "+extensions)
 			if d, err = websocket.ParseExtensions(extensions); err != nil {
 				t.Error(err)
 				return
 			}
 		}
-		if _, err := io.WriteString(c, head+"\r\n"); err != nil {
+		if _, err := c.Write(websocket.AppendAnswer(nil, key, extra...)); err != nil {
 			t.Error(err)
 			return
 		}
@@ -239,8 +243,8 @@ func dialFramer(t *testing.T, addr, extensions string) (net.Conn, *bufio.Reader,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.StatusCode != 101 || !websocket.CheckAccept(key, res.Header.Get("Sec-WebSocket-Accept")) {
-		t.Fatalf("handshake answer %d, accept %q", res.StatusCode, res.Header.Get("Sec-WebSocket-Accept"))
+	if err := websocket.CheckAnswer(res.StatusCode, res.Header.Get, key); err != nil {
+		t.Fatal(err)
 	}
 	d, err := websocket.ParseExtensions(res.Header.Values("Sec-WebSocket-Extensions")...)
 	if err != nil {
