@@ -162,13 +162,8 @@ func (c *converter) entry(e *entry, err error, raw func() []byte, n int) (ok boo
 	if len(e.Response) == 0 {
 		resErr = nil
 	}
-	var session *rrpair.WebSocket
-	c.upgrade = c.webSockets && isWebSocket(e)
-	if c.upgrade {
-		if session, why = c.webSocket(e, &res); session == nil {
-			return false, why
-		}
-	} else if why := offNetwork(e, &res, c.firefox); why != "" {
+	session, why := c.sessionOrSkip(e, &res)
+	if why != "" {
 		return false, why
 	}
 	if err != nil {

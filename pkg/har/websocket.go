@@ -30,6 +30,18 @@ func isWebSocket(e *entry) bool {
 		strings.HasPrefix(url, "ws://") || strings.HasPrefix(url, "wss://")
 }
 
+// sessionOrSkip says what becomes of entry e (its answer res) before its
+// request is read: with Options.WebSockets a WebSocket's session is read
+// (or why it cannot be); otherwise the reason an entry that never touched
+// the network is skipped, "" for an entry to convert.
+func (c *converter) sessionOrSkip(e *entry, res *answer) (*rrpair.WebSocket, string) {
+	c.upgrade = c.webSockets && isWebSocket(e)
+	if c.upgrade {
+		return c.webSocket(e, res)
+	}
+	return nil, offNetwork(e, res, c.firefox)
+}
+
 // httpURL is a ws:// or wss:// URL (Chrome's, for a WebSocket) as the
 // http:// or https:// URL its upgrade request went to; any other URL as
 // it is.
@@ -89,43 +101,49 @@ func (c *converter) webSocket(e *entry, res *answer) (*rrpair.WebSocket, string)
 	ws := &rrpair.WebSocket{Messages: []rrpair.WSMessage{}}
 	var last time.Duration
 	for _, m := range msgs {
-		var from rrpair.WSSide
-		switch strings.ToLower(m.Type) {
-		case "send":
-			from = rrpair.WSClient
-		case "receive":
-			from = rrpair.WSServer
-		default: // Chrome's "error" frames, and what other recorders add
-			c.st.WSIgnored++
-			continue
-		}
-		at := max(time.Duration((float64(m.Time)-origin)*float64(time.Second)).Round(time.Microsecond), last)
-		last = at
-		msg := rrpair.WSMessage{From: from, Offset: at}
-		switch int(m.Opcode) {
-		case 1:
-			msg.Type, msg.Data = rrpair.WSText, []byte(m.Data)
-		case 2:
-			msg.Type, msg.Data = rrpair.WSBinary, decodeBinary(m.Data)
-		case 8:
-			msg.Type = rrpair.WSClose
-			msg.Code, msg.Reason = closeOf(m.Data)
-		case 9:
-			if from == rrpair.WSClient {
-				ws.Pings.Client++
-			} else {
-				ws.Pings.Server++
-			}
-			continue
-		default: // a pong, a continuation Chrome left apart, a reserved opcode
-			c.st.WSIgnored++
-			continue
-		}
-		ws.Messages = append(ws.Messages, msg)
+		c.wsMessage(ws, m, origin, &last)
 	}
 	c.st.WebSockets++
 	c.st.WSMessages += len(ws.Messages)
 	return ws, ""
+}
+
+// wsMessage adds m to the session: a message kept, a ping counted, what
+// else counted as not kept. last is the offset of the message before.
+func (c *converter) wsMessage(ws *rrpair.WebSocket, m wsMessage, origin float64, last *time.Duration) {
+	var from rrpair.WSSide
+	switch strings.ToLower(m.Type) {
+	case "send":
+		from = rrpair.WSClient
+	case "receive":
+		from = rrpair.WSServer
+	default: // Chrome's "error" frames, and what other recorders add
+		c.st.WSIgnored++
+		return
+	}
+	at := max(time.Duration((float64(m.Time)-origin)*float64(time.Second)).Round(time.Microsecond), *last)
+	*last = at
+	msg := rrpair.WSMessage{From: from, Offset: at}
+	switch int(m.Opcode) {
+	case 1:
+		msg.Type, msg.Data = rrpair.WSText, []byte(m.Data)
+	case 2:
+		msg.Type, msg.Data = rrpair.WSBinary, decodeBinary(m.Data)
+	case 8:
+		msg.Type = rrpair.WSClose
+		msg.Code, msg.Reason = closeOf(m.Data)
+	case 9:
+		if from == rrpair.WSClient {
+			ws.Pings.Client++
+		} else {
+			ws.Pings.Server++
+		}
+		return
+	default: // a pong, a continuation Chrome left apart, a reserved opcode
+		c.st.WSIgnored++
+		return
+	}
+	ws.Messages = append(ws.Messages, msg)
 }
 
 // decodeBinary reads a binary message's data: base64, as Chrome and

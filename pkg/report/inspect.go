@@ -63,9 +63,7 @@ func WriteInspect(w io.Writer, st *rrpair.Stats) error {
 	if st.GRPC > 0 {
 		fmt.Fprintf(tw, "gRPC pairs\t%d (content-type application/grpc; replayed over HTTP/2)\n", st.GRPC)
 	}
-	if ws := st.WebSocket; ws != nil {
-		writeInspectWebSocket(tw, ws)
-	}
+	writeInspectWebSocket(tw, st.WebSocket)
 	fmt.Fprintf(tw, "Body bytes\trequests %s, responses %s\n", humanBytes(st.ReqBytes), humanBytes(st.ResBytes))
 	if err := tw.Flush(); err != nil {
 		return err
@@ -122,8 +120,12 @@ func lines(n int) string {
 	return strconv.Itoa(n) + " lines"
 }
 
-// writeInspectWebSocket is the line of the recorded WebSocket sessions.
+// writeInspectWebSocket is the line of the recorded WebSocket sessions;
+// none when the file has none (ws nil).
 func writeInspectWebSocket(w io.Writer, ws *rrpair.WSStats) {
+	if ws == nil {
+		return
+	}
 	sessions := "sessions"
 	if ws.Sessions == 1 {
 		sessions = "session"

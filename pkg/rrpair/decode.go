@@ -119,12 +119,10 @@ func (d *decoder) top(s *scanner, p *Pair) error {
 			p.Direction, err = d.optString(s, "direction")
 		case "tags":
 			err = d.tags(s, p)
-		case "websocket":
-			err = wsSpan(s, p)
 		case "mutableSignature", "signature", "command", "location", "network_address":
 			err = d.sigTop(s, key)
 		default:
-			err = s.skip(0)
+			err = otherTop(s, p, key)
 		}
 		if err != nil {
 			return err

@@ -17,6 +17,7 @@ package rrpair
 
 import (
 	"encoding/base64"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -192,102 +193,128 @@ func decodeWSMessages(s *scanner, w *WebSocket) error {
 	}
 }
 
+// wsFields is one message as its keys are read, before the rules that
+// span them.
+type wsFields struct {
+	m                                            WSMessage
+	text, b64                                    []byte
+	hasFrom, hasOffset, hasType, hasText, hasB64 bool
+}
+
 func decodeWSMessage(s *scanner, field string) (WSMessage, error) {
-	var m WSMessage
 	if c := s.peek(); c != '{' {
-		return m, wantErr(field, "an object", c)
+		return WSMessage{}, wantErr(field, "an object", c)
 	}
 	s.i++
-	var text, b64 []byte
-	var hasFrom, hasOffset, hasType, hasText, hasB64 bool
+	var f wsFields
 	for first := true; ; first = false {
 		key, ok, err := s.nextKey(first)
 		if err != nil {
-			return m, err
+			return f.m, err
 		}
 		if !ok {
 			break
 		}
-		switch string(key) {
-		case "from":
-			var n int
-			n, err = wsEnum(s, field+".from", "client", "server")
-			m.From, hasFrom = WSSide(n), err == nil
-		case "offset_ms":
-			var v []byte
-			if c := s.peek(); c != '-' && (c < '0' || c > '9') {
-				return m, wantErr(field+".offset_ms", "a number of milliseconds", c)
-			}
-			if v, err = s.number(); err == nil {
-				ms, perr := strconv.ParseFloat(string(v), 64)
-				if perr != nil || ms < 0 || ms > float64(1<<62)/1e6 {
-					return m, fieldErr(field+".offset_ms", "want a number of milliseconds from 0, got %s", v)
-				}
-				m.Offset = time.Duration(ms * float64(time.Millisecond))
-				hasOffset = true
-			}
-		case "type":
-			var n int
-			n, err = wsEnum(s, field+".type", "text", "binary", "close")
-			m.Type, hasType = WSType(n), err == nil
-		case "text":
-			text, err = wsString(s, field+".text")
-			hasText = true
-		case "base64":
-			b64, err = wsString(s, field+".base64")
-			hasB64 = true
-		case "code":
-			var v []byte
-			if c := s.peek(); c != '-' && (c < '0' || c > '9') {
-				return m, wantErr(field+".code", "a close code", c)
-			}
-			if v, err = s.number(); err == nil {
-				n, perr := strconv.Atoi(string(v))
-				if perr != nil || n < 1000 || n > 4999 {
-					return m, fieldErr(field+".code", "want a close code of 1000 to 4999, got %s", v)
-				}
-				m.Code = n
-			}
-		case "reason":
-			var v []byte
-			if v, err = wsString(s, field+".reason"); err == nil {
-				m.Reason = string(v)
-			}
-		default:
-			err = s.skip(0)
-		}
-		if err != nil {
-			return m, err
+		if err := f.read(s, string(key), field); err != nil {
+			return f.m, err
 		}
 	}
+	if err := f.check(field); err != nil {
+		return f.m, err
+	}
+	return f.message(field)
+}
+
+// read reads the value of one key of a message; an unknown key's value is
+// skipped.
+func (f *wsFields) read(s *scanner, key, field string) (err error) {
+	var n int
+	switch key {
+	case "from":
+		n, err = wsEnum(s, field+".from", "client", "server")
+		f.m.From, f.hasFrom = WSSide(n), err == nil
+	case "offset_ms":
+		var ms float64
+		ms, err = wsNumber(s, field+".offset_ms", "a number of milliseconds from 0", 0, float64(1<<62)/1e6, false)
+		f.m.Offset, f.hasOffset = time.Duration(ms*float64(time.Millisecond)), err == nil
+	case "type":
+		n, err = wsEnum(s, field+".type", "text", "binary", "close")
+		f.m.Type, f.hasType = WSType(n), err == nil
+	case "text":
+		f.text, err = wsString(s, field+".text")
+		f.hasText = true
+	case "base64":
+		f.b64, err = wsString(s, field+".base64")
+		f.hasB64 = true
+	case "code":
+		var code float64
+		code, err = wsNumber(s, field+".code", "a close code of 1000 to 4999", 1000, 4999, true)
+		f.m.Code = int(code)
+	case "reason":
+		var v []byte
+		v, err = wsString(s, field+".reason")
+		f.m.Reason = string(v)
+	default:
+		err = s.skip(0)
+	}
+	return err
+}
+
+// check holds a message to the rules that span its keys.
+func (f *wsFields) check(field string) error {
+	m := &f.m
 	switch {
-	case !hasFrom:
-		return m, fieldErr(field+".from", `missing; want "client" or "server"`)
-	case !hasOffset:
-		return m, fieldErr(field+".offset_ms", "missing; want the milliseconds from the upgrade's answer")
-	case !hasType:
-		return m, fieldErr(field+".type", `missing; want "text", "binary" or "close"`)
-	case hasText && hasB64:
-		return m, fieldErr(field, "has both text and base64; want one")
-	case m.Type == WSClose && (hasText || hasB64):
-		return m, fieldErr(field, "a close has a code and a reason, not text or base64")
+	case !f.hasFrom:
+		return fieldErr(field+".from", `missing; want "client" or "server"`)
+	case !f.hasOffset:
+		return fieldErr(field+".offset_ms", "missing; want the milliseconds from the upgrade's answer")
+	case !f.hasType:
+		return fieldErr(field+".type", `missing; want "text", "binary" or "close"`)
+	case f.hasText && f.hasB64:
+		return fieldErr(field, "has both text and base64; want one")
+	case m.Type == WSClose && (f.hasText || f.hasB64):
+		return fieldErr(field, "a close has a code and a reason, not text or base64")
 	case m.Type != WSClose && (m.Code != 0 || m.Reason != ""):
-		return m, fieldErr(field, "a %s message has no code or reason; only a close does", m.Type)
+		return fieldErr(field, "a %s message has no code or reason; only a close does", m.Type)
 	}
+	return nil
+}
+
+// message is the checked message with its payload: base64 decoded, or
+// the text; empty, not nil, for a text or binary message without one.
+func (f *wsFields) message(field string) (WSMessage, error) {
+	m := f.m
 	switch {
-	case hasB64:
-		data, err := decodeBase64(nil, b64, field+".base64")
+	case f.hasB64:
+		data, err := decodeBase64(nil, f.b64, field+".base64")
 		if err != nil {
 			return m, err
 		}
 		m.Data = data
-	case hasText:
-		m.Data = text
+	case f.hasText:
+		m.Data = f.text
 	}
 	if m.Type != WSClose && m.Data == nil {
 		m.Data = []byte{}
 	}
 	return m, nil
+}
+
+// wsNumber reads a number from lo to hi, a whole one when whole; want
+// says what is expected.
+func wsNumber(s *scanner, field, want string, lo, hi float64, whole bool) (float64, error) {
+	if c := s.peek(); c != '-' && (c < '0' || c > '9') {
+		return 0, wantErr(field, want, c)
+	}
+	v, err := s.number()
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || n < lo || n > hi || whole && n != math.Trunc(n) {
+		return 0, fieldErr(field, "want %s, got %s", want, v)
+	}
+	return n, nil
 }
 
 // wsEnum reads a string that must be one of names (in the order of the
@@ -443,10 +470,15 @@ func checkWebSocket(p *Pair) error {
 	return err
 }
 
-// wsSpan notes where the line's "websocket" value is, for Pair.WebSocket
-// to read when asked; null is no session.
-func wsSpan(s *scanner, p *Pair) (err error) {
-	if s.peek() == 'n' {
+// otherTop reads a top-level key the decoder's own cases do not name:
+// "websocket", whose value's place is noted for Pair.WebSocket to read
+// when asked (null: no session), or any other key, whose value is
+// skipped.
+func otherTop(s *scanner, p *Pair, key []byte) (err error) {
+	switch {
+	case string(key) != "websocket":
+		return s.skip(0)
+	case s.peek() == 'n':
 		return s.literal()
 	}
 	p.WebSocketRaw, err = rawSpan(s)

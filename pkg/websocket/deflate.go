@@ -198,50 +198,58 @@ func (f *inflater) inflate(op Opcode, in []byte, limit int64) ([]byte, error) {
 	} else if err := f.fr.(flate.Resetter).Reset(&f.src, dict); err != nil {
 		return nil, &ProtocolError{Code: CloseInvalidPayload, Reason: "compressed message: " + err.Error()}
 	}
-	if cap(f.out) == 0 {
-		f.out = make([]byte, 0, 4096)
-	}
-	f.out = f.out[:0]
-	var size int64
-	over := false
-	for {
-		if len(f.out) == cap(f.out) {
-			if over {
-				// Past the bound: keep reading into the same buffer so the
-				// window follows the message to its end.
-				if f.takeover {
-					f.keep(f.out)
-				}
-				f.out = f.out[:0]
-			} else {
-				f.out = append(f.out, 0)[:len(f.out)]
-			}
-		}
-		n, err := f.fr.Read(f.out[len(f.out):cap(f.out)])
-		f.out = f.out[:len(f.out)+n]
-		size += int64(n)
-		if size > limit && !over {
-			over = true
-			if f.takeover {
-				f.keep(f.out)
-			}
-			f.out = f.out[:0]
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			f.lost = f.takeover
-			return nil, &ProtocolError{Code: CloseInvalidPayload, Reason: "compressed message does not inflate: " + err.Error()}
-		}
+	size, err := f.readAll(limit)
+	if err != nil {
+		f.lost = f.takeover
+		return nil, &ProtocolError{Code: CloseInvalidPayload, Reason: "compressed message does not inflate: " + err.Error()}
 	}
 	if f.takeover {
 		f.keep(f.out)
 	}
-	if over {
+	if size > limit {
 		return nil, &TooLargeError{Opcode: op, Size: size, Limit: limit, Inflated: true}
 	}
 	return f.out, nil
+}
+
+// readAll inflates the message to its end into f.out and returns its
+// size. Past limit bytes f.out keeps no more of it: each buffer's worth
+// goes to the window (with takeover) and the buffer is used again.
+func (f *inflater) readAll(limit int64) (size int64, err error) {
+	if cap(f.out) == 0 {
+		f.out = make([]byte, 0, 4096)
+	}
+	f.out = f.out[:0]
+	for {
+		if len(f.out) == cap(f.out) {
+			f.makeRoom(size > limit)
+		}
+		n, err := f.fr.Read(f.out[len(f.out):cap(f.out)])
+		f.out = f.out[:len(f.out)+n]
+		if size <= limit && size+int64(n) > limit {
+			f.makeRoom(true) // over the bound now: what was kept goes
+		}
+		size += int64(n)
+		if err == io.EOF {
+			return size, nil
+		}
+		if err != nil {
+			return size, err
+		}
+	}
+}
+
+// makeRoom makes room in a full f.out: past the bound (over) by giving
+// its bytes to the window and emptying it, else by growing it.
+func (f *inflater) makeRoom(over bool) {
+	if !over {
+		f.out = append(f.out, 0)[:len(f.out)]
+		return
+	}
+	if f.takeover {
+		f.keep(f.out)
+	}
+	f.out = f.out[:0]
 }
 
 // keep appends output to the window, which holds the last windowSize bytes.

@@ -164,33 +164,50 @@ func (r *Reader) check(h header) error {
 		}
 		return protocolErr("a client's frame is not masked")
 	}
-	if h.rsv&0x30 != 0 {
-		return protocolErr("reserved bits RSV2/RSV3 set without an extension that defines them")
-	}
-	if h.rsv&0x40 != 0 {
-		switch {
-		case r.inf == nil:
-			return protocolErr("reserved bit RSV1 set without permessage-deflate negotiated")
-		case h.op.IsControl():
-			return protocolErr("RSV1 set on a %s frame", h.op)
-		case h.op == OpContinuation:
-			return protocolErr("RSV1 set on a continuation frame")
-		}
+	if err := r.checkReserved(h); err != nil {
+		return err
 	}
 	if h.op.IsControl() {
-		if !h.fin {
-			return protocolErr("%s frame fragmented", h.op)
-		}
-		if h.length > maxControl {
-			return protocolErr("%s frame of %d bytes, over the 125 a control frame may carry", h.op, h.length)
-		}
-		return nil
+		return checkControl(h)
 	}
 	if h.op == OpContinuation && !r.inMessage {
 		return protocolErr("continuation frame with no message begun")
 	}
 	if h.op != OpContinuation && r.inMessage {
 		return protocolErr("%s frame while a fragmented message is under way", h.op)
+	}
+	return nil
+}
+
+// checkReserved holds a frame's reserved bits to the extensions
+// negotiated: RSV1 is permessage-deflate's, on a data message's first
+// frame only; RSV2 and RSV3 no extension here defines.
+func (r *Reader) checkReserved(h header) error {
+	if h.rsv&0x30 != 0 {
+		return protocolErr("reserved bits RSV2/RSV3 set without an extension that defines them")
+	}
+	if h.rsv&0x40 == 0 {
+		return nil
+	}
+	switch {
+	case r.inf == nil:
+		return protocolErr("reserved bit RSV1 set without permessage-deflate negotiated")
+	case h.op.IsControl():
+		return protocolErr("RSV1 set on a %s frame", h.op)
+	case h.op == OpContinuation:
+		return protocolErr("RSV1 set on a continuation frame")
+	}
+	return nil
+}
+
+// checkControl holds a control frame to its limits: whole (FIN) and 125
+// bytes at most.
+func checkControl(h header) error {
+	if !h.fin {
+		return protocolErr("%s frame fragmented", h.op)
+	}
+	if h.length > maxControl {
+		return protocolErr("%s frame of %d bytes, over the 125 a control frame may carry", h.op, h.length)
 	}
 	return nil
 }
@@ -231,11 +248,7 @@ func (r *Reader) next() (Message, error) {
 		}
 		r.frames++
 		if r.dropping {
-			r.remain = h.length
-			if h.fin {
-				r.inMessage, r.dropping = false, false
-			}
-			if err := r.skip(); err != nil {
+			if err := r.skipFrame(h); err != nil {
 				return Message{}, err
 			}
 			continue
@@ -331,6 +344,16 @@ func (r *Reader) control(h header) (Message, error) {
 		}
 	}
 	return m, nil
+}
+
+// skipFrame reads past a frame of a message over the bound; its last
+// frame ends the message.
+func (r *Reader) skipFrame(h header) error {
+	r.remain = h.length
+	if h.fin {
+		r.inMessage, r.dropping = false, false
+	}
+	return r.skip()
 }
 
 // skip reads past what is left of a frame whose payload is not kept.
