@@ -6,6 +6,7 @@ require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/gopacket/gopacket v1.7.7
+	github.com/gorilla/websocket v1.5.3
 	github.com/klauspost/compress v1.20.0
 	github.com/molecule-man/go-brrr v1.0.1
 	github.com/nats-io/nats.go v1.55.0

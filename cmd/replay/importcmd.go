@@ -12,21 +12,7 @@ func newImportCmd(std stdio) *cobra.Command {
 		Short: "Convert a HAR, a GoReplay capture, an access log or a packet capture to RRPairs",
 	}
 	cmd.AddCommand(
-		importer(std, convert.HAR(), importSpec{
-			use:   "har FILE.har",
-			short: "Convert a HAR 1.2 file (a browser's or a proxy's export) to RRPairs",
-			long: `Convert a HAR 1.2 file to RRPairs: entries ordered by startedDateTime, pages
-as sessions, the URL's path and query as recorded, HTTP/2 pseudo-headers and
-hop-by-hop headers dropped, a recorded Content-Length kept in place (the
-replay writes the length of the body it sends), postData.text (or its
-params, rebuilt) as the body, the response's content.text (base64 when so
-encoded) kept for --compare. HTTP/2 and 3 entries keep their version; a run
-that sends them as HTTP/1.1 counts them as downgraded. Entries that never
-reached the network (cache hits, WebSockets, status 0) and entries that
-cannot be converted are skipped, counted by reason, and reported on stderr
-with their number.`,
-			example: "  replay import har session.har -o traffic.jsonl",
-		}),
+		harImporter(std),
 		importer(std, convert.Gor(), importSpec{
 			use:   "gor FILE.gor...",
 			short: "Convert GoReplay captures (.gor, .gor.gz) to RRPairs",
@@ -46,6 +32,32 @@ converted are skipped, reported on stderr with their file and number.`,
 		pcapImporter(std),
 	)
 	return cmd
+}
+
+// harImporter is import har.
+func harImporter(std stdio) *cobra.Command {
+	var flags convert.HARFlags
+	return importer(std, convert.HARWith(&flags), importSpec{
+		use:   "har FILE.har",
+		short: "Convert a HAR 1.2 file (a browser's or a proxy's export) to RRPairs",
+		long: `Convert a HAR 1.2 file to RRPairs: entries ordered by startedDateTime, pages
+as sessions, the URL's path and query as recorded, HTTP/2 pseudo-headers and
+hop-by-hop headers dropped, a recorded Content-Length kept in place (the
+replay writes the length of the body it sends), postData.text (or its
+params, rebuilt) as the body, the response's content.text (base64 when so
+encoded) kept for --compare. HTTP/2 and 3 entries keep their version; a run
+that sends them as HTTP/1.1 counts them as downgraded. Entries that never
+reached the network (cache hits, WebSockets, status 0) and entries that
+cannot be converted are skipped, counted by reason, and reported on stderr
+with their number. With --websocket, a WebSocket entry (Chrome's or
+mitmproxy's _webSocketMessages) is kept as its upgrade pair with the
+session's messages in order.`,
+		example: `  replay import har session.har -o traffic.jsonl
+  replay import har --websocket chat.har -o traffic.jsonl`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&flags.WebSockets, "websocket", false, "keep WebSocket entries as their upgrade pairs with the sessions' messages (_webSocketMessages: text, binary, close; pings counted), instead of skipping them")
+		},
+	})
 }
 
 // pcapImporter is import pcap.

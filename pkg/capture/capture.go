@@ -110,6 +110,9 @@ type Stats struct {
 	// Cut are answers recorded with their body cut at MaxBody
 	// (http.res.bodyCut says the whole size).
 	Cut int64
+	// WebSockets are the WebSocket sessions relayed after their upgrade's
+	// 101 and recorded on its pair, their messages with it.
+	WebSockets int64
 	// Slow are client connections closed for a request head not whole
 	// within the head timeout, or ended in the middle of one.
 	Slow int64
@@ -137,7 +140,7 @@ type Proxy struct {
 	conns   connset.Set    // open client connections
 	ups     sync.Map       // net.Conn -> struct{}: the reverse proxy's upstream connections
 	stats   struct {
-		conns, pairs, errs, large, unreplayable, tunnels, tls, cut, slow atomic.Int64
+		conns, pairs, errs, large, unreplayable, tunnels, tls, cut, slow, webSockets atomic.Int64
 	}
 	seq atomic.Int64
 	// closing is set by Close before it cuts idle reads off, so that a
@@ -233,6 +236,7 @@ func (p *Proxy) Stats() Stats {
 	return Stats{Connections: p.stats.conns.Load(), Pairs: p.stats.pairs.Load(), Errors: p.stats.errs.Load(),
 		TooLarge: p.stats.large.Load(), Unreplayable: p.stats.unreplayable.Load(),
 		Tunnels: p.stats.tunnels.Load(), TLS: p.stats.tls.Load(), Cut: p.stats.cut.Load(), Slow: p.stats.slow.Load(),
+		WebSockets:    p.stats.webSockets.Load(),
 		AcceptRetries: p.ln.Retried(), PublicRefused: p.ln.Refused(),
 		OutOfOrder: p.w.OutOfOrder()}
 }
@@ -392,6 +396,6 @@ func reverseOptions(upstream string, fo ForwardOptions) (Options, error) {
 // MarshalZerologObject writes s as the fields of a log line.
 func (s Stats) MarshalZerologObject(e *zerolog.Event) {
 	e.Int64("pairs", s.Pairs).Int64("connections", s.Connections).Int64("tunnels", s.Tunnels).Int64("errors", s.Errors).
-		Int64("too_large", s.TooLarge).Int64("answers_cut", s.Cut).Int64("slow_heads", s.Slow).Int64("unreplayable", s.Unreplayable).Int64("out_of_order", s.OutOfOrder).
+		Int64("websockets", s.WebSockets).Int64("too_large", s.TooLarge).Int64("answers_cut", s.Cut).Int64("slow_heads", s.Slow).Int64("unreplayable", s.Unreplayable).Int64("out_of_order", s.OutOfOrder).
 		Int64("accept_retries", s.AcceptRetries).Int64("public_refused", s.PublicRefused)
 }

@@ -302,8 +302,13 @@ func (p *Proxy) exchangeH1(up *upstream, cl *client, h head, raw []byte, scheme,
 		}
 		return false
 	}
-	p.recordRaw(h.seq, h.req, x, exchange{start: h.start, end: time.Now(), session: session, host: authority, scheme: scheme, direction: "OUT"})
-	return !h.req.Close && !x.res.Close
+	end := time.Now()
+	if x.res.Status == 101 { // HTTP is over on this connection
+		end, x.ws = p.relayUpgrade(cl, h.req, x, upstreamSide{r: up.br, w: armed{up}, conn: up.cn.NC})
+		up.line.Drop(nil)
+	}
+	p.recordRaw(h.seq, h.req, x, exchange{start: h.start, end: end, session: session, host: authority, scheme: scheme, direction: "OUT"})
+	return !h.req.Close && !x.res.Close && x.res.Status != 101
 }
 
 // originForm is req as it goes to the host it names: the request line in

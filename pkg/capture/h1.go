@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
 // client is a client connection's side of its HTTP/1.x exchanges: what
@@ -101,6 +102,9 @@ type passed struct {
 	// answered says the answer's head went to the client: an error
 	// after it cannot be told the client as a 502.
 	answered bool
+	// ws is the WebSocket session that followed a 101, recorded on its
+	// upgrade pair; nil for any other exchange.
+	ws *rrpair.WebSocket
 }
 
 // pass passes one exchange through: raw (the request's head as it goes

@@ -33,6 +33,7 @@ func (p *Proxy) recordRaw(seq int64, req *rawhttp.Message, x passed, ex exchange
 	if x.resBody.Cut() {
 		r.ResBodyCut = x.resBody.Size
 	}
+	r.WebSocket = x.ws
 	p.record(seq, r, ex)
 }
 

@@ -39,6 +39,12 @@ func (p *Proxy) serve(c net.Conn, connID int64) {
 			}
 			return
 		}
+		if x.res.Status == 101 { // HTTP is over on this connection
+			answered, ws := p.relayUpgrade(cl, h.req, x, upstreamSide{r: ur, w: idle, conn: up})
+			x.ws = ws
+			p.recordRaw(h.seq, h.req, x, exchange{start: h.start, end: answered, session: session, host: p.opt.Authority})
+			return
+		}
 		p.recordRaw(h.seq, h.req, x, exchange{start: h.start, end: time.Now(), session: session, host: p.opt.Authority})
 		if h.req.Close || x.res.Close {
 			return

@@ -16,9 +16,20 @@ import (
 // HAR is import har: one HAR file, its entries numbered from 1; entries
 // that never reached the network (cache hits, WebSockets, status 0) are
 // listed but not refused by --strict.
-func HAR() Importer {
+func HAR() Importer { return HARWith(&HARFlags{}) }
+
+// HARFlags are import har's own flags, as given.
+type HARFlags struct {
+	// WebSockets (--websocket) keeps WebSocket entries as upgrade pairs
+	// with their sessions' messages.
+	WebSockets bool
+}
+
+// HARWith is import har reading its flags when it runs: the command line
+// fills them first.
+func HARWith(flags *HARFlags) Importer {
 	return Importer{Name: "har", What: "entry", Convert: func(ins []Input, w io.Writer, sk *SkipLog) (Result, error) {
-		st, err := har.Convert(ins[0].R, w, func(entry int, why string) {
+		st, err := har.ConvertWith(ins[0].R, w, har.Options{WebSockets: flags.WebSockets}, func(entry int, why string) {
 			if har.OffNetwork(why) {
 				sk.AddOffNetwork(entry, why)
 			} else {

@@ -119,12 +119,8 @@ func str(raw json.RawMessage) string {
 // offNetwork says why entry e (its answer res) never touched the network,
 // as a skip reason, or "". firefox: the file is Firefox's.
 func offNetwork(e *entry, res *answer, firefox bool) string {
-	url := strings.ToLower(e.Request.URL)
-	switch {
-	case strings.EqualFold(str(e.ResourceType), "websocket"),
-		len(e.WebSocket) > 0 && string(e.WebSocket) != "null",
-		strings.HasPrefix(url, "ws://"), strings.HasPrefix(url, "wss://"):
-		return "websocket: a WebSocket; its messages are not HTTP requests"
+	if isWebSocket(e) {
+		return "websocket: a WebSocket; its messages are not HTTP requests (import with --websocket to keep the session)"
 	}
 	if ft := str(e.FetchType); ft != "" && !strings.EqualFold(ft, "Network Load") {
 		if strings.Contains(strings.ToLower(ft), "cache") {
@@ -149,6 +145,10 @@ type converter struct {
 	st      *Stats
 	firefox bool // the file is Firefox's: an entry without httpVersion came from its cache
 	line    []byte
+	// webSockets keeps WebSocket entries as upgrade pairs with their
+	// messages (Options.WebSockets); upgrade is set while converting one,
+	// so that its Upgrade field is kept.
+	webSockets, upgrade bool
 }
 
 // entry converts entry n (from 1) of the file into c.line, or says why it
@@ -162,7 +162,8 @@ func (c *converter) entry(e *entry, err error, raw func() []byte, n int) (ok boo
 	if len(e.Response) == 0 {
 		resErr = nil
 	}
-	if why := offNetwork(e, &res, c.firefox); why != "" {
+	session, why := c.sessionOrSkip(e, &res)
+	if why != "" {
 		return false, why
 	}
 	if err != nil {
@@ -172,6 +173,7 @@ func (c *converter) entry(e *entry, err error, raw func() []byte, n int) (ok boo
 	if r == nil {
 		return false, why
 	}
+	r.WebSocket = session
 	dropped := resErr != nil
 	if !dropped && len(e.Response) > 0 {
 		dropped = !c.answer(r, &res)
@@ -200,7 +202,7 @@ func (c *converter) record(e *entry, res *answer, n int) (*rrpair.Record, string
 	if req.Method == "" {
 		return nil, "invalid: request.method: missing"
 	}
-	scheme, host, uri, ok := splitURL(req.URL)
+	scheme, host, uri, ok := splitURL(httpURL(req.URL))
 	if !ok {
 		return nil, fmt.Sprintf("url: want an absolute http(s) URL, got %q", clip(req.URL))
 	}
@@ -233,7 +235,7 @@ func (c *converter) record(e *entry, res *answer, n int) (*rrpair.Record, string
 // there.
 func (c *converter) requestHeaders(r *rrpair.Record, hs []nv) (length int64) {
 	for _, h := range hs {
-		if strings.HasPrefix(h.Name, ":") || rrpair.ConnectionHeader(h.Name) || hopOnly(h.Name) {
+		if strings.HasPrefix(h.Name, ":") || (rrpair.ConnectionHeader(h.Name) || hopOnly(h.Name)) && !c.keepsUpgradeField(h.Name) {
 			continue // HTTP/2 pseudo-headers; connection handling is the replay's
 		}
 		if !rrpair.ValidHeaderName(h.Name) { // a request line ("GET /p HTTP/1.1"), a name with a colon
@@ -265,7 +267,7 @@ func (c *converter) answer(r *rrpair.Record, res *answer) bool {
 	r.Status, r.ResBody = status, body
 	for _, h := range res.Headers {
 		switch {
-		case strings.HasPrefix(h.Name, ":"), rrpair.ConnectionHeader(h.Name), hopOnly(h.Name), strings.EqualFold(h.Name, "content-length"):
+		case strings.HasPrefix(h.Name, ":"), (rrpair.ConnectionHeader(h.Name) || hopOnly(h.Name)) && !c.keepsUpgradeField(h.Name), strings.EqualFold(h.Name, "content-length"):
 			// the length is the encoded body's, not the decoded content's
 		case !rrpair.ValidHeaderName(h.Name): // WebPageTest's status line, and the like
 			c.st.AnswerHeaders++

@@ -45,6 +45,11 @@ type Stats struct {
 	AnswerHeaders  int // recorded answer header fields dropped, for the same reasons
 	AnswersDropped int // recorded answers that could not be read, dropped (the request kept)
 	SplitValues    int // header values with embedded LFs, split into one field a line
+	// WebSockets are the WebSocket entries written as upgrade pairs with
+	// their messages (Options.WebSockets); WSMessages their messages, and
+	// WSIgnored the entries of _webSocketMessages not kept (a pong, a
+	// continuation, an opcode RFC 6455 reserves, Chrome's "error").
+	WebSockets, WSMessages, WSIgnored int
 	// NoBody lists the entries (from 1) whose body the recorder did not
 	// capture (a recorded Content-Length or bodySize over 0, no text, no
 	// params it could be rebuilt from): sent with an empty body.
@@ -86,6 +91,12 @@ func (s *Stats) Summary() string {
 	}
 	if len(dropped) > 0 {
 		fmt.Fprintf(&b, "; dropped %s", strings.Join(dropped, ", "))
+	}
+	if s.WebSockets > 0 {
+		fmt.Fprintf(&b, "; %s with %s", plural.Count(s.WebSockets, "WebSocket session"), plural.Count(s.WSMessages, "message"))
+		if s.WSIgnored > 0 {
+			fmt.Fprintf(&b, " (%d pongs and other frames not kept)", s.WSIgnored)
+		}
 	}
 	if n := len(s.NoBody); n > 0 {
 		list := make([]string, 0, 5)
@@ -149,9 +160,14 @@ func (e *ParseError) Unwrap() error { return e.Err }
 // at a time. An input that cannot seek (a pipe) is first copied to a
 // temporary file. A UTF-8 byte-order mark before the JSON is skipped.
 func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
+	return ConvertWith(r, w, Options{}, skip)
+}
+
+// ConvertWith is Convert with options.
+func ConvertWith(r io.Reader, w io.Writer, opt Options, skip Skip) (Stats, error) {
 	if rs, ok := r.(io.ReadSeeker); ok {
 		if _, err := rs.Seek(0, io.SeekCurrent); err == nil {
-			return convertSeeking(rs, w, skip)
+			return convertSeeking(rs, w, opt, skip)
 		}
 	}
 	tmp, err := os.CreateTemp("", "replay-har-*")
@@ -166,7 +182,7 @@ func Convert(r io.Reader, w io.Writer, skip Skip) (Stats, error) {
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return Stats{}, err
 	}
-	return convertSeeking(tmp, w, skip)
+	return convertSeeking(tmp, w, opt, skip)
 }
 
 // ref is what the first pass keeps of an entry: 24 bytes.
@@ -184,7 +200,7 @@ func (a ref) compare(b ref) int {
 var bom = []byte("\xef\xbb\xbf")
 
 // convertSeeking is Convert over a seekable input.
-func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
+func convertSeeking(r io.ReadSeeker, w io.Writer, opt Options, skip Skip) (Stats, error) {
 	st := Stats{Skipped: map[string]int{}}
 	base, err := r.Seek(0, io.SeekCurrent)
 	if err != nil {
@@ -212,7 +228,7 @@ func convertSeeking(r io.ReadSeeker, w io.Writer, skip Skip) (Stats, error) {
 		return st, err
 	}
 	slices.SortStableFunc(refs, ref.compare)
-	c := &converter{st: &st, firefox: s.firefox}
+	c := &converter{st: &st, firefox: s.firefox, webSockets: opt.WebSockets}
 	br := bufio.NewReader(r)
 	for _, f := range refs {
 		var e entry

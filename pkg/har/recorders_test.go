@@ -21,6 +21,13 @@ import (
 // the skipped entries ("n: why") and the pairs written.
 func convertFile(t *testing.T, name string) (Stats, []string, []rrpair.Pair) {
 	t.Helper()
+	return convertFileWith(t, name, Options{}, strings.TrimSuffix(name, ".har")+".golden.jsonl")
+}
+
+// convertFileWith is convertFile with options, against the golden file
+// goldenName.
+func convertFileWith(t *testing.T, name string, opt Options, goldenName string) (Stats, []string, []rrpair.Pair) {
+	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
@@ -28,11 +35,11 @@ func convertFile(t *testing.T, name string) (Stats, []string, []rrpair.Pair) {
 	defer f.Close()
 	var out bytes.Buffer
 	var skipped []string
-	st, err := Convert(f, &out, func(n int, why string) { skipped = append(skipped, strconv.Itoa(n)+": "+why) })
+	st, err := ConvertWith(f, &out, opt, func(n int, why string) { skipped = append(skipped, strconv.Itoa(n)+": "+why) })
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	golden.Check(t, strings.TrimSuffix(name, ".har")+".golden.jsonl", out.Bytes())
+	golden.Check(t, goldenName, out.Bytes())
 	return st, skipped, readPairs(t, out.Bytes())
 }
 

@@ -75,6 +75,7 @@ func WriteInspect(w io.Writer, st *rrpair.Stats) error {
 	if st.GRPC > 0 {
 		fmt.Fprintf(tw, "gRPC pairs\t%d (content-type application/grpc; replayed over HTTP/2)\n", st.GRPC)
 	}
+	writeInspectWebSocket(tw, st.WebSocket)
 	fmt.Fprintf(tw, "Body bytes\trequests %s, responses %s\n", humanBytes(st.ReqBytes), humanBytes(st.ResBytes))
 	if err := tw.Flush(); err != nil {
 		return err
@@ -129,4 +130,25 @@ func lines(n int) string {
 		return "1 line"
 	}
 	return strconv.Itoa(n) + " lines"
+}
+
+// writeInspectWebSocket is the line of the recorded WebSocket sessions;
+// none when the file has none (ws nil).
+func writeInspectWebSocket(w io.Writer, ws *rrpair.WSStats) {
+	if ws == nil {
+		return
+	}
+	sessions := "sessions"
+	if ws.Sessions == 1 {
+		sessions = "session"
+	}
+	fmt.Fprintf(w, "WebSocket\t%d %s, %d messages (client %d, server %d), pings client %d, server %d",
+		ws.Sessions, sessions, ws.Messages.Client+ws.Messages.Server, ws.Messages.Client, ws.Messages.Server, ws.Pings.Client, ws.Pings.Server)
+	if ws.Oversize != (rrpair.WSCounts{}) {
+		fmt.Fprintf(w, "; over the recorder's bound, not kept: client %d, server %d", ws.Oversize.Client, ws.Oversize.Server)
+	}
+	if ws.Broken > 0 {
+		fmt.Fprintf(w, "; %d recorded only in part (a frame the recorder could not read)", ws.Broken)
+	}
+	fmt.Fprintln(w)
 }

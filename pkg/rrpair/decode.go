@@ -122,7 +122,7 @@ func (d *decoder) top(s *scanner, p *Pair) error {
 		case "mutableSignature", "signature", "command", "location", "network_address":
 			err = d.sigTop(s, key)
 		default:
-			err = s.skip(0)
+			err = otherTop(s, p, key)
 		}
 		if err != nil {
 			return err
@@ -628,7 +628,7 @@ func (d *decoder) check(p *Pair) error {
 	if len(p.Direction) > 0 && !EqualFold(p.Direction, "in") && !EqualFold(p.Direction, "out") {
 		return fieldErr("direction", "want IN or OUT, got %q", p.Direction)
 	}
-	return nil
+	return checkWebSocket(p)
 }
 
 // splitAbsolute turns an absolute-form URI ("https://host:8443/a?b") into

@@ -36,6 +36,9 @@ type Record struct {
 	// body cut to ResBody (a recorder's --max-body): written as
 	// http.res.bodyCut, so that a cut body never passes for whole.
 	ResBodyCut int64
+	// WebSocket is the session of an upgrade pair (Status 101), written
+	// as the "websocket" key; nil writes none.
+	WebSocket *WebSocket
 }
 
 // Field is one header line.
@@ -73,6 +76,11 @@ func AppendLine(dst []byte, r *Record) []byte {
 	if r.Direction != "" {
 		dst = append(dst, `"direction":`...)
 		dst = AppendJSONString(dst, r.Direction)
+		dst = append(dst, ',')
+	}
+	if r.WebSocket != nil {
+		dst = append(dst, `"websocket":`...)
+		dst = AppendWebSocket(dst, r.WebSocket)
 		dst = append(dst, ',')
 	}
 	dst = append(dst, `"http":{"req":{"method":`...)

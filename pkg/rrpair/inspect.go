@@ -33,6 +33,10 @@ type Stats struct {
 	// not read into the request (the mock does not answer those lines).
 	SignatureLines      int            `json:"signature_lines"`
 	UnreadSignatureKeys map[string]int `json:"unread_signature_keys,omitempty"`
+
+	// WebSocket counts the recorded WebSocket sessions (upgrade pairs with
+	// a "websocket" key) and their messages; nil when the file has none.
+	WebSocket *WSStats `json:"websocket,omitempty"`
 }
 
 // Count is a name and how many pairs have it.
@@ -59,6 +63,9 @@ func (f *File) Inspect() (*Stats, error) {
 			return nil, err
 		}
 		st.count(&p)
+		if err := st.countWebSocket(&p); err != nil {
+			return nil, &LineError{File: f.name, Line: p.Line, Err: asFieldError(err)}
+		}
 		ts, err := p.Time()
 		if err != nil {
 			return nil, &LineError{File: f.name, Line: p.Line, Err: fieldErr("ts", "%v", err)}

@@ -96,6 +96,10 @@ type Pair struct {
 	// Instance is a signature line's instance: which answer to its
 	// signature it is, from 0 (0 when the signature does not say).
 	Instance int
+	// WebSocketRaw is the "websocket" key's value as written (raw JSON):
+	// the session recorded on an upgrade pair, read by WebSocket; nil when
+	// the line has none.
+	WebSocketRaw []byte
 	// UnreadKey is the first key of a signature line's signature that was
 	// not read into Req (a store_sig value, a header): the line's answer
 	// depends on something Req does not hold. Nil when every key was read.
