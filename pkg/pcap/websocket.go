@@ -49,7 +49,7 @@ type wsSide struct {
 func (h *h1conn) webSocket(x *h1ex, m *rawhttp.Message, ts int64) {
 	x.x.end = ts
 	w := &wsconn{c: h.c, x: x, res: m, start: ts, ws: rrpair.WebSocket{Messages: []rrpair.WSMessage{}}}
-	d, err := websocket.ParseExtensions(values(m.Headers, "sec-websocket-extensions")...)
+	d, err := websocket.ParseExtensions(rawhttp.Values(m.Headers, "sec-websocket-extensions")...)
 	for i, from := range []websocket.Sender{websocket.Client, websocket.Server} {
 		s := &w.side[i]
 		s.from = from
@@ -80,17 +80,6 @@ func (h *h1conn) switched(x *h1ex, m *rawhttp.Message, ts int64) {
 // read: Options.WebSockets, and x asked for a WebSocket.
 func (h *h1conn) keepsWebSocket(x *h1ex) bool {
 	return h.c.a.opt.WebSockets && x.req != nil && rawhttp.HasToken(x.req.Headers, "upgrade", "websocket")
-}
-
-// values are the values of the fields called name (lower case) in fs.
-func values(fs []rrpair.Field, name string) []string {
-	var out []string
-	for _, f := range fs {
-		if rrpair.EqualFold([]byte(f.Name), name) {
-			out = append(out, f.Value)
-		}
-	}
-	return out
 }
 
 func (w *wsconn) sideOf(client bool) *wsSide {
@@ -135,7 +124,7 @@ func (w *wsconn) read(s *wsSide, ts int64) {
 	case err == nil:
 		w.keep(s, &m, ts)
 	case errors.As(err, &tooLarge), errors.Is(err, websocket.ErrContextLost):
-		w.count(s)
+		websocket.CountOversize(&w.ws, s.from)
 	default:
 		w.stop(s, s.from.String()+": "+err.Error(), false)
 		return
@@ -151,57 +140,18 @@ func (w *wsconn) read(s *wsSide, ts int64) {
 
 // keep adds message m of side s, whole at capture time ts.
 func (w *wsconn) keep(s *wsSide, m *websocket.Message, ts int64) {
-	client := s.from == websocket.Client
-	switch m.Opcode {
-	case websocket.OpPing:
-		if client {
-			w.ws.Pings.Client++
-		} else {
-			w.ws.Pings.Server++
-		}
-		return
-	case websocket.OpPong:
-		return
-	}
-	msg := rrpair.WSMessage{From: rrpair.WSServer, Offset: max(time.Duration(ts-w.start), 0)}
-	if client {
-		msg.From = rrpair.WSClient
-	}
+	at := max(time.Duration(ts-w.start), 0)
 	if n := len(w.ws.Messages); n > 0 {
-		msg.Offset = max(msg.Offset, w.ws.Messages[n-1].Offset)
+		at = max(at, w.ws.Messages[n-1].Offset)
 	}
-	switch m.Opcode {
-	case websocket.OpText:
-		msg.Type, msg.Data = rrpair.WSText, bytes.Clone(m.Payload)
-	case websocket.OpBinary:
-		msg.Type, msg.Data = rrpair.WSBinary, bytes.Clone(m.Payload)
-	case websocket.OpClose:
-		msg.Type, msg.Reason = rrpair.WSClose, string(m.Reason)
-		if m.Code != websocket.CloseNoStatus {
-			msg.Code = int(m.Code)
-		}
-	}
-	if msg.Data == nil && msg.Type != rrpair.WSClose {
-		msg.Data = []byte{}
-	}
-	w.hold(len(msg.Data) + 64)
-	w.ws.Messages = append(w.ws.Messages, msg)
-}
-
-// count counts a message of side s over the bound, not kept.
-func (w *wsconn) count(s *wsSide) {
-	if s.from == websocket.Client {
-		w.ws.Oversize.Client++
-	} else {
-		w.ws.Oversize.Server++
-	}
+	w.hold(websocket.Keep(&w.ws, s.from, m, at))
 }
 
 // stop reads side s no further, for why (oversize: a message over the
 // bound, counted), and gives its bytes up.
 func (w *wsconn) stop(s *wsSide, why string, oversize bool) {
 	if oversize {
-		w.count(s)
+		websocket.CountOversize(&w.ws, s.from)
 	}
 	if w.ws.Error == "" {
 		w.ws.Error = why
