@@ -82,7 +82,8 @@ pairs are written in request order. TLS connections are decrypted with
 --keylog (the client's SSLKEYLOGFILE): their pairs are https, HTTP/1.1
 or HTTP/2 as ALPN chose. TLS connections without keys, connections that
 are not HTTP, and all else that is not kept are counted and reported on
-stderr with their packet number.`,
+stderr with their packet number. With --websocket, the frames after a
+WebSocket upgrade's 101 are read into the upgrade pair's session.`,
 		example: `  tcpdump -i any -s 0 -w capture.pcap 'tcp port 8080'
   replay import pcap capture.pcap --service 10.0.0.5:8080 -o traffic.jsonl
   replay import pcap 'dump.pcap*' --session header:X-User-Id -o traffic.jsonl
@@ -93,6 +94,7 @@ stderr with their packet number.`,
 			fs.StringVar(&flags.Session, "session", "connection", "the `SESSION` of a pair: connection, header:NAME, cookie:NAME or none")
 			fs.DurationVar(&flags.StreamTimeout, "stream-timeout", 0, "end connections idle this `LONG` in capture time, writing their requests still waiting without an answer (default 2m)")
 			fs.Int64Var(&flags.MaxBuffer, "max-buffer", 0, "bound to `BYTES` what is held for all connections (segments out of order, messages under way); over it the connection holding the most gives them up, counted (default 64 MiB)")
+			fs.BoolVar(&flags.WebSockets, "websocket", false, "keep WebSocket upgrades as their pairs with the sessions' messages, read from the frames after each 101 (text, binary, close; pings counted), instead of passing the connection over")
 			fs.StringVar(&flags.KeyLog, "keylog", "", "decrypt TLS 1.2 and 1.3 connections with the secrets of this key log `FILE` (the client's SSLKEYLOGFILE: curl, browsers, Go, OpenSSL); a connection whose keys it lacks is counted")
 		},
 	})

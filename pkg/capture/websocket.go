@@ -41,7 +41,7 @@ func (p *Proxy) relayUpgrade(cl *client, req *rawhttp.Message, x passed, up upst
 	answered = time.Now()
 	var rec *websocket.Recorder
 	if rawhttp.HasToken(req.Headers, "upgrade", "websocket") {
-		d, err := websocket.ParseExtensions(values(x.res.Headers, "sec-websocket-extensions")...)
+		d, err := websocket.ParseExtensions(rawhttp.Values(x.res.Headers, "sec-websocket-extensions")...)
 		rec = websocket.NewRecorder(answered, websocket.RecorderOptions{Deflate: d, MaxMessage: p.opt.MaxBody, MaxSession: sessionBound * p.opt.MaxBody})
 		if err != nil {
 			rec = nil // the frames cannot be read: relayed, not recorded
@@ -141,15 +141,4 @@ func closeWrite(c any) {
 	if cl, ok := c.(io.Closer); ok {
 		cl.Close()
 	}
-}
-
-// values are the values of the header name (lower case) in hs.
-func values(hs []rrpair.Field, name string) []string {
-	var out []string
-	for _, h := range hs {
-		if rrpair.EqualFold([]byte(h.Name), name) {
-			out = append(out, h.Value)
-		}
-	}
-	return out
 }

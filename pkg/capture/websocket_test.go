@@ -1,8 +1,11 @@
 package capture
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,6 +17,7 @@ import (
 
 	gorilla "github.com/gorilla/websocket"
 
+	"github.com/replay-dev/replay/internal/rawhttp"
 	"github.com/replay-dev/replay/internal/replaytest"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
@@ -299,5 +303,60 @@ func TestWebSocketOpenAtClose(t *testing.T) {
 	_, ws := session(t, inPairs(t, out.Bytes()))
 	if got := sequence(ws); strings.Join(got, "|") != "client text still here|server text still here" {
 		t.Errorf("recorded %q", got)
+	}
+}
+
+// TestOtherUpgradeRelayed: a 101 to another protocol is relayed both
+// ways as it comes, and its pair recorded without a session.
+func TestOtherUpgradeRelayed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		if _, err := rawhttp.Read(br, true, "", nil); err != nil {
+			return
+		}
+		// The answer and the protocol's first bytes in one write.
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo/1\r\nConnection: Upgrade\r\n\r\nready\n")
+		io.Copy(c, br) // then an echo, until the client half-closes
+	}()
+	var out replaytest.Buffer
+	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: ln.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "GET /raw HTTP/1.1\r\nHost: x\r\nUpgrade: echo/1\r\nConnection: Upgrade\r\n\r\n")
+	br := bufio.NewReader(c)
+	if m := readAnswer(t, br, "GET"); m.Status != 101 {
+		t.Fatalf("answer %d", m.Status)
+	}
+	payload := "ready\n" + strings.Repeat("\x00\xffbytes as they are", 1000)
+	io.WriteString(c, payload[len("ready\n"):])
+	c.(*net.TCPConn).CloseWrite()
+	got, err := io.ReadAll(br)
+	if err != nil || string(got) != payload {
+		t.Errorf("read %d bytes (%v), want the %d the upstream sent", len(got), err, len(payload))
+	}
+	closeProxy(t, p)
+	ps := inPairs(t, out.Bytes())
+	if len(ps) != 1 || ps[0].WebSocketRaw != nil || string(ps[0].Req.URI) != "/raw" {
+		t.Errorf("recorded:\n%s", out.Bytes())
+	}
+	if st := p.Stats(); st.WebSockets != 0 || st.Pairs != 1 {
+		t.Errorf("stats %+v", st)
 	}
 }

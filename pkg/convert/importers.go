@@ -126,6 +126,9 @@ type PcapFlags struct {
 	// KeyLog (--keylog) is a TLS key log file (SSLKEYLOGFILE): the TLS
 	// connections are decrypted with its secrets.
 	KeyLog string
+	// WebSockets (--websocket) keeps WebSocket upgrades as their pairs
+	// with the sessions' messages.
+	WebSockets bool
 }
 
 // Pcap is import pcap: packet captures (pcap, pcapng, gzip-compressed or
@@ -184,7 +187,7 @@ func (f *PcapFlags) options() (pcap.Options, error) {
 	if f.MaxBuffer < 0 || f.MaxBuffer > 0 && f.MaxBuffer < 1<<20 {
 		errs = append(errs, fmt.Errorf("--max-buffer: want at least 1048576 bytes (1 MiB), got %d", f.MaxBuffer))
 	}
-	opt.StreamTimeout, opt.MaxBuffer = f.StreamTimeout, f.MaxBuffer
+	opt.StreamTimeout, opt.MaxBuffer, opt.WebSockets = f.StreamTimeout, f.MaxBuffer, f.WebSockets
 	return opt, errors.Join(errs...)
 }
 

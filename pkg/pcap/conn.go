@@ -17,6 +17,7 @@ const (
 	protoH2                   // HTTP/2, cleartext
 	protoNone                 // nothing more to read: TLS, not HTTP, upgraded, or not the service's
 	protoTLS                  // TLS, decrypted with the key log (the plaintext's protocol follows)
+	protoWS                   // a WebSocket session after its upgrade (Options.WebSockets)
 )
 
 // probeMax bounds the first bytes of a side kept while its protocol is
@@ -51,6 +52,7 @@ type conn struct {
 	probeAt        [2]place
 	h1             *h1conn
 	h2             *h2conn
+	ws             *wsconn
 	// tl decrypts the connection when it is TLS and a key log was given:
 	// its bytes go to it, and its plaintext to h1 or h2.
 	tl *tlsConn
@@ -176,6 +178,8 @@ func (c *conn) plain(dir int, b []byte, fresh bool, ts int64, at place) {
 		c.h1.data(dir == c.client, b, fresh, ts, at)
 	case protoH2:
 		c.h2.data(dir == c.client, b, ts, at)
+	case protoWS:
+		c.ws.data(dir == c.client, b, ts)
 	case protoUnknown:
 		c.detect(dir, b, fresh, ts, at)
 	}
@@ -202,6 +206,8 @@ func (c *conn) gapPlain(dir, n int, kind string, at place) {
 		c.h1.gap(dir == c.client, n, kind, at)
 	case protoH2:
 		c.h2.gap(dir == c.client, n, kind, at)
+	case protoWS:
+		c.ws.gap(dir == c.client, n, kind, at)
 	}
 }
 
@@ -249,6 +255,9 @@ func (c *conn) finish(why endKind) {
 	if c.h2 != nil {
 		c.h2.close()
 	}
+	if c.ws != nil {
+		c.ws.close()
+	}
 	c.closed = true
 }
 
@@ -265,6 +274,9 @@ func (c *conn) shed() {
 	}
 	if c.h2 != nil {
 		c.h2.shed()
+	}
+	if c.ws != nil {
+		c.ws.shed()
 	}
 	for d := range c.probe {
 		c.hold(-len(c.probe[d]))

@@ -419,7 +419,9 @@ func (h *h1conn) dirOf(client bool) int {
 
 func (h *h1conn) data(client bool, b []byte, fresh bool, ts int64, at place) {
 	if rest := h.side(client).data(b, fresh, ts, at); len(rest) > 0 {
-		h.c.data(h.dirOf(client), rest, false, ts, at)
+		// Plaintext after a switch of protocol: on a TLS connection, it
+		// was decrypted already.
+		h.c.plain(h.dirOf(client), rest, false, ts, at)
 	}
 }
 
@@ -516,7 +518,7 @@ func (h *h1conn) answerRead(s *h1side, x *h1ex, m *rawhttp.Message, cut string, 
 		h.toH2(false).upgraded(x)
 	case m.Status == 101 || x.method == "CONNECT" && m.Status/100 == 2:
 		x.answered, x.moved = true, true
-		h.tunnel(x, m)
+		h.switched(x, m, ts)
 	default:
 		x.res, x.answered, x.x.end = m, true, ts
 	}

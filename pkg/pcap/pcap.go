@@ -72,6 +72,10 @@ type Options struct {
 	// KeyLog (--keylog) holds the TLS secrets the TLS connections are
 	// decrypted with; nil: TLS connections are counted and skipped.
 	KeyLog *KeyLog
+	// WebSockets (--websocket) keeps a WebSocket upgrade as its pair with
+	// the session's messages, read from the frames that follow its 101;
+	// else the connection is passed over from the upgrade on, counted.
+	WebSockets bool
 }
 
 // Defaults of Options.

@@ -47,6 +47,9 @@ type Stats struct {
 	Dropped int64
 	// Cut names the files that end inside a packet.
 	Cut []string
+	// WebSockets counts the WebSocket sessions written on their upgrade
+	// pairs (Options.WebSockets).
+	WebSockets int
 }
 
 // NothingWritten says why no pair was written when the capture held no
@@ -134,6 +137,7 @@ func (s Stats) Summary() string {
 		}
 	}
 	if other := said(
+		phrase{s.WebSockets, "WebSocket session", " kept with its messages"},
 		phrase{s.Elsewhere, "connection", " neither to nor from --service"},
 		phrase{s.Before, "answer", " to requests made before the capture began"},
 		phrase{s.Retransmitted, "segment", " retransmitted"},

@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"errors"
 	"io"
+	"math"
 	"strings"
 	"testing"
 
@@ -461,4 +462,32 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestFrameSize(t *testing.T) {
+	for _, c := range []struct {
+		b    []byte
+		size int64
+		fin  bool
+		op   websocket.Opcode
+	}{
+		{frame(websocket.Client, true, false, websocket.OpText, "Hello"), 11, true, websocket.OpText},
+		{frame(websocket.Server, false, false, websocket.OpBinary, strings.Repeat("x", 300)), 304, false, websocket.OpBinary},
+		{frame(websocket.Client, true, false, websocket.OpContinuation, strings.Repeat("x", 70000)), 70014, true, websocket.OpContinuation},
+		{[]byte{0x89, 0x00}, 2, true, websocket.OpPing},
+	} {
+		for cut := 0; cut < min(len(c.b), 14); cut++ {
+			_, _, _, ok := websocket.FrameSize(c.b[:cut])
+			if hdr := 2 + map[bool]int{true: 4}[c.b[1]&0x80 != 0]; ok && cut < 2 || !ok && cut >= hdr+8 {
+				t.Errorf("FrameSize of %d bytes of a %d-byte frame: ok %v", cut, len(c.b), ok)
+			}
+		}
+		size, fin, op, ok := websocket.FrameSize(c.b)
+		if !ok || size != c.size || int(size) != len(c.b) || fin != c.fin || op != c.op {
+			t.Errorf("FrameSize = %d %v %v %v; want %d %v %v", size, fin, op, ok, c.size, c.fin, c.op)
+		}
+	}
+	if size, _, _, ok := websocket.FrameSize([]byte{0x82, 127, 0x80, 0, 0, 0, 0, 0, 0, 1}); !ok || size != math.MaxInt64 {
+		t.Errorf("a forbidden length: %d %v", size, ok)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"io"
+	"math"
 	"slices"
 	"unicode/utf8"
 )
@@ -366,4 +367,42 @@ func (r *Reader) skip() error {
 		}
 	}
 	return nil
+}
+
+// FrameSize reads the header at the start of b, for a caller that gets a
+// side's bytes in pieces (a packet capture) and hands the Reader whole
+// messages: the frame's size (header and payload), whether it ends its
+// message (FIN) and its opcode. ok is false while b is too short to hold
+// the header. A length RFC 6455 forbids (its top bit set) reads as the
+// largest size, which no bound lets through.
+func FrameSize(b []byte) (size int64, fin bool, op Opcode, ok bool) {
+	if len(b) < 2 {
+		return 0, false, 0, false
+	}
+	n := int64(2)
+	var length int64
+	switch l := b[1] & 0x7f; l {
+	case 126:
+		n += 2
+		if int64(len(b)) < n {
+			return 0, false, 0, false
+		}
+		length = int64(binary.BigEndian.Uint16(b[2:4]))
+	case 127:
+		n += 8
+		if int64(len(b)) < n {
+			return 0, false, 0, false
+		}
+		u := binary.BigEndian.Uint64(b[2:10])
+		if u>>63 != 0 || u > math.MaxInt64-14 {
+			return math.MaxInt64, b[0]&0x80 != 0, Opcode(b[0] & 0x0f), true
+		}
+		length = int64(u)
+	default:
+		length = int64(l)
+	}
+	if b[1]&0x80 != 0 {
+		n += 4
+	}
+	return n + length, b[0]&0x80 != 0, Opcode(b[0] & 0x0f), true
 }

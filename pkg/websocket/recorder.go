@@ -112,31 +112,49 @@ func (t *stampTee) Read(p []byte) (int, error) {
 // add keeps message m of side from, whole at time whole, or counts it
 // when the session is over its bound.
 func (r *Recorder) add(from Sender, m *Message, whole time.Time) {
-	at := whole.Sub(r.start)
-	side := rrpair.WSClient
-	if from == Server {
-		side = rrpair.WSServer
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	switch m.Opcode {
-	case OpPing:
-		if side == rrpair.WSClient {
-			r.ws.Pings.Client++
-		} else {
-			r.ws.Pings.Server++
+	if keeps(m.Opcode) {
+		cost := int64(len(m.Payload)) + perMessage
+		if r.kept+cost > r.opts.MaxSession {
+			r.dropLocked(from, fmt.Sprintf("the session's messages passed the bound of %d bytes together: later ones counted as oversize, not kept", r.opts.MaxSession))
+			return
 		}
-		return
-	case OpPong:
-		return
+		r.kept += cost
 	}
-	cost := int64(len(m.Payload)) + perMessage
-	if r.kept+cost > r.opts.MaxSession {
-		r.dropLocked(side, fmt.Sprintf("the session's messages passed the bound of %d bytes together: later ones counted as oversize, not kept", r.opts.MaxSession))
-		return
+	Keep(&r.ws, from, m, max(whole.Sub(r.start), 0))
+}
+
+// keeps says whether a session keeps the messages of opcode op (text,
+// binary, close), rather than counting them (ping) or leaving them out
+// (pong).
+func keeps(op Opcode) bool { return op == OpText || op == OpBinary || op == OpClose }
+
+// Side is the traffic file's word for the sender.
+func (s Sender) Side() rrpair.WSSide {
+	if s == Server {
+		return rrpair.WSServer
 	}
-	r.kept += cost
-	msg := rrpair.WSMessage{From: side, Offset: max(at, 0)}
+	return rrpair.WSClient
+}
+
+// Keep adds message m, sent by from at offset at, to session ws as the
+// traffic file records it: a text or binary message with its payload
+// copied, a close with its code and reason, a ping counted, a pong left
+// out. It returns the memory the message keeps (its payload and a little
+// more; 0 when it keeps none), for a caller that bounds a session's.
+func Keep(ws *rrpair.WebSocket, from Sender, m *Message, at time.Duration) int {
+	if m.Opcode == OpPing {
+		if from == Client {
+			ws.Pings.Client++
+		} else {
+			ws.Pings.Server++
+		}
+	}
+	if !keeps(m.Opcode) {
+		return 0
+	}
+	msg := rrpair.WSMessage{From: from.Side(), Offset: at}
 	switch m.Opcode {
 	case OpText:
 		msg.Type, msg.Data = rrpair.WSText, bytes.Clone(m.Payload)
@@ -151,27 +169,30 @@ func (r *Recorder) add(from Sender, m *Message, whole time.Time) {
 	if msg.Data == nil && msg.Type != rrpair.WSClose {
 		msg.Data = []byte{}
 	}
-	r.ws.Messages = append(r.ws.Messages, msg)
+	ws.Messages = append(ws.Messages, msg)
+	return len(msg.Data) + perMessage
+}
+
+// CountOversize counts a message sent by from over a bound: relayed or
+// read past, not kept.
+func CountOversize(ws *rrpair.WebSocket, from Sender) {
+	if from == Client {
+		ws.Oversize.Client++
+	} else {
+		ws.Oversize.Server++
+	}
 }
 
 // drop counts a message of side from not kept; why, when not empty and
 // the session has no error yet, becomes it.
 func (r *Recorder) drop(from Sender, why string) {
-	side := rrpair.WSClient
-	if from == Server {
-		side = rrpair.WSServer
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.dropLocked(side, why)
+	r.dropLocked(from, why)
 }
 
-func (r *Recorder) dropLocked(side rrpair.WSSide, why string) {
-	if side == rrpair.WSClient {
-		r.ws.Oversize.Client++
-	} else {
-		r.ws.Oversize.Server++
-	}
+func (r *Recorder) dropLocked(from Sender, why string) {
+	CountOversize(&r.ws, from)
 	if why != "" && r.ws.Error == "" {
 		r.ws.Error = why
 	}

@@ -88,12 +88,7 @@ const (
 )
 
 // String is "client" or "server", the traffic file's words for a side.
-func (s Sender) String() string {
-	if s == Client {
-		return "client"
-	}
-	return "server"
-}
+func (s Sender) String() string { return s.Side().String() }
 
 // Close codes of RFC 6455 section 7.4.1 the framer uses.
 const (
