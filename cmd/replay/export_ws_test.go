@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/rrpair"
+)
+
+// wsExportSession is the recorded session the export tests write: the
+// server greets, answers each client message (the second twice), and the
+// client closes.
+func wsExportSession() *rrpair.WebSocket {
+	ms := func(d int) time.Duration { return time.Duration(d) * time.Millisecond }
+	return &rrpair.WebSocket{Messages: []rrpair.WSMessage{
+		{From: rrpair.WSServer, Offset: ms(1), Type: rrpair.WSText, Data: []byte("hello")},
+		{From: rrpair.WSClient, Offset: ms(2), Type: rrpair.WSText, Data: []byte(`{"op":"sub"}`)},
+		{From: rrpair.WSServer, Offset: ms(3), Type: rrpair.WSText, Data: []byte(`{"ok":true}`)},
+		{From: rrpair.WSClient, Offset: ms(4), Type: rrpair.WSBinary, Data: []byte{0, 1, 2}},
+		{From: rrpair.WSServer, Offset: ms(5), Type: rrpair.WSText, Data: []byte("tick 1")},
+		{From: rrpair.WSServer, Offset: ms(6), Type: rrpair.WSText, Data: []byte("tick 2")},
+		{From: rrpair.WSClient, Offset: ms(7), Type: rrpair.WSText, Data: []byte("bye")},
+		{From: rrpair.WSClient, Offset: ms(9), Type: rrpair.WSClose, Code: 1000, Reason: "done"},
+	}}
+}
+
+// wsExportFile writes a traffic file of one recorded upgrade with session.
+func wsExportFile(t *testing.T, session *rrpair.WebSocket) string {
+	t.Helper()
+	line := rrpair.AppendLine(nil, &rrpair.Record{TS: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC), Protocol: "http",
+		Method: "GET", URI: "/chat?room=1", Host: "chat.test",
+		Headers: []rrpair.Field{{Name: "Upgrade", Value: "websocket"}, {Name: "Connection", Value: "Upgrade"}, {Name: "Authorization", Value: "Bearer t"},
+			{Name: "Sec-WebSocket-Key", Value: "dGhlIHNhbXBsZSBub25jZQ=="}, {Name: "Sec-WebSocket-Version", Value: "13"}},
+		Status: 101, WebSocket: session})
+	path := filepath.Join(t.TempDir(), "ws.jsonl")
+	if err := os.WriteFile(path, line, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestExportK6WebSocket: a recorded session becomes k6/websockets calls;
+// the data holds its messages in order, the handshake's own fields left
+// to k6; node loads the script as k6's init stage does, and one iteration
+// played against a stand-in server sends each client message after the
+// server messages that preceded it, then the recorded close.
+func TestExportK6WebSocket(t *testing.T) {
+	node := findNode(t)
+	session := wsExportSession()
+	script := filepath.Join(t.TempDir(), "ws.js")
+	r := runMain(t, context.Background(), "", "export", "k6", "-f", wsExportFile(t, session), "--target", "http://127.0.0.1:8080", "-o", script)
+	if r.code != 0 || !strings.Contains(r.stderr, "(1 WebSocket sessions)") {
+		t.Fatalf("export: exit %d: %s", r.code, r.stderr)
+	}
+	js, _ := os.ReadFile(script)
+	for _, want := range []string{"import { WebSocket } from 'k6/websockets';", "new WebSocket(r.ws.url", "export default async function", "await wsSession(r);"} {
+		if !strings.Contains(string(js), want) {
+			t.Errorf("script lacks %q", want)
+		}
+	}
+	var data [][]struct {
+		Headers map[string]string `json:"headers"`
+		WS      struct {
+			URL      string `json:"url"`
+			Messages []struct {
+				From, Data string
+				Close      bool
+			} `json:"messages"`
+		} `json:"ws"`
+	}
+	b, _ := os.ReadFile(strings.TrimSuffix(script, ".js") + ".data.json")
+	if err := json.Unmarshal(b, &data); err != nil || len(data) != 1 || len(data[0]) != 1 {
+		t.Fatalf("data %s: %v", b, err)
+	}
+	got := data[0][0]
+	if got.WS.URL != "ws://127.0.0.1:8080/chat?room=1" || got.Headers["Authorization"] != "Bearer t" || got.Headers["Sec-WebSocket-Key"] != "" || got.Headers["Upgrade"] != "" {
+		t.Errorf("session at %q with headers %v; want ws://127.0.0.1:8080/chat?room=1, Authorization kept, the handshake's own fields left to k6", got.WS.URL, got.Headers)
+	}
+	var want, play []string
+	var rec []map[string]any
+	for i, m := range session.Messages {
+		data := string(m.Data)
+		if m.Type == rrpair.WSBinary {
+			data = "AAEC" // base64
+		}
+		if g := got.WS.Messages; i >= len(g) || g[i].From != m.From.String() || g[i].Data != data || g[i].Close != (m.Type == rrpair.WSClose) {
+			t.Fatalf("messages %+v; want the recorded ones in order", g)
+		}
+		switch {
+		case m.Type == rrpair.WSClose:
+			want = append(want, m.From.String()+" close 1000")
+		case m.Type == rrpair.WSBinary:
+			want = append(want, m.From.String()+" binary")
+		default:
+			want = append(want, m.From.String()+" "+data)
+		}
+		rec = append(rec, map[string]any{"from": m.From.String(), "data": data, "close": m.Type == rrpair.WSClose, "code": m.Code})
+	}
+	peer, _ := json.Marshal(rec)
+	var out struct {
+		Log []string `json:"ws_log"`
+	}
+	if err := json.Unmarshal(k6Node(t, node, script, "K6_WS_PLAY="+string(peer)), &out); err != nil {
+		t.Fatal(err)
+	}
+	play = out.Log
+	want = append([]string{"open ws://127.0.0.1:8080/chat?room=1"}, want...)
+	if !slices.Equal(play, want) {
+		t.Fatalf("the iteration played\n  %s\nwant\n  %s", strings.Join(play, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// TestExportK6WebSocketRefused: a session whose recording left messages
+// out (over the recorder's bound) is refused, naming why; --strict fails.
+func TestExportK6WebSocketRefused(t *testing.T) {
+	session := wsExportSession()
+	session.Oversize.Client = 2
+	file := wsExportFile(t, session)
+	script := filepath.Join(t.TempDir(), "ws.js")
+	r := runMain(t, context.Background(), "", "export", "k6", "-f", file, "--target", "http://127.0.0.1:8080", "--strict", "-o", script)
+	if r.code == 0 || !strings.Contains(r.stderr, "2 messages over the recorder's bound were not kept") {
+		t.Fatalf("export --strict of a session with messages left out: exit %d: %s", r.code, r.stderr)
+	}
+}
