@@ -243,7 +243,11 @@ func (ss *wsSession) readFailed(err error) {
 		}
 		ss.close(pe.Code, pe.Reason)
 	case errors.As(err, &ne) && ne.Timeout():
-		ss.close(websocket.CloseGoingAway, "idle")
+		reason := "idle"
+		if s.closing.Load() { // the stop's drain cut the read short
+			reason = "replay mock is stopping"
+		}
+		ss.close(websocket.CloseGoingAway, reason)
 	}
 }
 
