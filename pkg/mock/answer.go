@@ -156,7 +156,7 @@ func (s *Server) answer(l *live, sc *scratch) *outcome {
 		lo, hi = idx.find(sc.sg.sum(&l.v, ix.looseM))
 	}
 	if lo == hi {
-		if s.pool != nil {
+		if s.pool != nil && !isUpgradeRequest(l.v.headers) { // a session is not relayed: an upgrade unmatched is a miss
 			return s.passthrough(l, sc)
 		}
 		return s.miss(l, sc, sig)

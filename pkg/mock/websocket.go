@@ -96,6 +96,18 @@ func parseWSPace(s string) (recorded bool, err error) {
 	return false, fmt.Errorf("--ws-pace: want reply or recorded, got %q", s)
 }
 
+// isUpgradeRequest says whether a request asks for an upgrade (an Upgrade
+// field): --passthrough does not send one on, as the mock relays no
+// session.
+func isUpgradeRequest(hs []rrpair.Header) bool {
+	for _, h := range hs {
+		if rrpair.EqualFold(h.Name, "upgrade") {
+			return true
+		}
+	}
+	return false
+}
+
 // upgrade answers ctx, which matched the upgrade pair sc.pair: a 400 when
 // the request is no WebSocket handshake, else the 101 and the session,
 // played on the connection fasthttp hands over.

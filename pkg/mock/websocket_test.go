@@ -206,3 +206,46 @@ func TestWebSocketMiss(t *testing.T) {
 		t.Fatalf("a plain GET of the upgrade's path got %q; want a 400", buf[:n])
 	}
 }
+
+// TestWebSocketPingAndStop: a client's ping is answered with its pong; a
+// stop closes an open session with 1001; with --passthrough an upgrade no
+// recorded one matches is a miss, not sent on.
+func TestWebSocketPingAndStop(t *testing.T) {
+	s := start(t, Options{File: wsFile(t, chatSession()), Passthrough: true})
+	c, _, err := dialWS(t, s, "/chat?room=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pong := make(chan string, 1)
+	c.SetPongHandler(func(data string) error { pong <- data; return nil })
+	readWS(t, c, gorilla.TextMessage, []byte("hello"))
+	c.WriteControl(gorilla.PingMessage, []byte("p1"), time.Now().Add(5*time.Second))
+	closed := make(chan error, 1)
+	go func() {
+		for {
+			if _, _, err := c.ReadMessage(); err != nil {
+				closed <- err
+				return
+			}
+		}
+	}()
+	select {
+	case got := <-pong:
+		if got != "p1" {
+			t.Fatalf("pong %q; want p1", got)
+		}
+	case err := <-closed:
+		t.Fatalf("session ended before the pong: %v", err)
+	}
+	if _, resp, err := dialWS(t, s, "/chat?room=9"); err == nil || resp == nil || resp.StatusCode != DefaultMissStatus {
+		t.Fatalf("an unmatched upgrade with --passthrough: %v, %v; want the miss status", err, resp)
+	}
+	closeNow(t, s)
+	var ce *gorilla.CloseError
+	if err := <-closed; !errors.As(err, &ce) || ce.Code != 1001 {
+		t.Fatalf("on stop the session ended with %v; want a close 1001", err)
+	}
+	if r := s.Report(); r.Passthrough != 0 || r.Misses != 1 {
+		t.Fatalf("passthrough %d, misses %d; want 0 and 1", r.Passthrough, r.Misses)
+	}
+}
