@@ -52,9 +52,22 @@ func wsExportFile(t *testing.T, session *rrpair.WebSocket) string {
 // server messages that preceded it, then the recorded close.
 func TestExportK6WebSocket(t *testing.T) {
 	node := findNode(t)
+	transforms := filepath.Join(t.TempDir(), "t.yaml")
+	if err := os.WriteFile(transforms, []byte("transforms:\n  - timestamps: {auto: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, extra := range map[string][]string{"plain": nil, "transforms": {"--transforms", transforms}} {
+		t.Run(name, func(t *testing.T) { exportK6Session(t, node, extra...) })
+	}
+}
+
+// exportK6Session exports the session with the extra flags and plays it.
+func exportK6Session(t *testing.T, node string, extra ...string) {
+	t.Helper()
 	session := wsExportSession()
 	script := filepath.Join(t.TempDir(), "ws.js")
-	r := runMain(t, context.Background(), "", "export", "k6", "-f", wsExportFile(t, session), "--target", "http://127.0.0.1:8080", "-o", script)
+	args := append([]string{"export", "k6", "-f", wsExportFile(t, session), "--target", "http://127.0.0.1:8080", "-o", script}, extra...)
+	r := runMain(t, context.Background(), "", args...)
 	if r.code != 0 || !strings.Contains(r.stderr, "(1 WebSocket sessions)") {
 		t.Fatalf("export: exit %d: %s", r.code, r.stderr)
 	}
