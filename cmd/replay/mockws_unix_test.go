@@ -12,6 +12,7 @@ import (
 	"time"
 
 	gorilla "github.com/gorilla/websocket"
+	"github.com/replay-dev/replay/internal/replaytest"
 	"github.com/replay-dev/replay/pkg/mock"
 )
 
@@ -21,7 +22,7 @@ import (
 // on SIGTERM counts the session and its messages.
 func TestMockWebSocket(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "mock.json")
-	m := startMock(t, nil, "-f", wsExportFile(t, wsExportSession()), "--keep", "direction=IN", "--listen", "127.0.0.1:0", "--latency", "0", "--ws-pace", "reply", "--out", out)
+	m := startMock(t, nil, "-f", wsExportFile(t, replaytest.ChatSession()), "--keep", "direction=IN", "--listen", "127.0.0.1:0", "--latency", "0", "--ws-pace", "reply", "--out", out)
 	c, resp, err := gorilla.DefaultDialer.Dial("ws://"+m.addr+"/chat?room=1", nil)
 	if err != nil {
 		t.Fatalf("dial: %v (%v)", err, resp)
@@ -38,8 +39,9 @@ func TestMockWebSocket(t *testing.T) {
 		{false, gorilla.TextMessage, `{"ok":true}`},
 		{true, gorilla.BinaryMessage, "\x00\x01\x02"},
 		{false, gorilla.TextMessage, "tick 1"},
-		{false, gorilla.TextMessage, "tick 2"},
+		{false, gorilla.BinaryMessage, "\x09\x08"},
 		{true, gorilla.TextMessage, "bye"},
+		{false, gorilla.TextMessage, "ciao"},
 	}
 	for _, s := range steps {
 		if s.send {
@@ -67,7 +69,7 @@ func TestMockWebSocket(t *testing.T) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.WebSocket == nil || *r.WebSocket != (mock.WSReport{Sessions: 1, MessagesSent: 4, MessagesReceived: 3}) {
-		t.Fatalf("report's websocket %+v; want 1 session, 4 sent, 3 received", r.WebSocket)
+	if r.WebSocket == nil || *r.WebSocket != (mock.WSReport{Sessions: 1, MessagesSent: 5, MessagesReceived: 3}) {
+		t.Fatalf("report's websocket %+v; want 1 session, 5 sent, 3 received", r.WebSocket)
 	}
 }

@@ -355,14 +355,7 @@ func (s *Server) WriteMetrics(b *strings.Builder) {
 	for k, name := range faultNames {
 		e.Sample("replay_mock_faults_total", expo.Label("kind", name), float64(st.faults[k].Load()))
 	}
-	ws := &s.ws
-	e.Family("replay_mock_websocket_sessions_total", "counter", "WebSocket sessions played, and those closed for a protocol error (1002) or a message too large (1009).")
-	e.Sample("replay_mock_websocket_sessions_total", expo.Label("result", "opened"), float64(ws.sessions.Load()))
-	e.Sample("replay_mock_websocket_sessions_total", expo.Label("result", "protocol_error"), float64(ws.protocolErrors.Load()))
-	e.Sample("replay_mock_websocket_sessions_total", expo.Label("result", "too_large"), float64(ws.tooLarge.Load()))
-	e.Family("replay_mock_websocket_messages_total", "counter", "WebSocket messages: sent (recorded server messages played), received (the clients').")
-	e.Sample("replay_mock_websocket_messages_total", expo.Label("direction", "sent"), float64(ws.sent.Load()))
-	e.Sample("replay_mock_websocket_messages_total", expo.Label("direction", "received"), float64(ws.received.Load()))
+	s.ws.writeMetrics(&e)
 	e.Family("replay_mock_endpoint_requests_total", "counter", "Requests by endpoint of the file and result.")
 	for i, name := range s.ix.f.Endpoints() {
 		if h := st.epHits[i].Load(); h > 0 {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/replay-dev/replay/pkg/metrics/expo"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/websocket"
 	"github.com/valyala/fasthttp"
@@ -77,6 +78,21 @@ func (st *wsStats) report() *WSReport {
 		return nil
 	}
 	return r
+}
+
+// writeMetrics writes the sessions' families.
+func (st *wsStats) writeMetrics(e *expo.Writer) {
+	const sessions, messages = "replay_mock_websocket_sessions_total", "replay_mock_websocket_messages_total"
+	e.Family(sessions, "counter", "WebSocket sessions played, and those closed for a protocol error (1002) or a message too large (1009).")
+	for _, c := range []struct {
+		result string
+		n      *atomic.Int64
+	}{{"opened", &st.sessions}, {"protocol_error", &st.protocolErrors}, {"too_large", &st.tooLarge}} {
+		e.Sample(sessions, expo.Label("result", c.result), float64(c.n.Load()))
+	}
+	e.Family(messages, "counter", "WebSocket messages: sent (recorded server messages played), received (the clients').")
+	e.Sample(messages, expo.Label("direction", "sent"), float64(st.sent.Load()))
+	e.Sample(messages, expo.Label("direction", "received"), float64(st.received.Load()))
 }
 
 // text is the report's line of sessions.

@@ -10,27 +10,10 @@ import (
 	"time"
 
 	gorilla "github.com/gorilla/websocket"
+	"github.com/replay-dev/replay/internal/replaytest"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/websocket"
 )
-
-// chatSession is a recorded session: the server greets, then answers
-// each of three client messages (the second with two messages, one
-// binary), and the client closes.
-func chatSession() *rrpair.WebSocket {
-	ms := func(d int) time.Duration { return time.Duration(d) * time.Millisecond }
-	return &rrpair.WebSocket{Messages: []rrpair.WSMessage{
-		{From: rrpair.WSServer, Offset: ms(1), Type: rrpair.WSText, Data: []byte("hello")},
-		{From: rrpair.WSClient, Offset: ms(2), Type: rrpair.WSText, Data: []byte(`{"op":"sub"}`)},
-		{From: rrpair.WSServer, Offset: ms(3), Type: rrpair.WSText, Data: []byte(`{"ok":true}`)},
-		{From: rrpair.WSClient, Offset: ms(4), Type: rrpair.WSBinary, Data: []byte{0, 1, 2}},
-		{From: rrpair.WSServer, Offset: ms(5), Type: rrpair.WSText, Data: []byte("tick 1")},
-		{From: rrpair.WSServer, Offset: ms(6), Type: rrpair.WSBinary, Data: []byte{9, 8}},
-		{From: rrpair.WSClient, Offset: ms(7), Type: rrpair.WSText, Data: []byte("bye")},
-		{From: rrpair.WSServer, Offset: ms(8), Type: rrpair.WSText, Data: []byte("ciao")},
-		{From: rrpair.WSClient, Offset: ms(9), Type: rrpair.WSClose, Code: 1000, Reason: "done"},
-	}}
-}
 
 // wsFile writes a traffic file of one recorded upgrade to /chat with the
 // session, and a plain GET beside it.
@@ -91,7 +74,7 @@ func wantClose(t *testing.T, c *gorilla.Conn, code int) {
 // client message it followed, and the close answered; the report counts
 // the session and its messages.
 func TestWebSocketSession(t *testing.T) {
-	s := start(t, Options{File: wsFile(t, chatSession()), MatchHeaders: []string{"Sec-WebSocket-Key"}})
+	s := start(t, Options{File: wsFile(t, replaytest.ChatSession()), MatchHeaders: []string{"Sec-WebSocket-Key"}})
 	c, resp, err := dialWS(t, s, "/chat?room=1")
 	if err != nil {
 		t.Fatalf("dial: %v (%v)", err, resp)
@@ -120,6 +103,14 @@ func TestWebSocketSession(t *testing.T) {
 	if !strings.Contains(b.String(), "websocket: 1 sessions, 5 messages sent, 3 received") {
 		t.Errorf("text report has no session line:\n%s", b.String())
 	}
+	var m strings.Builder
+	s.WriteMetrics(&m)
+	for _, want := range []string{`replay_mock_websocket_sessions_total{result="opened"} 1`, `replay_mock_websocket_messages_total{direction="sent"} 5`,
+		`replay_mock_websocket_messages_total{direction="received"} 3`} {
+		if !strings.Contains(m.String(), want) {
+			t.Errorf("metrics lack %s:\n%s", want, m.String())
+		}
+	}
 }
 
 // TestWebSocketRecordedClose: a session the server closed in the
@@ -147,7 +138,7 @@ func TestWebSocketRecordedClose(t *testing.T) {
 // TestWebSocketGarbage: frames RFC 6455 forbids (unmasked, a reserved
 // opcode) close the session with 1002, counted as protocol errors.
 func TestWebSocketGarbage(t *testing.T) {
-	s := start(t, Options{File: wsFile(t, chatSession())})
+	s := start(t, Options{File: wsFile(t, replaytest.ChatSession())})
 	for _, frame := range [][]byte{
 		websocket.AppendFrame(nil, true, false, websocket.OpText, nil, []byte("unmasked")),
 		{0x83, 0x80, 1, 2, 3, 4}, // opcode 3, reserved
@@ -171,7 +162,7 @@ func TestWebSocketGarbage(t *testing.T) {
 // TestWebSocketTooLarge: a client message over twice the longest
 // recorded plus the body slack closes the session with 1009.
 func TestWebSocketTooLarge(t *testing.T) {
-	s := start(t, Options{File: wsFile(t, chatSession())})
+	s := start(t, Options{File: wsFile(t, replaytest.ChatSession())})
 	c, _, err := dialWS(t, s, "/chat?room=1")
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +179,7 @@ func TestWebSocketTooLarge(t *testing.T) {
 // TestWebSocketMiss: an upgrade no recorded one matches gets the mock's
 // miss answer; a request that matches but is no handshake gets a 400.
 func TestWebSocketMiss(t *testing.T) {
-	s := start(t, Options{File: wsFile(t, chatSession())})
+	s := start(t, Options{File: wsFile(t, replaytest.ChatSession())})
 	_, resp, err := dialWS(t, s, "/chat?room=2")
 	if !errors.Is(err, gorilla.ErrBadHandshake) || resp == nil || resp.StatusCode != DefaultMissStatus {
 		t.Fatalf("dial of an unrecorded path: %v, %v; want the miss status %d", err, resp, DefaultMissStatus)
@@ -211,7 +202,7 @@ func TestWebSocketMiss(t *testing.T) {
 // stop closes an open session with 1001; with --passthrough an upgrade no
 // recorded one matches is a miss, not sent on.
 func TestWebSocketPingAndStop(t *testing.T) {
-	s := start(t, Options{File: wsFile(t, chatSession()), Passthrough: true})
+	s := start(t, Options{File: wsFile(t, replaytest.ChatSession()), Passthrough: true})
 	c, _, err := dialWS(t, s, "/chat?room=1")
 	if err != nil {
 		t.Fatal(err)
