@@ -1,7 +1,6 @@
 package mock
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -32,7 +31,8 @@ import (
 // it with 1002 (1007 for text that is not UTF-8), counted as a protocol
 // error and logged. A connection holds its reader's buffer (at most that
 // bound), its writer's (the longest recorded server message) and its
-// session's messages, decoded once: nothing grows with its length.
+// session's list of messages, decoded once, their payloads read from the
+// mapped file: nothing grows with the session's length.
 
 // The pacing of a session's server messages (--ws-pace).
 const (
@@ -169,15 +169,15 @@ type wsSession struct {
 
 func newWSSession(s *Server, rec *rrpair.WebSocket, cs *connState) *wsSession {
 	longest := 0
-	msgs := make([]rrpair.WSMessage, len(rec.Messages))
-	for i, m := range rec.Messages {
+	for _, m := range rec.Messages {
 		if m.From == rrpair.WSClient {
 			longest = max(longest, len(m.Data))
 		}
-		m.Data = bytes.Clone(m.Data) // the pair's bytes are the scratch's, pooled once the handler returns
-		msgs[i] = m
 	}
-	return &wsSession{s: s, cs: cs, msgs: msgs, limit: int64(2*longest + bodySlack),
+	// The payloads point into the mapped file (or were unescaped by the
+	// decoder), not into the scratch: they outlive the handler, and the
+	// file stays mapped until every connection is done (Close).
+	return &wsSession{s: s, cs: cs, msgs: rec.Messages, limit: int64(2*longest + bodySlack),
 		moved: make(chan struct{}, 1), readDone: make(chan struct{})}
 }
 
