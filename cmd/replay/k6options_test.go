@@ -35,6 +35,7 @@ export default inert;
 export const check = inert, sleep = inert, fail = inert, group = inert;
 export const Counter = inert, Trend = inert, Rate = inert, Gauge = inert;
 export class SharedArray { constructor(name, fn) { const a = fn(); if (!Array.isArray(a)) throw new Error('SharedArray ' + name + ': the function returned no array'); return a; } }
+export const WebSocket = globalThis.k6WebSocket ?? inert; // k6/websockets: a peer of the test's when it plays one
 ` + "`" + `;
 export async function resolve(specifier, context, next) {
   if (specifier === 'k6' || specifier.startsWith('k6/')) return { url: 'k6stub:' + specifier, shortCircuit: true };
@@ -57,9 +58,37 @@ const script = resolve(process.argv[2]);
 globalThis.open = (p) => readFileSync(resolve(dirname(script), p), 'utf8');
 globalThis.__ENV = process.env;
 globalThis.__VU = 0;
+if (process.env.K6_WS_PLAY) globalThis.k6WebSocket = wsPeer(JSON.parse(process.env.K6_WS_PLAY));
 const m = await import(pathToFileURL(script).href);
 if (typeof m.default !== 'function') throw new Error('no default function');
-process.stdout.write(JSON.stringify(m.options ?? null));
+if (process.env.K6_WS_PLAY) {
+  await m.default(); // one iteration, its sessions played by the peer
+  process.stdout.write(JSON.stringify({ ws_log: globalThis.wsLog }));
+} else {
+  process.stdout.write(JSON.stringify(m.options ?? null));
+}
+
+// wsPeer is a stand-in for k6's WebSocket playing the server's side of a
+// recorded session (its messages, from 'client' or 'server'): the server
+// messages due after each client message are sent when it comes, and
+// what went each way is logged in the order it went.
+function wsPeer(rec) {
+  globalThis.wsLog = [];
+  const later = (f) => setTimeout(f, 1);
+  return class {
+    constructor(url) { this.i = 0; wsLog.push('open ' + url); later(() => { this.onopen?.(); this.serve(); }); }
+    serve() {
+      while (this.i < rec.length && rec[this.i].from === 'server') {
+        const m = rec[this.i++];
+        if (m.close) { wsLog.push('server close ' + m.code); later(() => this.onclose?.()); return; }
+        wsLog.push('server ' + m.data);
+        later(() => this.onmessage?.({ data: m.data }));
+      }
+    }
+    send(d) { this.i++; wsLog.push('client ' + (typeof d === 'string' ? d : 'binary')); later(() => this.serve()); }
+    close(code) { wsLog.push('client close ' + (code ?? '')); later(() => this.onclose?.()); }
+  };
+}
 `
 
 // findNode finds node. Missing, the test skips loudly, or fails under
@@ -79,6 +108,21 @@ func findNode(t *testing.T) string {
 // k6Options loads script as k6's init stage would, with env added to the
 // environment (__ENV), and returns its options.
 func k6Options(t *testing.T, node, script string, env ...string) map[string]any {
+	t.Helper()
+	out := k6Node(t, node, script, env...)
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.UseNumber()
+	var opts map[string]any
+	if err := dec.Decode(&opts); err != nil {
+		t.Fatalf("%s: options %q: %v", filepath.Base(script), out, err)
+	}
+	return opts
+}
+
+// k6Node loads script in node as k6's init stage does, with env added to
+// the environment, and returns what main.mjs printed: the options, or
+// with K6_WS_PLAY the log of the sessions one iteration played.
+func k6Node(t *testing.T, node, script string, env ...string) []byte {
 	t.Helper()
 	dir := t.TempDir()
 	for name, src := range map[string]string{"hooks.mjs": k6Hooks, "main.mjs": k6Main} {
@@ -105,13 +149,7 @@ func k6Options(t *testing.T, node, script string, env ...string) map[string]any 
 	if err != nil {
 		t.Fatalf("node could not load %s as k6's init stage does: %v\n%s", filepath.Base(script), err, stderr.String())
 	}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	dec.UseNumber()
-	var opts map[string]any
-	if err := dec.Decode(&opts); err != nil {
-		t.Fatalf("%s: options %q: %v", filepath.Base(script), out, err)
-	}
-	return opts
+	return out
 }
 
 // k6Ints are the options k6 unmarshals into integers (int64, or null.Int),

@@ -81,6 +81,7 @@ func (f *mockFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RecordMisses, "record-misses", "", "with --passthrough: record those exchanges to `FILE` (direction OUT)")
 	addUpstreamFlags(fs, &o.Upstream)
 	fs.StringVar(&o.Latency, "latency", "recorded", "answer after the recorded duration (recorded), at once (0), or after it times a `FACTOR` (0.5)")
+	fs.StringVar(&o.WSPace, "ws-pace", mock.WSPaceReply, "send a WebSocket session's server messages each after the client message it followed (reply), or at its recorded offset times --latency's factor (recorded)")
 	fs.StringVar(&o.TransformsFile, "transforms", "", "rewrite answers with the transforms of `FILE` (timestamps, headers, echo)")
 	fs.StringVar(&o.Faults.ErrorRate, "error-rate", "", "answer this share with an error status instead (`PERCENT:STATUS`, 5%:503)")
 	fs.StringVar(&o.Faults.Delay, "delay", "", "answer this share later (`PERCENT:DURATION`, 10%:200ms)")

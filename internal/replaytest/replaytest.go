@@ -1,6 +1,7 @@
 // Package replaytest holds what the tests of the VUs, the transports and
 // the servers share: a Sink that keeps every result, traffic files written
-// from lines, and a Buffer several goroutines write.
+// from lines, a Buffer several goroutines write, and a recorded WebSocket
+// session.
 package replaytest
 
 import (
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -108,4 +110,23 @@ func (b *Buffer) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return bytes.Clone(b.b.Bytes())
+}
+
+// ChatSession is the recorded WebSocket session the mock's and the
+// export's tests play: the server greets, answers each of three client
+// messages (the second with a text and a binary one), and the client
+// closes with 1000 "done".
+func ChatSession() *rrpair.WebSocket {
+	ms := func(d int) time.Duration { return time.Duration(d) * time.Millisecond }
+	return &rrpair.WebSocket{Messages: []rrpair.WSMessage{
+		{From: rrpair.WSServer, Offset: ms(1), Type: rrpair.WSText, Data: []byte("hello")},
+		{From: rrpair.WSClient, Offset: ms(2), Type: rrpair.WSText, Data: []byte(`{"op":"sub"}`)},
+		{From: rrpair.WSServer, Offset: ms(3), Type: rrpair.WSText, Data: []byte(`{"ok":true}`)},
+		{From: rrpair.WSClient, Offset: ms(4), Type: rrpair.WSBinary, Data: []byte{0, 1, 2}},
+		{From: rrpair.WSServer, Offset: ms(5), Type: rrpair.WSText, Data: []byte("tick 1")},
+		{From: rrpair.WSServer, Offset: ms(6), Type: rrpair.WSBinary, Data: []byte{9, 8}},
+		{From: rrpair.WSClient, Offset: ms(7), Type: rrpair.WSText, Data: []byte("bye")},
+		{From: rrpair.WSServer, Offset: ms(8), Type: rrpair.WSText, Data: []byte("ciao")},
+		{From: rrpair.WSClient, Offset: ms(9), Type: rrpair.WSClose, Code: 1000, Reason: "done"},
+	}}
 }

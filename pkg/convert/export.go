@@ -61,7 +61,7 @@ func ExportK6(stderr io.Writer, out, in string, strict bool, write func(script, 
 	if st.Warning != "" {
 		fmt.Fprintf(stderr, "replay: warning: %s\n", st.Warning)
 	}
-	summary := fmt.Sprintf("wrote %s and %s: %d iterations, %d requests%s", out, dataPath, st.Iterations, st.Requests, st.GRPCSkipped())
+	summary := fmt.Sprintf("wrote %s and %s: %d iterations, %d requests%s%s", out, dataPath, st.Iterations, st.Requests, st.SessionsWritten(), st.GRPCSkipped())
 	if st.Env != "" {
 		summary += "; the script reads " + st.Env + " from the environment (k6 run -e NAME=...)"
 	}

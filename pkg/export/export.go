@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,7 @@ type Stats struct {
 	Iterations int // k6 only: recorded iterations written
 	Requests   int // requests (vegeta targets) written
 	GRPC       int // gRPC pairs skipped (also reported to skip)
+	Sessions   int // k6 only: WebSocket sessions written (among Requests)
 	// Env names the environment variables a k6 script reads (the JWT keys
 	// of its transforms not embedded), each with what it holds:
 	// "REPLAY_JWT_KEY (the HS256 key)"; "" for none.
@@ -131,6 +133,10 @@ func Vegeta(w io.Writer, f *rrpair.File, target string, skip func(line int, why 
 	enc := json.NewEncoder(bw)
 	var st Stats
 	err := Walk(f, target, &st, func(_ int, r *Request) error {
+		if isUpgrade(r.Pair) {
+			skip(r.Pair.Line, "a WebSocket session: vegeta sends HTTP requests only")
+			return nil
+		}
 		t := vegetaTarget{Method: r.Method, URL: r.URL, Body: r.Body}
 		if len(r.Headers) > 0 {
 			t.Header = map[string][]string{}
@@ -188,6 +194,8 @@ type k6Request struct {
 	// correlations learn the live counterparts of, by step.
 	TS    string            `json:"ts,omitempty"`
 	Learn map[string]string `json:"learn,omitempty"`
+	// WS is the recorded WebSocket session of an upgrade pair (k6ws.go).
+	WS *k6WS `json:"ws,omitempty"`
 }
 
 // K6Options are what a k6 script is made of beside the traffic.
@@ -217,6 +225,15 @@ func K6(script, data io.Writer, dataName string, f *rrpair.File, o K6Options, sk
 	}
 	st.Warning = warning
 	err = Walk(f, o.Target, &st, func(k int, r *Request) error {
+		var ws *k6WS
+		if isUpgrade(r.Pair) {
+			var why string
+			if ws, why = k6WSOf(r); ws == nil {
+				skip(r.Pair.Line, why)
+				return nil
+			}
+			st.Sessions++
+		}
 		if k != last {
 			if last >= 0 {
 				bw.WriteString("],\n")
@@ -227,7 +244,12 @@ func K6(script, data io.Writer, dataName string, f *rrpair.File, o K6Options, sk
 		} else {
 			bw.WriteString(",")
 		}
-		b, err := json.Marshal(k6RequestOf(r, o, &prev))
+		kr := k6RequestOf(r, o, &prev)
+		if ws != nil {
+			kr.WS, kr.Status, kr.Body, kr.Base64 = ws, 0, "", false
+			kr.Headers = k6Headers(slices.DeleteFunc(r.Headers, func(h rrpair.Field) bool { return wsHandshakeHeader(h.Name) }))
+		}
+		b, err := json.Marshal(kr)
 		if err != nil {
 			return err
 		}
@@ -440,6 +462,15 @@ func k6Duration(d time.Duration) string {
 
 func trimFloat(f float64) string {
 	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", f), "0"), ".")
+}
+
+// SessionsWritten is a summary line's word on the WebSocket sessions among
+// the requests: none, or " (N WebSocket sessions)".
+func (st Stats) SessionsWritten() string {
+	if st.Sessions == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d WebSocket sessions)", st.Sessions)
 }
 
 // GRPCSkipped is a summary line's word on the gRPC pairs an export

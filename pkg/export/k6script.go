@@ -16,6 +16,9 @@ func k6Script(o K6Options, dataName string, st Stats, rates K6Rates) (string, er
 	if o.Transforms != nil {
 		b.WriteString("import { Counter } from 'k6/metrics';\n")
 	}
+	if st.Sessions > 0 {
+		b.WriteString(k6WSImport)
+	}
 	fmt.Fprintf(&b, "\nconst iterations = new SharedArray('iterations', () => JSON.parse(open('%s')));\n", dataName)
 	fmt.Fprintf(&b, "\nexport const options = {\n  scenarios: {\n    replay: %s,\n  },\n", scenario(o.Load, st.Iterations, rates))
 	writeK6Thresholds(&b, o)
@@ -32,7 +35,10 @@ func k6Script(o K6Options, dataName string, st Stats, rates K6Rates) (string, er
 		}
 		fmt.Fprintf(&b, k6ChecksCode, checks)
 	}
-	b.WriteString(k6DefaultFunc(o))
+	if st.Sessions > 0 {
+		b.WriteString(k6WSCode)
+	}
+	b.WriteString(k6DefaultFunc(o, st.Sessions > 0))
 	return b.String(), nil
 }
 
@@ -68,11 +74,16 @@ func writeK6Thresholds(b *strings.Builder, o K6Options) {
 
 // k6DefaultFunc is the script's default function: with the transforms'
 // code when there are transforms, without the checks' call when there are
-// no checks.
-func k6DefaultFunc(o K6Options) string {
+// no checks, awaiting a WebSocket session's calls when the export holds
+// sessions.
+func k6DefaultFunc(o K6Options, sessions bool) string {
 	def := k6Default
 	if o.Transforms != nil {
 		def = k6DefaultTransformed
+	}
+	if sessions { // a session is awaited before the iteration's next request
+		def = strings.Replace(def, "export default function", "export default async function", 1)
+		def = strings.Replace(def, k6ThinkCode, k6ThinkCode+k6WSCall, 1)
 	}
 	if o.Checks == nil || len(o.Checks.checks) == 0 {
 		def = strings.Replace(def, k6ChecksCall, "", 1)
@@ -88,6 +99,12 @@ func jsValue(v any) string {
 	enc.Encode(v)
 	return strings.TrimSuffix(b.String(), "\n")
 }
+
+// k6ThinkCode is the default function's sleep before a request.
+const k6ThinkCode = `    if (r.think) {
+      sleep(r.think);
+    }
+`
 
 // k6ChecksCall gives a request the status checks (CHECKS), when there are.
 const k6ChecksCall = "    statusChecks(r, res);\n"

@@ -43,6 +43,7 @@ type outcome struct {
 	body              []byte
 	wait              time.Duration // before the answer goes
 	reset             bool          // cut the connection instead (a fault)
+	ws                bool          // a recorded WebSocket upgrade: the session follows (websocket.go)
 }
 
 // live is a request as it arrived, beyond its view.
@@ -155,7 +156,7 @@ func (s *Server) answer(l *live, sc *scratch) *outcome {
 		lo, hi = idx.find(sc.sg.sum(&l.v, ix.looseM))
 	}
 	if lo == hi {
-		if s.pool != nil {
+		if s.pool != nil && !isUpgradeRequest(l.v.headers) { // a session is not relayed: an upgrade unmatched is a miss
 			return s.passthrough(l, sc)
 		}
 		return s.miss(l, sc, sig)
@@ -199,6 +200,7 @@ func (s *Server) answer(l *live, sc *scratch) *outcome {
 func (s *Server) recorded(l *live, sc *scratch) {
 	p, o := &sc.pair, &sc.out
 	o.status = p.Res.Status
+	o.ws = o.status == 101
 	o.headers = appendSendable(o.headers[:0], p.Res.Headers)
 	sc.ep = s.ix.respell(o.headers, sc.ep)
 	o.trailers = appendSendable(o.trailers[:0], p.Res.Trailers)

@@ -84,6 +84,10 @@ func (s *Server) handleH1(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.wait(o.wait)
+	if o.ws {
+		s.upgrade(ctx, sc, cs)
+		return
+	}
 	sconn.heads.queue(o.status, o.headers, o.body, ctx.IsHead()) // sent as recorded in the place of fasthttp's head (rawhead.go)
 	ctx.Response.SetStatusCode(o.status)
 	ctx.Response.SkipBody = true
@@ -146,6 +150,12 @@ func (s *Server) handleH2(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler) // RST_STREAM
 	}
 	s.wait(o.wait)
+	if o.ws { // RFC 8441's extended CONNECT is not served
+		s.ws.refused.Add(1)
+		w.WriteHeader(501)
+		io.WriteString(w, "replay mock: a WebSocket session is played over HTTP/1.1 only")
+		return
+	}
 	wh := w.Header()
 	for _, h := range o.headers {
 		if !rrpair.EqualFold(h.Name, "content-length") { // the server frames what it sends

@@ -107,6 +107,8 @@ func unsendable(p *rrpair.Pair) string {
 		return sigUnread(p)
 	case st == 0:
 		return "no recorded answer (http.res.statusCode)"
+	case st == 101:
+		return "" // a WebSocket upgrade: its session is played (websocket.go)
 	case st < 200:
 		return fmt.Sprintf("status %d is an interim answer: a client waits for the final one", st)
 	case st > 599:
@@ -148,7 +150,9 @@ func viewOf(p *rrpair.Pair, host *[]byte) view {
 func buildIndex(f *rrpair.File, ignore, matchHeaders []string, autoIgnore bool) (*index, error) {
 	ix := &index{f: f, seed: maphash.MakeSeed(), hosts: map[string]bool{}, httpsHost: map[string]bool{}, served: make([]atomic.Uint32, f.Len())}
 	for _, h := range matchHeaders {
-		ix.match = append(ix.match, strings.ToLower(h))
+		if h = strings.ToLower(h); !slices.Contains(wsVolatile, h) {
+			ix.match = append(ix.match, h)
+		}
 	}
 	sort.Strings(ix.match)
 	redacted, rotatingAt := newMasks(), newMasks()

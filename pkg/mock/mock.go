@@ -108,6 +108,11 @@ type Options struct {
 	// recorded duration), "0" (at once), or a factor of the recorded
 	// duration ("0.5").
 	Latency string
+	// WSPace is when a WebSocket session's server messages go: "reply"
+	// (default: each after the client message it followed in the
+	// recording) or "recorded" (at its recorded offset from the 101,
+	// times the Latency factor).
+	WSPace string
 	// Transforms rewrite the answers (timestamps, headers, echo): the
 	// spec, or the file TransformsFile (--transforms) when it is nil.
 	Transforms     *transform.Spec
@@ -169,6 +174,9 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	}
 	if _, err := parseLatency(o.Latency); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := parseWSPace(o.WSPace); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := o.Faults.parse(); err != nil {
@@ -286,6 +294,7 @@ type Server struct {
 	scratch  sync.Pool
 	encoded  encodedBodies // answers recorded decoded under a Content-Encoding, encoded once
 	st       stats
+	ws       wsStats
 	epID     map[string]int // the file's endpoint names
 	started  time.Time
 	missLog  rateLimit

@@ -136,6 +136,8 @@ type Report struct {
 	// RewriteFailed are answers the transforms could not rewrite (sent as
 	// recorded).
 	RewriteFailed int64 `json:"rewrite_failed,omitempty"`
+	// WebSocket counts the sessions played (absent when none was asked).
+	WebSocket *WSReport `json:"websocket,omitempty"`
 }
 
 // SkippedKinds counts the lines not answered from, by kind:
@@ -183,7 +185,7 @@ func (s *Server) report() Report {
 		Started: s.started, DurationS: s.o.Now().Sub(s.started).Seconds(),
 		Hits: st.hits.Load(), HitsLoose: st.loose.Load(), Misses: st.misses.Load(), BodiesOverLimit: st.overLimit.Load(), Passthrough: st.passed.Load(),
 		PassthroughErrors: st.passErrors.Load(), Faults: map[string]int64{}, Tunnels: st.tunnels.Load(), TLSErrors: st.tlsErrors.Load(),
-		RewriteFailed: st.rewriteFailed.Load()}
+		RewriteFailed: st.rewriteFailed.Load(), WebSocket: s.ws.report()}
 	r.Skipped = r.SkippedKinds.Total() + r.SkippedKinds.Unsendable
 	r.Requests = r.Hits + r.Misses + r.Passthrough + st.broken.Load()
 	for k, name := range faultNames {
@@ -296,6 +298,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.TLSErrors > 0 || r.RewriteFailed > 0 {
 		fmt.Fprintf(&b, "TLS handshakes failed: %d; answers the transforms could not rewrite: %d\n", r.TLSErrors, r.RewriteFailed)
 	}
+	if r.WebSocket != nil {
+		b.WriteString(r.WebSocket.text())
+	}
 	if len(r.Endpoints) > 0 {
 		b.WriteString("endpoints:\n")
 		for _, e := range r.Endpoints[:min(len(r.Endpoints), 20)] {
@@ -350,6 +355,7 @@ func (s *Server) WriteMetrics(b *strings.Builder) {
 	for k, name := range faultNames {
 		e.Sample("replay_mock_faults_total", expo.Label("kind", name), float64(st.faults[k].Load()))
 	}
+	s.ws.writeMetrics(&e)
 	e.Family("replay_mock_endpoint_requests_total", "counter", "Requests by endpoint of the file and result.")
 	for i, name := range s.ix.f.Endpoints() {
 		if h := st.epHits[i].Load(); h > 0 {
