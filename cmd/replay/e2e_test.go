@@ -15,7 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
-	"github.com/replay-dev/replay/internal/testservers"
+	"github.com/replay-dev/replay/internal/testutil/daemons"
 )
 
 // queueSUT is the seeds' event-driven service on loopback: its API LPUSHes
@@ -123,7 +123,7 @@ func stageLatency(st map[string]any, stat string) float64 {
 }
 
 func TestEndToEndThroughRedis(t *testing.T) {
-	redisURL := testservers.Redis(t)
+	redisURL := daemons.Redis(t)
 	file := eventFile(t, 300)
 
 	// Both runs send 150 events a second (2s): a worker taking 1ms an event
@@ -260,7 +260,7 @@ func TestLostThresholdRefused(t *testing.T) {
 // TestRedisSinkInRun follows events that the SUT publishes to a Redis
 // stream, with --sink-redis.
 func TestRedisSinkInRun(t *testing.T) {
-	redisURL := testservers.Redis(t)
+	redisURL := daemons.Redis(t)
 	opt, _ := redis.ParseURL(redisURL)
 	client := redis.NewClient(opt)
 	defer client.Close()
@@ -382,7 +382,7 @@ func TestSinkErrorsSendNothing(t *testing.T) {
 // TestNATSSinkInRun follows events that the SUT publishes on NATS, with
 // --sink-nats.
 func TestNATSSinkInRun(t *testing.T) {
-	natsURL := testservers.NATS(t)
+	natsURL := daemons.NATS(t)
 	pub, err := nats.Connect(natsURL)
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
 )
 
 // TestRecordDoubleSignal: replay record stopped by two signals back to
@@ -42,7 +42,7 @@ func TestRecordDoubleSignal(t *testing.T) {
 		out := filepath.Join(dir, "rec.jsonl")
 		cmd := exec.Command(os.Args[0], "record", "--listen", "127.0.0.1:0", "--upstream", up.URL, "-o", out, "--log-format", "json")
 		cmd.Env = append(os.Environ(), "REPLAY_BE_MAIN=1")
-		stderr := &replaytest.Buffer{}
+		stderr := &fixture.Buffer{}
 		cmd.Stderr = stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 )
 
 // pairsFile writes n GETs, each an iteration of its own (no session).

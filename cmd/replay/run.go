@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/replay-dev/replay/cmd/replay/internal/progress"
 	"github.com/replay-dev/replay/internal/outfile"
-	"github.com/replay-dev/replay/internal/progress"
 	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"

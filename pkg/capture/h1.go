@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/pkg/rawhttp"
 )
 
 // client is a client connection's side of its HTTP/1.x exchanges: what

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/replay-dev/replay/pkg/hist"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
@@ -58,7 +58,7 @@ func executeCollecting(t *testing.T, o Options) (*report.Summary, []result.Resul
 	if err != nil {
 		t.Fatal(err)
 	}
-	col := &replaytest.Collect{}
+	col := &fixture.Collect{}
 	r.pool.Sink = tee{r.rec, col}
 	s, err := r.run(ctx, runCtx)
 	if err != nil {
