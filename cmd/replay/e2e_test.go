@@ -192,6 +192,7 @@ func lossySUT(t *testing.T, sinkAddr string) *httptest.Server {
 }
 
 func TestEndToEndLossDuplicatesStages(t *testing.T) {
+	t.Parallel()
 	sinkAddr := freeAddr(t)
 	srv := lossySUT(t, sinkAddr)
 	res := runE2E(t, eventFile(t, 1000), srv.URL, sinkAddr)
@@ -260,6 +261,7 @@ func TestLostThresholdRefused(t *testing.T) {
 // TestRedisSinkInRun follows events that the SUT publishes to a Redis
 // stream, with --sink-redis.
 func TestRedisSinkInRun(t *testing.T) {
+	t.Parallel()
 	redisURL := daemons.Redis(t)
 	opt, _ := redis.ParseURL(redisURL)
 	client := redis.NewClient(opt)
@@ -287,6 +289,7 @@ func TestRedisSinkInRun(t *testing.T) {
 // TestSinkStandalone runs replay sink on its own while a run stamps its
 // requests; the merge of their summaries works out the loss.
 func TestSinkStandalone(t *testing.T) {
+	t.Parallel()
 	sinkAddr := freeAddr(t)
 	srv := lossySUT(t, sinkAddr)
 	dir := t.TempDir()
@@ -356,6 +359,7 @@ func checkSinkLossUnknown(t *testing.T, stdout, summary string) {
 }
 
 func TestSinkErrorsSendNothing(t *testing.T) {
+	t.Parallel()
 	srv := newSUT(t, 0, 202)
 	file := eventFile(t, 5)
 	down := freeAddr(t) // nothing listens there

@@ -25,8 +25,8 @@ import (
 // signal cuts the under-way exchange short instead of exiting before the
 // file was renamed.
 func TestRecordDoubleSignal(t *testing.T) {
+	t.Parallel()
 	slow := make(chan struct{})
-	defer close(slow)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			select {
@@ -36,7 +36,10 @@ func TestRecordDoubleSignal(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	}))
+	// The slow answers end before the server closes: Close waits for
+	// every request under way, which would otherwise sit out the 30 s.
 	defer up.Close()
+	defer close(slow)
 	for i := range 4 {
 		dir := t.TempDir()
 		out := filepath.Join(dir, "rec.jsonl")
