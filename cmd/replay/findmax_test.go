@@ -239,10 +239,22 @@ func TestFindMaxEnds(t *testing.T) {
 		if r.code != 130 || !strings.Contains(r.stdout, "(interrupted)") {
 			t.Fatalf("exit %d, want 130 and the search so far:\n%s%s", r.code, r.stdout, r.stderr)
 		}
-		// The step cut short is not reported: only whole holds are.
+		// The step cut short is not reported: only whole holds are. The
+		// sustainable rate is what the holds done passed: 50/s or more on
+		// an idle machine; a busy one may have held the first step again
+		// (the generator short of CPU) when the signal came, none passed.
 		res := readSummary(t, out)
-		if res["outcome"] != "interrupted" || len(res["steps"].([]any)) < 1 || res["sustainable_rate"].(float64) < 50 {
-			t.Errorf("outcome %v after %d steps, sustainable %v; want interrupted with the holds done", res["outcome"], len(res["steps"].([]any)), res["sustainable_rate"])
+		passed := 0.0
+		for _, s := range res["steps"].([]any) {
+			if st := s.(map[string]any); st["verdict"] == "pass" {
+				passed = max(passed, st["target_rate"].(float64))
+			}
+		}
+		if res["outcome"] != "interrupted" || len(res["steps"].([]any)) < 1 || res["sustainable_rate"].(float64) != passed || passed != 0 && passed < 50 {
+			t.Errorf("outcome %v after %d steps, sustainable %v, best hold passed %v; want interrupted with the holds done, the best passed", res["outcome"], len(res["steps"].([]any)), res["sustainable_rate"], passed)
+		}
+		if passed == 0 {
+			t.Logf("no hold passed before the signal (the machine held the first again): %v", res["steps"])
 		}
 	})
 	t.Run("no threshold", func(t *testing.T) {
