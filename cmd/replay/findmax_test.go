@@ -184,11 +184,27 @@ func TestFindMaxEnds(t *testing.T) {
 	})
 	t.Run("max rate reached", func(t *testing.T) {
 		// Both rates under the SUT's 400/s, a threshold a busy machine's
-		// lag does not reach: the search stops at the ceiling.
-		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "100/s", "--max-rate", "150/s", "--threshold", "p99<1s")...)
-		if r.code != 0 || !strings.Contains(r.stdout, "at least 150/s (--max-rate reached)") {
-			t.Fatalf("exit %d, want 0 and at least 150/s:\n%s%s", r.code, r.stdout, r.stderr)
+		// lag does not reach: the search stops at the ceiling. On a
+		// machine so loaded that the SUT it runs served less than a hold
+		// offered (at a load of 12, 77/s of 150/s, its p99 612 ms, the
+		// generator on time), the SUT failed as this machine ran it: the
+		// search then says what was achieved and narrows below 150/s.
+		out := filepath.Join(t.TempDir(), "search.json")
+		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "100/s", "--max-rate", "150/s", "--threshold", "p99<1s", "--out", out)...)
+		if r.code == 0 && strings.Contains(r.stdout, "at least 150/s (--max-rate reached)") {
+			return
 		}
+		short := false // a hold the SUT served below 90% of its offer
+		res := readSummary(t, out)
+		for _, s := range res["steps"].([]any) {
+			st := s.(map[string]any)
+			reason, _ := st["reason"].(string)
+			short = short || st["verdict"] == "fail" && strings.HasPrefix(reason, "achieved ") && st["achieved_rate"].(float64) < 0.9*st["target_rate"].(float64)
+		}
+		if r.code != 0 || !short || res["failed_rate"] != 150.0 || res["sustainable_rate"].(float64) < 100 {
+			t.Fatalf("exit %d, want 0 and at least 150/s, or a search that narrowed below 150/s after a hold the SUT served short:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		t.Logf("the SUT as this machine ran it served less than 150/s: %v/s sustainable", res["sustainable_rate"])
 	})
 	t.Run("too few VUs", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "search.json")
