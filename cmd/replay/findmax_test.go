@@ -354,7 +354,8 @@ func TestProgressOfAnOpenModel(t *testing.T) {
 // each request 20 ms (800/s) judged by p99<100ms, with holds of 3 s after
 // 1 s of warm-up at the default precision (5%): the measurement of five
 // in docs/capacity.md. What is asserted is relative: the knees against
-// each other, never a rate.
+// each other, never a rate; a search the machine starved at its start
+// rate has no knee, and says why.
 func TestFindMaxAgreesWithItself(t *testing.T) {
 	searches, hold, warmup, precision, start, threshold := 2, "1s", "300ms", "0.1", "40/s", "p99<250ms"
 	workers, service := 8, 50*time.Millisecond
@@ -371,6 +372,14 @@ func TestFindMaxAgreesWithItself(t *testing.T) {
 		r := runMain(t, context.Background(), "", "find-max", "-f", singlesFile(t, 20), "--target", srv.URL,
 			"--start-rate", start, "--step-factor", "2", "--hold", hold, "--warmup", warmup, "--precision", precision, "--grace", "2s",
 			"--threshold", threshold, "--threshold", "errors<1%", "--budget", "3m", "--progress", "off", "--log-level", "warn", "--out", out)
+		if r.code == 1 && strings.Contains(r.stderr, "generator limit at "+start+": nothing was judged of the SUT") && strings.Contains(r.stderr, "lacked CPU") {
+			// A machine that gave the generator no CPU at the start rate
+			// (at a load of 10: 3 of 40 requests begun late, its threads
+			// waiting longer for a CPU than they ran): the search judged
+			// nothing of the SUT, and says so; it has no knee to compare.
+			t.Logf("search %d: no knee, the generator short of CPU at the start rate: %s", i+1, r.stderr)
+			continue
+		}
 		if r.code != 0 {
 			t.Fatalf("search %d: exit %d: %s", i+1, r.code, r.stderr)
 		}
