@@ -3,8 +3,10 @@ package replay_test
 // The contract of docs/architecture.md, held by a test: the arrows between
 // the rooms of the house (which package may import which), the one room
 // each outside library may enter, that nothing under pkg/ hands out a
-// type of internal/, and that cmd/replay stays thin. A change that breaks
-// one fails `go test`, naming the rule, the package and the import.
+// type of internal/, that cmd/replay stays thin, and that the test
+// helpers live under one roof (internal/testutil) that no command links.
+// A change that breaks one fails `go test`, naming the rule, the package
+// and the import.
 
 import (
 	"fmt"
@@ -24,18 +26,19 @@ import (
 
 const module = "github.com/replay-dev/replay"
 
-// rule forbids the packages of From (module-relative; "x/..." is x and
-// every package under it) to import the packages of To: directly, or with
-// Deep through any chain of imports. To names module-relative packages
-// ("x/...") or, with a dot in the first element, outside modules by
-// prefix ("github.com/nats-io/..."); "project" is every package of the
-// module but From's own and But's.
+// rule forbids the packages of From but those of Except (module-relative;
+// "x/..." is x and every package under it) to import the packages of To:
+// directly, or with Deep through any chain of imports. To names
+// module-relative packages ("x/...") or, with a dot in the first element,
+// outside modules by prefix ("github.com/nats-io/..."); "project" is
+// every package of the module but the importing one and those of But.
 type rule struct {
-	From []string
-	To   []string
-	But  []string
-	Deep bool
-	Why  string
+	From   []string
+	Except []string
+	To     []string
+	But    []string
+	Deep   bool
+	Why    string
 }
 
 // contract is docs/design.md's "The package contract": arrows point from a room to what it
@@ -45,8 +48,13 @@ var contract = []rule{
 		Why: "the file format imports nothing of the project"},
 	{From: []string{"pkg/websocket"}, To: []string{"project"}, But: []string{"pkg/rrpair"},
 		Why: "the WebSocket framer is a leaf the recorders, the importers, the run and the mock share: it imports only the file format"},
-	{From: []string{"pkg/schedule", "pkg/chart", "pkg/hist", "pkg/tlsca", "internal/listen", "pkg/metrics/expo"}, To: []string{"project"},
-		Why: "arithmetic, drawing, the TLS termination, the listening side and the Prometheus text format shared by every room import nothing of the project"},
+	{From: []string{"pkg/schedule", "pkg/chart", "pkg/hist", "pkg/tlsca", "pkg/metrics/expo"}, To: []string{"project"},
+		Why: "arithmetic, drawing, the TLS termination and the Prometheus text format shared by every room import nothing of the project"},
+	// internal/ holds two things: the ground helpers, leaves that any room
+	// may stand on, and under internal/testutil the tests' own helpers
+	// (TestCommandsLinkNoTestHelper holds them out of the commands).
+	{From: []string{"internal/..."}, Except: []string{testutil + "/..."}, To: []string{"project"},
+		Why: "the ground helpers under internal/ are leaves: they import nothing of the project, one another included"},
 	{From: []string{"pkg/reach"}, To: []string{"pkg/capture/...", "pkg/mock/..."},
 		Why: "the way to the real hosts is shared by the recorders and the mock and sits below both"},
 	{From: []string{"pkg/result/..."}, To: []string{"pkg/vu/...", "pkg/transport/...", "pkg/transform/...", "pkg/report/...", "pkg/recording/...", "pkg/e2e/...", "pkg/run/...", "pkg/capacity/...", "internal/..."},
@@ -68,7 +76,7 @@ var contract = []rule{
 		Why: "the transport sits below the VUs"},
 	{From: []string{"pkg/transform/...", "pkg/report/...", "pkg/recording/..."}, To: []string{"github.com/redis/...", "github.com/nats-io/..."}, Deep: true,
 		Why: "only pkg/e2e/sink links the Redis and NATS clients"},
-	{From: []string{"pkg/rrpair/...", "pkg/har/...", "pkg/gor/...", "pkg/accesslog/...", "pkg/pcap/..."}, To: []string{"pkg/sniff/...", "pkg/convert/..."},
+	{From: []string{"pkg/rrpair/...", "pkg/rawhttp/...", "pkg/har/...", "pkg/gor/...", "pkg/accesslog/...", "pkg/pcap/..."}, To: []string{"pkg/sniff/...", "pkg/convert/..."},
 		Why: "the format packages sit below the sniffer and the import job that ask them"},
 	{From: []string{"pkg/capture/...", "pkg/mock/..."}, To: []string{"pkg/vu/...", "pkg/report/...", "pkg/recording/...", "pkg/e2e/...", "pkg/run/...", "pkg/capacity/..."},
 		Why: "the recording proxies and the mock are servers: they reach upstreams through the transport, never through a run"},
@@ -105,6 +113,12 @@ var onlyIn = map[string][]string{
 	// came).
 	"github.com/gorilla/websocket": nil,
 }
+
+// testutil is the one roof of the test helpers: the packages only tests
+// import (servers on loopback, golden files, fixtures). A package whose
+// non-test code imports "testing" lives under it, and no command links
+// one.
+const testutil = "internal/testutil"
 
 // The thin command: a command file wires one command's flags to a
 // library call, so no file of it is over cmdMaxFileLines lines of
@@ -150,6 +164,11 @@ func TestArchitecture(t *testing.T) {
 	})
 	t.Run("no internal type exported from pkg", func(t *testing.T) {
 		for _, v := range checkExports(byPath) {
+			t.Error(v)
+		}
+	})
+	t.Run("test helpers under one roof", func(t *testing.T) {
+		for _, v := range checkRoof(byPath) {
 			t.Error(v)
 		}
 	})
@@ -208,7 +227,7 @@ func TestContractNamesRealPackages(t *testing.T) {
 	}
 	named := map[string]bool{}
 	for _, r := range contract {
-		for _, p := range append(append(slices.Clone(r.From), r.To...), r.But...) {
+		for _, p := range slices.Concat(r.From, r.Except, r.To, r.But) {
 			if p != "project" && !outside(p) {
 				named[strings.TrimSuffix(p, "/...")] = true
 			}
@@ -220,11 +239,93 @@ func TestContractNamesRealPackages(t *testing.T) {
 		}
 	}
 	named[cmdDir] = true
+	named[testutil] = true
 	for p := range named {
 		if !have[p] && !haveUnder(have, p) {
 			t.Errorf("the contract names %s, which is not a package of the module: update the contract with the house", p)
 		}
 	}
+}
+
+// TestCommandsLinkNoTestHelper: what `go list -deps ./cmd/replay` lists
+// (the packages the binary is built of, on every platform replay builds
+// for) holds no test helper: no package under internal/testutil, and no
+// package of the module whose non-test code imports "testing".
+func TestCommandsLinkNoTestHelper(t *testing.T) {
+	for _, goos := range append([]string{""}, otherPlatforms...) {
+		name := goos
+		if name == "" {
+			name = "host"
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg := &packages.Config{Mode: packages.NeedName | packages.NeedImports | packages.NeedDeps}
+			if goos != "" {
+				cfg.Env = append(os.Environ(), "GOOS="+goos, "CGO_ENABLED=0")
+			}
+			cmds, err := packages.Load(cfg, module+"/cmd/...")
+			if err != nil {
+				t.Fatalf("load the commands: %v", err)
+			}
+			seen := 0
+			for _, p := range cmds {
+				if p.Name != "main" {
+					continue
+				}
+				seen++
+				for _, v := range checkLinks(p) {
+					t.Error(v)
+				}
+			}
+			if seen == 0 {
+				t.Fatalf("no command under cmd/: the check would hold trivially")
+			}
+		})
+	}
+}
+
+// testHelper reports whether p is a test helper: a package under
+// internal/testutil, or one of the module whose non-test code imports
+// "testing" (which checkRoof holds under internal/testutil).
+func testHelper(p *packages.Package) bool {
+	path := rel(p.PkgPath)
+	if outside(path) || path == p.PkgPath {
+		return false
+	}
+	_, imports := p.Imports["testing"]
+	return matches(path, []string{testutil + "/..."}) || imports
+}
+
+// checkLinks returns a line for each test helper the command cmd is
+// built with, naming the chain of imports that pulls it in.
+func checkLinks(cmd *packages.Package) []string {
+	helpers := map[string]bool{}
+	packages.Visit([]*packages.Package{cmd}, nil, func(p *packages.Package) {
+		if testHelper(p) {
+			helpers[rel(p.PkgPath)] = true
+		}
+	})
+	var out []string
+	for _, h := range sortedKeys(helpers) {
+		chain := findPath(cmd, func(to string) bool { return to == h })
+		out = append(out, fmt.Sprintf("%s links %s (%s): a test helper is the tests' own; no command is built with one", rel(cmd.PkgPath), h, strings.Join(chain, " → ")))
+	}
+	return out
+}
+
+// checkRoof returns a line for each package of the module outside
+// internal/testutil whose non-test code imports "testing": a helper of
+// the tests, outside the roof that keeps it out of the commands.
+func checkRoof(byPath map[string]*packages.Package) []string {
+	var out []string
+	for _, path := range sortedKeys(byPath) {
+		if outside(path) || matches(path, []string{testutil + "/..."}) {
+			continue
+		}
+		if _, ok := byPath[path].Imports["testing"]; ok {
+			out = append(out, fmt.Sprintf("%s imports testing in non-test code: a test helper goes under %s, or its code into _test.go files", path, testutil))
+		}
+	}
+	return out
 }
 
 var (
@@ -295,11 +396,11 @@ func checkArrows(byPath map[string]*packages.Package, rules []rule) []string {
 	for _, from := range sortedKeys(byPath) {
 		p := byPath[from]
 		for _, r := range rules {
-			if !matches(from, r.From) {
+			if !matches(from, r.From) || matches(from, r.Except) {
 				continue
 			}
 			forbidden := func(to string) bool {
-				if slices.Contains(r.To, "project") && inProject(to) && !matches(to, r.From) && !matches(to, r.But) && to != "." {
+				if slices.Contains(r.To, "project") && inProject(to) && to != from && !matches(to, r.But) && to != "." {
 					return true
 				}
 				return matches(to, r.To)
@@ -615,7 +716,8 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // TestContractCatches: the checks find what they are for, on a made-up
 // house: an arrow that runs back up, a chain to NATS, an outside library
-// in the wrong room, a command grown fat.
+// in the wrong room, a ground helper that is no leaf, a test helper
+// outside its roof, a command linking a test helper, a command grown fat.
 func TestContractCatches(t *testing.T) {
 	pkg := func(path string, imports ...*packages.Package) *packages.Package {
 		p := &packages.Package{PkgPath: path, Imports: map[string]*packages.Package{}}
@@ -635,6 +737,17 @@ func TestContractCatches(t *testing.T) {
 		pkg(module+"/pkg/mock", pkg(module+"/pkg/metrics", pkg(module+"/pkg/recording", pkg(module+"/pkg/report"))))} {
 		house[rel(p.PkgPath)] = p
 	}
+	// internal/: a ground helper on a room, one on another helper, and a
+	// test helper, which may stand on anything.
+	testpkg := pkg("testing")
+	plural := pkg(module+"/internal/plural", pkg("strings"))
+	rawhttp := pkg(module+"/internal/rawhttp", house["pkg/rrpair"])
+	fixture := pkg(module+"/internal/testutil/fixture", testpkg, house["pkg/rrpair"], house["pkg/result"])
+	vutest := pkg(module+"/pkg/vu/vutest", testpkg, vu)
+	for _, p := range []*packages.Package{plural, rawhttp, fixture, vutest,
+		pkg(module+"/internal/spool", plural), pkg(module+"/internal/testutil/loopback", testpkg, rawhttp, plural)} {
+		house[rel(p.PkgPath)] = p
+	}
 	got := strings.Join(append(checkArrows(house, contract), checkOnlyIn(house, onlyIn)...), "\n")
 	for _, want := range []string{
 		"pkg/report imports pkg/vu: the report renders and judges plain data",
@@ -642,15 +755,41 @@ func TestContractCatches(t *testing.T) {
 		"pkg/report depends on github.com/nats-io/nats.go",
 		"pkg/har imports github.com/valyala/fasthttp, which only pkg/transport/http1, pkg/demo",
 		"pkg/mock depends on pkg/recording (pkg/mock → pkg/metrics → pkg/recording): the servers never link",
+		"internal/rawhttp imports pkg/rrpair: the ground helpers under internal/ are leaves",
+		"internal/spool imports internal/plural: the ground helpers under internal/ are leaves",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the checks missed %q; they said:\n%s", want, got)
 		}
 	}
-	for _, clean := range []string{"pkg/rrpair imports", "pkg/e2e/sink imports", "pkg/result imports"} {
+	for _, clean := range []string{"pkg/rrpair imports", "pkg/e2e/sink imports", "pkg/result imports", "internal/plural imports", "internal/testutil/"} {
 		if strings.Contains(got, clean) {
 			t.Errorf("the checks blamed an allowed import (%s):\n%s", clean, got)
 		}
+	}
+
+	roof := strings.Join(checkRoof(house), "\n")
+	if want := "pkg/vu/vutest imports testing in non-test code: a test helper goes under internal/testutil"; !strings.Contains(roof, want) {
+		t.Errorf("checkRoof missed %q; it said:\n%s", want, roof)
+	}
+	if strings.Contains(roof, "internal/testutil/") || strings.Count(roof, "\n") != 0 {
+		t.Errorf("checkRoof blamed more than pkg/vu/vutest:\n%s", roof)
+	}
+
+	// A command that links a test helper: one under the roof through its
+	// own wiring, one outside it through the engine.
+	cmd := pkg(module+"/cmd/replay", pkg(module+"/cmd/replay/internal/demorun", fixture), pkg(module+"/pkg/run", vutest), plural)
+	links := strings.Join(checkLinks(cmd), "\n")
+	for _, want := range []string{
+		"cmd/replay links internal/testutil/fixture (cmd/replay → cmd/replay/internal/demorun → internal/testutil/fixture): a test helper is the tests' own",
+		"cmd/replay links pkg/vu/vutest (cmd/replay → pkg/run → pkg/vu/vutest)",
+	} {
+		if !strings.Contains(links, want) {
+			t.Errorf("checkLinks missed %q; it said:\n%s", want, links)
+		}
+	}
+	if strings.Contains(links, "links internal/plural") || strings.Contains(links, "links pkg/vu ") || strings.Contains(links, "links testing") {
+		t.Errorf("checkLinks blamed a package that is no test helper:\n%s", links)
 	}
 
 	dir := t.TempDir()

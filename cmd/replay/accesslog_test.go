@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/testservers"
+	"github.com/replay-dev/replay/internal/testutil/daemons"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -51,7 +51,7 @@ http {
 func TestImportNginxLog(t *testing.T) {
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, "tmp"), 0o755)
-	addr, stop := testservers.Nginx(t, dir, func(port int) string { return fmt.Sprintf(nginxConf, dir, port) })
+	addr, stop := daemons.Nginx(t, dir, func(port int) string { return fmt.Sprintf(nginxConf, dir, port) })
 
 	type sent struct {
 		method, target string

@@ -56,6 +56,7 @@ func sumValues(m map[string]any, key string) int64 {
 // TestAccountingAddsUp checks docs/design.md's counting end to end, from the
 // SUT's own count to the summary JSON.
 func TestAccountingAddsUp(t *testing.T) {
+	t.Parallel()
 	srv, received := misbehaving(t)
 	down := httptest.NewServer(http.NotFoundHandler())
 	downURL := down.URL

@@ -52,6 +52,7 @@ func TestNothingSilentlyLess(t *testing.T) {
 // The demo's default --duration yields to --stages: every step runs, and
 // the report names them all.
 func TestDemoStagesSetTheLength(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "s.json")
 	r := runMain(t, context.Background(), "", "demo", "--rate", "20/s", "--stages", "20@1s,40@1s,60@1s", "--out", out, "--log-level", "warn")
 	if r.code != 0 {
@@ -95,12 +96,21 @@ func TestRateInRequests(t *testing.T) {
 		t.Errorf("rate_unit %v, requests_per_iteration %v, target_rate %v, target_request_rate %v; want requests, 3, 20 (iterations), 60",
 			s["rate_unit"], s["requests_per_iteration"], s["target_rate"], s["target_request_rate"])
 	}
-	// 40 iterations of 3 requests come due in 2 s: 120 requests.
-	if req := int64(f("requests")); req < 114 || req > 123 {
-		t.Errorf("%d requests in 2s at 60req/s, want about 120", req)
+	// 40 iterations of 3 requests come due in 2 s: 120 requests offered,
+	// by the clock. What was sent is held against that offer: all of it
+	// but what the generator dropped (none on an idle machine; a busy one
+	// may hold every VU back), and the rates by the same share.
+	sched, _ := s["schedule"].(map[string]any)
+	due, _ := sched["scheduled"].(float64)
+	if due < 38 || due > 41 {
+		t.Errorf("%v iterations came due in 2s at 20 iterations/s, want about 40", due)
 	}
-	if rr, ir := f("request_rate"), f("iteration_rate"); math.Abs(rr-3*ir) > 0.5 || rr < 50 || rr > 65 {
-		t.Errorf("request_rate %.2f, iteration_rate %.2f: want about 60 and 20", rr, ir)
+	share := 1 - f("dropped")/max(due, 1) // of the offer, what the generator began
+	if req := int64(f("requests")); req < int64(114*share) || req > 123 {
+		t.Errorf("%d requests in 2s at 60req/s (%v iterations due, %v dropped), want about 120 less 3 a dropped one", req, due, s["dropped"])
+	}
+	if rr, ir := f("request_rate"), f("iteration_rate"); math.Abs(rr-3*ir) > 0.5 || rr < 50*share || rr > 65 {
+		t.Errorf("request_rate %.2f, iteration_rate %.2f (%.0f%% of the offer begun): want about 60 and 20", rr, ir, 100*share)
 	}
 	if math.Abs(f("rps_per_vcpu")-f("rps")/2) > 1e-9 || math.Abs(f("throughput_per_vcpu")-f("throughput")/2) > 1e-9 {
 		t.Errorf("per vCPU %v, %v; rps %v, throughput %v over 2 vCPUs", s["rps_per_vcpu"], s["throughput_per_vcpu"], s["rps"], s["throughput"])
@@ -140,6 +150,7 @@ func TestPendingFromTheStart(t *testing.T) {
 // it stopped: here the SUT fails everything after a second and a half,
 // so step 1 keeps up and step 2 does not.
 func TestStepVerdict(t *testing.T) {
+	t.Parallel()
 	var start atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start.CompareAndSwap(0, time.Now().UnixNano())
@@ -182,6 +193,7 @@ func TestStepVerdict(t *testing.T) {
 // scheduled in iterations of the file's requests, and the result gives
 // the sustainable rate in both units and per vCPU.
 func TestFindMaxInRequests(t *testing.T) {
+	t.Parallel()
 	srv := newSUT(t, 0, 202)
 	out := filepath.Join(t.TempDir(), "search.json")
 	args := []string{"find-max", "-f", trafficFile(t, 21), "--target", srv.URL, "--hold", "1s", "--warmup", "300ms",

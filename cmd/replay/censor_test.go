@@ -17,6 +17,7 @@ import (
 // are pending, in text, JSON, HTML and JUnit; the stage's percentiles are
 // "–". A threshold the run does meet passes beside it.
 func TestDeadPipelineFails(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "demo")
 	if r := runMain(t, context.Background(), "", "demo", "--write-traffic", dir); r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)

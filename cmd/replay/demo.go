@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/replay-dev/replay/internal/demorun"
+	"github.com/replay-dev/replay/cmd/replay/internal/demorun"
 	"github.com/replay-dev/replay/pkg/demo"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"

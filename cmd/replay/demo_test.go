@@ -68,6 +68,7 @@ func TestDemoRawTransforms(t *testing.T) {
 // it fails (expired token, stale events, unknown orders); with the demo's
 // transforms all of it succeeds.
 func TestDemoTransforms(t *testing.T) {
+	t.Parallel()
 	run := func(extra ...string) map[string]any {
 		out := filepath.Join(t.TempDir(), "demo.json")
 		args := append([]string{"demo", "--keep", "status=2xx", "--duration", "1s", "--vus", "4", "--out", out, "-q", "--log-level", "warn"}, extra...)
@@ -104,6 +105,7 @@ func TestDemoTransforms(t *testing.T) {
 // are ignored by name (demo.CompareIgnore). It read 31% before: the
 // issued ids differed, and the added fields.
 func TestDemoCompareBody(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "demo.json")
 	r := runMain(t, context.Background(), "", "demo", "--compare", "body", "--duration", "1s", "--vus", "4", "--out", out, "-q", "--log-level", "warn")
 	if r.code != 0 {

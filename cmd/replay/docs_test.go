@@ -496,6 +496,7 @@ var mdNameRe = regexp.MustCompile(`[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.md\b`)
 // document kept elsewhere). A path resolves from the naming file's folder
 // or the repository's root; a bare name is any file of that name in it.
 func TestNoFileNamedOutsideRepository(t *testing.T) {
+	t.Parallel()
 	const root = "../.."
 	var files []string
 	have := map[string]bool{} // base names of the repository's .md files

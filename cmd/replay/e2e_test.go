@@ -15,7 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
-	"github.com/replay-dev/replay/internal/testservers"
+	"github.com/replay-dev/replay/internal/testutil/daemons"
 )
 
 // queueSUT is the seeds' event-driven service on loopback: its API LPUSHes
@@ -123,7 +123,7 @@ func stageLatency(st map[string]any, stat string) float64 {
 }
 
 func TestEndToEndThroughRedis(t *testing.T) {
-	redisURL := testservers.Redis(t)
+	redisURL := daemons.Redis(t)
 	file := eventFile(t, 300)
 
 	// Both runs send 150 events a second (2s): a worker taking 1ms an event
@@ -192,6 +192,7 @@ func lossySUT(t *testing.T, sinkAddr string) *httptest.Server {
 }
 
 func TestEndToEndLossDuplicatesStages(t *testing.T) {
+	t.Parallel()
 	sinkAddr := freeAddr(t)
 	srv := lossySUT(t, sinkAddr)
 	res := runE2E(t, eventFile(t, 1000), srv.URL, sinkAddr)
@@ -260,7 +261,8 @@ func TestLostThresholdRefused(t *testing.T) {
 // TestRedisSinkInRun follows events that the SUT publishes to a Redis
 // stream, with --sink-redis.
 func TestRedisSinkInRun(t *testing.T) {
-	redisURL := testservers.Redis(t)
+	t.Parallel()
+	redisURL := daemons.Redis(t)
 	opt, _ := redis.ParseURL(redisURL)
 	client := redis.NewClient(opt)
 	defer client.Close()
@@ -287,6 +289,7 @@ func TestRedisSinkInRun(t *testing.T) {
 // TestSinkStandalone runs replay sink on its own while a run stamps its
 // requests; the merge of their summaries works out the loss.
 func TestSinkStandalone(t *testing.T) {
+	t.Parallel()
 	sinkAddr := freeAddr(t)
 	srv := lossySUT(t, sinkAddr)
 	dir := t.TempDir()
@@ -356,6 +359,7 @@ func checkSinkLossUnknown(t *testing.T, stdout, summary string) {
 }
 
 func TestSinkErrorsSendNothing(t *testing.T) {
+	t.Parallel()
 	srv := newSUT(t, 0, 202)
 	file := eventFile(t, 5)
 	down := freeAddr(t) // nothing listens there
@@ -382,7 +386,7 @@ func TestSinkErrorsSendNothing(t *testing.T) {
 // TestNATSSinkInRun follows events that the SUT publishes on NATS, with
 // --sink-nats.
 func TestNATSSinkInRun(t *testing.T) {
-	natsURL := testservers.NATS(t)
+	natsURL := daemons.NATS(t)
 	pub, err := nats.Connect(natsURL)
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -49,7 +49,7 @@ func TestExportK6WebSocket(t *testing.T) {
 // exportK6Session exports the session with the extra flags and plays it.
 func exportK6Session(t *testing.T, node string, extra ...string) {
 	t.Helper()
-	session := replaytest.ChatSession()
+	session := fixture.ChatSession()
 	script := filepath.Join(t.TempDir(), "ws.js")
 	args := append([]string{"export", "k6", "-f", wsExportFile(t, session), "--target", "http://127.0.0.1:8080", "-o", script}, extra...)
 	r := runMain(t, context.Background(), "", args...)
@@ -117,7 +117,7 @@ func exportK6Session(t *testing.T, node string, extra ...string) {
 // TestExportK6WebSocketRefused: a session whose recording left messages
 // out (over the recorder's bound) is refused, naming why; --strict fails.
 func TestExportK6WebSocketRefused(t *testing.T) {
-	session := replaytest.ChatSession()
+	session := fixture.ChatSession()
 	session.Oversize.Client = 2
 	file := wsExportFile(t, session)
 	script := filepath.Join(t.TempDir(), "ws.js")

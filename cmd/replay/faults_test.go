@@ -51,6 +51,7 @@ func TestFlagsCheckedAsTheFileIs(t *testing.T) {
 // merge accepts, skips its thresholds and says so. It runs in a process
 // of its own: it used to crash on an integer divide by zero.
 func TestEmptyShard(t *testing.T) {
+	t.Parallel()
 	srv := newSUT(t, 0, 200)
 	file := trafficFile(t, 2) // two sessions: shard 2 of 3 gets none
 	dir := t.TempDir()

@@ -7,8 +7,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/replay-dev/replay/cmd/replay/internal/progress"
 	"github.com/replay-dev/replay/internal/outfile"
-	"github.com/replay-dev/replay/internal/progress"
 	"github.com/replay-dev/replay/pkg/capacity"
 	"github.com/replay-dev/replay/pkg/metrics"
 	"github.com/replay-dev/replay/pkg/recording"

@@ -95,7 +95,8 @@ func findMaxArgs(t *testing.T, url string, extra ...string) []string {
 // narrowing hold and fail its confirmation on a busy machine, and the
 // search then says, rightly, that the SUT is unstable there; the holds it
 // names are then within 15% of the knee. A machine so loaded that it
-// gave the generator no CPU ends it "generator limit", with the figures.
+// gave the generator no CPU ends it "generator limit", with the figures,
+// or fails the start rate (starvedStart), which the test logs.
 func TestFindMaxFindsAKnownCapacity(t *testing.T) {
 	srv := newWorkersSUT(t, 4, 10*time.Millisecond)
 	dir := t.TempDir()
@@ -104,6 +105,9 @@ func TestFindMaxFindsAKnownCapacity(t *testing.T) {
 	r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "100/s", "--step-factor", "2",
 		"--threshold", "p99<50ms", "--threshold", "errors<1%", "--sut-cpus", "2", "--out", out, "--html", page)...)
 	t.Logf("search took %v:\n%s", time.Since(began).Round(time.Millisecond), r.stdout)
+	if r.code == 99 && starvedStart(t, out) {
+		return
+	}
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -166,6 +170,31 @@ func TestFindMaxFindsAKnownCapacity(t *testing.T) {
 	}
 }
 
+// starvedStart reports whether a search that failed its start rate did
+// so on a machine that gave the test's process no CPU in that hold (its
+// threads waiting for one at least as long as they ran, and a tenth of
+// the hold: GeneratorCPU.Starved). The SUT runs in that process: its
+// latency is then the machine's, as when, at a load of 13, the start
+// rate's p99 was 68 ms against 10 ms answers at a quarter of the SUT's
+// capacity.
+func starvedStart(t *testing.T, out string) bool {
+	t.Helper()
+	res := readSummary(t, out)
+	steps, _ := res["steps"].([]any)
+	if res["outcome"] != "start_failed" || len(steps) != 1 {
+		return false
+	}
+	cpu, _ := steps[0].(map[string]any)["generator_cpu"].(map[string]any)
+	run, _ := cpu["cpu_s"].(float64)
+	wall, _ := cpu["wall_s"].(float64)
+	wait, ok := cpu["runqueue_wait_s"].(float64)
+	if !ok || wait < run || wait < wall/10 {
+		return false
+	}
+	t.Logf("the start rate failed while the machine gave the process, the SUT in it, no CPU (%.2f s waiting against %.2f s run): nothing to judge of the search", wait, run)
+	return true
+}
+
 // TestFindMaxEnds: the other ends of a search, each with its exit code.
 func TestFindMaxEnds(t *testing.T) {
 	srv := newWorkersSUT(t, 4, 10*time.Millisecond)
@@ -184,11 +213,27 @@ func TestFindMaxEnds(t *testing.T) {
 	})
 	t.Run("max rate reached", func(t *testing.T) {
 		// Both rates under the SUT's 400/s, a threshold a busy machine's
-		// lag does not reach: the search stops at the ceiling.
-		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "100/s", "--max-rate", "150/s", "--threshold", "p99<1s")...)
-		if r.code != 0 || !strings.Contains(r.stdout, "at least 150/s (--max-rate reached)") {
-			t.Fatalf("exit %d, want 0 and at least 150/s:\n%s%s", r.code, r.stdout, r.stderr)
+		// lag does not reach: the search stops at the ceiling. On a
+		// machine so loaded that the SUT it runs served less than a hold
+		// offered (at a load of 12, 77/s of 150/s, its p99 612 ms, the
+		// generator on time), the SUT failed as this machine ran it: the
+		// search then says what was achieved and narrows below 150/s.
+		out := filepath.Join(t.TempDir(), "search.json")
+		r := runMain(t, context.Background(), "", findMaxArgs(t, srv.URL, "--start-rate", "100/s", "--max-rate", "150/s", "--threshold", "p99<1s", "--out", out)...)
+		if r.code == 0 && strings.Contains(r.stdout, "at least 150/s (--max-rate reached)") {
+			return
 		}
+		short := false // a hold the SUT served below 90% of its offer
+		res := readSummary(t, out)
+		for _, s := range res["steps"].([]any) {
+			st := s.(map[string]any)
+			reason, _ := st["reason"].(string)
+			short = short || st["verdict"] == "fail" && strings.HasPrefix(reason, "achieved ") && st["achieved_rate"].(float64) < 0.9*st["target_rate"].(float64)
+		}
+		if r.code != 0 || !short || res["failed_rate"] != 150.0 || res["sustainable_rate"].(float64) < 100 {
+			t.Fatalf("exit %d, want 0 and at least 150/s, or a search that narrowed below 150/s after a hold the SUT served short:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		t.Logf("the SUT as this machine ran it served less than 150/s: %v/s sustainable", res["sustainable_rate"])
 	})
 	t.Run("too few VUs", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "search.json")
@@ -239,10 +284,22 @@ func TestFindMaxEnds(t *testing.T) {
 		if r.code != 130 || !strings.Contains(r.stdout, "(interrupted)") {
 			t.Fatalf("exit %d, want 130 and the search so far:\n%s%s", r.code, r.stdout, r.stderr)
 		}
-		// The step cut short is not reported: only whole holds are.
+		// The step cut short is not reported: only whole holds are. The
+		// sustainable rate is what the holds done passed: 50/s or more on
+		// an idle machine; a busy one may have held the first step again
+		// (the generator short of CPU) when the signal came, none passed.
 		res := readSummary(t, out)
-		if res["outcome"] != "interrupted" || len(res["steps"].([]any)) < 1 || res["sustainable_rate"].(float64) < 50 {
-			t.Errorf("outcome %v after %d steps, sustainable %v; want interrupted with the holds done", res["outcome"], len(res["steps"].([]any)), res["sustainable_rate"])
+		passed := 0.0
+		for _, s := range res["steps"].([]any) {
+			if st := s.(map[string]any); st["verdict"] == "pass" {
+				passed = max(passed, st["target_rate"].(float64))
+			}
+		}
+		if res["outcome"] != "interrupted" || len(res["steps"].([]any)) < 1 || res["sustainable_rate"].(float64) != passed || passed != 0 && passed < 50 {
+			t.Errorf("outcome %v after %d steps, sustainable %v, best hold passed %v; want interrupted with the holds done, the best passed", res["outcome"], len(res["steps"].([]any)), res["sustainable_rate"], passed)
+		}
+		if passed == 0 {
+			t.Logf("no hold passed before the signal (the machine held the first again): %v", res["steps"])
 		}
 	})
 	t.Run("no threshold", func(t *testing.T) {
@@ -326,7 +383,8 @@ func TestProgressOfAnOpenModel(t *testing.T) {
 // each request 20 ms (800/s) judged by p99<100ms, with holds of 3 s after
 // 1 s of warm-up at the default precision (5%): the measurement of five
 // in docs/capacity.md. What is asserted is relative: the knees against
-// each other, never a rate.
+// each other, never a rate; a search the machine starved at its start
+// rate has no knee, and says why.
 func TestFindMaxAgreesWithItself(t *testing.T) {
 	searches, hold, warmup, precision, start, threshold := 2, "1s", "300ms", "0.1", "40/s", "p99<250ms"
 	workers, service := 8, 50*time.Millisecond
@@ -343,6 +401,14 @@ func TestFindMaxAgreesWithItself(t *testing.T) {
 		r := runMain(t, context.Background(), "", "find-max", "-f", singlesFile(t, 20), "--target", srv.URL,
 			"--start-rate", start, "--step-factor", "2", "--hold", hold, "--warmup", warmup, "--precision", precision, "--grace", "2s",
 			"--threshold", threshold, "--threshold", "errors<1%", "--budget", "3m", "--progress", "off", "--log-level", "warn", "--out", out)
+		if r.code == 1 && strings.Contains(r.stderr, "generator limit at "+start+": nothing was judged of the SUT") && strings.Contains(r.stderr, "lacked CPU") {
+			// A machine that gave the generator no CPU at the start rate
+			// (at a load of 10: 3 of 40 requests begun late, its threads
+			// waiting longer for a CPU than they ran): the search judged
+			// nothing of the SUT, and says so; it has no knee to compare.
+			t.Logf("search %d: no knee, the generator short of CPU at the start rate: %s", i+1, r.stderr)
+			continue
+		}
 		if r.code != 0 {
 			t.Fatalf("search %d: exit %d: %s", i+1, r.code, r.stderr)
 		}

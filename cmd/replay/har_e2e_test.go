@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 )
 
 // TestHARToTheWire imports a HAR mixing what real recorders write (Chrome

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/h2test"
-	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/testutil/h2peer"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"github.com/replay-dev/replay/pkg/report"
 )
 
@@ -44,7 +44,7 @@ func hostilePeer(t *testing.T, proto string, src loopback.Source) (url string, f
 		return out
 	}
 	if proto == "h2" {
-		s := h2test.NewHostileH2(t, h2test.H2Cases, src)
+		s := h2peer.NewHostileH2(t, h2peer.H2Cases, src)
 		return s.URL(), []string{"--h2c"}, func() hostileTally { return read(&s.Tally) }
 	}
 	s := loopback.NewHostileH1(t, loopback.H1Cases, src)

@@ -207,6 +207,7 @@ func checkK6Types(path string, v any) []string {
 // (1200req/s of the demo's 6.06 requests an iteration: 198.02/s; 150/m:
 // 2.5/s) were written as fractions before, which k6 refuses.
 func TestExportK6OptionsLoad(t *testing.T) {
+	t.Parallel()
 	node := findNode(t)
 	dir := t.TempDir()
 	for _, tt := range []struct {

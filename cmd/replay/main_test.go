@@ -20,6 +20,12 @@ import (
 
 // TestMain lets the test binary stand in for the replay binary: a test
 // that needs a real process (signals) runs os.Args[0] with REPLAY_BE_MAIN=1.
+// Tests that mostly wait (durations, grace periods, drains, back-offs,
+// a linger) and share nothing (no working directory, environment or
+// process-wide setting changed; their own servers on ports the kernel
+// chose) call t.Parallel. Those that judge rates, capacity, memory or
+// timing stay sequential: Go runs them first, each alone, before the
+// parallel ones.
 func TestMain(m *testing.M) {
 	if os.Getenv("REPLAY_BE_MAIN") == "1" {
 		main()

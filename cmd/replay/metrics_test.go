@@ -54,6 +54,7 @@ func scrapeAll(t *testing.T, addr string, metrics ...string) []float64 {
 // TestMetricsDuringARun scrapes a run twice while it goes, then once after
 // its summary is written: the counters grow and end at the report's.
 func TestMetricsDuringARun(t *testing.T) {
+	t.Parallel()
 	srv := newSUT(t, 20*time.Millisecond, 202)
 	addr := freeAddr(t)
 	out := filepath.Join(t.TempDir(), "summary.json")
@@ -104,6 +105,7 @@ func TestMetricsDuringARun(t *testing.T) {
 // rate and step, dropped and late counters, and the events its sink saw
 // per end-to-end stage, which end at the report's.
 func TestMetricsOfARateRunWithEvents(t *testing.T) {
+	t.Parallel()
 	sinkAddr, addr := freeAddr(t), freeAddr(t)
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("ce-id")

@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/replay-dev/replay/pkg/mock"
 	"github.com/replay-dev/replay/pkg/report"
 )
@@ -35,14 +35,14 @@ import (
 type background struct {
 	cancel context.CancelFunc
 	done   chan int
-	stderr *replaytest.Buffer
-	stdout *replaytest.Buffer
+	stderr *fixture.Buffer
+	stdout *fixture.Buffer
 }
 
 func runBackground(t *testing.T, key string, args ...string) (*background, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &background{cancel: cancel, done: make(chan int, 1), stderr: &replaytest.Buffer{}, stdout: &replaytest.Buffer{}}
+	b := &background{cancel: cancel, done: make(chan int, 1), stderr: &fixture.Buffer{}, stdout: &fixture.Buffer{}}
 	go func() {
 		b.done <- Main(ctx, append([]string{"--log-format", "json"}, args...), strings.NewReader(""), b.stdout, b.stderr)
 	}()
@@ -288,7 +288,7 @@ func TestMockSignal(t *testing.T) {
 			cmd := exec.Command(os.Args[0], append(tt.args, "--log-format", "json")...)
 			cmd.Env = append(os.Environ(), "REPLAY_BE_MAIN=1")
 			var stdout bytes.Buffer
-			stderr := &replaytest.Buffer{}
+			stderr := &fixture.Buffer{}
 			cmd.Stdout, cmd.Stderr = &stdout, stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

@@ -24,15 +24,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
 )
 
 // mockChild is `replay mock` running as a child process.
 type mockChild struct {
 	cmd    *exec.Cmd
 	addr   string // the first address it serves
-	stderr *replaytest.Buffer
-	stdout *replaytest.Buffer
+	stderr *fixture.Buffer
+	stdout *fixture.Buffer
 	done   chan int64 // its peak resident memory (bytes; 0 unknown), when it has exited
 }
 
@@ -43,7 +43,7 @@ func startMock(t *testing.T, prepare func(*exec.Cmd), args ...string) *mockChild
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append(append([]string{"mock"}, args...), "--log-format", "json")...)
 	cmd.Env = append(os.Environ(), "REPLAY_BE_MAIN=1")
-	m := &mockChild{cmd: cmd, stderr: &replaytest.Buffer{}, stdout: &replaytest.Buffer{}, done: make(chan int64, 1)}
+	m := &mockChild{cmd: cmd, stderr: &fixture.Buffer{}, stdout: &fixture.Buffer{}, done: make(chan int64, 1)}
 	cmd.Stdout, cmd.Stderr = m.stdout, m.stderr
 	if prepare != nil {
 		prepare(cmd)

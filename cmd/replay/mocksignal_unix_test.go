@@ -19,6 +19,7 @@ import (
 // short (an answer under way for 30 s does not hold the exit), and the
 // exit code is a signal's.
 func TestMockDoubleSignal(t *testing.T) {
+	t.Parallel()
 	traffic := filepath.Join(t.TempDir(), "out.jsonl")
 	os.WriteFile(traffic, []byte(
 		`{"direction":"OUT","http":{"req":{"method":"GET","uri":"/x","host":"dep"},"res":{"statusCode":200,"body":"x"}}}`+"\n"+

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	gorilla "github.com/gorilla/websocket"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/replay-dev/replay/pkg/mock"
 )
 
@@ -22,7 +22,7 @@ import (
 // on SIGTERM counts the session and its messages.
 func TestMockWebSocket(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "mock.json")
-	m := startMock(t, nil, "-f", wsExportFile(t, replaytest.ChatSession()), "--keep", "direction=IN", "--listen", "127.0.0.1:0", "--latency", "0", "--ws-pace", "reply", "--out", out)
+	m := startMock(t, nil, "-f", wsExportFile(t, fixture.ChatSession()), "--keep", "direction=IN", "--listen", "127.0.0.1:0", "--latency", "0", "--ws-pace", "reply", "--out", out)
 	c, resp, err := gorilla.DefaultDialer.Dial("ws://"+m.addr+"/chat?room=1", nil)
 	if err != nil {
 		t.Fatalf("dial: %v (%v)", err, resp)

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/replay-dev/replay/cmd/replay/internal/progress"
 	"github.com/replay-dev/replay/internal/outfile"
-	"github.com/replay-dev/replay/internal/progress"
 	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/run"
 	"github.com/spf13/pflag"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 )
 
 // TestImportPcap: replay import pcap on captures (merged when several),

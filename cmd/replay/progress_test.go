@@ -11,6 +11,7 @@ import (
 // TestProgressLogLines: without a terminal, progress is JSON log lines with
 // the numbers, and nothing a terminal would interpret.
 func TestProgressLogLines(t *testing.T) {
+	t.Parallel()
 	srv := newSUT(t, 5*time.Millisecond, 200)
 	r := runMain(t, context.Background(), "", "run", "-f", trafficFile(t, 10), "--target", srv.URL,
 		"--vus", "2", "--duration", "1500ms", "--progress-every", "300ms", "--log-format", "json", "-q")

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 )
 
 // bulkUpstream is a loopback HTTP/1.1 server that reads each request's
@@ -74,14 +74,14 @@ func (u *bulkUpstream) serve(c net.Conn) {
 
 // startRecorder starts `replay record ARGS` as a child process (this test
 // binary as replay) and returns it once it answers on addr.
-func startRecorder(t *testing.T, addr string, args ...string) (*exec.Cmd, *replaytest.Buffer, chan int64) {
+func startRecorder(t *testing.T, addr string, args ...string) (*exec.Cmd, *fixture.Buffer, chan int64) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"record", "--listen", addr, "--log-format", "json"}, args...)...)
 	if lim := os.Getenv("RECORD_TEST_NOFILE"); lim != "" { // under a descriptor limit: through sh's ulimit
 		cmd = exec.Command("/bin/sh", append([]string{"-c", `ulimit -n ` + lim + ` && exec "$0" "$@"`, cmd.Path}, cmd.Args[1:]...)...)
 	}
 	cmd.Env = append(os.Environ(), "REPLAY_BE_MAIN=1")
-	stderr := &replaytest.Buffer{}
+	stderr := &fixture.Buffer{}
 	cmd.Stderr = stderr
 	peak := make(chan int64, 1)
 	started := make(chan error, 1)

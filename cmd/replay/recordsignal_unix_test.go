@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
 )
 
 // TestRecordDoubleSignal: replay record stopped by two signals back to
@@ -25,8 +25,8 @@ import (
 // signal cuts the under-way exchange short instead of exiting before the
 // file was renamed.
 func TestRecordDoubleSignal(t *testing.T) {
+	t.Parallel()
 	slow := make(chan struct{})
-	defer close(slow)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			select {
@@ -36,13 +36,16 @@ func TestRecordDoubleSignal(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	}))
+	// The slow answers end before the server closes: Close waits for
+	// every request under way, which would otherwise sit out the 30 s.
 	defer up.Close()
+	defer close(slow)
 	for i := range 4 {
 		dir := t.TempDir()
 		out := filepath.Join(dir, "rec.jsonl")
 		cmd := exec.Command(os.Args[0], "record", "--listen", "127.0.0.1:0", "--upstream", up.URL, "-o", out, "--log-format", "json")
 		cmd.Env = append(os.Environ(), "REPLAY_BE_MAIN=1")
-		stderr := &replaytest.Buffer{}
+		stderr := &fixture.Buffer{}
 		cmd.Stderr = stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

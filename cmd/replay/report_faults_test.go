@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 )
 
 // pairsFile writes n GETs, each an iteration of its own (no session).
@@ -31,6 +31,7 @@ func pairsFile(t *testing.T, n int) string {
 // every request is refused at connect. Refusals are not fast requests:
 // nothing was answered, so the rate is 0 and a latency threshold fails.
 func TestNothingListeningCannotPass(t *testing.T) {
+	t.Parallel()
 	target := "http://" + freeAddr(t) // free: nothing listens there
 	out := filepath.Join(t.TempDir(), "summary.json")
 	r := runMain(t, context.Background(), "", "run", "-f", pairsFile(t, 300), "--target", target, "--vus", "2",

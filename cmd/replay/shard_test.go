@@ -106,6 +106,7 @@ func TestFlagsFromEnv(t *testing.T) {
 // rate exactly whatever the VUs the pool starts with (the README's shard
 // step, --rate 200/s in two shards, said it falsely).
 func TestShardWarnsOnlyWhenShardsRunMore(t *testing.T) {
+	t.Parallel()
 	srv, _ := uriServer(t)
 	file := trafficFile(t, 10)
 	for _, tt := range []struct {

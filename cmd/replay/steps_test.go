@@ -15,6 +15,7 @@ import (
 // the JSON; a threshold naming a step the run does not have is refused
 // before any traffic.
 func TestStepThresholds(t *testing.T) {
+	t.Parallel()
 	srv := newSUT(t, 0, 200)
 	dir := t.TempDir()
 	traffic := filepath.Join(dir, "t.jsonl")

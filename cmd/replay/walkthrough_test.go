@@ -49,6 +49,7 @@ func walkthrough(t *testing.T) string {
 // the run must end in a report, and the CI gate must fail where the
 // README says it does.
 func TestReadmeWalkthrough(t *testing.T) {
+	t.Parallel()
 	script := walkthrough(t)
 	if !strings.Contains(script, "127.0.0.1:8080") {
 		t.Fatal("the walkthrough does not address the service at http://127.0.0.1:8080")

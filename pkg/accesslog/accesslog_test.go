@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/golden"
+	"github.com/replay-dev/replay/internal/testutil/golden"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 

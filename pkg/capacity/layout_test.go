@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/replay-dev/replay/pkg/chart/charttest"
+	"github.com/replay-dev/replay/internal/testutil/chartcheck"
 )
 
 // TestHTMLLayoutInChromium renders find-max's report in headless Chromium
@@ -65,7 +65,7 @@ func TestHTMLLayoutInChromium(t *testing.T) {
 			if err := WriteHTML(&page, tc.r); err != nil {
 				t.Fatal(err)
 			}
-			charttest.Check(t, tc.name, page.String(), 1000, 1)
+			chartcheck.Check(t, tc.name, page.String(), 1000, 1)
 		})
 	}
 }

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/rawhttp"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
+	"github.com/replay-dev/replay/pkg/rawhttp"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -31,7 +31,7 @@ func TestProxyChunkedSessionsRedaction(t *testing.T) {
 		w.Write([]byte(`"token":"live-secret"}`))
 	}))
 	defer up.Close()
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: strings.TrimPrefix(up.URL, "http://"), Session: "cookie:sid", RedactJSON: []string{"token", "user.password"}})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestProxyExpectContinue(t *testing.T) {
 		w.Write(b)
 	}))
 	defer up.Close()
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: strings.TrimPrefix(up.URL, "http://")})
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func TestProxyMaxBody(t *testing.T) {
 		w.Write(bytes.Repeat(b, 2))
 	}))
 	defer up.Close()
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: strings.TrimPrefix(up.URL, "http://"), MaxBody: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func TestProxyInterim(t *testing.T) {
 	up := rawUpstream(t, "HTTP/1.1 100 Continue\r\n\r\n"+
 		"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"+
 		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: up})
 	if err != nil {
 		t.Fatal(err)
@@ -319,7 +319,7 @@ func TestReverseRecordsWhatWasRecorded(t *testing.T) {
 	authority := strings.TrimPrefix(up.URL, "http://")
 
 	t.Run("under load", func(t *testing.T) {
-		var out replaytest.Buffer
+		var out fixture.Buffer
 		p, err := Listen("127.0.0.1:0", &out, Options{Upstream: authority})
 		if err != nil {
 			t.Fatal(err)
@@ -360,7 +360,7 @@ func TestReverseRecordsWhatWasRecorded(t *testing.T) {
 	})
 
 	t.Run("past the window", func(t *testing.T) {
-		var out replaytest.Buffer
+		var out fixture.Buffer
 		p, err := Listen("127.0.0.1:0", &out, Options{Upstream: authority, Window: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/replay-dev/replay/pkg/tlsca"
 )
 
@@ -53,7 +53,7 @@ func TestForwardH2ToH1KeepsHeaderSpelling(t *testing.T) {
 			}()
 		}
 	}()
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, ca := forwardProxy(t, &out, filepath.Join(dir, tlsca.CertFile), func(o *ForwardOptions) { o.Redact = RedactNone })
 	resp, err := proxied(p.Addr(), ca, true).Get("https://" + ln.Addr().String() + "/etag")
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/h2serve"
-	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/pkg/rawhttp"
 	"github.com/replay-dev/replay/pkg/reach"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"

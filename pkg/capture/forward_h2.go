@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/h2serve"
-	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/pkg/rawhttp"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transport/conn"

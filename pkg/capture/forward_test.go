@@ -26,9 +26,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/rawhttp"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
+	"github.com/replay-dev/replay/pkg/rawhttp"
 	"github.com/replay-dev/replay/pkg/reach"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/tlsca"
@@ -123,7 +123,7 @@ func TestForwardHTTPS(t *testing.T) {
 		fmt.Fprintf(w, `{"method":%q,"uri":%q,"body":%q}`, r.Method, r.RequestURI, b)
 	}))
 	defer up.Close()
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, ca := forwardProxy(t, &out, certFile(t, up), nil)
 	client := proxied(p.Addr(), ca, false)
 	resp, err := client.Post(up.URL+"/v1/charge?x=1", "application/json", strings.NewReader(`{"amount":100}`))
@@ -169,7 +169,7 @@ func TestForwardUpstreamCertificateChecked(t *testing.T) {
 	var seen atomic.Int64
 	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen.Add(1) }))
 	defer up.Close()
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, ca := forwardProxy(t, &out, "", nil)
 	resp, err := proxied(p.Addr(), ca, false).Get(up.URL + "/x")
 	if err != nil {
@@ -201,7 +201,7 @@ func TestForwardUpstreamCertificateChecked(t *testing.T) {
 // origin-form, without the proxy's own headers, and is recorded so.
 func TestForwardAbsoluteForm(t *testing.T) {
 	up := rawUpstreamSeen(t, "HTTP/1.1 201 Created\r\nX-Order: 7\r\nContent-Length: 2\r\n\r\nok")
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, _ := forwardProxy(t, &out, "", nil)
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
@@ -235,7 +235,7 @@ func TestForwardAbsoluteForm(t *testing.T) {
 // record is plaintext HTTP, recorded as http.
 func TestForwardPlainInsideConnect(t *testing.T) {
 	up := rawUpstreamSeen(t, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nplain")
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, _ := forwardProxy(t, &out, "", nil)
 	c, err := loopback.ConnectDialer(p.Addr())(context.Background(), up.addr)
 	if err != nil {
@@ -293,7 +293,7 @@ func TestForwardHTTP2AndGRPC(t *testing.T) {
 	web.StartTLS()
 	defer web.Close()
 
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, ca := forwardProxy(t, &out, filepath.Join(dir, tlsca.CertFile), nil)
 
 	resp, err := proxied(p.Addr(), ca, true).Get(web.URL + "/h2")
@@ -368,7 +368,7 @@ func TestForwardOrder(t *testing.T) {
 		io.WriteString(w, r.URL.Path)
 	}))
 	defer up.Close()
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, ca := forwardProxy(t, &out, "", nil)
 	client := proxied(p.Addr(), ca, false)
 	var wg sync.WaitGroup
@@ -496,7 +496,7 @@ func TestForwardClientCertAndRedaction(t *testing.T) {
 	up.StartTLS()
 	defer up.Close()
 
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, ca := forwardProxy(t, &out, certFile(t, up), func(o *ForwardOptions) {
 		o.Reach.Cert, o.Reach.Key = filepath.Join(clientDir, "client.pem"), filepath.Join(clientDir, "client-key.pem")
 		o.RedactHeader, o.RedactJSON = []string{"Authorization"}, []string{"token"}

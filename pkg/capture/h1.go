@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/pkg/rawhttp"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/pkg/rawhttp"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 

@@ -17,8 +17,8 @@ import (
 
 	gorilla "github.com/gorilla/websocket"
 
-	"github.com/replay-dev/replay/internal/rawhttp"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
+	"github.com/replay-dev/replay/pkg/rawhttp"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -137,7 +137,7 @@ var echoed = []string{
 // order, then the closes.
 func TestReverseRecordsWebSocket(t *testing.T) {
 	addr, sessions := wsEcho(t, false, 0)
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: addr})
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +173,7 @@ func TestReverseRecordsWebSocket(t *testing.T) {
 // through as negotiated; the recorded payloads are decompressed.
 func TestReverseRecordsCompressedWebSocket(t *testing.T) {
 	addr, _ := wsEcho(t, true, 0)
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: addr})
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +202,7 @@ func TestReverseRecordsCompressedWebSocket(t *testing.T) {
 // the bound is relayed and counted, not kept.
 func TestReverseWebSocketOneSideSpeaks(t *testing.T) {
 	addr, _ := wsEcho(t, false, 50*time.Millisecond)
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: addr, IdleTimeout: 200 * time.Millisecond, MaxBody: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +253,7 @@ func TestReverseWebSocketOneSideSpeaks(t *testing.T) {
 // --forward (gorilla tunnels through CONNECT) records its session OUT.
 func TestForwardRecordsWebSocket(t *testing.T) {
 	addr, _ := wsEcho(t, false, 0)
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, _ := forwardProxy(t, &out, "", nil)
 	proxyURL, _ := url.Parse("http://" + p.Addr())
 	d := gorilla.Dialer{Proxy: http.ProxyURL(proxyURL), HandshakeTimeout: 5 * time.Second}
@@ -279,7 +279,7 @@ func TestForwardRecordsWebSocket(t *testing.T) {
 // is cut, and its pair written with the messages so far.
 func TestWebSocketOpenAtClose(t *testing.T) {
 	addr, _ := wsEcho(t, false, 0)
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: addr})
 	if err != nil {
 		t.Fatal(err)
@@ -328,7 +328,7 @@ func TestOtherUpgradeRelayed(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo/1\r\nConnection: Upgrade\r\n\r\nready\n")
 		io.Copy(c, br) // then an echo, until the client half-closes
 	}()
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: ln.Addr().String()})
 	if err != nil {
 		t.Fatal(err)

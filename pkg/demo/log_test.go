@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/rs/zerolog"
 )
 
@@ -14,7 +14,7 @@ import (
 // client that cut its request goes to Options.Log as a JSON warning from
 // fasthttp, not raw to stderr through fasthttp's default logger.
 func TestFasthttpLogsThroughZerolog(t *testing.T) {
-	var log replaytest.Buffer
+	var log fixture.Buffer
 	s, err := StartWith("127.0.0.1:0", Options{Log: zerolog.New(&log)})
 	if err != nil {
 		t.Fatal(err)

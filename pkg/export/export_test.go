@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/golden"
+	"github.com/replay-dev/replay/internal/testutil/golden"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 

@@ -24,8 +24,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/replay-dev/replay/internal/rawhttp"
 	"github.com/replay-dev/replay/internal/spool"
+	"github.com/replay-dev/replay/pkg/rawhttp"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 

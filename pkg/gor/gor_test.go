@@ -11,7 +11,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/replay-dev/replay/internal/golden"
+	"github.com/replay-dev/replay/internal/testutil/golden"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replay-dev/replay/internal/golden"
+	"github.com/replay-dev/replay/internal/testutil/golden"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 

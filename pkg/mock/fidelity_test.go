@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/rs/zerolog"
 )
@@ -24,7 +24,7 @@ func TestReportCountsSkippedKinds(t *testing.T) {
 	content := rec{method: "GET", uri: "/ok", host: "h", status: 200, resBody: "ok"}.line() +
 		strings.Repeat(`{"l7protocol":"postgres","direction":"OUT","postgres":{"req":{"query":"SELECT 1"}}}`+"\n", 3) +
 		rec{method: "GET", uri: "/none", host: "h"}.line()
-	var log replaytest.Buffer
+	var log fixture.Buffer
 	s := start(t, Options{File: writeFile(t, content), Log: zerolog.New(&log)})
 	r := s.Report()
 	var js strings.Builder

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/tlsca"
 	"github.com/replay-dev/replay/pkg/transform"
@@ -111,7 +111,7 @@ func TestSkipsUnsendable(t *testing.T) {
 		rec{method: "GET", uri: "/none", host: "h"},
 		rec{method: "GET", uri: "/interim", host: "h", status: 103},
 		rec{method: "GET", uri: "/nobody", host: "h", status: 204, resBody: "a body"})
-	var log replaytest.Buffer
+	var log fixture.Buffer
 	s := start(t, Options{File: path, Log: zerolog.New(&log)})
 	if l := log.String(); strings.Count(l, "pair skipped: its answer cannot be sent") != 3 || !strings.Contains(l, `"line":3,"reason":"status 103 is an interim answer`) {
 		t.Errorf("the skipped pairs are not logged at start:\n%s", l)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/rs/zerolog"
 )
 
@@ -14,7 +14,7 @@ import (
 // client that cut its request goes to the mock's log (at debug level, a
 // JSON line from fasthttp), never raw to stderr; it was discarded.
 func TestFasthttpLogsThroughZerolog(t *testing.T) {
-	var log replaytest.Buffer
+	var log fixture.Buffer
 	s := start(t, Options{File: file(t, rec{method: "GET", uri: "/ok", host: "h", status: 200, resBody: "ok"}), Log: zerolog.New(&log).Level(zerolog.DebugLevel)})
 	c, err := net.Dial("tcp", s.Addrs()[0])
 	if err != nil {

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/rawhttp"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
+	"github.com/replay-dev/replay/pkg/rawhttp"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/rs/zerolog"
 )
@@ -173,7 +173,7 @@ func TestRedactedAndHeaders(t *testing.T) {
 // the nearest recorded request and what differs; it is logged, counted by
 // endpoint and by signature.
 func TestMissNamesNearest(t *testing.T) {
-	var log replaytest.Buffer
+	var log fixture.Buffer
 	s := start(t, Options{File: file(t, charge(), polled()[0]), Log: zerolog.New(&log)})
 	c := through(s, nil, false)
 	body := `{"amount":250,"customer":{"id":"cus_1","email":"ada@example.com"},"idempotency_key":"6f9619ff-8b86-d011-b42d-00c04fc964ff","requested_at":"2026-11-24T08:31:07Z"}`

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/h2test"
-	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/testutil/h2peer"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -96,10 +96,10 @@ func TestServeHost(t *testing.T) {
 func healthPair(host, service string, servingStatus byte) rec {
 	return rec{method: "POST", uri: "/grpc.health.v1.Health/Check", host: host, version: "2",
 		reqHeaders: []rrpair.Field{{Name: "content-type", Value: "application/grpc"}, {Name: "te", Value: "trailers"}},
-		reqBody:    string(h2test.HealthRequest(service)), status: 200,
+		reqBody:    string(h2peer.HealthRequest(service)), status: 200,
 		resHeaders: []rrpair.Field{{Name: "content-type", Value: "application/grpc"}},
 		trailers:   []rrpair.Field{{Name: "grpc-status", Value: "0"}, {Name: "grpc-message", Value: ""}},
-		resBody:    string(h2test.GRPCMessage([]byte{0x08, servingStatus}))}
+		resBody:    string(h2peer.GRPCMessage([]byte{0x08, servingStatus}))}
 }
 
 // TestGRPC: a grpc-go client is answered with the recorded messages and

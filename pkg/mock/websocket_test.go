@@ -10,7 +10,7 @@ import (
 	"time"
 
 	gorilla "github.com/gorilla/websocket"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/websocket"
 )
@@ -74,7 +74,7 @@ func wantClose(t *testing.T, c *gorilla.Conn, code int) {
 // client message it followed, and the close answered; the report counts
 // the session and its messages.
 func TestWebSocketSession(t *testing.T) {
-	s := start(t, Options{File: wsFile(t, replaytest.ChatSession()), MatchHeaders: []string{"Sec-WebSocket-Key"}})
+	s := start(t, Options{File: wsFile(t, fixture.ChatSession()), MatchHeaders: []string{"Sec-WebSocket-Key"}})
 	c, resp, err := dialWS(t, s, "/chat?room=1")
 	if err != nil {
 		t.Fatalf("dial: %v (%v)", err, resp)
@@ -138,7 +138,7 @@ func TestWebSocketRecordedClose(t *testing.T) {
 // TestWebSocketGarbage: frames RFC 6455 forbids (unmasked, a reserved
 // opcode) close the session with 1002, counted as protocol errors.
 func TestWebSocketGarbage(t *testing.T) {
-	s := start(t, Options{File: wsFile(t, replaytest.ChatSession())})
+	s := start(t, Options{File: wsFile(t, fixture.ChatSession())})
 	for _, frame := range [][]byte{
 		websocket.AppendFrame(nil, true, false, websocket.OpText, nil, []byte("unmasked")),
 		{0x83, 0x80, 1, 2, 3, 4}, // opcode 3, reserved
@@ -162,7 +162,7 @@ func TestWebSocketGarbage(t *testing.T) {
 // TestWebSocketTooLarge: a client message over twice the longest
 // recorded plus the body slack closes the session with 1009.
 func TestWebSocketTooLarge(t *testing.T) {
-	s := start(t, Options{File: wsFile(t, replaytest.ChatSession())})
+	s := start(t, Options{File: wsFile(t, fixture.ChatSession())})
 	c, _, err := dialWS(t, s, "/chat?room=1")
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +179,7 @@ func TestWebSocketTooLarge(t *testing.T) {
 // TestWebSocketMiss: an upgrade no recorded one matches gets the mock's
 // miss answer; a request that matches but is no handshake gets a 400.
 func TestWebSocketMiss(t *testing.T) {
-	s := start(t, Options{File: wsFile(t, replaytest.ChatSession())})
+	s := start(t, Options{File: wsFile(t, fixture.ChatSession())})
 	_, resp, err := dialWS(t, s, "/chat?room=2")
 	if !errors.Is(err, gorilla.ErrBadHandshake) || resp == nil || resp.StatusCode != DefaultMissStatus {
 		t.Fatalf("dial of an unrecorded path: %v, %v; want the miss status %d", err, resp, DefaultMissStatus)
@@ -202,7 +202,7 @@ func TestWebSocketMiss(t *testing.T) {
 // stop closes an open session with 1001; with --passthrough an upgrade no
 // recorded one matches is a miss, not sent on.
 func TestWebSocketPingAndStop(t *testing.T) {
-	s := start(t, Options{File: wsFile(t, replaytest.ChatSession()), Passthrough: true})
+	s := start(t, Options{File: wsFile(t, fixture.ChatSession()), Passthrough: true})
 	c, _, err := dialWS(t, s, "/chat?room=1")
 	if err != nil {
 		t.Fatal(err)

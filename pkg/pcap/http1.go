@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/replay-dev/replay/internal/plural"
-	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/pkg/rawhttp"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 

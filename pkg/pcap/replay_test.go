@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
-	"github.com/replay-dev/replay/internal/h2test"
-	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/internal/testutil/h2peer"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
+	"github.com/replay-dev/replay/pkg/rawhttp"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/run"
@@ -180,8 +180,8 @@ func TestReplayH2C(t *testing.T) {
 			c := newCapture(t)
 			sc.build(c)
 			r := importOne(t, c.pcap(layers.LinkTypeEthernet))
-			seen := h2test.NewSeen()
-			url := h2test.H2CServer(t, seen)
+			seen := h2peer.NewSeen()
+			url := h2peer.H2CServer(t, seen)
 			sum := replay(t, r.out, url, func(o *run.Options) { o.HTTP.H2C = true })
 			if sum.Requests != int64(len(r.pairs)) || sum.Succeeded != sum.Requests || seen.Protos[2] != len(r.pairs) {
 				t.Fatalf("%d pairs, %d requests, %d succeeded, %d over HTTP/2", len(r.pairs), sum.Requests, sum.Succeeded, seen.Protos[2])
@@ -197,8 +197,8 @@ func TestReplayH2C(t *testing.T) {
 		c := newCapture(t)
 		h2Scenarios[0].build(c)
 		r := importOne(t, c.pcap(layers.LinkTypeEthernet))
-		seen := h2test.NewSeen()
-		url := h2test.H2CServer(t, seen)
+		seen := h2peer.NewSeen()
+		url := h2peer.H2CServer(t, seen)
 		replay(t, r.out, url, func(o *run.Options) { o.HTTP.H2C = true })
 		h := seen.Hdrs["/c"]
 		if h.Get("User-Agent") != "test/2" || h.Get("Cookie") != "a=1; b=2" || h.Get("X-Long") != strings.Repeat("l", 100) {
@@ -216,7 +216,7 @@ func TestReplayGRPC(t *testing.T) {
 	c := newCapture(t)
 	h2Scenarios[2].build(c)
 	r := importOne(t, c.pcap(layers.LinkTypeEthernet))
-	healthAddr, rawAddr, got := h2test.GRPCServers(t)
+	healthAddr, rawAddr, got := h2peer.GRPCServers(t)
 	health := replay(t, r.out, "http://"+healthAddr, func(o *run.Options) {
 		o.HTTP.H2C = true
 		o.Filter.Keep = []string{"path=^/grpc[.]health"}

@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/h2test"
-	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/internal/testutil/h2peer"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
+	"github.com/replay-dev/replay/pkg/rawhttp"
 	"github.com/replay-dev/replay/pkg/run"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -197,8 +197,8 @@ func TestTcpdump(t *testing.T) {
 		fmt.Fprintf(w, "%s %s %d", r.Method, r.RequestURI, len(body))
 	}))
 	defer h1.Close()
-	h2url := h2test.H2CServer(t, h2test.NewSeen())
-	healthAddr, rawAddr, _ := h2test.GRPCServers(t)
+	h2url := h2peer.H2CServer(t, h2peer.NewSeen())
+	healthAddr, rawAddr, _ := h2peer.GRPCServers(t)
 	var path string
 	var sent []string
 	for attempt := 1; ; attempt++ { // again when the kernel dropped packets (a busy machine)
@@ -265,8 +265,8 @@ func TestTcpdump(t *testing.T) {
 	}
 
 	// h2c: targets and bodies.
-	seen2 := h2test.NewSeen()
-	h2url2 := h2test.H2CServer(t, seen2)
+	seen2 := h2peer.NewSeen()
+	h2url2 := h2peer.H2CServer(t, seen2)
 	sum = replay(t, r.out, h2url2, func(o *run.Options) {
 		o.HTTP.H2C = true
 		o.Filter.Keep = []string{"host=" + strings.TrimPrefix(h2url, "http://")}
@@ -282,7 +282,7 @@ func TestTcpdump(t *testing.T) {
 	}
 
 	// gRPC: the calls succeed against fresh servers.
-	health2, raw2, _ := h2test.GRPCServers(t)
+	health2, raw2, _ := h2peer.GRPCServers(t)
 	for addr, want := range map[string]int64{healthAddr: 2, rawAddr: 1} {
 		to := health2
 		if addr == rawAddr {

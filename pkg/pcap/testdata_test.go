@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
-	"github.com/replay-dev/replay/internal/golden"
+	"github.com/replay-dev/replay/internal/testutil/golden"
 )
 
 // joined is one capture of the scenarios' captures one after the other,

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/testservers"
+	"github.com/replay-dev/replay/internal/testutil/daemons"
 	"github.com/replay-dev/replay/pkg/run"
 )
 
@@ -66,7 +66,7 @@ func TestTLSNginx(t *testing.T) {
 	}
 	dir := t.TempDir()
 	writeCert(t, dir, "shop.example")
-	addr, _ := testservers.Nginx(t, dir, func(port int) string { return fmt.Sprintf(nginxTLSConf, dir, port) })
+	addr, _ := daemons.Nginx(t, dir, func(port int) string { return fmt.Sprintf(nginxTLSConf, dir, port) })
 
 	proxy := newRecProxy(t, addr)
 	_, pport, _ := net.SplitHostPort(proxy.ln.Addr().String())

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/pkg/rawhttp"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/websocket"
 )

@@ -5,7 +5,7 @@ import (
 	"compress/gzip"
 	"testing"
 
-	"github.com/replay-dev/replay/pkg/result/resulttest"
+	"github.com/replay-dev/replay/internal/testutil/answers"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -28,18 +28,18 @@ func gzipped(t *testing.T, s string, level int) string {
 func TestCompareBodyDecodesEachSide(t *testing.T) {
 	const doc = `{"id":"evt-1","status":"accepted","items":[1,2,3]}`
 	gzipHeader := []rrpair.Header{{Name: []byte("Content-Encoding"), Value: []byte("gzip")}}
-	live := resulttest.New(200, gzipped(t, doc, gzip.BestSpeed), "Content-Encoding", "gzip")
+	live := answers.New(200, gzipped(t, doc, gzip.BestSpeed), "Content-Encoding", "gzip")
 	for _, tt := range []struct {
 		name     string
 		recorded rrpair.Response
-		live     *resulttest.Answer
+		live     *answers.Answer
 		match    bool
 	}{
 		{"gzip answer, decoded recording", rrpair.Response{Status: 200, Body: []byte(doc)}, live, true},
 		{"gzip answer, gzip recording", rrpair.Response{Status: 200, Headers: gzipHeader, Body: []byte(gzipped(t, doc, gzip.BestCompression))}, live, true},
-		{"plain answer, gzip recording", rrpair.Response{Status: 200, Headers: gzipHeader, Body: []byte(gzipped(t, doc, gzip.BestCompression))}, resulttest.New(200, doc), true},
+		{"plain answer, gzip recording", rrpair.Response{Status: 200, Headers: gzipHeader, Body: []byte(gzipped(t, doc, gzip.BestCompression))}, answers.New(200, doc), true},
 		{"gzip answer that differs", rrpair.Response{Status: 200, Body: []byte(doc)},
-			resulttest.New(200, gzipped(t, `{"id":"evt-1","status":"rejected"}`, gzip.BestSpeed), "Content-Encoding", "gzip"), false},
+			answers.New(200, gzipped(t, `{"id":"evt-1","status":"rejected"}`, gzip.BestSpeed), "Content-Encoding", "gzip"), false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.match && bytes.Equal(tt.recorded.Body, tt.live.RawBody()) {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replay-dev/replay/pkg/result/resulttest"
+	"github.com/replay-dev/replay/internal/testutil/answers"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transform"
 )
@@ -38,8 +38,8 @@ func TestComparerMapsLearned(t *testing.T) {
 	}
 	c := NewComparer(f.Endpoints(), true, nil, []string{"Location"})
 	c.Learned = chain
-	created := resulttest.New(201, `{"id":"o-77"}`, "Location", "/orders/o-77")
-	read := resulttest.New(200, `{"id":"o-77","status":"created"}`)
+	created := answers.New(201, `{"id":"o-77"}`, "Location", "/orders/o-77")
+	read := answers.New(200, `{"id":"o-77","status":"created"}`)
 	chain.Begin(0)
 	chain.Observe(0, &ps[0], created) // the chain learns first, then the comparer maps
 	c.Observe(0, &ps[0], created)

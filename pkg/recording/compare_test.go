@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/replay-dev/replay/internal/testutil/answers"
 	"github.com/replay-dev/replay/pkg/report"
-	"github.com/replay-dev/replay/pkg/result/resulttest"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
 func TestComparer(t *testing.T) {
 	eps := []string{"GET /a", "POST /b"}
-	respond := func(status int, body string) *resulttest.Answer { return resulttest.New(status, body) }
+	respond := func(status int, body string) *answers.Answer { return answers.New(status, body) }
 	pair := func(ep uint16, status int, body string) *rrpair.Pair {
 		return &rrpair.Pair{Endpoint: ep, Line: 3, Res: rrpair.Response{Status: status, Body: []byte(body)}}
 	}
@@ -20,7 +20,7 @@ func TestComparer(t *testing.T) {
 		body          bool
 		ignore        []string
 		pair          *rrpair.Pair
-		resp          *resulttest.Answer
+		resp          *answers.Answer
 		match, counts bool
 	}{
 		{"same status", false, nil, pair(0, 200, "x"), respond(200, "y"), true, true},

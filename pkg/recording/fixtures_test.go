@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/golden"
+	"github.com/replay-dev/replay/internal/testutil/golden"
 	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/testutil/answers"
 	"github.com/replay-dev/replay/pkg/report"
 	"github.com/replay-dev/replay/pkg/result"
-	"github.com/replay-dev/replay/pkg/result/resulttest"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -207,17 +207,17 @@ func TestCompareGRPCStatus(t *testing.T) {
 	for _, tt := range []struct {
 		name               string
 		pair               *rrpair.Pair
-		live               *resulttest.Answer
+		live               *answers.Answer
 		match              bool
 		recorded, replayed string
 	}{
-		{"same in trailers", grpcPair(200, nil, ok), resulttest.New(200, "").WithTrailers("grpc-status", "0"), true, "", ""},
-		{"other in trailers", grpcPair(200, nil, ok), resulttest.New(200, "").WithTrailers("grpc-status", "5", "grpc-message", "gone"), false, "OK", "NOT_FOUND"},
-		{"recorded Trailers-Only", grpcPair(200, notFound, nil), resulttest.New(200, "").WithTrailers("grpc-status", "5"), true, "", ""},
-		{"live Trailers-Only", grpcPair(200, nil, ok), resulttest.New(200, "", "grpc-status", "7"), false, "OK", "PERMISSION_DENIED"},
-		{"live proxy 503 mapped", grpcPair(503, nil, []rrpair.Header{h("grpc-status", "14")}), resulttest.New(503, ""), true, "", ""},
-		{"HTTP status first", grpcPair(200, nil, ok), resulttest.New(503, ""), false, "200", "503"},
-		{"no grpc-status: UNKNOWN", grpcPair(200, nil, nil), resulttest.New(200, "").WithTrailers("grpc-status", "0"), false, "UNKNOWN", "OK"},
+		{"same in trailers", grpcPair(200, nil, ok), answers.New(200, "").WithTrailers("grpc-status", "0"), true, "", ""},
+		{"other in trailers", grpcPair(200, nil, ok), answers.New(200, "").WithTrailers("grpc-status", "5", "grpc-message", "gone"), false, "OK", "NOT_FOUND"},
+		{"recorded Trailers-Only", grpcPair(200, notFound, nil), answers.New(200, "").WithTrailers("grpc-status", "5"), true, "", ""},
+		{"live Trailers-Only", grpcPair(200, nil, ok), answers.New(200, "", "grpc-status", "7"), false, "OK", "PERMISSION_DENIED"},
+		{"live proxy 503 mapped", grpcPair(503, nil, []rrpair.Header{h("grpc-status", "14")}), answers.New(503, ""), true, "", ""},
+		{"HTTP status first", grpcPair(200, nil, ok), answers.New(503, ""), false, "200", "503"},
+		{"no grpc-status: UNKNOWN", grpcPair(200, nil, nil), answers.New(200, "").WithTrailers("grpc-status", "0"), false, "UNKNOWN", "OK"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := NewComparer(eps, false, nil, nil)
@@ -244,7 +244,7 @@ func TestCompareGRPCStatus(t *testing.T) {
 	// A plain HTTP pair is not a gRPC call: grpc-status in its answer is
 	// not compared.
 	c := NewComparer(eps, false, nil, nil)
-	c.Observe(0, &rrpair.Pair{Res: rrpair.Response{Status: 200, Trailers: ok}}, resulttest.New(200, "", "grpc-status", "5"))
+	c.Observe(0, &rrpair.Pair{Res: rrpair.Response{Status: 200, Trailers: ok}}, answers.New(200, "", "grpc-status", "5"))
 	if r := c.Result(); r.Matched != 1 || r.GRPCCompared != 0 {
 		t.Errorf("plain HTTP: matched %d, grpc %d; want 1, 0", r.Matched, r.GRPCCompared)
 	}
@@ -259,7 +259,7 @@ func h(name, value string) rrpair.Header {
 func TestFailureDumpGRPC(t *testing.T) {
 	var buf bytes.Buffer
 	d := NewFailureDump(&buf, []string{"POST /pkg.Svc/Get"}, 5)
-	a := resulttest.New(200, "", "content-type", "application/grpc").WithTrailers("grpc-status", "5", "grpc-message", "gone")
+	a := answers.New(200, "", "content-type", "application/grpc").WithTrailers("grpc-status", "5", "grpc-message", "gone")
 	res := grpcResult(0, 0, 200, 5)
 	d.Failed(&result.Failure{Pair: &rrpair.Pair{Line: 2}, Result: &res, Answer: a})
 	out := buf.String()

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replay-dev/replay/internal/golden"
+	"github.com/replay-dev/replay/internal/testutil/golden"
 )
 
 func TestGRPCText(t *testing.T) {

@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/chart/charttest"
+	"github.com/replay-dev/replay/internal/testutil/chartcheck"
 	"github.com/replay-dev/replay/pkg/e2e"
 )
 
-// chromium finds Debian's chromium (package charttest: a loud skip
+// chromium finds Debian's chromium (package chartcheck: a loud skip
 // without it, a failure with REPLAY_CI=1).
-func chromium(t *testing.T) string { return charttest.Browser(t) }
+func chromium(t *testing.T) string { return chartcheck.Browser(t) }
 
 func htmlFixture(t *testing.T) *Summary {
 	s := recorded(t, "html")

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/chart/charttest"
+	"github.com/replay-dev/replay/internal/testutil/chartcheck"
 	"github.com/replay-dev/replay/pkg/e2e"
 )
 
@@ -90,7 +90,7 @@ func TestHTMLLayoutInChromium(t *testing.T) {
 			if err := WriteHTML(&buf, tc.s(t)); err != nil {
 				t.Fatal(err)
 			}
-			l := charttest.Check(t, tc.name, buf.String(), 1200, tc.charts)
+			l := chartcheck.Check(t, tc.name, buf.String(), 1200, tc.charts)
 			checkOneTimeAxis(t, l.Axes)
 		})
 	}
@@ -99,9 +99,9 @@ func TestHTMLLayoutInChromium(t *testing.T) {
 // checkOneTimeAxis fails t unless every time chart (all but the
 // percentile chart) drew the x axis of the first: the same tick labels
 // at the same places, the same step bands, within half a pixel.
-func checkOneTimeAxis(t *testing.T, axes []charttest.Axis) {
+func checkOneTimeAxis(t *testing.T, axes []chartcheck.Axis) {
 	t.Helper()
-	var first *charttest.Axis
+	var first *chartcheck.Axis
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 0.5 }
 	for i := range axes {
 		a := &axes[i]
@@ -115,7 +115,7 @@ func checkOneTimeAxis(t *testing.T, axes []charttest.Axis) {
 			}
 			continue
 		}
-		if !slices.EqualFunc(a.Ticks, first.Ticks, func(p, q charttest.Tick) bool { return p.Label == q.Label && near(p.X, q.X) }) {
+		if !slices.EqualFunc(a.Ticks, first.Ticks, func(p, q chartcheck.Tick) bool { return p.Label == q.Label && near(p.X, q.X) }) {
 			t.Errorf("%s: x ticks %v, want those of %s: %v", a.Chart, a.Ticks, first.Chart, first.Ticks)
 		}
 		if !slices.EqualFunc(a.Bands, first.Bands, func(p, q [2]float64) bool { return near(p[0], q[0]) && near(p[1], q[1]) }) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replay-dev/replay/internal/golden"
+	"github.com/replay-dev/replay/internal/testutil/golden"
 )
 
 // rateSummary is a hand-built summary of an arrival-rate run that shows

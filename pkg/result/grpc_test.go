@@ -3,8 +3,8 @@ package result_test
 import (
 	"testing"
 
+	"github.com/replay-dev/replay/internal/testutil/answers"
 	"github.com/replay-dev/replay/pkg/result"
-	"github.com/replay-dev/replay/pkg/result/resulttest"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -46,7 +46,7 @@ func TestGRPCStatusOf(t *testing.T) {
 			if got := result.GRPCCodeName(result.GRPCStatusOf(tt.status, tt.headers, tt.trailers)); got != tt.want {
 				t.Errorf("recorded: got %s, want %s", got, tt.want)
 			}
-			a := &resulttest.Answer{Code: tt.status, Fields: tt.headers, Trailer: tt.trailers}
+			a := &answers.Answer{Code: tt.status, Fields: tt.headers, Trailer: tt.trailers}
 			if got := result.GRPCCodeName(result.AnswerGRPCStatus(a)); got != tt.want {
 				t.Errorf("live: got %s, want %s", got, tt.want)
 			}
@@ -64,7 +64,7 @@ func TestGRPCCodeNames(t *testing.T) {
 }
 
 func TestGRPCStatusDoesNotAllocate(t *testing.T) {
-	a := resulttest.New(200, "", "content-type", "application/grpc").WithTrailers("grpc-message", "x", "grpc-status", "5")
+	a := answers.New(200, "", "content-type", "application/grpc").WithTrailers("grpc-message", "x", "grpc-status", "5")
 	if n := testing.AllocsPerRun(100, func() { result.AnswerGRPCStatus(a) }); n != 0 {
 		t.Errorf("got %v allocs, want 0", n)
 	}

@@ -173,16 +173,26 @@ func TestManyVUsStayStoppable(t *testing.T) {
 	args := []string{"run", "-f", file, "--target", "http://" + demo, "--vus", strconv.Itoa(vus), "--grace", "500ms"}
 
 	t.Run("duration", func(t *testing.T) {
-		cmd := exec.Command(bin, append(args, "--duration", "1s")...)
-		start := time.Now()
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, tail(out))
+		// The same run with one VU, just before, is what this machine
+		// takes now for what both share: the process started, the file
+		// mapped, one second of requests, the exit.
+		timed := func(vus int) time.Duration {
+			cmd := exec.Command(bin, "run", "-f", file, "--target", "http://"+demo, "--vus", strconv.Itoa(vus), "--grace", "500ms", "--duration", "1s")
+			start := time.Now()
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("--vus %d: %v\n%s", vus, err, tail(out))
+			}
+			return time.Since(start)
 		}
-		// Before, starting the VUs came first: 4.6–6.7 s on 2 cores; now
-		// 1.2–1.6 s. The bound leaves a busy machine room.
-		if d := time.Since(start); d > 4*time.Second {
-			t.Errorf("--duration 1s with %d VUs took %v, want under 4s", vus, d)
+		one := timed(1)
+		// Before, starting the VUs came first: 4.6–6.7 s on 2 cores,
+		// where one VU takes about 1.0 s; now 1.2–1.6 s. The bound leaves
+		// a busy machine room, and moves with what the machine delivers.
+		d := timed(vus)
+		t.Logf("--duration 1s: %v with %d VUs, %v with one", d, vus, one)
+		if d > one+3*time.Second {
+			t.Errorf("--duration 1s with %d VUs took %v, with one VU %v: want under 3 s more", vus, d, one)
 		}
 	})
 	t.Run("SIGTERM", func(t *testing.T) {

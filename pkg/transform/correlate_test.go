@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/pkg/result/resulttest"
+	"github.com/replay-dev/replay/internal/testutil/answers"
 )
 
 // orderFlow is a session: create an order, read it, pay it.
@@ -29,8 +29,8 @@ func orderFlow() []string {
 	}
 }
 
-func live(status int, body string, headers ...string) *resulttest.Answer {
-	return resulttest.New(status, body, headers...)
+func live(status int, body string, headers ...string) *answers.Answer {
+	return answers.New(status, body, headers...)
 }
 
 func TestCorrelate(t *testing.T) {

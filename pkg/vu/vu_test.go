@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/schedule"
@@ -19,12 +19,12 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// The helpers shared with the other engine tests (internal/replaytest).
-type collect = replaytest.Collect
+// The helpers shared with the other engine tests (internal/testutil/fixture).
+type collect = fixture.Collect
 
 var (
-	openLines = replaytest.OpenLines
-	line      = replaytest.Line
+	openLines = fixture.OpenLines
+	line      = fixture.Line
 )
 
 // runPool runs f with cfg (one VU unless it says) over an HTTP/1.1

@@ -11,7 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
-	"github.com/replay-dev/replay/internal/testservers"
+	"github.com/replay-dev/replay/internal/testutil/daemons"
 	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/rs/zerolog"
 )
@@ -83,7 +83,7 @@ func TestHTTPSink(t *testing.T) {
 }
 
 func TestRedisSink(t *testing.T) {
-	url := testservers.Redis(t)
+	url := daemons.Redis(t)
 	opt, _ := redis.ParseURL(url)
 	client := redis.NewClient(opt)
 	defer client.Close()
@@ -159,7 +159,7 @@ func TestParseRedis(t *testing.T) {
 }
 
 func TestNATSSink(t *testing.T) {
-	url := testservers.NATS(t)
+	url := daemons.NATS(t)
 	rec := &seen{}
 	c, pub := openNATS(t, url+"?subject=orders.*&stage=settled", rec)
 	pub.Publish("orders.paid", []byte("e1"))
@@ -218,7 +218,7 @@ func (s *slow) Seen(id []byte, stage string, at time.Time) {
 // TestNATSSinkCloseDrains closes a NATS sink right after a burst: the
 // messages the server sent before are all reported, none dropped.
 func TestNATSSinkCloseDrains(t *testing.T) {
-	url := testservers.NATS(t)
+	url := daemons.NATS(t)
 	rec := &slow{}
 	c, pub := openNATS(t, url+"?subject=burst", rec)
 	const n = 300

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/h2test"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
+	"github.com/replay-dev/replay/internal/testutil/h2peer"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transport"
@@ -90,7 +90,7 @@ func (c *h2cClient) Close()     { c.line.Close() }
 
 // runPool runs the pairs of lines once over vus VUs with the h2c
 // transport with o, as a run does.
-func runPool(t testing.TB, vus int, o conn.Options, lines ...string) (*replaytest.Collect, error) {
+func runPool(t testing.TB, vus int, o conn.Options, lines ...string) (*fixture.Collect, error) {
 	t.Helper()
-	return h2test.RunPool(t, newH2C(t, o, transport.AnswerOptions{}), vus, lines...)
+	return h2peer.RunPool(t, newH2C(t, o, transport.AnswerOptions{}), vus, lines...)
 }

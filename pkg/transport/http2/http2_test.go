@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replay-dev/replay/internal/h2test"
+	"github.com/replay-dev/replay/internal/testutil/h2peer"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/transport/conn"
 )
@@ -14,8 +14,8 @@ import (
 var bigHeader = strings.Repeat("abcdefgh", 5000)
 
 func TestH2CAgainstNetHTTP(t *testing.T) {
-	s := h2test.NewSeen()
-	target := h2test.H2CServer(t, s)
+	s := h2peer.NewSeen()
+	target := h2peer.H2CServer(t, s)
 	big := []byte(strings.Repeat("0123456789abcdef", 300<<10/16)) // 300 kB: past the default windows
 	var lines []string
 	for i := range 24 {
@@ -27,7 +27,7 @@ func TestH2CAgainstNetHTTP(t *testing.T) {
 		if i == 7 { // a header block past one frame: CONTINUATION
 			headers = `{"X-Big":["` + bigHeader + `"]}`
 		}
-		lines = append(lines, h2test.PairLine("POST", fmt.Sprintf("/items/%d?q=a%%20b", i), "2", headers, body))
+		lines = append(lines, h2peer.PairLine("POST", fmt.Sprintf("/items/%d?q=a%%20b", i), "2", headers, body))
 	}
 	sink, err := runPool(t, 3, conn.Options{Target: target}, lines...)
 	if err != nil {
@@ -69,9 +69,9 @@ func TestH2CAgainstNetHTTP(t *testing.T) {
 }
 
 func TestNoConnectionReuse(t *testing.T) {
-	s := h2test.NewSeen()
-	target := h2test.H2CServer(t, s)
-	lines := []string{h2test.PairLine("GET", "/1", "", "", nil), h2test.PairLine("GET", "/2", "", "", nil), h2test.PairLine("GET", "/3", "", "", nil)}
+	s := h2peer.NewSeen()
+	target := h2peer.H2CServer(t, s)
+	lines := []string{h2peer.PairLine("GET", "/1", "", "", nil), h2peer.PairLine("GET", "/2", "", "", nil), h2peer.PairLine("GET", "/3", "", "", nil)}
 	sink, err := runPool(t, 1, conn.Options{Target: target, NoConnectionReuse: true}, lines...)
 	if err != nil {
 		t.Fatal(err)

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/h2test"
-	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
+	"github.com/replay-dev/replay/internal/testutil/h2peer"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/transport"
 	"github.com/replay-dev/replay/pkg/transport/conn"
@@ -19,14 +19,14 @@ import (
 // hostileThenOK sends two requests on one client to a server that
 // answers the first with the case named name and the second with "ok":
 // the results, how long the first took, and the server.
-func hostileThenOK(t *testing.T, name string) (first, second result.Result, took time.Duration, srv *h2test.HostileH2) {
+func hostileThenOK(t *testing.T, name string) (first, second result.Result, took time.Duration, srv *h2peer.HostileH2) {
 	t.Helper()
-	cases := loopback.Only(loopback.Named(h2test.H2Cases, name), loopback.Named(h2test.H2Cases, "ok"))
-	srv = h2test.NewHostileH2(t, cases, loopback.Script{0, 1})
+	cases := loopback.Only(loopback.Named(h2peer.H2Cases, name), loopback.Named(h2peer.H2Cases, "ok"))
+	srv = h2peer.NewHostileH2(t, cases, loopback.Script{0, 1})
 	tr := newH2C(t, conn.Options{Target: srv.URL(), Timeout: 2 * time.Second}, transport.AnswerOptions{})
-	f := replaytest.OpenLines(t, h2test.PairLine("GET", "/1", "", "", nil), h2test.PairLine("GET", "/2", "", "", nil))
+	f := fixture.OpenLines(t, h2peer.PairLine("GET", "/1", "", "", nil), h2peer.PairLine("GET", "/2", "", "", nil))
 	start := time.Now()
-	ex := h2test.DoAll(t, tr, f)
+	ex := h2peer.DoAll(t, tr, f)
 	took = time.Since(start)
 	return ex[0].Res, ex[1].Res, took, srv
 }
@@ -34,7 +34,7 @@ func hostileThenOK(t *testing.T, name string) (first, second result.Result, took
 // sentEventually is what the client sent the server, once want is among it
 // or a second has passed: the server reads the first connection's last
 // frames on a goroutine of its own, which may lag the second request.
-func sentEventually(srv *h2test.HostileH2, want string) []string {
+func sentEventually(srv *h2peer.HostileH2, want string) []string {
 	deadline := time.Now().Add(time.Second)
 	for {
 		got := srv.Got()
@@ -127,7 +127,7 @@ func TestConnectionErrors(t *testing.T) {
 // the start of a block, content-length on a 304, te: trailers, pings,
 // settings, dribbles.
 func TestWellFormedAnswersCount(t *testing.T) {
-	for _, k := range h2test.H2Cases {
+	for _, k := range h2peer.H2Cases {
 		if k.Class != loopback.Good {
 			continue
 		}
@@ -163,9 +163,9 @@ func TestTooManyInterimAnswers(t *testing.T) {
 // content-length without DATA (RFC 9113 §8.1.1), and a net/http server's
 // HEAD answers do.
 func TestContentLengthExemptions(t *testing.T) {
-	s := h2test.NewSeen()
-	target := h2test.H2CServer(t, s)
-	sink, err := runPool(t, 1, conn.Options{Target: target}, h2test.PairLine("HEAD", "/h", "", "", nil), h2test.PairLine("GET", "/g", "", "", nil))
+	s := h2peer.NewSeen()
+	target := h2peer.H2CServer(t, s)
+	sink, err := runPool(t, 1, conn.Options{Target: target}, h2peer.PairLine("HEAD", "/h", "", "", nil), h2peer.PairLine("GET", "/g", "", "", nil))
 	if err != nil {
 		t.Fatal(err)
 	}

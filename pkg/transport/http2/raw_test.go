@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/h2test"
-	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
+	"github.com/replay-dev/replay/internal/testutil/h2peer"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transport"
@@ -18,12 +18,12 @@ import (
 )
 
 func TestFlowControlStall(t *testing.T) {
-	srv := &h2test.Raw{Script: func(int64) h2test.Action { return h2test.Answer }, Window: 16}
+	srv := &h2peer.Raw{Script: func(int64) h2peer.Action { return h2peer.Answer }, Window: 16}
 	addr, _ := loopback.Serve(t, srv.Serve)
 	big := bytes.Repeat([]byte("x"), 200<<10)
 	start := time.Now()
 	sink, err := runPool(t, 1, conn.Options{Target: "http://" + addr, Timeout: 300 * time.Millisecond},
-		h2test.PairLine("POST", "/up", "", "", big))
+		h2peer.PairLine("POST", "/up", "", "", big))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestFlowControlStall(t *testing.T) {
 func TestH2CRefusedByHTTP1Server(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	t.Cleanup(srv.Close)
-	sink, err := runPool(t, 1, conn.Options{Target: srv.URL}, h2test.PairLine("GET", "/", "", "", nil))
+	sink, err := runPool(t, 1, conn.Options{Target: srv.URL}, h2peer.PairLine("GET", "/", "", "", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,10 +49,10 @@ func TestH2CRefusedByHTTP1Server(t *testing.T) {
 }
 
 func TestTimeoutAndInterrupt(t *testing.T) {
-	srv := &h2test.Raw{Script: func(int64) h2test.Action { return h2test.Silent }}
+	srv := &h2peer.Raw{Script: func(int64) h2peer.Action { return h2peer.Silent }}
 	addr, _ := loopback.Serve(t, srv.Serve)
 	tr := newH2C(t, conn.Options{Target: "http://" + addr, Timeout: 200 * time.Millisecond}, transport.AnswerOptions{})
-	f := replaytest.OpenLines(t, h2test.PairLine("GET", "/slow", "", "", nil))
+	f := fixture.OpenLines(t, h2peer.PairLine("GET", "/slow", "", "", nil))
 	var p rrpair.Pair
 	if err := f.NewCursor().Decode(0, &p); err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/h2test"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
+	"github.com/replay-dev/replay/internal/testutil/h2peer"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transport"
@@ -76,7 +76,7 @@ func itoa(n int) string {
 // pseudo-headers), the cookies, the trailers by Header, and the body
 // decoded by its Content-Encoding.
 func TestAnswerView(t *testing.T) {
-	target := h2test.ServeH2C(t, &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	target := h2peer.ServeH2C(t, &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Trailer", "X-Sum")
 		w.Header().Add("Set-Cookie", "a=1; Path=/")
 		w.Header().Add("Set-Cookie", "b=2")
@@ -87,7 +87,7 @@ func TestAnswerView(t *testing.T) {
 		w.Header().Set("X-Sum", "42")
 	})})
 	tr := newH2C(t, conn.Options{Target: target, Timeout: 5 * time.Second}, transport.AnswerOptions{})
-	f := replaytest.OpenLines(t, h2test.PairLine("GET", "/", "", "", nil))
+	f := fixture.OpenLines(t, h2peer.PairLine("GET", "/", "", "", nil))
 	if err := tr.Check(f); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/h2test"
+	"github.com/replay-dev/replay/internal/testutil/h2peer"
 	"github.com/replay-dev/replay/pkg/transport"
 	"github.com/replay-dev/replay/pkg/transport/conn"
 )
@@ -24,9 +24,9 @@ func benchTransport(t testing.TB) func(target string) transport.Transport {
 // BenchmarkDo is one HTTP/2 request and its answer on a kept connection,
 // through the protocol choice, against a loopback server that allocates
 // nothing.
-func BenchmarkDo(b *testing.B) { h2test.BenchDo(b, benchTransport(b)) }
+func BenchmarkDo(b *testing.B) { h2peer.BenchDo(b, benchTransport(b)) }
 
 // TestAllocsPerRequest holds the steady state through the protocol
 // choice to at most 2 allocations a request (the framer's HEADERS frame
 // is one): choosing costs nothing.
-func TestAllocsPerRequest(t *testing.T) { h2test.AllocsPerRequest(t, benchTransport(t), 2) }
+func TestAllocsPerRequest(t *testing.T) { h2peer.AllocsPerRequest(t, benchTransport(t), 2) }

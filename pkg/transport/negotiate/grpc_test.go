@@ -7,8 +7,8 @@ import (
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/replay-dev/replay/internal/h2test"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
+	"github.com/replay-dev/replay/internal/testutil/h2peer"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/transport/conn"
 	"google.golang.org/grpc"
@@ -30,10 +30,10 @@ func TestGRPCOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := replaytest.OpenLines(t,
-		h2test.GRPCLine("/grpc.health.v1.Health/Check", h2test.HealthRequest("svc")),
-		h2test.GRPCLine("/grpc.health.v1.Health/Check", h2test.HealthRequest("nope")))
-	ex := h2test.DoAll(t, tr, f)
+	f := fixture.OpenLines(t,
+		h2peer.GRPCLine("/grpc.health.v1.Health/Check", h2peer.HealthRequest("svc")),
+		h2peer.GRPCLine("/grpc.health.v1.Health/Check", h2peer.HealthRequest("nope")))
+	ex := h2peer.DoAll(t, tr, f)
 	for i, want := range []uint8{0, 5} {
 		if r := ex[i].Res; r.Err != result.ErrNone || r.Proto != result.ProtoHTTP2 || !r.GRPC || r.GRPCStatus != want || !r.Connected != (i == 1) {
 			t.Errorf("call %d: %+v; want gRPC status %d over HTTP/2, on one connection", i, r, want)

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/h2test"
-	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
+	"github.com/replay-dev/replay/internal/testutil/h2peer"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transport/conn"
@@ -20,7 +20,7 @@ import (
 
 // runPool runs the pairs of lines once over vus VUs with o (a 5s timeout
 // unless it says), as a run does.
-func runPool(t testing.TB, vus int, o Options, lines ...string) (*replaytest.Collect, error) {
+func runPool(t testing.TB, vus int, o Options, lines ...string) (*fixture.Collect, error) {
 	t.Helper()
 	if o.Conn.Timeout == 0 {
 		o.Conn.Timeout = 5 * time.Second
@@ -29,12 +29,12 @@ func runPool(t testing.TB, vus int, o Options, lines ...string) (*replaytest.Col
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h2test.RunPool(t, tr, vus, lines...)
+	return h2peer.RunPool(t, tr, vus, lines...)
 }
 
 func TestTLSChoosesByALPN(t *testing.T) {
-	plain := h2test.PairLine("GET", "/plain", "1.1", `{"Accept":["*/*"]}`, nil)
-	recorded2 := h2test.PairLine("GET", "/h2", "2", `{"Accept":["*/*"]}`, nil)
+	plain := h2peer.PairLine("GET", "/plain", "1.1", `{"Accept":["*/*"]}`, nil)
+	recorded2 := h2peer.PairLine("GET", "/h2", "2", `{"Accept":["*/*"]}`, nil)
 	for _, tc := range []struct {
 		name         string
 		h2server     bool
@@ -50,8 +50,8 @@ func TestTLSChoosesByALPN(t *testing.T) {
 		{"on, the SUT without h2", false, On, []string{plain, recorded2}, result.ProtoHTTP1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := h2test.NewSeen()
-			target := h2test.TLSServer(t, s, tc.h2server)
+			s := h2peer.NewSeen()
+			target := h2peer.TLSServer(t, s, tc.h2server)
 			sink, err := runPool(t, 1, Options{Conn: conn.Options{Target: target, Insecure: true}, HTTP2: tc.mode}, tc.lines...)
 			if err != nil {
 				t.Fatal(err)
@@ -79,7 +79,7 @@ func TestTLSChoosesByALPN(t *testing.T) {
 }
 
 func TestGRPCRefusedWithoutHTTP2(t *testing.T) {
-	grpcLine := h2test.PairLine("POST", "/pkg.Svc/Call", "2", `{"Content-Type":["application/grpc"],"TE":["trailers"]}`, []byte{0, 0, 0, 0, 0})
+	grpcLine := h2peer.PairLine("POST", "/pkg.Svc/Call", "2", `{"Content-Type":["application/grpc"],"TE":["trailers"]}`, []byte{0, 0, 0, 0, 0})
 	for _, tc := range []struct {
 		name, target, mode, want string
 		h2c                      bool
@@ -97,10 +97,10 @@ func TestGRPCRefusedWithoutHTTP2(t *testing.T) {
 }
 
 func TestGRPCOverHTTP1FailsAsNoHTTP2(t *testing.T) {
-	s := h2test.NewSeen()
-	target := h2test.TLSServer(t, s, false)
-	grpcLine := h2test.PairLine("POST", "/pkg.Svc/Call", "2", `{"Content-Type":["application/grpc"],"TE":["trailers"]}`, []byte{0, 0, 0, 0, 0})
-	plain := h2test.PairLine("GET", "/plain", "", "", nil)
+	s := h2peer.NewSeen()
+	target := h2peer.TLSServer(t, s, false)
+	grpcLine := h2peer.PairLine("POST", "/pkg.Svc/Call", "2", `{"Content-Type":["application/grpc"],"TE":["trailers"]}`, []byte{0, 0, 0, 0, 0})
+	plain := h2peer.PairLine("GET", "/plain", "", "", nil)
 	sink, err := runPool(t, 1, Options{Conn: conn.Options{Target: target, Insecure: true}}, grpcLine, plain)
 	if err != nil {
 		t.Fatal(err)
@@ -156,14 +156,14 @@ func TestAppendWire(t *testing.T) {
 }
 
 func TestIdleGoAwayReconnectsWithoutRetry(t *testing.T) {
-	s := h2test.NewSeen()
+	s := h2peer.NewSeen()
 	// The server closes a connection idle for 50ms with a GOAWAY.
-	target := h2test.ServeH2C(t, &http.Server{Handler: http.HandlerFunc(s.Handler), ConnState: s.ConnState, IdleTimeout: 50 * time.Millisecond})
+	target := h2peer.ServeH2C(t, &http.Server{Handler: http.HandlerFunc(s.Handler), ConnState: s.ConnState, IdleTimeout: 50 * time.Millisecond})
 	tr, err := New(Options{Conn: conn.Options{Target: target, Timeout: 5 * time.Second}, H2C: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := replaytest.OpenLines(t, h2test.PairLine("GET", "/a", "", "", nil), h2test.PairLine("GET", "/b", "", "", nil))
+	f := fixture.OpenLines(t, h2peer.PairLine("GET", "/a", "", "", nil), h2peer.PairLine("GET", "/b", "", "", nil))
 	if err := tr.Check(f); err != nil {
 		t.Fatal(err)
 	}
@@ -190,8 +190,8 @@ func TestIdleGoAwayReconnectsWithoutRetry(t *testing.T) {
 // TestThroughProxy: HTTP/2 over TLS through a CONNECT proxy: the dial, the
 // tunnel and the handshake are HTTP/1.1's, ALPN chooses h2 inside.
 func TestThroughProxy(t *testing.T) {
-	s := h2test.NewSeen()
-	target := h2test.TLSServer(t, s, true)
+	s := h2peer.NewSeen()
+	target := h2peer.TLSServer(t, s, true)
 	var tunnels atomic.Int64
 	proxyAddr, _ := loopback.Serve(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
@@ -209,7 +209,7 @@ func TestThroughProxy(t *testing.T) {
 		go func() { io.Copy(up, br); up.Close() }()
 		io.Copy(c, up)
 	})
-	line := h2test.PairLine("GET", "/via", "2", "", nil)
+	line := h2peer.PairLine("GET", "/via", "2", "", nil)
 	sink, err := runPool(t, 1, Options{Conn: conn.Options{Target: target, Insecure: true, Proxy: "http://" + proxyAddr}}, line, line)
 	if err != nil {
 		t.Fatal(err)

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/h2test"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
+	"github.com/replay-dev/replay/internal/testutil/h2peer"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/transport/conn"
@@ -18,8 +18,8 @@ import (
 // HTTP/1.1: a 303 to a POST is followed as a GET without its body, on the
 // same connection.
 func TestRedirectOverHTTP2(t *testing.T) {
-	s := h2test.NewSeen()
-	target := h2test.ServeH2C(t, &http.Server{ConnState: s.ConnState, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := h2peer.NewSeen()
+	target := h2peer.ServeH2C(t, &http.Server{ConnState: s.ConnState, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/from" {
 			http.Redirect(w, r, "/to?x=1", http.StatusSeeOther)
 		}
@@ -29,8 +29,8 @@ func TestRedirectOverHTTP2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := replaytest.OpenLines(t, h2test.PairLine("POST", "/from", "2", `{"content-type":["text/plain"]}`, []byte("data")))
-	sink := &replaytest.Collect{}
+	f := fixture.OpenLines(t, h2peer.PairLine("POST", "/from", "2", `{"content-type":["text/plain"]}`, []byte("data")))
+	sink := &fixture.Collect{}
 	p := &vu.Pool{File: f, Sink: sink, Transport: tr, Config: vu.Config{Load: schedule.Load{VUs: 1}, FollowRedirects: 1, Log: zerolog.Nop()}}
 	if _, err := p.Run(t.Context()); err != nil {
 		t.Fatal(err)

@@ -8,21 +8,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/h2test"
-	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
+	"github.com/replay-dev/replay/internal/testutil/h2peer"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transport/conn"
 )
 
 func TestGoAwayAndResets(t *testing.T) {
-	plan := map[int64]h2test.Action{2: h2test.Refuse, 4: h2test.Reset, 5: h2test.GoAwayBelow, 7: h2test.GoAwayAt, 8: h2test.AnswerGoAway, 10: h2test.Refuse, 11: h2test.Refuse}
-	srv := &h2test.Raw{Script: func(n int64) h2test.Action { return plan[n] }}
+	plan := map[int64]h2peer.Action{2: h2peer.Refuse, 4: h2peer.Reset, 5: h2peer.GoAwayBelow, 7: h2peer.GoAwayAt, 8: h2peer.AnswerGoAway, 10: h2peer.Refuse, 11: h2peer.Refuse}
+	srv := &h2peer.Raw{Script: func(n int64) h2peer.Action { return plan[n] }}
 	addr, conns := loopback.Serve(t, srv.Serve)
 	var lines []string
 	for range 8 {
-		lines = append(lines, h2test.PairLine("POST", "/p", "2", `{"X-B":["1"],"X-A":["2"]}`, []byte("hi")))
+		lines = append(lines, h2peer.PairLine("POST", "/p", "2", `{"X-B":["1"],"X-A":["2"]}`, []byte("hi")))
 	}
 	sink, err := runPool(t, 1, Options{Conn: conn.Options{Target: "http://" + addr}, H2C: true}, lines...)
 	if err != nil {
@@ -77,7 +77,7 @@ func TestRetryThatCannotConnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	srv := &h2test.Raw{Script: func(int64) h2test.Action { return h2test.Refuse }}
+	srv := &h2peer.Raw{Script: func(int64) h2peer.Action { return h2peer.Refuse }}
 	done := make(chan struct{})
 	go func() { // one connection, then no more
 		defer close(done)
@@ -92,7 +92,7 @@ func TestRetryThatCannotConnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := replaytest.OpenLines(t, h2test.PairLine("GET", "/p", "", "", nil))
+	f := fixture.OpenLines(t, h2peer.PairLine("GET", "/p", "", "", nil))
 	if err := tr.Check(f); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
-// Package testservers starts private Redis, NATS and nginx servers on
-// loopback for tests.
-package testservers
+// Package daemons starts private Redis, NATS and nginx servers (the
+// installed programs, each on a free port of loopback) for tests; without
+// the program the test skips loudly, or fails with REPLAY_CI=1.
+package daemons
 
 import (
 	"bufio"
@@ -16,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
 )
 
 // Redis starts redis-server on a free loopback port, without persistence,
@@ -121,7 +122,7 @@ func Nginx(t testing.TB, dir string, conf func(port int) string) (addr string, s
 	}
 	errLog := filepath.Join(dir, "error.log")
 	cmd := exec.Command(bin, "-p", dir, "-c", path, "-e", errLog)
-	var out replaytest.Buffer
+	var out fixture.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"io"
 	"net"
 
-	"github.com/replay-dev/replay/internal/rawhttp"
+	"github.com/replay-dev/replay/pkg/rawhttp"
 )
 
 // ConnectDialer dials addr through the proxy at proxy with a CONNECT

@@ -15,7 +15,7 @@ import (
 
 // This file is the fuzzed peer of the suite: a hostile server that
 // answers each request with a case drawn from a catalogue of
-// malformations (HTTP/1.1 here, HTTP/2 in internal/h2test), each with
+// malformations (HTTP/1.1 here, HTTP/2 in internal/testutil/h2peer), each with
 // the class a client must hold it to, and counts what it read and what
 // it answered, so that a test can hold a run's summary against it. Its
 // choices come from a Source: a seed in the suite, the fuzzer's bytes in
@@ -157,7 +157,7 @@ func Pick(ch Chooser, weights []int) int {
 }
 
 // Case is a hostile answer, written on a W (an *H1Writer here, an
-// HTTP/2 one in internal/h2test).
+// HTTP/2 one in internal/testutil/h2peer).
 type Case[W any] struct {
 	Name   string
 	Class  Class

@@ -1,4 +1,4 @@
-package h2test
+package h2peer
 
 import (
 	"bufio"
@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
 
 // This file is the HTTP/2 half of the suite's fuzzed peer (the HTTP/1.1
-// half, and what the two share, is internal/loopback's hostile.go): a
+// half, and what the two share, is internal/testutil/loopback's hostile.go): a
 // cleartext HTTP/2 server that answers each request with a case drawn
 // from a catalogue of answers RFC 9113 calls malformed, connection
 // errors, storms and floods, each with the class a client must hold it

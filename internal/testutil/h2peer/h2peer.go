@@ -1,11 +1,11 @@
-// Package h2test holds what the tests of the HTTP/2 client
-// (transport/http2) and of the protocol choice (transport/negotiate)
-// share: RRPair lines of HTTP/2 and gRPC calls, Go's net/http servers that
+// Package h2peer holds the HTTP/2 peers that the tests of the HTTP/2
+// client (transport/http2), of the protocol choice (transport/negotiate)
+// and of the servers talk to, and what else those tests share: RRPair lines of HTTP/2 and gRPC calls, Go's net/http servers that
 // keep what they saw (cleartext HTTP/2, TLS with or without h2), a server
 // written with the framer that does what a script says (resets, GOAWAY,
 // windows that never open), one that answers without allocating, grpc-go
 // servers, and runs of a transport over lines.
-package h2test
+package h2peer
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/schedule"
@@ -56,14 +56,14 @@ func ReplaceHost(line, host string) string {
 
 // RunPool runs the pairs of lines once over vus VUs with tr, as a run
 // does.
-func RunPool(t testing.TB, tr transport.Transport, vus int, lines ...string) (*replaytest.Collect, error) {
+func RunPool(t testing.TB, tr transport.Transport, vus int, lines ...string) (*fixture.Collect, error) {
 	t.Helper()
-	f := replaytest.OpenLines(t, lines...)
+	f := fixture.OpenLines(t, lines...)
 	cfg := vu.Config{Load: schedule.Load{VUs: vus}, Log: zerolog.Nop()}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	sink := &replaytest.Collect{}
+	sink := &fixture.Collect{}
 	p := &vu.Pool{File: f, Config: cfg, Sink: sink, Transport: tr}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -1,4 +1,4 @@
-// Package charttest renders a report page in headless Chromium and
+// Package chartcheck renders a report page in headless Chromium and
 // measures, through the DOM, where its charts draw: every text label and
 // shape of every inline SVG, as the browser lays them out with its real
 // fonts. It reports two text labels of a chart that overlap, a label over
@@ -7,7 +7,7 @@
 // the packages that write HTML reports use it (report, capacity); it
 // needs Debian's chromium, and skips loudly without it, unless
 // REPLAY_CI=1, where it fails.
-package charttest
+package chartcheck
 
 import (
 	"context"

@@ -1,5 +1,9 @@
-// Package loopback has test servers on 127.0.0.1 for the project's tests
-// and benchmarks.
+// Package loopback has HTTP/1.1 test peers on 127.0.0.1 for the project's
+// tests and benchmarks: a canned server, a raw one that answers what a
+// test says, the catalogue of hostile answers (drawn by a seed or a
+// fuzzer's bytes; the HTTP/2 one in h2peer draws by the same rules), an
+// accept loop for a test's own handler, and a CONNECT dialer. A test
+// helper: nothing replay builds imports it.
 package loopback
 
 import (

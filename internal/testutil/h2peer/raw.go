@@ -1,4 +1,4 @@
-package h2test
+package h2peer
 
 import (
 	"bufio"

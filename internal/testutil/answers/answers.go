@@ -1,7 +1,7 @@
-// Package resulttest builds result.Answers from plain values, for tests of
+// Package answers builds result.Answers from plain values, for tests of
 // the observers (comparison, correlation) without a transport, the way
 // net/http/httptest serves handlers without a network.
-package resulttest
+package answers
 
 import (
 	"bytes"

@@ -1,7 +1,10 @@
 // Package rawhttp reads HTTP/1.x messages as they went by: the raw bytes, to
 // pass on unchanged, and the parts a recording needs (header names in their
-// case and order, the body de-chunked). The capture proxy reads them off
-// sockets, the GoReplay importer out of capture files.
+// case and order, the body de-chunked). The recording proxies read them
+// off sockets, the GoReplay and packet-capture importers out of capture
+// files. It speaks of headers in the file format's words (rrpair.Field),
+// so it sits on pkg/rrpair, beside the rooms that write recordings, and
+// imports nothing else of the project.
 package rawhttp
 
 import (

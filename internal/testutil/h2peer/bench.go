@@ -1,11 +1,11 @@
-package h2test
+package h2peer
 
 import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/replaytest"
+	"github.com/replay-dev/replay/internal/testutil/fixture"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transport"
@@ -24,7 +24,7 @@ var benchLines = []struct{ name, line string }{
 func benchClient(t testing.TB, newTransport func(target string) transport.Transport, line string) (transport.Client, *rrpair.Pair) {
 	addr, _ := loopback.Serve(t, CannedH2)
 	tr := newTransport("http://" + addr)
-	f := replaytest.OpenLines(t, line)
+	f := fixture.OpenLines(t, line)
 	if err := tr.Check(f); err != nil {
 		t.Fatal(err)
 	}
