@@ -82,6 +82,9 @@ type Client struct {
 	dec  *hpack.Decoder
 	strs map[string]string // interned header strings for enc
 	kept int               // their bytes
+	// blocks are the header blocks enc wrote that may go again as they
+	// are (blocks.go).
+	blocks blockCache
 
 	// The header block being decoded: capture says it belongs to the
 	// stream; trailers that it follows the final headers; oversize that
@@ -90,6 +93,9 @@ type Client struct {
 	// :status came; conts counts its CONTINUATION frames, and blk holds
 	// it whole when it came in more than one frame.
 	capture, trailers, oversize bool
+	// blockOpen: the framer read a header block's first frames, not its
+	// last (the next must be its CONTINUATION).
+	blockOpen bool
 	regular, statusSeen         bool
 	bad                         *protoError
 	blockBytes, conts           int
