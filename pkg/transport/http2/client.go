@@ -85,6 +85,9 @@ type Client struct {
 	// blocks are the header blocks enc wrote that may go again as they
 	// are (blocks.go).
 	blocks blockCache
+	// heads is the last answer's head as dec decoded it, for an answer
+	// that brings the same block (heads.go).
+	heads headCache
 
 	// The header block being decoded: capture says it belongs to the
 	// stream; trailers that it follows the final headers; oversize that

@@ -72,6 +72,7 @@ func (c *Client) open(cn *conn.Conn) {
 	c.enc = hpack.NewEncoder(&c.hb)
 	c.blocks.changed() // a new, empty table
 	c.dec = hpack.NewDecoder(ourTableSize, c.onField)
+	c.heads.valid = false // a new, empty table
 	c.dec.SetMaxStringLength(c.a.MaxHeaderBytes)
 	c.fr.WriteSettings(
 		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
@@ -601,10 +602,14 @@ func (c *Client) idle(id uint32) bool {
 // size update past the block's first field is a connection error the
 // decoder misses while its table is empty: the block is walked for one.
 func (c *Client) fragment(frag []byte, first, end bool) error {
+	whole := first && end
 	switch {
-	case first && end:
+	case whole:
 		if lateSizeUpdate(frag) {
 			return errLateTableSize
+		}
+		if c.capture && c.heads.replay(c, frag) {
+			return c.endBlock()
 		}
 	case first:
 		c.blk = append(c.blk[:0], frag...)
@@ -614,6 +619,11 @@ func (c *Client) fragment(frag []byte, first, end bool) error {
 			return errLateTableSize
 		}
 	}
+	// The kept head is dropped: its fields are recorded anew for this
+	// block, when it may be kept (it leaves the table as it was),
+	// and another may change the table.
+	c.heads.valid, c.heads.record = false, whole && c.capture && !changesTable(frag)
+	c.heads.fields = c.heads.fields[:0]
 	if _, err := c.dec.Write(frag); err != nil {
 		return errCompression
 	}
@@ -621,6 +631,10 @@ func (c *Client) fragment(frag []byte, first, end bool) error {
 		if cap(c.blk) > 64<<10 {
 			c.blk = nil // a rare large block is not kept
 		}
+		if err := c.dec.Close(); err != nil {
+			return errCompression
+		}
+		c.heads.keep(frag)
 		return c.endBlock()
 	}
 	return nil
@@ -710,9 +724,6 @@ func (c *Client) streamData(f *http2.DataFrame, n int64) error {
 // onField refused, without :status, with :status 101, or an interim one
 // or trailers that do not end as they must make the answer malformed.
 func (c *Client) endBlock() error {
-	if err := c.dec.Close(); err != nil {
-		return errCompression
-	}
 	if !c.capture {
 		return nil
 	}
@@ -777,6 +788,9 @@ func (c *Client) endStream() error {
 func (c *Client) onField(f hpack.HeaderField) {
 	if !c.capture {
 		return
+	}
+	if c.heads.record {
+		c.heads.fields = append(c.heads.fields, f)
 	}
 	if c.blockBytes += int(f.Size()); c.blockBytes > c.a.MaxHeaderBytes {
 		c.oversize = true
