@@ -98,11 +98,11 @@ type Client struct {
 	capture, trailers, oversize bool
 	// blockOpen: the framer read a header block's first frames, not its
 	// last (the next must be its CONTINUATION).
-	blockOpen bool
-	regular, statusSeen         bool
-	bad                         *protoError
-	blockBytes, conts           int
-	blk                         []byte
+	blockOpen           bool
+	regular, statusSeen bool
+	bad                 *protoError
+	blockBytes, conts   int
+	blk                 []byte
 }
 
 // NewClient makes a VU's HTTP/2 client on l, keeping of each answer what
