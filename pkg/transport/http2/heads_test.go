@@ -99,3 +99,77 @@ func BenchmarkHead(b *testing.B) {
 		})
 	}
 }
+
+// nginxHead is a head as nginx writes it: :status from the static table,
+// then each field a literal with incremental indexing under a static
+// name, added to the table at every answer.
+func nginxHead(date string) []byte {
+	b := []byte{0x88}
+	for _, f := range []struct {
+		idx   byte
+		value string
+	}{{54, "nginx/1.22.1"}, {33, date}, {31, "text/plain"}, {28, "94"}} {
+		b = append(b, 0x40|f.idx, byte(len(f.value)))
+		b = append(b, f.value...)
+	}
+	return b
+}
+
+// TestHeadCacheKeepsTableInStep: heads that add to the table at every
+// answer (nginx's) are taken from the kept one, and a head that then reads
+// the table (the last entry added, the date of the answer before the last,
+// one near the table's end) decodes as a decoder that saw every head
+// decodes it, after runs of every length, up to and past those that fill
+// the table.
+func TestHeadCacheKeepsTableInStep(t *testing.T) {
+	c := &Client{a: transport.AnswerOptions{}.WithDefaults()}
+	c.dec = hpack.NewDecoder(ourTableSize, c.onField)
+	ref := hpack.NewDecoder(ourTableSize, nil)
+	// :status 200, entries 62 (the last added) and 68 (the date of the
+	// answer before the last); then entry 132, near the end of the table
+	// once it is full.
+	readsTable := []byte{0x88, 0xbe, 0xc4}
+	readsDeep := []byte{0x88, 0xff, 132 - 127}
+	hits, n := 0, 0
+	check := func(block []byte) {
+		t.Helper()
+		if c.heads.valid && bytes.Equal(block, c.heads.block) {
+			hits++
+		}
+		n++
+		c.ans.reset(c.a.MaxBody, true)
+		c.st = stream{id: 1, length: -1}
+		if err := c.onHeaders(1, false, true, block); err != nil {
+			t.Fatalf("head %d: %v", n, err)
+		}
+		fields, err := ref.DecodeFull(block)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want []byte
+		got = fmt.Appendf(got, ":status: %d\n", c.ans.status)
+		for _, h := range c.ans.headers {
+			got = fmt.Appendf(got, "%s: %s\n", h.Name, h.Value)
+		}
+		for _, f := range fields {
+			want = fmt.Appendf(want, "%s: %s\n", f.Name, f.Value)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("head %d:\n%s\nwant\n%s", n, got, want)
+		}
+	}
+	for run, repeat := range []int{1, 2, 5, 19, 20, 21, 40, 3} {
+		for range repeat {
+			check(nginxHead(fmt.Sprintf("Sat, 28 Nov 2026 09:50:%02d GMT", run)))
+		}
+		if run >= 1 { // the table has an entry 68 by then
+			check(readsTable)
+		}
+		if run >= 4 {
+			check(readsDeep)
+		}
+	}
+	if hits < 90 {
+		t.Errorf("%d of %d heads came from the kept one, want at least 90", hits, n)
+	}
+}

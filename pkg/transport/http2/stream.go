@@ -72,7 +72,7 @@ func (c *Client) open(cn *conn.Conn) {
 	c.enc = hpack.NewEncoder(&c.hb)
 	c.blocks.changed() // a new, empty table
 	c.dec = hpack.NewDecoder(ourTableSize, c.onField)
-	c.heads.valid = false // a new, empty table
+	c.heads.valid, c.heads.pending = false, 0 // a new, empty table
 	c.dec.SetMaxStringLength(c.a.MaxHeaderBytes)
 	c.fr.WriteSettings(
 		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
@@ -619,11 +619,11 @@ func (c *Client) fragment(frag []byte, first, end bool) error {
 			return errLateTableSize
 		}
 	}
-	// The kept head is dropped: its fields are recorded anew for this
-	// block, when it may be kept (it leaves the table as it was),
-	// and another may change the table.
-	c.heads.valid, c.heads.record = false, whole && c.capture && !changesTable(frag)
-	c.heads.fields = c.heads.fields[:0]
+	if first {
+		if err := c.heads.start(c, frag, whole); err != nil {
+			return errCompression
+		}
+	}
 	if _, err := c.dec.Write(frag); err != nil {
 		return errCompression
 	}
