@@ -123,34 +123,14 @@ const staticTable = 61
 // whole is not.
 func staticOnly(b []byte, adds []int) ([]int, bool) {
 	for i := 0; len(b) > 0; i++ {
-		c := b[0]
-		var idx uint64
-		var ok bool
+		kind, idx, rest, ok := nextRep(b)
 		switch {
-		case c&0x80 != 0: // indexed field
-			if idx, b, ok = hpackInt(7, b); !ok || idx == 0 || idx > staticTable {
-				return adds, false
-			}
-			continue
-		case c&0xe0 == 0x20: // table size update
+		case !ok, kind == repSizeUpdate, idx > staticTable, kind == repIndexed && idx == 0:
 			return adds, false
-		case c&0xc0 == 0x40: // literal with incremental indexing
-			idx, b, ok = hpackInt(6, b)
+		case kind == repIncremental:
 			adds = append(adds, i)
-		default: // literal without indexing, or never indexed
-			idx, b, ok = hpackInt(4, b)
 		}
-		if !ok || idx > staticTable {
-			return adds, false
-		}
-		if idx == 0 {
-			if b, ok = hpackString(b); !ok {
-				return adds, false
-			}
-		}
-		if b, ok = hpackString(b); !ok {
-			return adds, false
-		}
+		b = rest
 	}
 	return adds, true
 }
@@ -160,19 +140,11 @@ func staticOnly(b []byte, adds []int) ([]int, bool) {
 // table size update; a block that does not walk whole says so too.
 func changesTable(b []byte) bool {
 	for len(b) > 0 {
-		c := b[0]
-		var ok bool
-		switch {
-		case c&0x80 != 0: // indexed field
-			_, b, ok = hpackInt(7, b)
-		case c&0xe0 == 0x20, c&0xc0 == 0x40: // table size update, incremental indexing
-			return true
-		default: // literal without indexing, or never indexed
-			b, ok = literal(4, b)
-		}
-		if !ok {
+		kind, _, rest, ok := nextRep(b)
+		if !ok || kind == repSizeUpdate || kind == repIncremental {
 			return true
 		}
+		b = rest
 	}
 	return false
 }

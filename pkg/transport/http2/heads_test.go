@@ -9,6 +9,32 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
+// takeHead has c take block as the head of a new answer on stream 1,
+// ending the stream or not.
+func takeHead(c *Client, block []byte, end bool) error {
+	c.ans.reset(c.a.MaxBody, true)
+	c.st = stream{id: 1, length: -1}
+	return c.onHeaders(1, end, true, block)
+}
+
+// headText is the answer's head as c took it, one "name: value" line each.
+func headText(c *Client) []byte {
+	b := fmt.Appendf(nil, ":status: %d\n", c.ans.status)
+	for _, h := range c.ans.headers {
+		b = fmt.Appendf(b, "%s: %s\n", h.Name, h.Value)
+	}
+	return b
+}
+
+// fieldsText is fields, one "name: value" line each.
+func fieldsText(fields []hpack.HeaderField) []byte {
+	var b []byte
+	for _, f := range fields {
+		b = fmt.Appendf(b, "%s: %s\n", f.Name, f.Value)
+	}
+	return b
+}
+
 // TestHeadCacheSameFields: answers' heads decode to the fields the SUT
 // encoded, whether they come from the kept head (the same block again,
 // the table as it was) or from the decoder (a new value, indexed or not,
@@ -46,20 +72,10 @@ func TestHeadCacheSameFields(t *testing.T) {
 		if c.heads.valid && bytes.Equal(block, c.heads.block) {
 			hits++
 		}
-		c.ans.reset(c.a.MaxBody, true)
-		c.st = stream{id: 1, length: -1}
-		if err := c.onHeaders(1, true, true, block); err != nil {
+		if err := takeHead(c, block, true); err != nil {
 			t.Fatalf("answer %d: %v", i, err)
 		}
-		var got, want []byte
-		got = fmt.Appendf(got, ":status: %d\n", c.ans.status)
-		for _, h := range c.ans.headers {
-			got = fmt.Appendf(got, "%s: %s\n", h.Name, h.Value)
-		}
-		for _, f := range fields {
-			want = fmt.Appendf(want, "%s: %s\n", f.Name, f.Value)
-		}
-		if !bytes.Equal(got, want) || !c.st.ended {
+		if got, want := headText(c), fieldsText(fields); !bytes.Equal(got, want) || !c.st.ended {
 			t.Fatalf("answer %d (ended %v):\n%s\nwant\n%s", i, c.st.ended, got, want)
 		}
 	}
@@ -90,9 +106,7 @@ func BenchmarkHead(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				c.heads.valid = c.heads.valid && bc.kept
-				c.ans.reset(c.a.MaxBody, true)
-				c.st = stream{id: 1, length: -1}
-				if err := c.onHeaders(1, false, true, block); err != nil || c.ans.status != 200 {
+				if err := takeHead(c, block, false); err != nil || c.ans.status != 200 {
 					b.Fatalf("%v, status %d", err, c.ans.status)
 				}
 			}
@@ -137,24 +151,14 @@ func TestHeadCacheKeepsTableInStep(t *testing.T) {
 			hits++
 		}
 		n++
-		c.ans.reset(c.a.MaxBody, true)
-		c.st = stream{id: 1, length: -1}
-		if err := c.onHeaders(1, false, true, block); err != nil {
+		if err := takeHead(c, block, false); err != nil {
 			t.Fatalf("head %d: %v", n, err)
 		}
 		fields, err := ref.DecodeFull(block)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got, want []byte
-		got = fmt.Appendf(got, ":status: %d\n", c.ans.status)
-		for _, h := range c.ans.headers {
-			got = fmt.Appendf(got, "%s: %s\n", h.Name, h.Value)
-		}
-		for _, f := range fields {
-			want = fmt.Appendf(want, "%s: %s\n", f.Name, f.Value)
-		}
-		if !bytes.Equal(got, want) {
+		if got, want := headText(c), fieldsText(fields); !bytes.Equal(got, want) {
 			t.Fatalf("head %d:\n%s\nwant\n%s", n, got, want)
 		}
 	}
