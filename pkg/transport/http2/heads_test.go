@@ -177,3 +177,55 @@ func TestHeadCacheKeepsTableInStep(t *testing.T) {
 		t.Errorf("%d of %d heads came from the kept one, want at least 90", hits, n)
 	}
 }
+
+// FuzzStaticOnly: a block staticOnly passes decodes to the same fields
+// with an empty table and with one full of other entries; one that adds
+// nothing by staticOnly, or that changesTable passes, leaves the table as
+// it was (the entries read after it are those of a decoder that did not
+// see it).
+func FuzzStaticOnly(f *testing.F) {
+	f.Add(nginxHead("Sat, 28 Nov 2026 09:50:31 GMT"))
+	f.Add([]byte{0x88, 0xbe, 0xc4})
+	f.Add([]byte{0x3f, 0xe1, 0x1f, 0x88})
+	f.Add([]byte{0x82, 0x0f, 0x10, 0x02, 'h', 'i'})
+	var full bytes.Buffer
+	enc := hpack.NewEncoder(&full)
+	for i := range 40 {
+		enc.WriteField(hpack.HeaderField{Name: fmt.Sprintf("x-%d", i), Value: "v"})
+	}
+	probe := []byte{}
+	for i := range 40 {
+		probe = append(probe, 0x80|byte(62+i)) // each entry the 40 fields made
+	}
+	filledDecoder := func(t *testing.T) *hpack.Decoder {
+		d := hpack.NewDecoder(ourTableSize, nil)
+		if _, err := d.DecodeFull(full.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	f.Fuzz(func(t *testing.T, block []byte) {
+		adds, static := staticOnly(block, nil)
+		stable := !changesTable(block) || static && len(adds) == 0
+		if !static && !stable {
+			return
+		}
+		empty, filled := hpack.NewDecoder(ourTableSize, nil), filledDecoder(t)
+		a, errA := empty.DecodeFull(block)
+		b, errB := filled.DecodeFull(block)
+		if static && ((errA == nil) != (errB == nil) || errA == nil && !bytes.Equal(fieldsText(a), fieldsText(b))) {
+			t.Fatalf("static block %x: %v %v, %v %v", block, a, errA, b, errB)
+		}
+		if !stable || errB != nil {
+			return
+		}
+		after, err := filled.DecodeFull(probe)
+		if err != nil {
+			t.Fatalf("block %x: the table reads no more: %v", block, err)
+		}
+		want, _ := filledDecoder(t).DecodeFull(probe)
+		if !bytes.Equal(fieldsText(after), fieldsText(want)) {
+			t.Fatalf("block %x changed the table, said it did not", block)
+		}
+	})
+}
