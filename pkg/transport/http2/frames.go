@@ -2,6 +2,7 @@ package http2
 
 import (
 	"encoding/binary"
+	"io"
 
 	"golang.org/x/net/http2"
 )
@@ -13,15 +14,15 @@ import (
 // other frame, and any of these the framer would refuse or that needs
 // what it checks (padding, priority, a header block in CONTINUATION
 // frames, a zero increment, a frame past the size the client allows), is
-// left to the framer, and so is a read that fails: the framer then reads
-// the same bytes and fails as it would have.
+// left to the framer. A read that fails fails as the framer's would have
+// (its io.ReadFull of the header, then of the payload).
 func (c *Client) quickFrame() (done bool, err error) {
 	if !c.cs.settled || c.blockOpen {
 		return false, nil
 	}
 	h, perr := c.br.Peek(9)
 	if perr != nil {
-		return false, nil
+		return true, c.readError(readFullError(len(h), perr))
 	}
 	n := int(h[0])<<16 | int(h[1])<<8 | int(h[2])
 	typ, flags := http2.FrameType(h[3]), http2.Flags(h[4])
@@ -42,7 +43,8 @@ func (c *Client) quickFrame() (done bool, err error) {
 	}
 	frame, perr := c.br.Peek(9 + n)
 	if perr != nil {
-		return false, nil
+		c.br.Discard(9) // the framer had read the header
+		return true, c.readError(readFullError(len(frame)-9, perr))
 	}
 	payload := frame[9:]
 	if typ == http2.FrameWindowUpdate {
@@ -58,4 +60,14 @@ func (c *Client) quickFrame() (done bool, err error) {
 	err = c.onHeaders(id, flags.Has(http2.FlagHeadersEndStream), true, payload)
 	c.br.Discard(9 + n)
 	return true, err
+}
+
+// readFullError is the error io.ReadFull gives when a read fails with err
+// after got bytes of what it wants: io.ErrUnexpectedEOF for an end after
+// some bytes, err otherwise.
+func readFullError(got int, err error) error {
+	if err == io.EOF && got > 0 {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
