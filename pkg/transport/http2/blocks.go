@@ -10,8 +10,9 @@ import "encoding/binary"
 // changed the table since (gen), so a cached block goes out exactly as the
 // encoder would have written it.
 const (
-	// blockBudget bounds the bytes of the kept blocks and their keys.
-	blockBudget = 1 << 20
+	// blockBudget bounds the bytes of the kept blocks and their keys, a
+	// client's (a VU's): a few hundred lists of usual size.
+	blockBudget = 64 << 10
 	// blockMax bounds the blocks kept.
 	blockMax = 256
 )
