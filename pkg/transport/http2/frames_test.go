@@ -8,9 +8,7 @@ import (
 
 	"github.com/replay-dev/replay/internal/h2test"
 	"github.com/replay-dev/replay/internal/loopback"
-	"github.com/replay-dev/replay/internal/replaytest"
 	"github.com/replay-dev/replay/pkg/result"
-	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transport"
 	"github.com/replay-dev/replay/pkg/transport/conn"
 	"golang.org/x/net/http2"
@@ -44,18 +42,9 @@ func TestAnswerCutInAFrame(t *testing.T) {
 				c.Write(tc.sent)
 			})
 			tr := newH2C(t, conn.Options{Target: "http://" + addr, Timeout: 5 * time.Second}, transport.AnswerOptions{})
-			f := replaytest.OpenLines(t, h2test.PairLine("GET", "/", "", "", nil))
-			var p rrpair.Pair
-			if err := f.NewCursor().Decode(0, &p); err != nil {
-				t.Fatal(err)
-			}
-			if err := tr.Check(f); err != nil {
-				t.Fatal(err)
-			}
-			c := tr.NewClient(0, func() int64 { return time.Now().UnixNano() })
-			defer c.Close()
+			c, p := checkedClient(t, tr, h2test.PairLine("GET", "/", "", "", nil))
 			var res result.Result
-			if a := c.Do(&p.Req, &p, &res); a != nil || res.Err != result.ErrEOF {
+			if a := c.Do(&p.Req, p, &res); a != nil || res.Err != result.ErrEOF {
 				_, _, _, err := c.Failure()
 				t.Errorf("%+v (%v), want it failed as %v", res, err, result.ErrEOF)
 			}
