@@ -9,7 +9,7 @@ MODULES     := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {
 # The platforms replay builds for (go build and go vet, tests included, in
 # CI: a Unix-only call cannot land); the tests run on Linux.
 PLATFORMS   := linux/amd64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64 freebsd/amd64
-.PHONY: help build cross release test lint fuzz bench demo bigfile bigcapture mockbench peers image
+.PHONY: help build cross release test lint fuzz bench demo bigfile bigcapture mockbench mockpeers peers image
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -51,6 +51,9 @@ bigcapture: build ## 1 GiB packet capture, 1M requests: import pcap's time and p
 
 mockbench: build ## replay mock's answers a second on one core from a 100,000-pair file (wrk; not run in CI)
 	scripts/mockbench.sh bin/replay
+
+mockpeers: build ## replay mock against Hoverfly on the same 1,000 JSON exchanges: answers a second, CPU an answer (wrk, h2load; not run in CI)
+	scripts/mockpeers.sh bin/replay
 
 image: ## build the container image replay:dev (needs a Docker engine)
 	@docker info >/dev/null 2>&1 || { echo "make image: no Docker engine here (docker info fails); the Dockerfile builds where one runs"; exit 1; }

@@ -126,9 +126,11 @@ func (s *Server) handleH2(w http.ResponseWriter, r *http.Request) {
 	}
 	sc.host = normHost(sc.host, l.authority)
 	sc.headers = sc.headers[:0]
-	for name, vs := range r.Header {
-		for _, v := range vs {
-			sc.headers = append(sc.headers, rrpair.Header{Name: []byte(name), Value: []byte(v)})
+	if s.needHeaders() || len(r.Header.Get("Content-Type")) >= len("application/grpc") { // as HTTP/1.1 gathers them
+		for name, vs := range r.Header {
+			for _, v := range vs {
+				sc.headers = append(sc.headers, rrpair.Header{Name: []byte(name), Value: []byte(v)})
+			}
 		}
 	}
 	l.v = view{method: []byte(r.Method), host: s.ix.hostOf(sc.host), uri: []byte(r.RequestURI), headers: sc.headers}

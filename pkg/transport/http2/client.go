@@ -82,6 +82,12 @@ type Client struct {
 	dec  *hpack.Decoder
 	strs map[string]string // interned header strings for enc
 	kept int               // their bytes
+	// blocks are the header blocks enc wrote that may go again as they
+	// are (blocks.go).
+	blocks blockCache
+	// heads is the last answer's head as dec decoded it, for an answer
+	// that brings the same block (heads.go).
+	heads headCache
 
 	// The header block being decoded: capture says it belongs to the
 	// stream; trailers that it follows the final headers; oversize that
@@ -90,10 +96,13 @@ type Client struct {
 	// :status came; conts counts its CONTINUATION frames, and blk holds
 	// it whole when it came in more than one frame.
 	capture, trailers, oversize bool
-	regular, statusSeen         bool
-	bad                         *protoError
-	blockBytes, conts           int
-	blk                         []byte
+	// blockOpen: the framer read a header block's first frames, not its
+	// last (the next must be its CONTINUATION).
+	blockOpen           bool
+	regular, statusSeen bool
+	bad                 *protoError
+	blockBytes, conts   int
+	blk                 []byte
 }
 
 // NewClient makes a VU's HTTP/2 client on l, keeping of each answer what

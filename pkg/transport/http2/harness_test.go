@@ -37,6 +37,23 @@ func newH2C(t testing.TB, o conn.Options, a transport.AnswerOptions) *h2c {
 	return &h2c{d: d, a: a}
 }
 
+// checkedClient is a client (VU 0) of tr, checked against the one-line
+// file line, with that line's pair; the client closes with the test.
+func checkedClient(t *testing.T, tr *h2c, line string) (transport.Client, *rrpair.Pair) {
+	t.Helper()
+	f := fixture.OpenLines(t, line)
+	p := &rrpair.Pair{}
+	if err := f.NewCursor().Decode(0, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Check(f); err != nil {
+		t.Fatal(err)
+	}
+	c := tr.NewClient(0, func() int64 { return time.Now().UnixNano() })
+	t.Cleanup(c.Close)
+	return c, p
+}
+
 func (t *h2c) Check(f *rrpair.File) error { return t.d.Check(f) }
 
 func (t *h2c) NewClient(_ int, now func() int64) transport.Client {

@@ -148,47 +148,57 @@ func parseLength(v string) (int64, bool) {
 // its dynamic table is empty. It walks the representations' boundaries
 // without decoding them; a block it cannot walk is left to the decoder.
 func lateSizeUpdate(b []byte) bool {
-	first := true
-	for len(b) > 0 {
-		c := b[0]
-		var ok bool
+	for first := true; len(b) > 0; {
+		kind, _, rest, ok := nextRep(b)
 		switch {
-		case c&0x80 != 0: // indexed field
-			_, b, ok = hpackInt(7, b)
-		case c&0xe0 == 0x20: // dynamic table size update
-			if !first {
-				return true
-			}
-			if _, b, ok = hpackInt(5, b); !ok {
-				return false
-			}
-			continue // several may open the block
-		case c&0xc0 == 0x40: // literal with incremental indexing
-			b, ok = literal(6, b)
-		default: // literal without indexing, or never indexed
-			b, ok = literal(4, b)
-		}
-		if !ok {
+		case !ok:
 			return false
+		case kind == repSizeUpdate && !first:
+			return true
 		}
-		first = false
+		first = first && kind == repSizeUpdate // several may open the block
+		b = rest
 	}
 	return false
 }
 
-// literal skips a literal field representation whose index has an
-// n-bit prefix: its name when the index is 0, then its value.
-func literal(n uint8, b []byte) ([]byte, bool) {
-	idx, b, ok := hpackInt(n, b)
-	if !ok {
-		return nil, false
+// repKind is the kind of a field representation in an HPACK block (RFC
+// 7541 §6).
+type repKind uint8
+
+const (
+	repIndexed     repKind = iota // an indexed field
+	repSizeUpdate                 // a dynamic table size update
+	repIncremental                // a literal with incremental indexing
+	repLiteral                    // a literal without indexing, or never indexed
+)
+
+// nextRep walks the representation that begins b without decoding it:
+// its kind, its index (of the field, or of a literal's name, 0 for a new
+// name; the size of an update) and the rest of b; ok is false when b ends
+// inside it.
+func nextRep(b []byte) (kind repKind, idx uint64, rest []byte, ok bool) {
+	var n uint8
+	switch c := b[0]; {
+	case c&0x80 != 0:
+		kind, n = repIndexed, 7
+	case c&0xe0 == 0x20:
+		kind, n = repSizeUpdate, 5
+	case c&0xc0 == 0x40:
+		kind, n = repIncremental, 6
+	default:
+		kind, n = repLiteral, 4
+	}
+	if idx, rest, ok = hpackInt(n, b); !ok || kind == repIndexed || kind == repSizeUpdate {
+		return kind, idx, rest, ok
 	}
 	if idx == 0 {
-		if b, ok = hpackString(b); !ok {
-			return nil, false
+		if rest, ok = hpackString(rest); !ok {
+			return kind, idx, nil, false
 		}
 	}
-	return hpackString(b)
+	rest, ok = hpackString(rest)
+	return kind, idx, rest, ok
 }
 
 // hpackString skips a string literal (RFC 7541 §5.2).

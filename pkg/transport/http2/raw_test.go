@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/replay-dev/replay/internal/testutil/h2peer"
 	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"github.com/replay-dev/replay/pkg/result"
-	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transport"
 	"github.com/replay-dev/replay/pkg/transport/conn"
 )
@@ -52,18 +50,9 @@ func TestTimeoutAndInterrupt(t *testing.T) {
 	srv := &h2peer.Raw{Script: func(int64) h2peer.Action { return h2peer.Silent }}
 	addr, _ := loopback.Serve(t, srv.Serve)
 	tr := newH2C(t, conn.Options{Target: "http://" + addr, Timeout: 200 * time.Millisecond}, transport.AnswerOptions{})
-	f := fixture.OpenLines(t, h2peer.PairLine("GET", "/slow", "", "", nil))
-	var p rrpair.Pair
-	if err := f.NewCursor().Decode(0, &p); err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Check(f); err != nil {
-		t.Fatal(err)
-	}
-	c := tr.NewClient(0, func() int64 { return time.Now().UnixNano() })
-	defer c.Close()
+	c, p := checkedClient(t, tr, h2peer.PairLine("GET", "/slow", "", "", nil))
 	var res result.Result
-	if a := c.Do(&p.Req, &p, &res); a != nil || res.Err != result.ErrTimeout || res.Proto != result.ProtoHTTP2 {
+	if a := c.Do(&p.Req, p, &res); a != nil || res.Err != result.ErrTimeout || res.Proto != result.ProtoHTTP2 {
 		t.Errorf("silent SUT: %+v, want a timeout over HTTP/2", res)
 	}
 	if _, head, _, err := c.Failure(); !strings.HasPrefix(string(head), ":method: GET\n") || err == nil {
@@ -76,7 +65,7 @@ func TestTimeoutAndInterrupt(t *testing.T) {
 	done := make(chan result.Result)
 	go func() {
 		var res result.Result
-		c2.Do(&p.Req, &p, &res)
+		c2.Do(&p.Req, p, &res)
 		done <- res
 	}()
 	time.Sleep(100 * time.Millisecond)
@@ -90,7 +79,7 @@ func TestTimeoutAndInterrupt(t *testing.T) {
 		t.Fatal("Interrupt did not cut the request off")
 	}
 	res = result.Result{}
-	if c2.Do(&p.Req, &p, &res); res.Err != result.ErrCancelled {
+	if c2.Do(&p.Req, p, &res); res.Err != result.ErrCancelled {
 		t.Errorf("after Interrupt: %+v, want cancelled", res)
 	}
 }

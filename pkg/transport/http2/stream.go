@@ -64,12 +64,15 @@ func (c *Client) open(cn *conn.Conn) {
 	c.out.b = append(c.out.b[:0], http2.ClientPreface...)
 	c.fr = http2.NewFramer(&c.out, c.br)
 	c.fr.SetReuseFrames()
+	c.blockOpen = false
 	// The client sends no SETTINGS_MAX_FRAME_SIZE: the SUT's frames may
 	// be 16384 bytes at most (RFC 9113 §4.2), and a larger one is a
 	// connection error read no further than its header.
 	c.fr.SetMaxReadFrameSize(ourMaxFrame)
 	c.enc = hpack.NewEncoder(&c.hb)
+	c.blocks.changed() // a new, empty table
 	c.dec = hpack.NewDecoder(ourTableSize, c.onField)
+	c.heads.valid, c.heads.pending = false, 0 // a new, empty table
 	c.dec.SetMaxStringLength(c.a.MaxHeaderBytes)
 	c.fr.WriteSettings(
 		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
@@ -329,15 +332,35 @@ func (c *Client) failKind(err error) result.ErrorKind {
 	return result.ErrOther
 }
 
-// encode writes the header list of c.fl into c.hb as an HPACK block.
+// encode writes the header list of c.fl into c.hb as an HPACK block: the
+// block kept for the list when the encoder's table has not changed since
+// (blocks.go), or the encoder's, kept in turn when it left the table as
+// it was.
 func (c *Client) encode() {
+	if block, ok := c.blocks.lookup(&c.fl); ok {
+		c.hb.b = append(c.hb.b[:0], block...)
+		return
+	}
+	if c.encodeFields() {
+		c.blocks.changed()
+		return
+	}
+	c.blocks.keep(c.hb.b)
+}
+
+// encodeFields writes the header list of c.fl into c.hb with the HPACK
+// encoder, and says whether that changed the encoder's table.
+func (c *Client) encodeFields() (changed bool) {
 	c.hb.b = c.hb.b[:0]
 	for i := range c.fl.fields {
 		f := &c.fl.fields[i]
 		name, _ := c.intern(f.name)
 		value, sensitive := c.intern(f.value)
+		at := len(c.hb.b)
 		c.enc.WriteField(hpack.HeaderField{Name: name, Value: value, Sensitive: sensitive})
+		changed = changed || tableChange(c.hb.b[at])
 	}
+	return changed
 }
 
 // intern returns b as a string the encoder may keep in its table: one the
@@ -412,6 +435,9 @@ func (c *Client) flush(res *result.Result) error {
 // settings, pings, windows, resets and GOAWAY. A violation of the
 // protocol is a *protoError (malformed.go).
 func (c *Client) step() error {
+	if done, err := c.quickFrame(); done {
+		return err
+	}
 	f, err := c.fr.ReadFrame()
 	cs := &c.cs
 	if err != nil {
@@ -427,15 +453,17 @@ func (c *Client) step() error {
 	case *http2.DataFrame:
 		return c.data(f)
 	case *http2.HeadersFrame:
-		return c.onHeaders(f)
+		c.blockOpen = !f.HeadersEnded()
+		return c.onHeaders(f.StreamID, f.StreamEnded(), f.HeadersEnded(), f.HeaderBlockFragment())
 	case *http2.ContinuationFrame:
+		c.blockOpen = !f.HeadersEnded()
 		return c.onContinuation(f)
 	case *http2.SettingsFrame:
 		return c.onSettings(f)
 	case *http2.PingFrame:
 		return c.onPing(f)
 	case *http2.WindowUpdateFrame:
-		return c.onWindowUpdate(f)
+		return c.onWindowUpdate(f.StreamID, f.Increment)
 	case *http2.RSTStreamFrame:
 		return c.onRSTStream(f)
 	case *http2.GoAwayFrame:
@@ -448,21 +476,21 @@ func (c *Client) step() error {
 
 // onHeaders begins a header block: the stream's answer (or its trailers)
 // when it is on the stream open, one to decode and drop otherwise.
-func (c *Client) onHeaders(f *http2.HeadersFrame) error {
+func (c *Client) onHeaders(id uint32, endStream, endHeaders bool, frag []byte) error {
 	st := &c.st
-	if c.idle(f.StreamID) {
+	if c.idle(id) {
 		return errIdleStream
 	}
-	c.capture = f.StreamID == st.id && !st.ended && !st.reset
+	c.capture = id == st.id && !st.ended && !st.reset
 	if c.capture {
-		c.trailers, st.endOnBlock = st.gotHeaders, f.StreamEnded()
+		c.trailers, st.endOnBlock = st.gotHeaders, endStream
 		c.oversize, c.blockBytes, c.bad, c.regular, c.statusSeen = false, 0, nil, false, false
 		if st.first == 0 && c.timings {
 			st.first = c.cr.at
 		}
 	}
 	c.conts = 0
-	return c.fragment(f.HeaderBlockFragment(), true, f.HeadersEnded())
+	return c.fragment(frag, true, endHeaders)
 }
 
 // onContinuation goes on with the header block under way, refusing a
@@ -497,18 +525,18 @@ func (c *Client) onSettings(f *http2.SettingsFrame) error {
 
 // onWindowUpdate widens the connection's window or the stream's, up to
 // the largest window the protocol allows.
-func (c *Client) onWindowUpdate(f *http2.WindowUpdateFrame) error {
+func (c *Client) onWindowUpdate(id, inc uint32) error {
 	const maxWindow = 1<<31 - 1
 	cs, st := &c.cs, &c.st
 	switch {
-	case f.StreamID == 0:
-		if cs.sendConn += int64(f.Increment); cs.sendConn > maxWindow {
+	case id == 0:
+		if cs.sendConn += int64(inc); cs.sendConn > maxWindow {
 			return errWindowOverflow
 		}
-	case c.idle(f.StreamID):
+	case c.idle(id):
 		return errIdleStream
-	case f.StreamID == st.id && !st.reset:
-		if st.sendWin += int64(f.Increment); st.sendWin > maxWindow {
+	case id == st.id && !st.reset:
+		if st.sendWin += int64(inc); st.sendWin > maxWindow {
 			return errStreamWindowOverflow
 		}
 	}
@@ -574,10 +602,14 @@ func (c *Client) idle(id uint32) bool {
 // size update past the block's first field is a connection error the
 // decoder misses while its table is empty: the block is walked for one.
 func (c *Client) fragment(frag []byte, first, end bool) error {
+	whole := first && end
 	switch {
-	case first && end:
+	case whole:
 		if lateSizeUpdate(frag) {
 			return errLateTableSize
+		}
+		if c.capture && c.heads.replay(c, frag) {
+			return c.endBlock()
 		}
 	case first:
 		c.blk = append(c.blk[:0], frag...)
@@ -587,6 +619,11 @@ func (c *Client) fragment(frag []byte, first, end bool) error {
 			return errLateTableSize
 		}
 	}
+	if first {
+		if err := c.heads.start(c, frag, whole); err != nil {
+			return errCompression
+		}
+	}
 	if _, err := c.dec.Write(frag); err != nil {
 		return errCompression
 	}
@@ -594,6 +631,10 @@ func (c *Client) fragment(frag []byte, first, end bool) error {
 		if cap(c.blk) > 64<<10 {
 			c.blk = nil // a rare large block is not kept
 		}
+		if err := c.dec.Close(); err != nil {
+			return errCompression
+		}
+		c.heads.keep(frag)
 		return c.endBlock()
 	}
 	return nil
@@ -613,6 +654,7 @@ func (c *Client) setting(s http2.Setting) error {
 		c.cs.peerWindow = int64(s.Val)
 	case http2.SettingHeaderTableSize:
 		c.enc.SetMaxDynamicTableSizeLimit(s.Val)
+		c.blocks.changed() // a size update may go first, and entries may go
 	}
 	return nil
 }
@@ -682,9 +724,6 @@ func (c *Client) streamData(f *http2.DataFrame, n int64) error {
 // onField refused, without :status, with :status 101, or an interim one
 // or trailers that do not end as they must make the answer malformed.
 func (c *Client) endBlock() error {
-	if err := c.dec.Close(); err != nil {
-		return errCompression
-	}
 	if !c.capture {
 		return nil
 	}
@@ -749,6 +788,9 @@ func (c *Client) endStream() error {
 func (c *Client) onField(f hpack.HeaderField) {
 	if !c.capture {
 		return
+	}
+	if c.heads.record {
+		c.heads.fields = append(c.heads.fields, f)
 	}
 	if c.blockBytes += int(f.Size()); c.blockBytes > c.a.MaxHeaderBytes {
 		c.oversize = true
