@@ -125,14 +125,7 @@ func (s *Server) handleH2(w http.ResponseWriter, r *http.Request) {
 		l.authority = cs.host
 	}
 	sc.host = normHost(sc.host, l.authority)
-	sc.headers = sc.headers[:0]
-	if s.needHeaders() || len(r.Header.Get("Content-Type")) >= len("application/grpc") { // as HTTP/1.1 gathers them
-		for name, vs := range r.Header {
-			for _, v := range vs {
-				sc.headers = append(sc.headers, rrpair.Header{Name: []byte(name), Value: []byte(v)})
-			}
-		}
-	}
+	sc.headers = s.h2Headers(sc.headers[:0], r)
 	l.v = view{method: []byte(r.Method), host: s.ix.hostOf(sc.host), uri: []byte(r.RequestURI), headers: sc.headers}
 	l.grpc = isGRPC(sc.headers)
 	var o *outcome
@@ -158,9 +151,30 @@ func (s *Server) handleH2(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "replay mock: a WebSocket session is played over HTTP/1.1 only")
 		return
 	}
+	writeH2(w, r, o)
+}
+
+// h2Headers appends r's header fields to dst when matching, answering or
+// a gRPC call reads them, as HTTP/1.1 gathers them; else dst as it is.
+func (s *Server) h2Headers(dst []rrpair.Header, r *http.Request) []rrpair.Header {
+	if !s.needHeaders() && len(r.Header.Get("Content-Type")) < len("application/grpc") {
+		return dst
+	}
+	for name, vs := range r.Header {
+		for _, v := range vs {
+			dst = append(dst, rrpair.Header{Name: []byte(name), Value: []byte(v)})
+		}
+	}
+	return dst
+}
+
+// writeH2 writes the answer o on an HTTP/2 stream: its fields but
+// Content-Length (the server frames what it sends), no field added, its
+// body, its trailers.
+func writeH2(w http.ResponseWriter, r *http.Request, o *outcome) {
 	wh := w.Header()
 	for _, h := range o.headers {
-		if !rrpair.EqualFold(h.Name, "content-length") { // the server frames what it sends
+		if !rrpair.EqualFold(h.Name, "content-length") {
 			wh.Add(string(h.Name), string(h.Value))
 		}
 	}
