@@ -190,6 +190,11 @@ func (m *merger) add(i int, s *Summary, spans bool) error {
 		m.judged, m.tolerance = true, v.Tolerance
 	}
 	m.e2es = append(m.e2es, s.E2E)
+	ws, err := mergeWebSocket(m.out.WebSocket, s.WebSocket)
+	if err != nil {
+		return fmt.Errorf("merge: summary %d, websocket: %w", i+1, err)
+	}
+	m.out.WebSocket = ws
 	m.addSchedule(s)
 	m.addCompare(s.Compare)
 	if err := m.addIntervals(i, s.Intervals); err != nil {
