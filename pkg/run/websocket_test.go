@@ -128,3 +128,152 @@ func TestWebSocketReplay(t *testing.T) {
 		t.Errorf("requests %d, status %v: want the 6 upgrades answered 101", s.Requests, s.Status)
 	}
 }
+
+// wsRun is the options of a run of the traffic line, iterations times
+// on 2 VUs against url, changed by opt.
+func wsRun(t *testing.T, url string, iterations int64, line string, opt func(o *Options)) *Options {
+	t.Helper()
+	o := options(wsFile(t, line), url)
+	o.Load.Iterations, o.Load.Mode = iterations, "loop"
+	if opt != nil {
+		opt(&o)
+	}
+	return &o
+}
+
+// TestWebSocketFailures: a refused upgrade is counted with its status, a
+// server that closes after the first message as closed early, one that
+// never answers as a timeout; each session once, none as another kind.
+func TestWebSocketFailures(t *testing.T) {
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	t.Cleanup(refusing.Close)
+	closing := newWSSUT(t, func(c *gorilla.Conn, keep func(string)) {
+		op, p, err := c.ReadMessage()
+		if err != nil {
+			return
+		}
+		keep(string(p))
+		c.WriteMessage(op, p)
+		c.WriteControl(gorilla.CloseMessage, gorilla.FormatCloseMessage(1001, "going away"), time.Now().Add(time.Second))
+	})
+	silent := newWSSUT(t, func(c *gorilla.Conn, keep func(string)) {
+		for {
+			_, p, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			keep(string(p))
+		}
+	})
+	line := wsLine(threeMessages, []float64{1, 2, 3})
+	for _, tc := range []struct {
+		name, url, kind string
+		status          string
+	}{
+		{"refused", refusing.URL, "refused", "403"},
+		{"closed early", closing.URL, "closed_early", ""},
+		{"timeout", silent.URL, "timeout", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := wsRun(t, tc.url, 4, line, func(o *Options) { o.HTTP.Timeout = 300 * time.Millisecond })
+			s, err := execute(t, context.Background(), *o, 20*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws := s.WebSocket
+			if ws == nil || ws.Sessions != 4 || ws.SessionsFailed[tc.kind] != 4 || ws.Failed() != 4 {
+				t.Fatalf("websocket %+v: want 4 sessions, all failed as %s", ws, tc.kind)
+			}
+			if tc.status != "" && ws.RefusedStatus[tc.status] != 4 {
+				t.Errorf("refused by status %v, want %s: 4", ws.RefusedStatus, tc.status)
+			}
+		})
+	}
+	closing.mu.Lock()
+	defer closing.mu.Unlock()
+	silent.mu.Lock()
+	defer silent.mu.Unlock()
+	if n := len(closing.sessions); n != 4 {
+		t.Errorf("the closing server saw %d sessions, want 4", n)
+	}
+	for i, sess := range silent.sessions {
+		if len(sess) != 1 {
+			t.Errorf("silent server's session %d: %q, want the first message only (the second waits for an answer)", i, sess)
+		}
+	}
+}
+
+// TestWebSocketPaceRecorded: under --pace recorded the client's messages
+// go at their recorded offsets divided by --speed (0, 300 and 600 ms at
+// speed 2: 150 ms apart), though the server answers at once; by default
+// they go as soon as the answers come.
+func TestWebSocketPaceRecorded(t *testing.T) {
+	var mu sync.Mutex
+	var arrivals [][]time.Time
+	srv := newWSSUT(t, func(c *gorilla.Conn, keep func(string)) {
+		mu.Lock()
+		arrivals = append(arrivals, nil)
+		i := len(arrivals) - 1
+		mu.Unlock()
+		for {
+			op, p, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			arrivals[i] = append(arrivals[i], time.Now())
+			mu.Unlock()
+			keep(string(p))
+			c.WriteMessage(op, p)
+		}
+	})
+	line := wsLine(threeMessages, []float64{0, 300, 600})
+	o := wsRun(t, srv.URL, 1, line, func(o *Options) { o.Load.Pace, o.Load.Speed, o.Load.Mode, o.Load.Iterations = "recorded", 2, "once", 0 })
+	s, err := execute(t, context.Background(), *o, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := s.WebSocket; ws == nil || ws.MessagesSent != 3 || ws.MessagesReceived != 3 || ws.Failed() != 0 {
+		t.Fatalf("websocket %+v: want 3 messages each way, no failure", ws)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(arrivals) != 1 || len(arrivals[0]) != 3 {
+		t.Fatalf("arrivals %v, want one session of 3 messages", arrivals)
+	}
+	a := arrivals[0]
+	for i := 1; i < 3; i++ {
+		if gap := a[i].Sub(a[i-1]); gap < 140*time.Millisecond {
+			t.Errorf("message %d came %v after the one before, want about 150ms (300ms recorded, speed 2)", i+1, gap)
+		}
+	}
+}
+
+// TestWebSocketTransform: the timestamps transform moves a timestamp in a
+// client's text message as it would in a body.
+func TestWebSocketTransform(t *testing.T) {
+	srv := newWSSUT(t, echo)
+	msgs := []string{`{"sent_at":"2026-11-01T10:00:00Z","op":"ping"}`}
+	o := wsRun(t, srv.URL, 1, wsLine(msgs, []float64{1}), func(o *Options) {
+		o.Transforms.ShiftTime = true
+		o.Load.Mode, o.Load.Iterations = "once", 0
+	})
+	s, err := execute(t, context.Background(), *o, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if len(srv.sessions) != 1 || len(srv.sessions[0]) != 1 {
+		t.Fatalf("sessions %q, want one of one message", srv.sessions)
+	}
+	got := srv.sessions[0][0]
+	if got == msgs[0] || !strings.HasPrefix(got, `{"sent_at":"`) || !strings.HasSuffix(got, `Z","op":"ping"}`) {
+		t.Errorf("the server got %s, want the timestamp of %s moved to now, the rest kept", got, msgs[0])
+	}
+	if s.WebSocket == nil || s.WebSocket.MessagesReceived != 1 {
+		t.Errorf("websocket %+v, want one message received", s.WebSocket)
+	}
+}
