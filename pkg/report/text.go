@@ -50,6 +50,9 @@ func WriteText(w io.Writer, s *Summary) error {
 		buf.WriteString("\nSteps (requests by the step they were due in)\n")
 		writeSteps(&buf, s)
 	}
+	if ws := s.WebSocket; ws != nil {
+		writeWebSocket(&buf, ws)
+	}
 	if e := s.E2E; e != nil {
 		writeE2E(&buf, e)
 	}

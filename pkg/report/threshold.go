@@ -33,6 +33,10 @@ import (
 //	                       loss; e2e.STAGE.lost for one stage; lost<0.1% is the same
 //	e2e.duplicates<1       events seen more than once, all stages; e2e.STAGE.duplicates for one;
 //	                       duplicates<1 is the same
+//	ws.p99<50ms            WebSocket latency: from each client message's due time to the next
+//	                       server message (also per endpoint)
+//	ws.closed_early<1%     WebSocket sessions failed as this kind (closed_early, refused, timeout,
+//	                       too_large, protocol, error, or failed: any), a share of the sessions or a count
 //	step 3: p99<200ms      the same for one step of --stages (from 1): latency, service,
 //	                       errors, rps, throughput, iteration_rate, dropped, late, status, grpc,
 //	                       e2e latency, e2e pending
@@ -287,6 +291,9 @@ func (t *Threshold) e2eMetric(e2e string) string {
 func (t *Threshold) parseMetric(s, name string) (*metric, error) {
 	if e2e, ok := strings.CutPrefix(name, "e2e."); ok {
 		name = t.e2eMetric(e2e)
+	}
+	if stat, ok := strings.CutPrefix(name, "ws."); ok && slices.Contains(latencyStats, stat) {
+		name = "ws " + stat // ws.p99: the WebSocket latency's
 	}
 	kind, stat, _ := strings.Cut(name, " ")
 	if stat == "" && slices.Contains(latencyStats, kind) { // p99 alone

@@ -1,6 +1,16 @@
 package report
 
-import "github.com/replay-dev/replay/pkg/hist"
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/replay-dev/replay/pkg/hist"
+	"github.com/replay-dev/replay/pkg/result"
+)
 
 // WebSocket is the summary's "websocket" section: the WebSocket sessions
 // the run replayed (docs/websocket.md, The report), in total and per
@@ -53,15 +63,6 @@ func (c *WSCounts) Failed() int64 {
 		n += v
 	}
 	return n
-}
-
-// FailedRatio is the share of the sessions that failed as kind (0
-// without sessions).
-func (c *WSCounts) FailedRatio(kind string) float64 {
-	if c.Sessions == 0 {
-		return 0
-	}
-	return float64(c.SessionsFailed[kind]) / float64(c.Sessions)
 }
 
 // merge adds o to c; the latency is made again from the merged histogram.
@@ -119,4 +120,86 @@ func (w *WebSocket) endpoint(name string) *WSCounts {
 	}
 	w.Endpoints = append(w.Endpoints, WSEndpoint{Name: name})
 	return &w.Endpoints[len(w.Endpoints)-1].WSCounts
+}
+
+// writeWebSocket writes the text report's WebSocket section: the totals,
+// then a row an endpoint (latencies "-" where no message was answered).
+func writeWebSocket(buf *bytes.Buffer, w *WebSocket) {
+	fmt.Fprintf(buf, "\nWebSocket sessions: %d, failed %d (%s); messages sent %d, received %d\n",
+		w.Sessions, w.Failed(), wsFailures(&w.WSCounts), w.MessagesSent, w.MessagesReceived)
+	fmt.Fprintf(buf, "  latency (client message to the next server message), ms: min, mean, p50, p90, p95, p99, p99.9, max: %s\n", formatLatency(w.Latency))
+	rows := [][]string{{"name", "sessions", "failed", "sent", "received", "p50", "p99", "max", "failures"}}
+	for _, e := range w.Endpoints {
+		lat := []string{formatMillis(e.Latency.P50), formatMillis(e.Latency.P99), formatMillis(e.Latency.Max)}
+		if e.Latency.Max == 0 {
+			lat = []string{"-", "-", "-"}
+		}
+		row := []string{e.Name, strconv.FormatInt(e.Sessions, 10), strconv.FormatInt(e.Failed(), 10),
+			strconv.FormatInt(e.MessagesSent, 10), strconv.FormatInt(e.MessagesReceived, 10)}
+		rows = append(rows, append(append(row, lat...), wsFailures(&e.WSCounts)))
+	}
+	writeTable(buf, rows, true)
+}
+
+// wsFailures lists the failures by kind, a refusal with its statuses
+// ("refused:2 (403:2) timeout:1"); "-" when none failed.
+func wsFailures(c *WSCounts) string {
+	if len(c.SessionsFailed) == 0 {
+		return "-"
+	}
+	list := countList(c.SessionsFailed)
+	for i, kv := range list {
+		if strings.HasPrefix(kv, "refused:") && len(c.RefusedStatus) > 0 {
+			list[i] = kv + " (" + formatCounts(c.RefusedStatus, " ") + ")"
+		}
+	}
+	return strings.Join(list, " ")
+}
+
+// of is the counts of the endpoint named name, or the totals when name is
+// empty; an endpoint without sessions has none (zero counts).
+func (w *WebSocket) of(name string) *WSCounts {
+	if name == "" {
+		return &w.WSCounts
+	}
+	for i := range w.Endpoints {
+		if w.Endpoints[i].Name == name {
+			return &w.Endpoints[i].WSCounts
+		}
+	}
+	return &WSCounts{}
+}
+
+// wsFailArg is a kind of failed session (ws.closed_early), or "failed"
+// for any kind.
+var wsFailArg = argument{placeholder: "KIND", want: "a kind of failed session: failed (any), " + strings.Join(result.WSFailNames(), ", "),
+	read: func(s string) (string, bool) {
+		s = strings.ToLower(s)
+		return s, s == "failed" || slices.Contains(result.WSFailNames(), s)
+	}}
+
+// wsLatency measures the WebSocket latency's statistic; nothing without a
+// client message answered.
+func wsLatency(v *view, q query) (float64, string) {
+	if v.ws == nil || v.ws.Latency.Max == 0 && v.ws.MessagesReceived == 0 {
+		return math.NaN(), "ms (no WebSocket message was answered)"
+	}
+	return statOf(v.ws.Latency, q.stat), ""
+}
+
+// wsFailedShare measures the sessions failed as the kind q.arg (any kind:
+// "failed"): their count, or their share of the sessions. Without a
+// session there is nothing to measure.
+func wsFailedShare(v *view, q query) (float64, string) {
+	if v.ws == nil || v.ws.Sessions == 0 {
+		return math.NaN(), "sessions (no WebSocket session was replayed)"
+	}
+	n := v.ws.SessionsFailed[q.arg]
+	if q.arg == "failed" {
+		n = v.ws.Failed()
+	}
+	if !q.share {
+		return float64(n), ""
+	}
+	return 100 * float64(n) / float64(v.ws.Sessions), ""
 }
