@@ -68,14 +68,7 @@ func (w *wsFold) add(r *result.Result) {
 func (w *wsFold) counts() report.WSCounts {
 	c := report.WSCounts{Sessions: w.sessions, MessagesSent: w.sent, MessagesReceived: w.received,
 		Latency: hist.LatencyOf(w.latency), Histogram: hist.Encode(w.latency)}
-	for k := 1; k < result.NumWSFails; k++ {
-		if n := w.failed[k]; n > 0 {
-			if c.SessionsFailed == nil {
-				c.SessionsFailed = make(map[string]int64)
-			}
-			c.SessionsFailed[result.WSFail(k).String()] = n
-		}
-	}
+	c.SessionsFailed = w.failedCounts()
 	for st, n := range w.refused {
 		if c.RefusedStatus == nil {
 			c.RefusedStatus = make(map[string]int64, len(w.refused))
@@ -83,6 +76,26 @@ func (w *wsFold) counts() report.WSCounts {
 		c.RefusedStatus[strconv.Itoa(int(st))] = n
 	}
 	return c
+}
+
+// live is w as the live counters show it.
+func (w *wsFold) live() *LiveWS {
+	c := w.failedCounts()
+	return &LiveWS{Sessions: w.sessions, Failed: c, MessagesSent: w.sent, MessagesReceived: w.received}
+}
+
+// failedCounts are the sessions failed by kind's name; nil when none did.
+func (w *wsFold) failedCounts() map[string]int64 {
+	var m map[string]int64
+	for k := 1; k < result.NumWSFails; k++ {
+		if n := w.failed[k]; n > 0 {
+			if m == nil {
+				m = make(map[string]int64)
+			}
+			m[result.WSFail(k).String()] = n
+		}
+	}
+	return m
 }
 
 // wsSummary is the summary's WebSocket section; nil without sessions.
