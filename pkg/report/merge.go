@@ -329,6 +329,8 @@ func (m *merger) addCompare(c *Compare) {
 	m.cmp.Matched += c.Matched
 	m.cmp.NotRecorded += c.NotRecorded
 	m.cmp.GRPCCompared += c.GRPCCompared
+	m.cmp.MessagesCompared += c.MessagesCompared
+	m.cmp.MessagesMatched += c.MessagesMatched
 	for _, e := range c.Endpoints {
 		em := m.cmpEndpoints[e.Name]
 		if em == nil {

@@ -198,6 +198,9 @@ func writeCompare(buf *bytes.Buffer, c *Compare) {
 		fmt.Fprintf(buf, "; %d had no recorded answer", c.NotRecorded)
 	}
 	buf.WriteString("\n")
+	if c.MessagesCompared > 0 {
+		fmt.Fprintf(buf, "  WebSocket server messages: %d of %d match\n", c.MessagesMatched, c.MessagesCompared)
+	}
 	for i, m := range c.Mismatches {
 		if i == 5 {
 			fmt.Fprintf(buf, "  ... %d more kinds of mismatch in the JSON\n", len(c.Mismatches)-5)

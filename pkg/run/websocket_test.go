@@ -277,3 +277,40 @@ func TestWebSocketTransform(t *testing.T) {
 		t.Errorf("websocket %+v, want one message received", s.WebSocket)
 	}
 }
+
+// TestWebSocketCompare: --compare body compares each server message with
+// the recorded one of the same rank: an echo matches all three, a server
+// that shouts them back matches none, and the mismatch keeps an example.
+func TestWebSocketCompare(t *testing.T) {
+	shouting := newWSSUT(t, func(c *gorilla.Conn, keep func(string)) {
+		for {
+			op, p, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			keep(string(p))
+			c.WriteMessage(op, []byte(strings.ToUpper(string(p))))
+		}
+	})
+	line := wsLine(threeMessages, []float64{1, 2, 3})
+	for _, tc := range []struct {
+		name    string
+		url     string
+		matched int64
+	}{{"echo", newWSSUT(t, echo).URL, 3}, {"shouting", shouting.URL, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := wsRun(t, tc.url, 1, line, func(o *Options) { o.Compare.Mode, o.Load.Mode, o.Load.Iterations = "body", "once", 0 })
+			s, err := execute(t, context.Background(), *o, 20*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := s.Compare
+			if c == nil || c.MessagesCompared != 3 || c.MessagesMatched != tc.matched {
+				t.Fatalf("compare %+v: want 3 messages compared, %d matched", c, tc.matched)
+			}
+			if tc.matched == 0 && (len(c.Mismatches) != 1 || c.Mismatches[0].Kind != "message" || c.Mismatches[0].Count != 3) {
+				t.Errorf("mismatches %+v: want one kind, message, counted 3 times", c.Mismatches)
+			}
+		})
+	}
+}

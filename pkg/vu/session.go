@@ -15,11 +15,14 @@ type PayloadRewriter interface {
 	RewritePayload(vu int, payload []byte, pair *rrpair.Pair) []byte
 }
 
-// SessionObserver is an Observer that also sees the server's messages of
-// a WebSocket session (the comparer, --compare body): message i of the
-// session on pair, on VU vu, its payload valid during the call.
+// SessionObserver is an Observer that also sees the server's data
+// messages of a WebSocket session (the comparer, --compare body): on VU
+// vu, in the session of pair, a message of type typ, its payload valid
+// during the call, with the recorded server data message of the same rank
+// (nil when the server sent more than were recorded). It is called from
+// the session's reading goroutine while the VU's waits for the session.
 type SessionObserver interface {
-	ObserveMessage(vu int, pair *rrpair.Pair, i int, typ rrpair.WSType, payload []byte)
+	ObserveMessage(vu int, pair *rrpair.Pair, recorded *rrpair.WSMessage, typ rrpair.WSType, payload []byte)
 }
 
 // wsState is what a VU keeps to play WebSocket sessions: its client's
@@ -29,6 +32,9 @@ type wsState struct {
 	sessions transport.Sessions
 	session  transport.Session
 	out      result.Result
+	// servers are the indexes of the session's recorded server data
+	// messages, for the SessionObserver.
+	servers []int
 }
 
 // initSessions sets the VU up for the sessions of upgrade pairs, when its
@@ -51,9 +57,18 @@ func (v *vu) initSessions() {
 	}
 	for _, o := range v.r.pool.Observers {
 		if so, ok := o.(SessionObserver); ok {
-			s.Received = func(i int, typ rrpair.WSType, p []byte) { so.ObserveMessage(v.id, &v.pair, i, typ, p) }
+			s.Received = func(i int, typ rrpair.WSType, p []byte) { so.ObserveMessage(v.id, &v.pair, v.recordedServer(i), typ, p) }
 		}
 	}
+}
+
+// recordedServer is the session's recorded server data message i; nil
+// past the last.
+func (v *vu) recordedServer(i int) *rrpair.WSMessage {
+	if i >= len(v.ws.servers) {
+		return nil
+	}
+	return &v.ws.session.WS.Messages[v.ws.servers[i]]
 }
 
 // wsLatency records a client message's latency to the server's answer.
@@ -74,6 +89,14 @@ func (v *vu) session(req *rrpair.Request) (ans result.Answer, ok bool) {
 		return nil, false
 	}
 	v.ws.session.WS = rec
+	if v.ws.session.Received != nil {
+		v.ws.servers = v.ws.servers[:0]
+		for i := range rec.Messages {
+			if m := &rec.Messages[i]; m.From == rrpair.WSServer && m.Type != rrpair.WSClose {
+				v.ws.servers = append(v.ws.servers, i)
+			}
+		}
+	}
 	out := &v.ws.out
 	*out = result.Result{VU: uint32(v.id), Endpoint: v.pair.Endpoint, Due: v.res.Due}
 	ans = v.ws.sessions.Session(req, &v.pair, &v.ws.session, &v.res, out)
