@@ -58,37 +58,7 @@ func newEchoSessions(t *testing.T) *echoSessions {
 // 18 messages sent and 18 received.
 func TestRunWebSocketRecorded(t *testing.T) {
 	up := newEchoSessions(t)
-	recorded := filepath.Join(t.TempDir(), "recorded.jsonl")
-	proxyAddr := freeAddr(t)
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan runResult)
-	go func() {
-		var out, errb strings.Builder
-		code := Main(ctx, []string{"record", "--listen", proxyAddr, "--upstream", up.URL, "-o", recorded, "--log-level", "warn"}, strings.NewReader(""), &out, &errb)
-		done <- runResult{code, out.String(), errb.String()}
-	}()
-	waitListening(t, proxyAddr)
-	c, _, err := gorilla.DefaultDialer.Dial("ws://"+proxyAddr+"/chat", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	sent := []string{`{"op":"join","room":"a"}`, "hello", "bye for now"}
-	for _, m := range sent {
-		if err := c.WriteMessage(gorilla.TextMessage, []byte(m)); err != nil {
-			t.Fatal(err)
-		}
-		if _, got, err := c.ReadMessage(); err != nil || string(got) != m {
-			t.Fatalf("echo of %q: %q, %v", m, got, err)
-		}
-	}
-	c.WriteMessage(gorilla.CloseMessage, gorilla.FormatCloseMessage(1000, "done"))
-	c.ReadMessage() // the server's close
-	c.Close()
-	stop()
-	if r := <-done; r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	recorded, sent := recordEchoSession(t, up.URL)
 	up.mu.Lock()
 	up.sessions = nil // the recording's own session
 	up.mu.Unlock()
@@ -116,4 +86,44 @@ func TestRunWebSocketRecorded(t *testing.T) {
 	if !strings.Contains(r.stdout+r.stderr, "WebSocket sessions: 6, failed 0") {
 		t.Errorf("the text report lacks the WebSocket line:\n%s%s", r.stdout, r.stderr)
 	}
+}
+
+// recordEchoSession records, through replay record in front of the echo
+// server at upstream, a gorilla client's session of three text messages,
+// each read back intact through the recorder, then the closes; it returns
+// the traffic file and the messages sent.
+func recordEchoSession(t *testing.T, upstream string) (recorded string, sent []string) {
+	t.Helper()
+	recorded = filepath.Join(t.TempDir(), "recorded.jsonl")
+	proxyAddr := freeAddr(t)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan runResult)
+	go func() {
+		var out, errb strings.Builder
+		code := Main(ctx, []string{"record", "--listen", proxyAddr, "--upstream", upstream, "-o", recorded, "--log-level", "warn"}, strings.NewReader(""), &out, &errb)
+		done <- runResult{code, out.String(), errb.String()}
+	}()
+	waitListening(t, proxyAddr)
+	c, _, err := gorilla.DefaultDialer.Dial("ws://"+proxyAddr+"/chat", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	sent = []string{`{"op":"join","room":"a"}`, "hello", "bye for now"}
+	for _, m := range sent {
+		if err := c.WriteMessage(gorilla.TextMessage, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+		if _, got, err := c.ReadMessage(); err != nil || string(got) != m {
+			t.Fatalf("echo of %q: %q, %v", m, got, err)
+		}
+	}
+	c.WriteMessage(gorilla.CloseMessage, gorilla.FormatCloseMessage(1000, "done"))
+	c.ReadMessage() // the server's close
+	c.Close()
+	stop()
+	if r := <-done; r.code != 0 {
+		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
+	}
+	return recorded, sent
 }

@@ -284,17 +284,25 @@ func (t *Threshold) e2eMetric(e2e string) string {
 	return "e2e " + stat
 }
 
-// parseMetric finds the row of the metric written name (threshold s): a
-// latency statistic alone is the latency's (p99), e2e.p99 the end-to-end
-// latency's, e2e.STAGE.p99 that of one stage. It keeps the statistic in
-// t.Metric for takeUnit.
-func (t *Threshold) parseMetric(s, name string) (*metric, error) {
+// latencyName reads the name of a latency written with a dot as the
+// table names it: e2e.p99 (or e2e.STAGE.p99, the stage kept in t.Stage)
+// is "e2e p99", ws.p99 is "ws p99"; any other name is as written.
+func (t *Threshold) latencyName(name string) string {
 	if e2e, ok := strings.CutPrefix(name, "e2e."); ok {
-		name = t.e2eMetric(e2e)
+		return t.e2eMetric(e2e)
 	}
 	if stat, ok := strings.CutPrefix(name, "ws."); ok && slices.Contains(latencyStats, stat) {
-		name = "ws " + stat // ws.p99: the WebSocket latency's
+		return "ws " + stat // the WebSocket latency's
 	}
+	return name
+}
+
+// parseMetric finds the row of the metric written name (threshold s): a
+// latency statistic alone is the latency's (p99), e2e.p99 the end-to-end
+// latency's, e2e.STAGE.p99 that of one stage, ws.p99 the WebSocket
+// latency's. It keeps the statistic in t.Metric for takeUnit.
+func (t *Threshold) parseMetric(s, name string) (*metric, error) {
+	name = t.latencyName(name)
 	kind, stat, _ := strings.Cut(name, " ")
 	if stat == "" && slices.Contains(latencyStats, kind) { // p99 alone
 		kind, stat = "latency", kind
