@@ -7,8 +7,8 @@ import "github.com/replay-dev/replay/pkg/rrpair"
 // recorded server data message of the same rank in the session of p, nil
 // when the server sent more than the recording has. Payloads compare as
 // bodies do (JSON with the ignored paths removed, else bytes; the recorded
-// one mapped by what the session learned). It is called while the session
-// plays, from its reading goroutine.
+// one mapped by what the session learned). It is called on the VU's
+// goroutine while the session plays.
 func (c *Comparer) ObserveMessage(vu int, p *rrpair.Pair, rec *rrpair.WSMessage, typ rrpair.WSType, payload []byte) {
 	if !c.body {
 		return

@@ -314,3 +314,44 @@ func TestWebSocketCompare(t *testing.T) {
 		})
 	}
 }
+
+// TestWebSocketBounds: a server message over --max-answer-body ends the
+// session as too_large; a ping from the server is answered with a pong,
+// and the session goes on.
+func TestWebSocketBounds(t *testing.T) {
+	huge := newWSSUT(t, func(c *gorilla.Conn, keep func(string)) {
+		if _, p, err := c.ReadMessage(); err == nil {
+			keep(string(p))
+			c.WriteMessage(gorilla.TextMessage, []byte(strings.Repeat("x", 64<<10)))
+		}
+		c.ReadMessage() // until the client goes
+	})
+	pong := make(chan struct{})
+	var once sync.Once
+	pinging := newWSSUT(t, func(c *gorilla.Conn, keep func(string)) {
+		c.SetPongHandler(func(string) error { once.Do(func() { close(pong) }); return nil })
+		c.WriteControl(gorilla.PingMessage, []byte("are you there"), time.Now().Add(time.Second))
+		echo(c, keep)
+	})
+	line := wsLine(threeMessages, []float64{1, 2, 3})
+	o := wsRun(t, huge.URL, 2, line, func(o *Options) { o.HTTP.MaxAnswerBody = 1024 })
+	s, err := execute(t, context.Background(), *o, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := s.WebSocket; ws == nil || ws.SessionsFailed["too_large"] != 2 || ws.MessagesReceived != 0 {
+		t.Errorf("websocket %+v: want both sessions too_large, no message received", ws)
+	}
+	o = wsRun(t, pinging.URL, 1, line, nil)
+	if s, err = execute(t, context.Background(), *o, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if ws := s.WebSocket; ws == nil || ws.Failed() != 0 || ws.MessagesReceived != 3 {
+		t.Errorf("websocket %+v: want the session whole, 3 messages received", ws)
+	}
+	select {
+	case <-pong:
+	case <-time.After(10 * time.Second):
+		t.Error("the server's ping was not answered")
+	}
+}

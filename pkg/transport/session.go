@@ -35,8 +35,8 @@ type Session struct {
 	// Latency receives a WSLatency result for each client message the
 	// server answered: from its due time to the next server message.
 	Latency func(r result.Result)
-	// Received, when set, sees each server data message in order: its
-	// index among the session's server messages, its type and payload
-	// (valid during the call), for --compare body.
+	// Received, when set, sees each server data message in order, on the
+	// caller's goroutine: its index among the session's server messages,
+	// its type and payload (valid during the call), for --compare body.
 	Received func(i int, typ rrpair.WSType, payload []byte)
 }

@@ -19,8 +19,8 @@ type PayloadRewriter interface {
 // messages of a WebSocket session (the comparer, --compare body): on VU
 // vu, in the session of pair, a message of type typ, its payload valid
 // during the call, with the recorded server data message of the same rank
-// (nil when the server sent more than were recorded). It is called from
-// the session's reading goroutine while the VU's waits for the session.
+// (nil when the server sent more than were recorded). It is called on the
+// VU's goroutine, as the session takes the message in.
 type SessionObserver interface {
 	ObserveMessage(vu int, pair *rrpair.Pair, recorded *rrpair.WSMessage, typ rrpair.WSType, payload []byte)
 }

@@ -90,11 +90,14 @@ type Conn struct {
 }
 
 // event is what the reading goroutine saw: a data message (at, its
-// arrival), the server's close, or the end of the direction (err).
+// arrival; with Session.Received, its type and a copy of its payload),
+// the server's close, or the end of the direction (err).
 type event struct {
-	at     int64
-	closed bool
-	err    error
+	at      int64
+	closed  bool
+	err     error
+	typ     rrpair.WSType
+	payload []byte
 }
 
 // player is one session under way.
@@ -159,7 +162,6 @@ func (p *player) checkCut() {
 // read is the reading goroutine: server messages until the close, the
 // end of the connection or an error; pings answered as they come.
 func (p *player) read(rd *websocket.Reader) {
-	n := 0
 	for {
 		m, err := rd.ReadMessage()
 		if err != nil {
@@ -174,16 +176,14 @@ func (p *player) read(rd *websocket.Reader) {
 			p.ev <- event{closed: true, at: p.c.Now()}
 			return
 		default:
-			at := p.c.Now()
-			if p.s.Received != nil {
-				typ := rrpair.WSText
+			e := event{at: p.c.Now()}
+			if p.s.Received != nil { // seen on the VU's goroutine (take)
+				e.payload = append([]byte(nil), m.Payload...)
 				if m.Opcode == websocket.OpBinary {
-					typ = rrpair.WSBinary
+					e.typ = rrpair.WSBinary
 				}
-				p.s.Received(n, typ, m.Payload)
 			}
-			n++
-			p.ev <- event{at: at}
+			p.ev <- e
 		}
 	}
 }
@@ -210,6 +210,9 @@ func (p *player) take(e event) {
 	case e.closed:
 		p.closed = true
 	default:
+		if p.s.Received != nil {
+			p.s.Received(len(p.arrivals), e.typ, e.payload)
+		}
 		p.arrivals = append(p.arrivals, e.at)
 		for _, due := range p.pending {
 			if p.s.Latency != nil {
