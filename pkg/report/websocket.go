@@ -181,7 +181,7 @@ var wsFailArg = argument{placeholder: "KIND", want: "a kind of failed session: f
 // wsLatency measures the WebSocket latency's statistic; nothing without a
 // client message answered.
 func wsLatency(v *view, q query) (float64, string) {
-	if v.ws == nil || v.ws.Latency.Max == 0 && v.ws.MessagesReceived == 0 {
+	if v.ws == nil || v.ws.Latency == (Latency{}) {
 		return math.NaN(), "ms (no WebSocket message was answered)"
 	}
 	return statOf(v.ws.Latency, q.stat), ""
