@@ -57,7 +57,9 @@ func (v *vu) initSessions() {
 	}
 	for _, o := range v.r.pool.Observers {
 		if so, ok := o.(SessionObserver); ok {
-			s.Received = func(i int, typ rrpair.WSType, p []byte) { so.ObserveMessage(v.id, &v.pair, v.recordedServer(i), typ, p) }
+			s.Received = func(i int, typ rrpair.WSType, p []byte) {
+				so.ObserveMessage(v.id, &v.pair, v.recordedServer(i), typ, p)
+			}
 		}
 	}
 }
