@@ -93,26 +93,29 @@ func (p *player) await(m *rrpair.WSMessage, servers int) wait {
 }
 
 // send writes client message m: a text payload through the rewrites, a
-// close with its recorded code and reason.
+// close with its recorded code and reason. A data message written is
+// counted sent.
 func (p *player) send(m *rrpair.WSMessage) error {
-	switch m.Type {
-	case rrpair.WSClose:
+	if m.Type == rrpair.WSClose {
 		p.wrote = true
 		code := uint16(m.Code)
 		if code == 0 {
 			code = websocket.CloseNoStatus
 		}
 		return p.write(func(w *websocket.Writer) error { return w.WriteClose(code, m.Reason) })
-	case rrpair.WSBinary:
+	}
+	op, data := websocket.OpBinary, m.Data
+	if m.Type == rrpair.WSText {
+		op = websocket.OpText
+		if p.s.Payload != nil {
+			data = p.s.Payload(data)
+		}
+	}
+	err := p.write(func(w *websocket.Writer) error { return w.WriteMessage(op, data) })
+	if err == nil {
 		p.out.WSSent++
-		return p.write(func(w *websocket.Writer) error { return w.WriteMessage(websocket.OpBinary, m.Data) })
 	}
-	data := m.Data
-	if p.s.Payload != nil {
-		data = p.s.Payload(data)
-	}
-	p.out.WSSent++
-	return p.write(func(w *websocket.Writer) error { return w.WriteMessage(websocket.OpText, data) })
+	return err
 }
 
 // waitFor takes the server's events until cond holds (waitOK), the server

@@ -141,15 +141,18 @@ func Play(c *Conn, s *transport.Session, t0 int64, out *result.Result) {
 	// The reading goroutine ends on a deadline long past; what it still
 	// sends is drained.
 	c.NC.SetReadDeadline(time.Unix(1, 0))
-	for {
+	for gone := false; !gone; {
 		select {
 		case e := <-p.ev:
 			p.take(e)
 		case <-done:
-			out.WSReceived = uint32(len(p.arrivals))
-			return
+			gone = true
 		}
 	}
+	for len(p.ev) > 0 { // what it sent before it went
+		p.take(<-p.ev)
+	}
+	out.WSReceived = uint32(len(p.arrivals))
 }
 
 // checkCut keeps the hard stop's deadline when a deadline was just set.
