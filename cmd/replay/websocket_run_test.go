@@ -80,10 +80,10 @@ func TestRunWebSocketRecorded(t *testing.T) {
 		}
 	}
 	ws, _ := readSummary(t, out)["websocket"].(map[string]any)
-	if ws["sessions"] != 6.0 || ws["messages_sent"] != 18.0 || ws["messages_received"] != 18.0 || ws["sessions_failed"] != nil {
+	if ws["sessions"] != 6.0 || ws["sessions_opened"] != 6.0 || ws["messages_sent"] != 18.0 || ws["messages_received"] != 18.0 || ws["sessions_failed"] != nil {
 		t.Errorf("websocket section %v: want 6 sessions, 18 messages sent and 18 received, none failed", ws)
 	}
-	if !strings.Contains(r.stdout+r.stderr, "WebSocket sessions: 6, failed 0") {
+	if !strings.Contains(r.stdout+r.stderr, "WebSocket sessions: 6, opened 6, failed 0") {
 		t.Errorf("the text report lacks the WebSocket line:\n%s%s", r.stdout, r.stderr)
 	}
 }

@@ -14,11 +14,11 @@ import (
 // upgrades by status, data messages each way, and the latency from a
 // client message's due time to the next server message.
 type wsFold struct {
-	sessions       int64
-	failed         [result.NumWSFails]int64
-	refused        map[uint16]int64
-	sent, received int64
-	latency        *hdrhistogram.Histogram
+	sessions, opened int64
+	failed           [result.NumWSFails]int64
+	refused          map[uint16]int64
+	sent, received   int64
+	latency          *hdrhistogram.Histogram
 }
 
 func newWSFold() *wsFold { return &wsFold{latency: hist.New()} }
@@ -50,6 +50,9 @@ func (w *wsFold) add(r *result.Result) {
 		return
 	}
 	w.sessions++
+	if r.Status == 101 && r.WSFail != result.WSRefused {
+		w.opened++
+	}
 	w.sent += int64(r.WSSent)
 	w.received += int64(r.WSReceived)
 	if r.WSFail == result.WSOK {
@@ -66,7 +69,7 @@ func (w *wsFold) add(r *result.Result) {
 
 // counts is w as the summary writes it.
 func (w *wsFold) counts() report.WSCounts {
-	c := report.WSCounts{Sessions: w.sessions, MessagesSent: w.sent, MessagesReceived: w.received,
+	c := report.WSCounts{Sessions: w.sessions, Opened: w.opened, MessagesSent: w.sent, MessagesReceived: w.received,
 		Latency: hist.LatencyOf(w.latency), Histogram: hist.Encode(w.latency)}
 	c.SessionsFailed = w.failedCounts()
 	for st, n := range w.refused {

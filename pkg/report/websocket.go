@@ -33,6 +33,9 @@ type WSCounts struct {
 	// Sessions are the upgrades sent, whatever came of them: opened and
 	// played, or failed.
 	Sessions int64 `json:"sessions"`
+	// Opened are the sessions whose upgrade a 101 answered with the key's
+	// accept: played, whatever came of them after.
+	Opened int64 `json:"sessions_opened"`
 	// SessionsFailed counts the sessions that failed by kind
 	// (result.WSFail's names: refused, closed_early, timeout, too_large,
 	// protocol, error); absent when none did.
@@ -68,6 +71,7 @@ func (c *WSCounts) Failed() int64 {
 // merge adds o to c; the latency is made again from the merged histogram.
 func (c *WSCounts) merge(o *WSCounts) error {
 	c.Sessions += o.Sessions
+	c.Opened += o.Opened
 	c.MessagesSent += o.MessagesSent
 	c.MessagesReceived += o.MessagesReceived
 	c.SessionsFailed = addOptCounts(c.SessionsFailed, o.SessionsFailed)
@@ -125,16 +129,16 @@ func (w *WebSocket) endpoint(name string) *WSCounts {
 // writeWebSocket writes the text report's WebSocket section: the totals,
 // then a row an endpoint (latencies "-" where no message was answered).
 func writeWebSocket(buf *bytes.Buffer, w *WebSocket) {
-	fmt.Fprintf(buf, "\nWebSocket sessions: %d, failed %d (%s); messages sent %d, received %d\n",
-		w.Sessions, w.Failed(), wsFailures(&w.WSCounts), w.MessagesSent, w.MessagesReceived)
+	fmt.Fprintf(buf, "\nWebSocket sessions: %d, opened %d, failed %d (%s); messages sent %d, received %d\n",
+		w.Sessions, w.Opened, w.Failed(), wsFailures(&w.WSCounts), w.MessagesSent, w.MessagesReceived)
 	fmt.Fprintf(buf, "  latency (client message to the next server message), ms: min, mean, p50, p90, p95, p99, p99.9, max: %s\n", formatLatency(w.Latency))
-	rows := [][]string{{"name", "sessions", "failed", "sent", "received", "p50", "p99", "max", "failures"}}
+	rows := [][]string{{"name", "sessions", "opened", "failed", "sent", "received", "p50", "p99", "max", "failures"}}
 	for _, e := range w.Endpoints {
 		lat := []string{formatMillis(e.Latency.P50), formatMillis(e.Latency.P99), formatMillis(e.Latency.Max)}
 		if e.Latency.Max == 0 {
 			lat = []string{"-", "-", "-"}
 		}
-		row := []string{e.Name, strconv.FormatInt(e.Sessions, 10), strconv.FormatInt(e.Failed(), 10),
+		row := []string{e.Name, strconv.FormatInt(e.Sessions, 10), strconv.FormatInt(e.Opened, 10), strconv.FormatInt(e.Failed(), 10),
 			strconv.FormatInt(e.MessagesSent, 10), strconv.FormatInt(e.MessagesReceived, 10)}
 		rows = append(rows, append(append(row, lat...), wsFailures(&e.WSCounts)))
 	}

@@ -16,7 +16,7 @@ func wsSummary(t *testing.T) *Summary {
 	for ms := int64(1); ms <= 40; ms++ {
 		hist.RecordNanos(h, ms*1e6)
 	}
-	c := WSCounts{Sessions: 100, MessagesSent: 300, MessagesReceived: 297,
+	c := WSCounts{Sessions: 100, Opened: 99, MessagesSent: 300, MessagesReceived: 297,
 		SessionsFailed: map[string]int64{"closed_early": 2, "refused": 1}, RefusedStatus: map[string]int64{"403": 1},
 		Latency: hist.LatencyOf(h), Histogram: hist.Encode(h)}
 	return &Summary{Version: SummaryVersion, WebSocket: &WebSocket{WSCounts: c, Endpoints: []WSEndpoint{{Name: "GET /chat", WSCounts: c}}}}
@@ -64,7 +64,7 @@ func TestWebSocketTextAndMerge(t *testing.T) {
 	if err := WriteText(&buf, wsSummary(t)); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"WebSocket sessions: 100, failed 3 (closed_early:2 refused:1 (403:1)); messages sent 300, received 297",
+	for _, want := range []string{"WebSocket sessions: 100, opened 99, failed 3 (closed_early:2 refused:1 (403:1)); messages sent 300, received 297",
 		"GET /chat", "p99"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, buf.String())
@@ -75,7 +75,7 @@ func TestWebSocketTextAndMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := m.WebSocket
-	if ws == nil || ws.Sessions != 200 || ws.MessagesSent != 600 || ws.SessionsFailed["closed_early"] != 4 || ws.RefusedStatus["403"] != 2 ||
+	if ws == nil || ws.Sessions != 200 || ws.Opened != 198 || ws.MessagesSent != 600 || ws.SessionsFailed["closed_early"] != 4 || ws.RefusedStatus["403"] != 2 ||
 		len(ws.Endpoints) != 1 || ws.Endpoints[0].MessagesReceived != 594 || ws.Latency.Max < 39 {
 		t.Errorf("merged: %+v", ws)
 	}
@@ -88,7 +88,7 @@ func TestWebSocketHTML(t *testing.T) {
 	if err := WriteHTML(&buf, wsSummary(t)); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`<table id="websocket">`, "<td>GET /chat</td><td>100</td><td>3</td><td>300</td><td>297</td>", "closed_early:2 refused:1 (403:1)"} {
+	for _, want := range []string{`<table id="websocket">`, "<td>GET /chat</td><td>100</td><td>99</td><td>3</td><td>300</td><td>297</td>", "closed_early:2 refused:1 (403:1)"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("HTML lacks %q", want)
 		}

@@ -7,8 +7,10 @@ package result
 // or the status that refused it), and beside it
 //
 //   - a session Result (WS == WSSession): how the session ended (WSFail),
-//     the data messages sent and received (WSSent, WSReceived), and, for a
-//     refused upgrade, the status that refused it (Status);
+//     the data messages sent and received (WSSent, WSReceived), and the
+//     upgrade's status (Status): 101 for a session opened (or a 101 that
+//     did not answer the key: WSRefused), the status that refused it, or 0
+//     without an answer;
 //   - a latency Result per client message answered (WS == WSLatency):
 //     from when the message was due (Due) to when the next server message
 //     arrived (End).

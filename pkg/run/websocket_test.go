@@ -118,7 +118,7 @@ func TestWebSocketReplay(t *testing.T) {
 	if ws == nil {
 		t.Fatalf("no websocket section: %+v", s)
 	}
-	if ws.Sessions != 6 || ws.MessagesSent != 18 || ws.MessagesReceived != 18 || len(ws.SessionsFailed) != 0 {
+	if ws.Sessions != 6 || ws.Opened != 6 || ws.MessagesSent != 18 || ws.MessagesReceived != 18 || len(ws.SessionsFailed) != 0 {
 		t.Errorf("sessions %d, sent %d, received %d, failed %v: want 6, 18, 18, none", ws.Sessions, ws.MessagesSent, ws.MessagesReceived, ws.SessionsFailed)
 	}
 	if ws.Latency.Max <= 0 || len(ws.Endpoints) != 1 || ws.Endpoints[0].MessagesSent != 18 {
@@ -186,8 +186,11 @@ func TestWebSocketFailures(t *testing.T) {
 			if ws == nil || ws.Sessions != 4 || ws.SessionsFailed[tc.kind] != 4 || ws.Failed() != 4 {
 				t.Fatalf("websocket %+v: want 4 sessions, all failed as %s", ws, tc.kind)
 			}
-			if tc.status != "" && ws.RefusedStatus[tc.status] != 4 {
-				t.Errorf("refused by status %v, want %s: 4", ws.RefusedStatus, tc.status)
+			if tc.status != "" && (ws.RefusedStatus[tc.status] != 4 || ws.Opened != 0) {
+				t.Errorf("refused by status %v, %d opened: want %s: 4, none opened", ws.RefusedStatus, ws.Opened, tc.status)
+			}
+			if tc.status == "" && ws.Opened != 4 {
+				t.Errorf("%d sessions opened, want 4", ws.Opened)
 			}
 		})
 	}

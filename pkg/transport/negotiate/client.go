@@ -151,6 +151,7 @@ func (c *client) Session(req *rrpair.Request, pair *rrpair.Pair, s *transport.Se
 		}
 		return ans
 	}
+	out.Status = 101 // opened
 	nc, br := c.h1.Upgraded()
 	o := c.line.Options()
 	ws.Play(&ws.Conn{NC: nc, R: br, Get: c.h1.Field, Now: c.now, Cut: c.line.Cut,
