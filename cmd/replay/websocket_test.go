@@ -3,14 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	gorilla "github.com/gorilla/websocket"
 
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
@@ -52,52 +47,8 @@ func TestImportHARWebSocket(t *testing.T) {
 // holds the upgrade pair with the session: the six messages in order,
 // then the closes.
 func TestRecordWebSocket(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := (&gorilla.Upgrader{}).Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		for {
-			op, p, err := c.ReadMessage()
-			if err != nil || c.WriteMessage(op, p) != nil {
-				return
-			}
-		}
-	}))
-	defer up.Close()
-	recorded := filepath.Join(t.TempDir(), "recorded.jsonl")
-	proxyAddr := freeAddr(t)
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan runResult)
-	go func() {
-		var out, errb strings.Builder
-		code := Main(ctx, []string{"record", "--listen", proxyAddr, "--upstream", up.URL, "-o", recorded, "--log-level", "warn"}, strings.NewReader(""), &out, &errb)
-		done <- runResult{code, out.String(), errb.String()}
-	}()
-	waitListening(t, proxyAddr)
-	c, _, err := gorilla.DefaultDialer.Dial("ws://"+proxyAddr+"/chat", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	sent := []string{`{"op":"join","room":"a"}`, "hello", "bye for now"}
-	for _, m := range sent {
-		if err := c.WriteMessage(gorilla.TextMessage, []byte(m)); err != nil {
-			t.Fatal(err)
-		}
-		if _, got, err := c.ReadMessage(); err != nil || string(got) != m {
-			t.Fatalf("echo of %q: %q, %v", m, got, err)
-		}
-	}
-	c.WriteMessage(gorilla.CloseMessage, gorilla.FormatCloseMessage(1000, "done"))
-	c.ReadMessage() // the server's close
-	c.Close()
-	stop()
-	if r := <-done; r.code != 0 {
-		t.Fatalf("record: exit %d: %s", r.code, r.stderr)
-	}
+	up := newEchoSessions(t)
+	recorded, sent := recordEchoSession(t, up.URL)
 
 	f, err := rrpair.Open(recorded, rrpair.Options{})
 	if err != nil {

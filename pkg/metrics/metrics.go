@@ -20,6 +20,7 @@ import (
 	"github.com/replay-dev/replay/pkg/e2e"
 	"github.com/replay-dev/replay/pkg/metrics/expo"
 	"github.com/replay-dev/replay/pkg/recording"
+	"github.com/replay-dev/replay/pkg/result"
 )
 
 // LatencyBounds are the upper bounds, in seconds, of the latency
@@ -92,6 +93,9 @@ func Write(b *strings.Builder, src recording.LiveView) {
 	if l.Events != nil {
 		writeE2E(e, l.Events)
 	}
+	if l.WebSocket != nil {
+		writeWS(e, l.WebSocket)
+	}
 	e.Family("replay_vus", "gauge", "VUs started.")
 	e.Sample("replay_vus", "", float64(l.VUs))
 	e.Family("replay_in_flight", "gauge", "Requests in flight.")
@@ -124,6 +128,21 @@ func writeE2E(e expo.Writer, stages []e2e.StageCount) {
 	for _, st := range stages {
 		e.Sample("replay_e2e_duplicates_total", expo.Label("stage", st.Name), float64(st.Duplicates))
 	}
+}
+
+// writeWS writes the WebSocket sessions' families, in a run that has
+// sessions.
+func writeWS(e expo.Writer, ws *recording.LiveWS) {
+	e.Family("replay_ws_sessions_total", "counter", "WebSocket sessions ended (upgrades sent), failed or not.")
+	e.Sample("replay_ws_sessions_total", "", float64(ws.Sessions))
+	e.Family("replay_ws_sessions_failed_total", "counter", "WebSocket sessions failed, by kind (refused, closed_early, timeout, too_large, protocol, error).")
+	for _, k := range result.WSFailNames() {
+		e.Sample("replay_ws_sessions_failed_total", expo.Label("kind", k), float64(ws.Failed[k]))
+	}
+	e.Family("replay_ws_messages_sent_total", "counter", "WebSocket data messages sent (text, binary).")
+	e.Sample("replay_ws_messages_sent_total", "", float64(ws.MessagesSent))
+	e.Family("replay_ws_messages_received_total", "counter", "WebSocket data messages received (text, binary).")
+	e.Sample("replay_ws_messages_received_total", "", float64(ws.MessagesReceived))
 }
 
 // writeTarget writes the step under way and the rate asked for, in

@@ -36,7 +36,9 @@ type Comparer struct {
 
 	compared, matched, unrecorded atomic.Int64
 	grpc                          atomic.Int64 // gRPC answers compared
-	perEndpoint                   []endpointMatch
+	// WebSocket server messages compared and matched (ObserveMessage).
+	msgCompared, msgMatched atomic.Int64
+	perEndpoint             []endpointMatch
 
 	mu         sync.Mutex // guards mismatches
 	mismatches map[string]*report.Mismatch
@@ -199,8 +201,8 @@ func (c *Comparer) mismatch(p *rrpair.Pair, kind, recorded, replayed string) {
 		name = c.endpoints[p.Endpoint]
 	}
 	key := name + "\x00" + kind + "\x00" + recorded + "\x00" + replayed
-	if kind == "body" {
-		key = name + "\x00body" // one example per endpoint
+	if kind == "body" || kind == "message" {
+		key = name + "\x00" + kind // one example per endpoint
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -223,8 +225,8 @@ func clipBody(b []byte) string {
 // Result returns the comparison so far.
 func (c *Comparer) Result() *report.Compare {
 	out := &report.Compare{Compared: c.compared.Load(), Matched: c.matched.Load(), NotRecorded: c.unrecorded.Load(), Body: c.body,
-		GRPCCompared: c.grpc.Load(),
-		Endpoints:    []report.EndpointMatch{}, Mismatches: []report.Mismatch{}}
+		GRPCCompared: c.grpc.Load(), MessagesCompared: c.msgCompared.Load(), MessagesMatched: c.msgMatched.Load(),
+		Endpoints: []report.EndpointMatch{}, Mismatches: []report.Mismatch{}}
 	for i := range c.perEndpoint {
 		e := &c.perEndpoint[i]
 		if n := e.compared.Load(); n > 0 {

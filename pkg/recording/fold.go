@@ -59,6 +59,10 @@ type fold struct {
 	steps []stepFold
 	base  atomic.Int64
 
+	// The WebSocket sessions (websocket.go): nil until the first.
+	ws          *wsFold
+	wsEndpoints []*wsFold
+
 	seen                   bool // a result has been folded: the times below are set
 	minDue, maxDue, maxEnd int64
 }
@@ -113,6 +117,10 @@ func newFold(names []string) *fold {
 // the answers' (addInterval). So a refused connection is not a fast
 // request, and a run where nothing answered has no latency at all.
 func (f *fold) add(r result.Result) {
+	if r.WS != result.WSNone {
+		f.addWS(&r)
+		return
+	}
 	latency := r.End - r.Due
 	service := r.End - r.Sent
 	answered := r.Err == result.ErrNone

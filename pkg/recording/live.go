@@ -22,6 +22,9 @@ type Live struct {
 	// LastInterval is the newest closed second (intervals close about two
 	// seconds after they end); nil before the first.
 	LastInterval *report.Interval
+	// WebSocket counts the WebSocket sessions folded so far; nil before
+	// the first.
+	WebSocket *LiveWS
 
 	// The engine's part.
 	VUs      int   // VUs started
@@ -43,6 +46,16 @@ type Live struct {
 	// Events is what each end-to-end stage has seen so far; nil when
 	// requests are not stamped.
 	Events []e2e.StageCount
+}
+
+// LiveWS is the WebSocket sessions of a run under way: the sessions
+// ended, those failed by kind (result.WSFail's names), the data messages
+// each way.
+type LiveWS struct {
+	Sessions         int64
+	Failed           map[string]int64
+	MessagesSent     int64
+	MessagesReceived int64
 }
 
 // TargetRequests is the rate asked for now in requests a second, and

@@ -99,6 +99,9 @@ func (r *Recorder) Live() Live {
 		last := f.intervals[n-1]
 		l.LastInterval = &last
 	}
+	if f.ws != nil {
+		l.WebSocket = f.ws.live()
+	}
 	for code, st := range f.status {
 		class := int(code) / 100
 		if class < 1 || class > 5 {

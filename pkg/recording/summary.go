@@ -112,6 +112,7 @@ func (r *Recorder) Summary(m Meta) *report.Summary {
 		Histogram:        hist.Encode(f.latency),
 		ServiceHistogram: hist.Encode(f.service),
 		Intervals:        f.intervals,
+		WebSocket:        f.wsSummary(),
 	}
 
 	if f.seen {

@@ -15,10 +15,16 @@ type Compare struct {
 	NotRecorded int64   `json:"not_recorded"` // answers whose pair has no recorded status
 	// GRPCCompared counts the answers to gRPC calls among Compared: their
 	// grpc-status was compared too.
-	GRPCCompared int64           `json:"grpc_compared,omitempty"`
-	Body         bool            `json:"body"` // bodies were compared too
-	Endpoints    []EndpointMatch `json:"endpoints"`
-	Mismatches   []Mismatch      `json:"mismatches"` // the most frequent first, at most 20
+	GRPCCompared int64 `json:"grpc_compared,omitempty"`
+	Body         bool  `json:"body"` // bodies were compared too
+	// MessagesCompared and MessagesMatched count the server messages of
+	// WebSocket sessions compared with the recorded ones (--compare body),
+	// apart from the answers: a message is not a request. Absent without
+	// sessions.
+	MessagesCompared int64           `json:"messages_compared,omitempty"`
+	MessagesMatched  int64           `json:"messages_matched,omitempty"`
+	Endpoints        []EndpointMatch `json:"endpoints"`
+	Mismatches       []Mismatch      `json:"mismatches"` // the most frequent first, at most 20
 }
 
 // EndpointMatch is one endpoint's comparison.
@@ -32,7 +38,7 @@ type EndpointMatch struct {
 // Mismatch is one kind of difference, with an example.
 type Mismatch struct {
 	Endpoint string `json:"endpoint"`
-	Kind     string `json:"kind"` // status, grpc-status, body or "header NAME"
+	Kind     string `json:"kind"` // status, grpc-status, body, "header NAME", or a WebSocket server message's: message, "message type"
 	Count    int64  `json:"count"`
 	Recorded string `json:"recorded"`
 	Replayed string `json:"replayed"`

@@ -85,8 +85,9 @@ type htmlData struct {
 }
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"ms":     func(v float64) string { return formatMillis(v) },
-	"seenMs": seenMillis,
+	"ms":         func(v float64) string { return formatMillis(v) },
+	"wsFailures": func(c WSCounts) string { return wsFailures(&c) },
+	"seenMs":     seenMillis,
 	"pct": func(n, of int64) string {
 		if of == 0 {
 			return "-"
@@ -154,6 +155,11 @@ th:first-child,td:first-child{text-align:left}th{background:#f3f5fa;font-weight:
 <table><tr><th>endpoint</th><th>requests</th><th>answered</th><th>ok</th><th>status</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>
 {{$st := .EndpointStatus}}{{range $i, $e := .S.Endpoints}}<tr><td>{{.Name}}</td><td>{{.Requests}}</td><td>{{.Answered}}</td><td>{{pct .Succeeded .Requests}}</td><td class="status">{{index1 $st $i}}</td>{{if .Answered}}<td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P90}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td>{{else}}<td>-</td><td>-</td><td>-</td><td>-</td>{{end}}</tr>
 {{end}}</table>
+{{with .S.WebSocket}}<h2>WebSocket sessions</h2>
+<table id="websocket"><tr><th>endpoint</th><th>sessions</th><th>opened</th><th>failed</th><th>sent</th><th>received</th><th>p50</th><th>p99</th><th>max</th><th>failures</th></tr>
+{{range .Endpoints}}<tr><td>{{.Name}}</td><td>{{.Sessions}}</td><td>{{.Opened}}</td><td>{{.Failed}}</td><td>{{.MessagesSent}}</td><td>{{.MessagesReceived}}</td><td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td><td>{{wsFailures .WSCounts}}</td></tr>
+{{end}}<tr><td>total</td><td>{{.Sessions}}</td><td>{{.Opened}}</td><td>{{.Failed}}</td><td>{{.MessagesSent}}</td><td>{{.MessagesReceived}}</td><td>{{ms .Latency.P50}}</td><td>{{ms .Latency.P99}}</td><td>{{ms .Latency.Max}}</td><td>{{wsFailures .WSCounts}}</td></tr></table>
+<p>Messages are data messages (text, binary); the latency runs from each client message's due time to the next server message.</p>{{end}}
 {{if .Status}}<h2>Answers by status</h2>
 <table id="status-codes"><tr><th>status</th><th>answers</th></tr>{{range .Status}}<tr><td>{{.Name}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
 {{if .GRPC}}<h2>gRPC status</h2>

@@ -190,6 +190,11 @@ func (m *merger) add(i int, s *Summary, spans bool) error {
 		m.judged, m.tolerance = true, v.Tolerance
 	}
 	m.e2es = append(m.e2es, s.E2E)
+	ws, err := mergeWebSocket(m.out.WebSocket, s.WebSocket)
+	if err != nil {
+		return fmt.Errorf("merge: summary %d, websocket: %w", i+1, err)
+	}
+	m.out.WebSocket = ws
 	m.addSchedule(s)
 	m.addCompare(s.Compare)
 	if err := m.addIntervals(i, s.Intervals); err != nil {
@@ -324,6 +329,8 @@ func (m *merger) addCompare(c *Compare) {
 	m.cmp.Matched += c.Matched
 	m.cmp.NotRecorded += c.NotRecorded
 	m.cmp.GRPCCompared += c.GRPCCompared
+	m.cmp.MessagesCompared += c.MessagesCompared
+	m.cmp.MessagesMatched += c.MessagesMatched
 	for _, e := range c.Endpoints {
 		em := m.cmpEndpoints[e.Name]
 		if em == nil {

@@ -41,6 +41,9 @@ var metrics = []metric{
 		measure: proven(overStages(func(st *e2e.Stage, q query) float64 { return shareOr(q, st.LostPct, st.Lost) }, byWorst))},
 	{name: "duplicates", unit: "events", scopes: onRun | onStage,
 		measure: overStages(func(st *e2e.Stage, _ query) float64 { return float64(st.Duplicates) }, bySum)},
+	{name: "ws", stat: true, label: "WebSocket latency", example: "ws.p99", unit: "ms", scopes: onRun | onEndpoint, aside: true,
+		measure: wsLatency},
+	{name: "ws", arg: &wsFailArg, percent: share, unit: "sessions", scopes: onRun | onEndpoint, aside: true, measure: wsFailedShare},
 }
 
 // metric is one row of the table.
@@ -70,6 +73,10 @@ type metric struct {
 	grows func(counts) int64
 	// measure measures it on a view; see measureFunc.
 	measure measureFunc
+	// aside: a metric of WebSocket sessions (ws.p99, ws.closed_early),
+	// named by its own errors but left out of the lists of metrics the
+	// other errors give, which speak of requests and events.
+	aside bool
 	// census, for an end-to-end latency, is what the value measured
 	// rests on: the events seen and not seen at the stage measured, which
 	// the result reports (censor.go). Nil for any other.
@@ -156,8 +163,9 @@ type view struct {
 	iterationRate              float64
 	dropped, late              int64
 	e2e                        *e2e.Summary
-	compared                   bool    // the run was compared with the recorded responses (--compare)
-	match                      float64 // then: the share that matched, %
+	ws                         *WSCounts // nil without WebSocket sessions
+	compared                   bool      // the run was compared with the recorded responses (--compare)
+	match                      float64   // then: the share that matched, %
 	// status counts the answers by HTTP status, grpc the gRPC answers by
 	// status name (the summary's "status" and "grpc_status").
 	status, grpc map[string]int64
@@ -171,6 +179,9 @@ func runView(s *Summary, endpoint string) *view {
 		status: s.Status, grpc: s.GRPCStatus}
 	if s.Compare != nil {
 		v.compared, v.match = true, s.Compare.MatchPct
+	}
+	if s.WebSocket != nil {
+		v.ws = s.WebSocket.of(endpoint)
 	}
 	if endpoint == "" {
 		return v
@@ -462,7 +473,7 @@ func listed(sc scope, shares bool) []string {
 	var names []string
 	for _, m := range metrics {
 		switch {
-		case m.scopes&sc == 0:
+		case m.scopes&sc == 0, m.aside:
 		case m.stat:
 			names = append(names, m.label)
 		case shares && m.percent == share:
@@ -480,6 +491,9 @@ func listed(sc scope, shares bool) []string {
 func unknownMetricText() string {
 	var examples, names []string
 	for _, m := range metrics {
+		if m.aside {
+			continue
+		}
 		if m.stat {
 			examples = append(examples, m.example)
 		} else {

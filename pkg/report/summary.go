@@ -98,6 +98,9 @@ type Summary struct {
 	StepsVerdict *StepsVerdict `json:"steps_verdict,omitempty"`
 	// Compare is the comparison with the recorded responses (--compare).
 	Compare *Compare `json:"compare,omitempty"`
+	// WebSocket is the WebSocket sessions the run replayed (websocket.go);
+	// absent when it replayed none.
+	WebSocket *WebSocket `json:"websocket,omitempty"`
 	// E2E is the end-to-end section: events followed through the SUT to
 	// sinks (--sink-http, --sink-redis).
 	E2E *e2e.Summary `json:"e2e,omitempty"`

@@ -50,6 +50,9 @@ func WriteText(w io.Writer, s *Summary) error {
 		buf.WriteString("\nSteps (requests by the step they were due in)\n")
 		writeSteps(&buf, s)
 	}
+	if ws := s.WebSocket; ws != nil {
+		writeWebSocket(&buf, ws)
+	}
 	if e := s.E2E; e != nil {
 		writeE2E(&buf, e)
 	}
@@ -195,6 +198,9 @@ func writeCompare(buf *bytes.Buffer, c *Compare) {
 		fmt.Fprintf(buf, "; %d had no recorded answer", c.NotRecorded)
 	}
 	buf.WriteString("\n")
+	if c.MessagesCompared > 0 {
+		fmt.Fprintf(buf, "  WebSocket server messages: %d of %d match\n", c.MessagesMatched, c.MessagesCompared)
+	}
 	for i, m := range c.Mismatches {
 		if i == 5 {
 			fmt.Fprintf(buf, "  ... %d more kinds of mismatch in the JSON\n", len(c.Mismatches)-5)

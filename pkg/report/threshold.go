@@ -33,6 +33,10 @@ import (
 //	                       loss; e2e.STAGE.lost for one stage; lost<0.1% is the same
 //	e2e.duplicates<1       events seen more than once, all stages; e2e.STAGE.duplicates for one;
 //	                       duplicates<1 is the same
+//	ws.p99<50ms            WebSocket latency: from each client message's due time to the next
+//	                       server message (also per endpoint)
+//	ws.closed_early<1%     WebSocket sessions failed as this kind (closed_early, refused, timeout,
+//	                       too_large, protocol, error, or failed: any), a share of the sessions or a count
 //	step 3: p99<200ms      the same for one step of --stages (from 1): latency, service,
 //	                       errors, rps, throughput, iteration_rate, dropped, late, status, grpc,
 //	                       e2e latency, e2e pending
@@ -280,14 +284,25 @@ func (t *Threshold) e2eMetric(e2e string) string {
 	return "e2e " + stat
 }
 
+// latencyName reads the name of a latency written with a dot as the
+// table names it: e2e.p99 (or e2e.STAGE.p99, the stage kept in t.Stage)
+// is "e2e p99", ws.p99 is "ws p99"; any other name is as written.
+func (t *Threshold) latencyName(name string) string {
+	if e2e, ok := strings.CutPrefix(name, "e2e."); ok {
+		return t.e2eMetric(e2e)
+	}
+	if stat, ok := strings.CutPrefix(name, "ws."); ok && slices.Contains(latencyStats, stat) {
+		return "ws " + stat // the WebSocket latency's
+	}
+	return name
+}
+
 // parseMetric finds the row of the metric written name (threshold s): a
 // latency statistic alone is the latency's (p99), e2e.p99 the end-to-end
-// latency's, e2e.STAGE.p99 that of one stage. It keeps the statistic in
-// t.Metric for takeUnit.
+// latency's, e2e.STAGE.p99 that of one stage, ws.p99 the WebSocket
+// latency's. It keeps the statistic in t.Metric for takeUnit.
 func (t *Threshold) parseMetric(s, name string) (*metric, error) {
-	if e2e, ok := strings.CutPrefix(name, "e2e."); ok {
-		name = t.e2eMetric(e2e)
-	}
+	name = t.latencyName(name)
 	kind, stat, _ := strings.Cut(name, " ")
 	if stat == "" && slices.Contains(latencyStats, kind) { // p99 alone
 		kind, stat = "latency", kind

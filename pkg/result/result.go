@@ -114,6 +114,14 @@ type Result struct {
 	// were not read as the next request's answer.
 	Unsolicited bool
 
+	// WS says what a WebSocket result is (websocket.go): WSNone for a
+	// request, WSSession or WSLatency otherwise. A session's WSFail,
+	// WSSent and WSReceived are its outcome and its data messages.
+	WS         uint8
+	WSFail     WSFail
+	WSSent     uint32
+	WSReceived uint32
+
 	// Phase timings, in ns, with Config.Timings (0 otherwise): dialing and
 	// the TLS handshake (requests that opened a connection), writing the
 	// request, waiting for the first byte of the answer, and receiving the

@@ -37,18 +37,48 @@ type guardedClient struct {
 // only, so panic-on-fault is set once there (it belongs to the goroutine),
 // not on every request; the recover stays per request.
 func (c *guardedClient) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) (a result.Answer) {
+	c.arm()
+	defer func() {
+		if r := recover(); r != nil {
+			c.fault(r, res)
+			a = nil
+		}
+	}()
+	return c.Client.Do(req, pair, res)
+}
+
+// Session implements transport.Sessions when the client it guards does,
+// with the same guard as Do; otherwise the pair goes as a plain request
+// and out is left as it was (no session: out.WS stays WSNone).
+func (c *guardedClient) Session(req *rrpair.Request, pair *rrpair.Pair, s *transport.Session, res, out *result.Result) (a result.Answer) {
+	sc, ok := c.Client.(transport.Sessions)
+	if !ok {
+		return c.Do(req, pair, res)
+	}
+	c.arm()
+	defer func() {
+		if r := recover(); r != nil {
+			c.fault(r, res)
+			a, out.WSFail = nil, result.WSError
+		}
+	}()
+	return sc.Session(req, pair, s, res, out)
+}
+
+// arm sets panic-on-fault on the VU's goroutine, once.
+func (c *guardedClient) arm() {
 	if !c.armed {
 		debug.SetPanicOnFault(true)
 		c.armed = true
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			if !c.g.file.Faulted(r) {
-				panic(r)
-			}
-			c.g.faulted.Store(true)
-			res.Err, a = result.ErrOther, nil
-		}
-	}()
-	return c.Client.Do(req, pair, res)
+}
+
+// fault fails the request whose client panicked with r when r is a fault
+// in the file's mapping, and panics again otherwise.
+func (c *guardedClient) fault(r any, res *result.Result) {
+	if !c.g.file.Faulted(r) {
+		panic(r)
+	}
+	c.g.faulted.Store(true)
+	res.Err = result.ErrOther
 }

@@ -84,9 +84,10 @@ type vuState struct {
 	stamp     vuStamp
 	topKey    topKey
 	fresh     vuFresh
-	cmp       cmpState // MapLearned's
-	call      call     // the request going through the chain
-	_         [64]byte // keep VUs off each other's cache lines
+	cmp       cmpState       // MapLearned's
+	call      call           // the request going through the chain
+	payload   rrpair.Request // a WebSocket message going through it (RewritePayload)
+	_         [64]byte       // keep VUs off each other's cache lines
 }
 
 // call is one request (or, for the mock, one answer) going through the
@@ -248,19 +249,26 @@ func (c *Chain) rewrite(vu int, req *rrpair.Request, pair *rrpair.Pair, live *rr
 		cl.now = c.now().UnixNano()
 	}
 	for i, s := range c.steps {
-		cl.step, cl.changed, cl.failed, cl.skipped = i, false, false, false
-		s.apply(cl)
-		if cl.changed {
-			st.counts[i].Changed++
-		}
-		if cl.failed {
-			st.counts[i].Failed++
-		}
-		if cl.skipped {
-			st.counts[i].SkippedGRPC++
-		}
+		cl.applyStep(i, s)
 	}
 	return nil
+}
+
+// applyStep applies s, step i of the chain, to the call and counts what
+// it did.
+func (cl *call) applyStep(i int, s step) {
+	st := cl.st
+	cl.step, cl.changed, cl.failed, cl.skipped = i, false, false, false
+	s.apply(cl)
+	if cl.changed {
+		st.counts[i].Changed++
+	}
+	if cl.failed {
+		st.counts[i].Failed++
+	}
+	if cl.skipped {
+		st.counts[i].SkippedGRPC++
+	}
 }
 
 // Observe lets the learning transforms learn from a live answer.

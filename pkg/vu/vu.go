@@ -38,6 +38,7 @@ type vu struct {
 	cur    *rrpair.Cursor
 	pair   rrpair.Pair
 	client transport.Client
+	ws     *wsState // nil when the client plays no WebSocket sessions
 }
 
 // newVU makes VU id. Called with r.vusMu held: a VU made after the hard
@@ -52,6 +53,7 @@ func newVU(r *run, id int) *vu {
 	}
 	v.start = int(int64(id) * int64(r.file.Iterations()) / int64(r.cfg.VUs))
 	v.client = r.pool.Transport.NewClient(id, r.nanos)
+	v.initSessions()
 	if r.hard.Load() {
 		v.client.Interrupt()
 	}
@@ -259,7 +261,10 @@ func (v *vu) do(due int64) int64 {
 		}
 	}
 	v.handed = true
-	v.ans = v.client.Do(req, &v.pair, &v.res)
+	var played bool
+	if v.ans, played = v.session(req); !played {
+		v.ans = v.client.Do(req, &v.pair, &v.res)
+	}
 	if v.ans != nil {
 		for _, o := range r.pool.Observers {
 			o.Observe(v.id, &v.pair, v.ans)
@@ -267,6 +272,9 @@ func (v *vu) do(due int64) int64 {
 		if v.hops == r.cfg.FollowRedirects && v.hops > 0 {
 			v.redirectLimit()
 		}
+	}
+	if played && v.ws.out.End > v.res.End {
+		return v.ws.out.End // the next request follows the session's end
 	}
 	return v.res.End
 }

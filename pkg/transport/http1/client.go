@@ -28,6 +28,10 @@ type Client struct {
 	a       transport.AnswerOptions // defaults filled
 	noReuse bool                    // --no-connection-reuse: a connection per request
 	timings bool
+	// upgrading: the request under way is a WebSocket upgrade (Upgrade),
+	// sent with "Connection: Upgrade" on a new connection that a 101 keeps
+	// for the caller.
+	upgrading bool
 
 	// The last request, for Failure and Redirect (the error is the Line's).
 	headLen int    // its head is wbuf[:headLen]; 0 if never sent
@@ -153,7 +157,10 @@ func (c *Client) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) 
 	res.Downgraded = pair.IsHTTP2()
 	c.headLen, c.status, c.body = 0, 0, req.Body
 	dst := c.line.Route(req)
-	c.wbuf = appendHead(c.wbuf[:0], req, dst.Host, c.noReuse)
+	c.wbuf = appendHead(c.wbuf[:0], req, dst.Host, c.noReuse && !c.upgrading)
+	if c.upgrading { // the connection header the recorded one stood for
+		c.wbuf = append(c.wbuf[:len(c.wbuf)-2], "Connection: Upgrade\r\n\r\n"...)
+	}
 	c.headLen = len(c.wbuf)
 	body := req.Body
 	if len(body) <= inlineBody {
@@ -365,6 +372,7 @@ func (c *Client) keepOrClose(res *result.Result, h *head, isHead bool) {
 	status := int(res.Status)
 	bodyless := isHead || noBody(status) && status != 101
 	switch {
+	case status == 101 && c.upgrading: // the caller's now (Upgraded)
 	case c.noReuse || h.closes || !rh.IsHTTP11() || status == 101,
 		h.length < 0 && !h.chunked && !bodyless: // read to the close
 		c.line.Drop(nil)
@@ -375,6 +383,34 @@ func (c *Client) keepOrClose(res *result.Result, h *head, isHead bool) {
 		c.line.Idle(res.End)
 	}
 }
+
+// Upgrade sends req, a WebSocket upgrade request, on a new connection and
+// reads its answer, as Do does, but with "Connection: Upgrade" in the
+// place of the recorded connection fields, and a 101 leaves the connection
+// open: Upgraded hands it over, and Release closes it when the session
+// ends. Any other answer closes it as Do would.
+func (c *Client) Upgrade(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) result.Answer {
+	c.line.Drop(nil) // a session has a connection of its own
+	c.upgrading = true
+	defer func() { c.upgrading = false }()
+	return c.Do(req, pair, res)
+}
+
+// Upgraded is the connection a 101 answered Upgrade on: its socket, and
+// the reader that holds what the server sent after the 101's head (its
+// first frames, maybe), counted in the connection's bytes (BytesIn).
+func (c *Client) Upgraded() (nc net.Conn, r *bufio.Reader) {
+	return c.cn.NC, c.br
+}
+
+// Field is the value of the last answer's field name ("" when absent).
+func (c *Client) Field(name string) string { return string(c.resp.Header.Peek(name)) }
+
+// BytesIn is how many bytes the connection has read so far.
+func (c *Client) BytesIn() int64 { return c.cr.n }
+
+// Release closes the connection Upgraded handed over.
+func (c *Client) Release(err error) { c.line.Drop(err) }
 
 // errUnsolicited says why a connection was closed after an answer: the SUT
 // sent bytes no request asked for.

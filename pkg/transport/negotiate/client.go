@@ -9,6 +9,7 @@ import (
 	"github.com/replay-dev/replay/pkg/transport/conn"
 	"github.com/replay-dev/replay/pkg/transport/http1"
 	"github.com/replay-dev/replay/pkg/transport/http2"
+	"github.com/replay-dev/replay/pkg/transport/ws"
 )
 
 // took says which protocol took a request.
@@ -132,3 +133,30 @@ func (c *client) Interrupt() { c.line.Interrupt() }
 
 // Close implements transport.Client.
 func (c *client) Close() { c.line.Close() }
+
+var _ transport.Sessions = (*client)(nil)
+
+// Session implements transport.Sessions: the upgrade goes over HTTP/1.1
+// on a connection of its own (Client.Upgrade), with a fresh key; a 101
+// that answers it hands the connection to the session's player (ws.Play),
+// and the connection is closed after.
+func (c *client) Session(req *rrpair.Request, pair *rrpair.Pair, s *transport.Session, res, out *result.Result) result.Answer {
+	c.took, c.body = tookHTTP1, req.Body
+	out.WS = result.WSSession
+	key := ws.SetKey(req)
+	ans := c.h1.Upgrade(req, pair, res)
+	if !ws.Opened(res, c.h1.Field, key, out) {
+		if res.Status == 101 {
+			c.h1.Release(nil) // a 101 that did not answer the key
+		}
+		return ans
+	}
+	out.Status = 101 // opened
+	nc, br := c.h1.Upgraded()
+	o := c.line.Options()
+	ws.Play(&ws.Conn{NC: nc, R: br, Get: c.h1.Field, Now: c.now, Cut: c.line.Cut,
+		Timeout: o.Timeout, MaxMessage: int64(c.t.a.MaxBody)}, s, res.End, out)
+	res.BytesIn = c.h1.BytesIn()
+	c.h1.Release(nil)
+	return ans
+}

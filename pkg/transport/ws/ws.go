@@ -1,0 +1,227 @@
+// Package ws replays a recorded WebSocket session on a connection a 101
+// handed over (docs/websocket.md, Replaying sessions): the client's
+// messages in order, paced after the server's or at their recorded
+// offsets, the server's read and counted (pings answered), the close as
+// recorded. It speaks the protocol with pkg/websocket's framer; the
+// upgrade itself is HTTP/1.1's (pkg/transport/http1, Client.Upgrade), and
+// pkg/transport/negotiate puts the two together as a transport.Sessions.
+package ws
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/transport"
+	"github.com/replay-dev/replay/pkg/websocket"
+)
+
+// SetKey gives req, an upgrade request, a fresh Sec-WebSocket-Key in the
+// place of the recorded one (a replayed key is a replayed nonce), and the
+// fields an upgrade needs where the recording lacks them (Upgrade,
+// Sec-WebSocket-Version); it returns the key, which the 101 must answer.
+func SetKey(req *rrpair.Request) string {
+	key := websocket.NewKey()
+	var hasKey, hasUpgrade, hasVersion bool
+	for i := range req.Headers {
+		h := &req.Headers[i]
+		switch {
+		case rrpair.EqualFold(h.Name, "sec-websocket-key"):
+			h.Value, hasKey = []byte(key), true
+		case rrpair.EqualFold(h.Name, "upgrade"):
+			hasUpgrade = true
+		case rrpair.EqualFold(h.Name, "sec-websocket-version"):
+			hasVersion = true
+		}
+	}
+	if !hasUpgrade {
+		req.Headers = append(req.Headers, rrpair.Header{Name: []byte("Upgrade"), Value: []byte("websocket")})
+	}
+	if !hasVersion {
+		req.Headers = append(req.Headers, rrpair.Header{Name: []byte("Sec-WebSocket-Version"), Value: []byte("13")})
+	}
+	if !hasKey {
+		req.Headers = append(req.Headers, rrpair.Header{Name: []byte("Sec-WebSocket-Key"), Value: []byte(key)})
+	}
+	return key
+}
+
+// Opened judges the upgrade's outcome, res (the upgrade request's
+// result), into out, the session's: true when a 101 answered key and the
+// session may be played; otherwise out says why not (WSError without an
+// answer, WSTimeout when the upgrade's answer did not come in time, WSRefused with the status of one that refused, or of a 101 that
+// did not answer the key).
+func Opened(res *result.Result, get func(name string) string, key string, out *result.Result) bool {
+	switch res.Err {
+	case result.ErrNone:
+	case result.ErrTimeout:
+		out.WSFail = result.WSTimeout
+		return false
+	default:
+		out.WSFail = result.WSError
+		return false
+	}
+	if websocket.CheckAnswer(int(res.Status), get, key) != nil {
+		out.WSFail, out.Status = result.WSRefused, res.Status
+		return false
+	}
+	return true
+}
+
+// Conn is the upgraded connection a session plays on.
+type Conn struct {
+	NC net.Conn
+	// R reads NC: it may hold the server's first bytes after the 101.
+	R *bufio.Reader
+	// Get reads a field of the 101 ("" when absent).
+	Get func(name string) string
+	// Now is the run's clock (Unix ns); Cut reports the hard stop (every
+	// deadline set must then be one long past).
+	Now func() int64
+	Cut func() bool
+	// Timeout bounds each wait for the server (--timeout).
+	Timeout time.Duration
+	// MaxMessage bounds a server message (the answer limit, --max-answer-body).
+	MaxMessage int64
+}
+
+// event is what the reading goroutine saw: a data message (at, its
+// arrival; with Session.Received, its type and a copy of its payload),
+// the server's close, or the end of the direction (err).
+type event struct {
+	at      int64
+	closed  bool
+	err     error
+	typ     rrpair.WSType
+	payload []byte
+}
+
+// player is one session under way.
+type player struct {
+	c   *Conn
+	s   *transport.Session
+	out *result.Result
+
+	wmu sync.Mutex // the writer: the session's messages and the pongs
+	w   *websocket.Writer
+
+	ev       chan event
+	t0       int64   // the 101's arrival
+	arrivals []int64 // of the server's data messages, in order
+	pending  []int64 // due times of the client messages not yet answered
+	closed   bool    // the server closed (a close frame or the connection)
+	err      error   // the direction ended on an error
+	wrote    bool    // the client's close went
+}
+
+// Play plays s on c, from t0 (when the 101 arrived), and fills out's
+// WSFail, WSSent and WSReceived. It returns when the session ended, with
+// its reading goroutine gone: the caller closes the connection then, and
+// may reuse c.R.
+func Play(c *Conn, s *transport.Session, t0 int64, out *result.Result) {
+	if c.Timeout <= 0 {
+		c.Timeout = 30 * time.Second
+	}
+	p := &player{c: c, s: s, out: out, t0: t0, ev: make(chan event, 16)}
+	p.w = websocket.NewWriter(c.NC, websocket.Client)
+	ext, _ := websocket.ParseExtensions(c.Get("Sec-WebSocket-Extensions"))
+	c.NC.SetReadDeadline(time.Time{}) // the waits are the player's, on its timers
+	p.checkCut()
+	rd := websocket.NewReader(c.R, websocket.ReaderOptions{Sender: websocket.Server, MaxMessage: c.MaxMessage, Deflate: ext})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.read(rd)
+	}()
+	out.WSFail = p.play()
+	// The reading goroutine ends on a deadline long past; what it still
+	// sends is drained.
+	c.NC.SetReadDeadline(time.Unix(1, 0))
+	for gone := false; !gone; {
+		select {
+		case e := <-p.ev:
+			p.take(e)
+		case <-done:
+			gone = true
+		}
+	}
+	for len(p.ev) > 0 { // what it sent before it went
+		p.take(<-p.ev)
+	}
+	out.WSReceived = uint32(len(p.arrivals))
+}
+
+// checkCut keeps the hard stop's deadline when a deadline was just set.
+func (p *player) checkCut() {
+	if p.c.Cut() {
+		p.c.NC.SetDeadline(time.Unix(1, 0))
+	}
+}
+
+// read is the reading goroutine: server messages until the close, the
+// end of the connection or an error; pings answered as they come.
+func (p *player) read(rd *websocket.Reader) {
+	for {
+		m, err := rd.ReadMessage()
+		if err != nil {
+			p.ev <- event{err: err}
+			return
+		}
+		switch m.Opcode {
+		case websocket.OpPing:
+			p.write(func(w *websocket.Writer) error { return w.WriteMessage(websocket.OpPong, m.Payload) })
+		case websocket.OpPong:
+		case websocket.OpClose:
+			p.ev <- event{closed: true, at: p.c.Now()}
+			return
+		default:
+			e := event{at: p.c.Now()}
+			if p.s.Received != nil { // seen on the VU's goroutine (take)
+				e.payload = append([]byte(nil), m.Payload...)
+				if m.Opcode == websocket.OpBinary {
+					e.typ = rrpair.WSBinary
+				}
+			}
+			p.ev <- e
+		}
+	}
+}
+
+// write writes under the writer's lock, with a write deadline of the
+// request timeout.
+func (p *player) write(f func(w *websocket.Writer) error) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	p.c.NC.SetWriteDeadline(time.Now().Add(p.c.Timeout))
+	p.checkCut()
+	return f(p.w)
+}
+
+// take folds an event of the reading goroutine into the session: a server
+// data message answers the client messages pending (their latencies).
+func (p *player) take(e event) {
+	switch {
+	case e.err != nil:
+		p.closed = true
+		if !errors.Is(e.err, net.ErrClosed) && !isEOF(e.err) {
+			p.err = e.err
+		}
+	case e.closed:
+		p.closed = true
+	default:
+		if p.s.Received != nil {
+			p.s.Received(len(p.arrivals), e.typ, e.payload)
+		}
+		p.arrivals = append(p.arrivals, e.at)
+		for _, due := range p.pending {
+			if p.s.Latency != nil {
+				p.s.Latency(result.Result{WS: result.WSLatency, Due: due, Sent: due, End: e.at})
+			}
+		}
+		p.pending = p.pending[:0]
+	}
+}
