@@ -356,8 +356,8 @@ type indexBuild struct {
 	sessionIter map[string]uint32
 	hostSeen    map[string]bool
 	iters       uint32
-	iterOf      []uint32 // pair -> iteration, while building
-	global      []uint16 // chunk endpoint -> provisional id
+	iterOf      []uint32   // pair -> iteration, while building
+	global      []uint16   // chunk endpoint -> provisional id
 	bodies      []bodySpan // the escaped request bodies (noteBody)
 	bodyBytes   int64      // their length, escaped
 }

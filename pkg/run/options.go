@@ -270,15 +270,15 @@ type Compare struct {
 // DefaultOptions are the options of replay run given no flag.
 func DefaultOptions() Options {
 	return Options{
-		Load:       Load{VUs: 1, Speed: 1, LateAfter: DefaultLateAfter},
-		HTTP:       HTTP{Timeout: DefaultTimeout, HTTP2: negotiate.Auto, MaxAnswerBody: DefaultMaxAnswerBody, MaxHeaderBytes: DefaultMaxHeaderBytes},
-		Transforms: Transforms{Cookies: DefaultCookies},
-		Events:     Events{Header: "ce-id", JSON: "id", Drain: 30 * time.Second, DrainIdle: time.Second},
-		Filter:     Filter{Sample: 1, Seed: 1},
+		Load:           Load{VUs: 1, Speed: 1, LateAfter: DefaultLateAfter},
+		HTTP:           HTTP{Timeout: DefaultTimeout, HTTP2: negotiate.Auto, MaxAnswerBody: DefaultMaxAnswerBody, MaxHeaderBytes: DefaultMaxHeaderBytes},
+		Transforms:     Transforms{Cookies: DefaultCookies},
+		Events:         Events{Header: "ce-id", JSON: "id", Drain: 30 * time.Second, DrainIdle: time.Second},
+		Filter:         Filter{Sample: 1, Seed: 1},
 		Grace:          DefaultGrace,
 		DecodeCacheMiB: DefaultDecodeCacheMiB,
 		DumpMax:        5,
-		Tolerance:  report.DefaultTolerance,
+		Tolerance:      report.DefaultTolerance,
 	}
 }
 
