@@ -19,12 +19,13 @@ import (
 // a dial on top of the system calls (a resolution, a context and its
 // AfterFunc, a deadline timer, a park for the connect, getpeername and
 // getsockname), which --no-connection-reuse pays on every request. Here a
-// dial is socket, connect, getpeername to learn whether the handshake is
-// done (it always is on loopback, where connect completes it) or the
-// request's first write, fcntl and the poller's registration; only a
-// handshake still under way parks the VU. socket, connect and the first
-// write are raw system calls (rawIO's reasons: on a non-blocking socket
-// none blocks), and TCP_NODELAY is set before the connection's second
+// dial is socket, fcntl and the poller's registration, connect, then the
+// request's first write (or getpeername) to learn whether the handshake is
+// done (it always is on loopback, where connect completes it); only a
+// handshake still under way parks the VU, or, once a whole request went,
+// its answer to come (sendFirst). socket, connect and the first write are
+// raw system calls (rawIO's reasons: on a non-blocking socket none
+// blocks), and TCP_NODELAY is set before the connection's second
 // write, so that a connection that carries one request whole in its
 // first write (--no-connection-reuse) never pays for it: Nagle's
 // algorithm only holds back a write while an earlier one is unacknowledged.
