@@ -61,6 +61,7 @@ func (f *runFlags) addFlags(fs *pflag.FlagSet, vus int) {
 	addShardFlags(fs, &o.Shard)
 	addHTTPFlags(fs, &o.HTTP)
 	fs.DurationVar(&o.Grace, "grace", o.Grace, "after the stop, how long in-flight requests may finish")
+	fs.IntVar(&o.DecodeCacheMiB, "decode-cache", o.DecodeCacheMiB, "unescape request bodies written as JSON text with escapes once, at start, when they fit in this many `MIB`; otherwise (or 0) at each request")
 	f.report.addFlags(fs, "out")
 	fs.IntVar(&o.DryRun, "dry-run", o.DryRun, "print the first `N` requests exactly as they would go on the wire, and send nothing")
 	fs.StringVar(&o.DumpFailures, "dump-failures", o.DumpFailures, "write failed requests (request as sent, answer received) as JSON lines to `FILE`")

@@ -49,6 +49,15 @@ type decoder struct {
 	body    []byte // decoded request body
 	resBody []byte // decoded response body
 
+	// bodyAt and bodyEnd are where a validated line's request text body
+	// lies (its quotes included) when it has escapes, for the body cache
+	// (bodycache.go); both 0 when it has none.
+	bodyAt, bodyEnd int
+	// cached is the request body of the line being decoded, unescaped
+	// once at Open (File.bodies); nil when it is not cached. Set by the
+	// Cursor before each decode.
+	cached *cachedBody
+
 	// hasReq and hasRes say whether the line has an http.req, an
 	// http.res object.
 	hasReq, hasRes bool
@@ -62,6 +71,7 @@ func (d *decoder) decode(line []byte, p *Pair) (skipKind, error) {
 	p.reset()
 	d.arena = d.arena[:0]
 	d.hasReq, d.hasRes = false, false
+	d.bodyAt, d.bodyEnd = 0, 0
 	d.sig = sigSpans{}
 	s := scanner{b: line, trusted: !d.validate}
 	err := d.top(&s, p)
@@ -277,12 +287,16 @@ func (d *decoder) res(s *scanner, p *Pair) error {
 	return err
 }
 
-// bodyNames are the field names of a body, for errors.
-type bodyNames struct{ base64, text string }
+// bodyNames are the field names of a body, for errors; req marks the
+// request's.
+type bodyNames struct {
+	base64, text string
+	req          bool
+}
 
 var (
-	reqBody = bodyNames{"http.req.bodyBase64", "http.req.body"}
-	resBody = bodyNames{"http.res.bodyBase64", "http.res.body"}
+	reqBody = bodyNames{"http.req.bodyBase64", "http.req.body", true}
+	resBody = bodyNames{"http.res.bodyBase64", "http.res.body", false}
 )
 
 // bodyFields collects the two spellings of a body: bodyBase64 wins over
@@ -298,9 +312,19 @@ func (d *decoder) readBody(s *scanner, b *bodyFields, key []byte, names bodyName
 	if string(key) == "bodyBase64" {
 		b.hasBase64 = present
 		b.base64, err = d.optString(s, names.base64)
-	} else {
-		b.hasText = present
-		b.text, err = d.optBody(s, names.text)
+		return err
+	}
+	b.hasText = present
+	if names.req && d.cached != nil && s.i == int(d.cached.at) {
+		// Unescaped once at Open: skip the string.
+		s.i, b.text = int(d.cached.end), d.cached.body
+		return nil
+	}
+	at := s.i
+	var escaped bool
+	b.text, escaped, err = d.optBody(s, names.text)
+	if names.req && escaped {
+		d.bodyAt, d.bodyEnd = at, s.i
 	}
 	return err
 }
@@ -542,16 +566,18 @@ func (d *decoder) stringEsc(s *scanner) (v []byte, escaped bool, err error) {
 
 // optBody reads a text body or null. Validating a file only needs to know
 // that the body is a well-formed string, so it is not unescaped then: the
-// Pair of a validating decoder holds the raw body.
-func (d *decoder) optBody(s *scanner, field string) ([]byte, error) {
+// Pair of a validating decoder holds the raw body, and escaped says
+// whether it has escapes (false when not validating).
+func (d *decoder) optBody(s *scanner, field string) (_ []byte, escaped bool, _ error) {
 	if !d.validate || s.peek() != '"' {
-		return d.optString(s, field)
+		v, err := d.optString(s, field)
+		return v, false, err
 	}
-	raw, _, err := s.str()
+	raw, escaped, err := s.str()
 	if raw == nil && err == nil {
 		raw = []byte{}
 	}
-	return raw, err
+	return raw, escaped, err
 }
 
 // optString reads a string or null (nil).

@@ -36,6 +36,11 @@ type Options struct {
 	// answers from. Without it such a line is skipped (Skipped.Signature):
 	// a run has no request to send.
 	Signatures bool
+	// BodyCache is how many bytes the request bodies with JSON escapes may
+	// take once unescaped at Open (with their index), so that a cursor
+	// does not unescape them again at each decode (bodycache.go); a file
+	// whose bodies do not fit is unescaped at each decode. 0: no cache.
+	BodyCache int64
 }
 
 // Shard is one share of a file's iterations: Index of Count.
@@ -121,6 +126,12 @@ type File struct {
 	filtered  int      // pairs the filter dropped
 	skipped   Skipped  // valid lines not replayed, by kind
 	shard     Shard
+	// The request bodies with escapes, unescaped once (bodycache.go):
+	// pair i's is bodies[bodyOf[i]-1] when bodyOf[i] is not 0; both nil
+	// when none is cached.
+	bodies    []cachedBody
+	bodyOf    []uint32
+	bodyCache BodyCache
 	// signatures: Options.Signatures, for the cursors' decoders.
 	signatures bool
 	firstTS    int64 // earliest ts of the kept pairs, Unix ns; 0 when none has one
@@ -326,6 +337,8 @@ func (f *File) index(opt Options) error {
 	if opt.Shard.Count > 1 {
 		f.keepShard(opt.Shard)
 	}
+	f.cacheBodies(b.bodies, b.bodyBytes, opt.BodyCache)
+	b.bodies = nil
 	// The session map and the build slices are garbage now; hand their
 	// memory back before the run starts, so a large file costs only its
 	// index.
@@ -343,8 +356,10 @@ type indexBuild struct {
 	sessionIter map[string]uint32
 	hostSeen    map[string]bool
 	iters       uint32
-	iterOf      []uint32 // pair -> iteration, while building
-	global      []uint16 // chunk endpoint -> provisional id
+	iterOf      []uint32   // pair -> iteration, while building
+	global      []uint16   // chunk endpoint -> provisional id
+	bodies      []bodySpan // the escaped request bodies (noteBody)
+	bodyBytes   int64      // their length, escaped
 }
 
 // fold adds one chunk's result, free of errors, to the file's index.
@@ -395,6 +410,7 @@ func (f *File) foldRecords(b *indexBuild, r *chunkResult) {
 	for i := range r.recs {
 		rec := &r.recs[i]
 		f.pairs = append(f.pairs, pairRef{off: rec.off, line: rec.line, endpoint: b.global[rec.endpoint]})
+		b.noteBody(len(f.pairs)-1, rec.bodyAt, rec.bodyEnd)
 		it := b.iters
 		if len(rec.session) > 0 {
 			if known, ok := b.sessionIter[string(rec.session)]; ok {
@@ -691,6 +707,7 @@ func (c *Cursor) Decode(i int, p *Pair) (err error) {
 		}
 	}()
 	ref := &c.f.pairs[i]
+	c.d.cached = c.f.cachedBodyOf(i)
 	kind, err := c.d.decode(c.f.line(i), p)
 	if err == nil && kind != replayable { // it was an HTTP request at Open
 		err = fmt.Errorf("%s:%d: %w", c.f.name, ref.line, ErrFileChanged)

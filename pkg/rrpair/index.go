@@ -49,6 +49,9 @@ type pairRec struct {
 	line     uint32
 	endpoint uint32 // index into chunkResult.names
 	session  []byte // in the mapping, or copied out of the decoder
+	// bodyAt and bodyEnd are where the request body lies in the line
+	// when it has escapes (decoder.bodyAt); 0 when it has none.
+	bodyAt, bodyEnd int
 }
 
 // chunks cuts data into chunks at line ends and numbers their first lines.
@@ -225,7 +228,8 @@ func (v *validator) keep(r *chunkResult, start, line int) {
 		v.sessions = append(v.sessions, session...)
 		session = v.sessions[at:len(v.sessions):len(v.sessions)]
 	}
-	r.recs = append(r.recs, pairRec{off: int64(start), line: uint32(line), endpoint: id, session: session})
+	r.recs = append(r.recs, pairRec{off: int64(start), line: uint32(line), endpoint: id, session: session,
+		bodyAt: v.d.bodyAt, bodyEnd: v.d.bodyEnd})
 }
 
 // host adds a host to the chunk's distinct hosts the first time it is seen.

@@ -25,6 +25,9 @@ const (
 	// of an answer.
 	DefaultMaxAnswerBody  = transport.DefaultMaxBody
 	DefaultMaxHeaderBytes = transport.DefaultMaxHeaderBytes
+	// DefaultDecodeCacheMiB bounds the request bodies unescaped once at
+	// open: 256 MiB holds a file of a million 256-byte escaped bodies.
+	DefaultDecodeCacheMiB = 256
 )
 
 // Options are one run as a user asks for it: the flags of replay run, as
@@ -47,6 +50,12 @@ type Options struct {
 	Filter     Filter
 	Shard      Shard
 	Compare    Compare
+
+	// DecodeCacheMiB bounds, in MiB, the request bodies with JSON escapes
+	// unescaped once when the file is opened (rrpair.Options.BodyCache)
+	// rather than at each request; a file whose bodies need more keeps
+	// unescaping them at each request. 0 turns the cache off.
+	DecodeCacheMiB int
 
 	// Grace is how long in-flight requests may finish after the stop.
 	Grace time.Duration
@@ -261,14 +270,15 @@ type Compare struct {
 // DefaultOptions are the options of replay run given no flag.
 func DefaultOptions() Options {
 	return Options{
-		Load:       Load{VUs: 1, Speed: 1, LateAfter: DefaultLateAfter},
-		HTTP:       HTTP{Timeout: DefaultTimeout, HTTP2: negotiate.Auto, MaxAnswerBody: DefaultMaxAnswerBody, MaxHeaderBytes: DefaultMaxHeaderBytes},
-		Transforms: Transforms{Cookies: DefaultCookies},
-		Events:     Events{Header: "ce-id", JSON: "id", Drain: 30 * time.Second, DrainIdle: time.Second},
-		Filter:     Filter{Sample: 1, Seed: 1},
-		Grace:      DefaultGrace,
-		DumpMax:    5,
-		Tolerance:  report.DefaultTolerance,
+		Load:           Load{VUs: 1, Speed: 1, LateAfter: DefaultLateAfter},
+		HTTP:           HTTP{Timeout: DefaultTimeout, HTTP2: negotiate.Auto, MaxAnswerBody: DefaultMaxAnswerBody, MaxHeaderBytes: DefaultMaxHeaderBytes},
+		Transforms:     Transforms{Cookies: DefaultCookies},
+		Events:         Events{Header: "ce-id", JSON: "id", Drain: 30 * time.Second, DrainIdle: time.Second},
+		Filter:         Filter{Sample: 1, Seed: 1},
+		Grace:          DefaultGrace,
+		DecodeCacheMiB: DefaultDecodeCacheMiB,
+		DumpMax:        5,
+		Tolerance:      report.DefaultTolerance,
 	}
 }
 

@@ -70,6 +70,9 @@ func parse(o *Options) (*parsed, error) {
 	}
 	add(checkOutputs(o))
 	add(checkJudging(o, p.thresholds))
+	if o.DecodeCacheMiB < 0 || o.DecodeCacheMiB > 1<<20 {
+		add(fmt.Errorf("--decode-cache: want MiB from 0 (off) to %d, got %d", 1<<20, o.DecodeCacheMiB))
+	}
 	return p, errors.Join(errs...)
 }
 

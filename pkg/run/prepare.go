@@ -152,7 +152,8 @@ func (pr *Prepared) DryRun(w io.Writer, n int, load schedule.Load) error {
 // openTraffic opens the traffic of o; ctx stops the spooling of
 // standard input.
 func openTraffic(ctx context.Context, o *Options, p *parsed) (*rrpair.File, error) {
-	opt := rrpair.Options{RequireHost: o.Load.Target == "", Filter: p.filter, Shard: p.shard}
+	opt := rrpair.Options{RequireHost: o.Load.Target == "", Filter: p.filter, Shard: p.shard,
+		BodyCache: int64(o.DecodeCacheMiB) << 20}
 	if o.Open != nil {
 		return o.Open(opt)
 	}

@@ -300,6 +300,25 @@ func (r *runner) logStart() {
 		log.Info().Int("shard", sh.Index).Int("shards", sh.Count).Int("vus", cfg.VUs).Float64("rate", cfg.Rate).Msg("sharded")
 	}
 	logSkipped(log, f)
+	logBodyCache(log, f)
+}
+
+// logBodyCache says which path the request bodies with JSON escapes take:
+// unescaped once at open, or at each request because they did not fit
+// in --decode-cache. Nothing when the file has none.
+func logBodyCache(log zerolog.Logger, f *rrpair.File) {
+	bc := f.BodyCache()
+	switch {
+	case bc.Escaped == 0:
+	case bc.Cached:
+		log.Info().Int("bodies", bc.Escaped).Int64("bytes", bc.Bytes).
+			Msg("request bodies with JSON escapes unescaped once, at open (--decode-cache)")
+	case bc.Limit == 0:
+		log.Info().Int("bodies", bc.Escaped).Msg("request bodies with JSON escapes unescaped at each request (--decode-cache 0)")
+	default:
+		log.Info().Int("bodies", bc.Escaped).Int64("bytes", bc.Bytes).Int64("decode_cache_bytes", bc.Limit).
+			Msg("request bodies with JSON escapes unescaped at each request: they do not fit in --decode-cache")
+	}
 }
 
 // logSkipped says, in one line, which valid lines of the file are not

@@ -22,18 +22,21 @@ func (nopSink) Record(result.Result) {}
 
 // BenchmarkRequest runs one VU through decode, wire write, send, read and
 // record against a loopback server, with the HTTP/1.1 transport: the base
-// hot path, scheduler and transport together. allocs/op must be 0.
+// hot path, scheduler and transport together. allocs/op must be 0, but
+// for get-noreuse (--no-connection-reuse), a connection a request, whose
+// dial allocates its connection's few objects.
 func BenchmarkRequest(b *testing.B) {
 	for _, tc := range []struct {
-		name             string
-		line             string
-		timings, discard bool
+		name                      string
+		line                      string
+		timings, discard, noReuse bool
 	}{
-		{"get", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), false, false},
-		{"get-timings", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), true, false},
-		{"get-discard", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), false, true},
-		{"post-2k", line("POST", "/events", `{"Content-Type":["application/json"],"X-Request-Id":["8c1e2f4a"]}`, string(bytes.Repeat([]byte("x"), 2048))), false, false},
-		{"post-64k", line("POST", "/events", `{"Content-Type":["application/octet-stream"]}`, bytes.Repeat([]byte{1}, 64<<10)), false, false},
+		{"get", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), false, false, false},
+		{"get-timings", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), true, false, false},
+		{"get-discard", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), false, true, false},
+		{"get-noreuse", line("GET", "/users/42/feed?limit=20", `{"Accept":["application/json"],"User-Agent":["shop-web/4.2"]}`, nil), false, false, true},
+		{"post-2k", line("POST", "/events", `{"Content-Type":["application/json"],"X-Request-Id":["8c1e2f4a"]}`, string(bytes.Repeat([]byte("x"), 2048))), false, false, false},
+		{"post-64k", line("POST", "/events", `{"Content-Type":["application/octet-stream"]}`, bytes.Repeat([]byte{1}, 64<<10)), false, false, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			srv, err := loopback.NewCanned(loopback.Accepted202)
@@ -44,7 +47,7 @@ func BenchmarkRequest(b *testing.B) {
 			url := srv.URL()
 			f := openLines(b, tc.line)
 			p := &Pool{File: f, Sink: nopSink{}, Config: Config{Load: schedule.Load{VUs: 1, Walk: schedule.Loop}, Log: zerolog.Nop()},
-				Transport: newTransport(b, http1.Options{Conn: conn.Options{Target: url, Timeout: 10 * time.Second, Timings: tc.timings}, Answer: transport.AnswerOptions{DiscardBodies: tc.discard}})}
+				Transport: newTransport(b, http1.Options{Conn: conn.Options{Target: url, Timeout: 10 * time.Second, Timings: tc.timings, NoConnectionReuse: tc.noReuse}, Answer: transport.AnswerOptions{DiscardBodies: tc.discard}})}
 			p.Config.Iterations = int64(b.N)
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -19,10 +19,16 @@ import (
 // a dial on top of the system calls (a resolution, a context and its
 // AfterFunc, a deadline timer, a park for the connect, getpeername and
 // getsockname), which --no-connection-reuse pays on every request. Here a
-// dial is socket, TCP_NODELAY, connect, getpeername to learn whether the
-// handshake is done (it always is on loopback, where connect completes it)
-// or the request's first write, fcntl and the poller's registration; only a
-// handshake still under way parks the VU.
+// dial is socket, fcntl and the poller's registration, connect, then the
+// request's first write (or getpeername) to learn whether the handshake is
+// done (it always is on loopback, where connect completes it); only a
+// handshake still under way parks the VU, or, once a whole request went,
+// its answer to come (sendFirst). socket, connect and the first write are
+// raw system calls (rawIO's reasons: on a non-blocking socket none
+// blocks), and TCP_NODELAY is set before the connection's second
+// write, so that a connection that carries one request whole in its
+// first write (--no-connection-reuse) never pays for it: Nagle's
+// algorithm only holds back a write while an earlier one is unacknowledged.
 //
 // Resolutions are kept per VU for dnsTTL, and dropped when no address of a
 // name could be reached, so that a moved service is found again.
@@ -36,6 +42,16 @@ type tcpDialer struct {
 
 	soErr   error              // set by connected
 	checked func(uintptr) bool // connected, bound once
+
+	// sendFirst's callback, bound once, and its state: what to write,
+	// how much went, whether the handshake is known done, and why the
+	// connect failed.
+	firstFn  func(uintptr) bool
+	deadline time.Time // the dial's, for the request (an address may have less)
+	first    []byte
+	sent     int
+	done     bool
+	werr     error
 
 	check  func(netip.Addr) error // Options.Allow; nil: any address
 	clock  func() int64           // the run's clock
@@ -52,13 +68,29 @@ const minAttempt = 2 * time.Second
 // remoteAddr is one address a name resolved to.
 type remoteAddr struct {
 	family int
-	sa     syscall.Sockaddr
-	tcp    *net.TCPAddr
+	// in4 or in6 (by family) is the address as connect takes it, made
+	// once; n its length.
+	in4 syscall.RawSockaddrInet4
+	in6 syscall.RawSockaddrInet6
+	n   uintptr
+	tcp *net.TCPAddr
+}
+
+// connect starts the connect of fd to ra: a raw system call, as fd is
+// non-blocking.
+func (ra *remoteAddr) connect(fd int) syscall.Errno {
+	p := unsafe.Pointer(&ra.in4)
+	if ra.family == syscall.AF_INET6 {
+		p = unsafe.Pointer(&ra.in6)
+	}
+	_, _, errno := syscall.RawSyscall(syscall.SYS_CONNECT, uintptr(fd), uintptr(p), ra.n)
+	return errno
 }
 
 func newTCPDialer(hard *atomic.Bool, clock func() int64) *tcpDialer {
 	d := &tcpDialer{hard: hard, clock: clock}
 	d.checked = d.connected
+	d.firstFn = d.firstStep
 	return d
 }
 
@@ -68,10 +100,11 @@ func (d *tcpDialer) allow(check func(netip.Addr) error) { d.check = check }
 // dial connects to addr (host:port) by the wall-clock deadline; ctx (the
 // Line's Interrupt) bounds a resolution.
 //
-// first, when not empty, is written as soon as connect returns, before the
-// socket joins the poller: on loopback the handshake is done by then, and
-// the request reaches the server with its connection, which then wakes once
-// for both rather than twice. sent is how much of first went out, at
+// first, when not empty, is a whole request, written as soon as connect
+// returns: on loopback the handshake is done by then, and the request
+// reaches the server with its connection, which then wakes once for both
+// rather than twice. When all of it went, the dial returns once its answer
+// has begun to come (sendFirst). sent is how much of first went out, at
 // d.sentAt; a handshake still under way sends nothing early.
 func (d *tcpDialer) dial(ctx context.Context, addr string, deadline time.Time, first []byte) (c net.Conn, sent int, err error) {
 	if now := d.clock(); addr != d.addr || now >= d.until {
@@ -81,6 +114,7 @@ func (d *tcpDialer) dial(ctx context.Context, addr string, deadline time.Time, f
 		}
 		d.addr, d.ras, d.until = addr, ras, now+int64(dnsTTL)
 	}
+	d.deadline = deadline
 	var firstErr error
 	for i, ra := range d.ras {
 		if d.check != nil {
@@ -120,30 +154,36 @@ func (d *tcpDialer) dialOne(ra remoteAddr, deadline time.Time, first []byte) (ne
 	if err != nil {
 		return nil, 0, fail("socket", err)
 	}
-	if err := syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1); err != nil {
-		syscall.Close(fd)
-		return nil, 0, fail("setsockopt", err)
-	}
-	switch err := syscall.Connect(fd, ra.sa); err {
-	case nil, syscall.EINPROGRESS, syscall.EALREADY, syscall.EINTR:
+	// The socket joins the poller before it connects, so that the
+	// request written early can wait for its answer there (sendFirst).
+	f := os.NewFile(uintptr(fd), "tcp")
+	switch errno := ra.connect(fd); errno {
+	case 0, syscall.EINPROGRESS, syscall.EALREADY, syscall.EINTR:
 	default:
-		syscall.Close(fd)
-		return nil, 0, fail("connect", err)
+		f.Close()
+		return nil, 0, fail("connect", errno)
 	}
+	c := newTCPConn(f, ra.tcp)
 	sent, done := 0, false
 	if len(first) > 0 {
-		if sent, done, err = d.writeFirst(fd, first); err != nil {
-			syscall.Close(fd)
+		if sent, done, err = d.sendFirst(c, first); err != nil {
+			f.Close()
 			return nil, 0, fail("connect", err)
 		}
 	}
 	if !done {
 		if done, err = handshake(fd); err != nil {
-			syscall.Close(fd)
+			f.Close()
 			return nil, 0, fail("connect", err)
 		}
 	}
-	f := os.NewFile(uintptr(fd), "tcp")
+	// Nagle's algorithm is off before any write but a whole first one.
+	if c.delayed = sent == len(first) && sent > 0; !c.delayed {
+		if errno := setNoDelay(uintptr(fd)); errno != 0 {
+			f.Close()
+			return nil, 0, fail("setsockopt", errno)
+		}
+	}
 	if !done {
 		if err := d.wait(f, deadline); err != nil {
 			f.Close()
@@ -153,7 +193,58 @@ func (d *tcpDialer) dialOne(ra remoteAddr, deadline time.Time, first []byte) (ne
 			return nil, 0, fail("connect", err)
 		}
 	}
-	return newTCPConn(f, ra.tcp), sent, nil
+	return c, sent, nil
+}
+
+// sendFirst writes first, the whole request, on c while its handshake may
+// be under way (writeFirst), in the poller's read wait: when all of it
+// went, the VU waits there for its answer to begin, so that the answer is
+// then read at once rather than after a read that finds nothing. The wait
+// is bounded by the request's deadline, which c keeps for it (dialArmed),
+// and cut by the hard stop; a wait that ends so is the read's to report.
+func (d *tcpDialer) sendFirst(c *tcpConn, first []byte) (sent int, done bool, err error) {
+	c.arm(time.Until(d.deadline))
+	c.dialArmed = true
+	d.dialing.Store(c.f)
+	defer d.dialing.Store(nil)
+	if d.hard.Load() {
+		c.f.SetDeadline(time.Unix(1, 0))
+	}
+	d.first, d.sent, d.done, d.werr = first, 0, false, nil
+	c.rc.Read(d.firstFn) // a deadline or a cut: the read that follows reports it
+	d.first = nil
+	return d.sent, d.done, d.werr
+}
+
+// firstStep is sendFirst's callback (bound once: d.firstFn): its first
+// call writes, and waits when the whole request went; the next, woken by
+// the answer (or the connection's end), returns.
+func (d *tcpDialer) firstStep(fd uintptr) bool {
+	first := d.first
+	if first == nil {
+		return true
+	}
+	d.first = nil
+	d.sent, d.done, d.werr = d.writeFirst(int(fd), first)
+	return d.werr != nil || !d.done || d.sent < len(first)
+}
+
+// setNoDelay turns Nagle's algorithm off on fd (TCP_NODELAY).
+func setNoDelay(fd uintptr) syscall.Errno {
+	one := int32(1)
+	_, _, errno := syscall.RawSyscall6(syscall.SYS_SETSOCKOPT, fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY,
+		uintptr(unsafe.Pointer(&one)), 4, 0)
+	return errno
+}
+
+// beforeWrite turns Nagle's algorithm off before a write that is not the
+// dial's first (tcpDialer.dialOne), if that is still to do. An error is
+// left to the write to report.
+func (c *tcpConn) beforeWrite(fd uintptr) {
+	if c.delayed {
+		c.delayed = false
+		setNoDelay(fd)
+	}
 }
 
 // writeFirst writes first on fd while its handshake may be under way:
@@ -164,9 +255,9 @@ func (d *tcpDialer) writeFirst(fd int, first []byte) (sent int, done bool, err e
 	// handshake done. It fails with EAGAIN while the handshake is under
 	// way, and with the connect's error when that failed.
 	d.sentAt = d.clock()
-	n, werr := syscall.Write(fd, first)
+	n, werr := rawIO(syscall.SYS_WRITE, uintptr(fd), first)
 	switch {
-	case werr == nil:
+	case werr == 0:
 		sent, done = n, true
 	case werr == syscall.ECONNRESET || werr == syscall.EPIPE:
 		// Reset (or shut) by a peer that accepted: connected, then
@@ -286,20 +377,23 @@ func resolve(ctx context.Context, addr string, deadline time.Time) ([]remoteAddr
 func newRemoteAddr(ap netip.AddrPort) (remoteAddr, error) {
 	ip := ap.Addr().Unmap()
 	ra := remoteAddr{tcp: net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, ap.Port()))}
+	port := [2]byte{byte(ap.Port() >> 8), byte(ap.Port())} // network order
 	if ip.Is4() {
-		ra.family = syscall.AF_INET
-		ra.sa = &syscall.SockaddrInet4{Port: int(ap.Port()), Addr: ip.As4()}
+		ra.family, ra.n = syscall.AF_INET, syscall.SizeofSockaddrInet4
+		ra.in4 = syscall.RawSockaddrInet4{Family: syscall.AF_INET, Addr: ip.As4()}
+		*(*[2]byte)(unsafe.Pointer(&ra.in4.Port)) = port
 		return ra, nil
 	}
-	sa := &syscall.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16()}
+	ra.family, ra.n = syscall.AF_INET6, syscall.SizeofSockaddrInet6
+	ra.in6 = syscall.RawSockaddrInet6{Family: syscall.AF_INET6, Addr: ip.As16()}
+	*(*[2]byte)(unsafe.Pointer(&ra.in6.Port)) = port
 	if zone := ip.Zone(); zone != "" {
 		ifi, err := net.InterfaceByName(zone)
 		if err != nil {
 			return ra, err
 		}
-		sa.ZoneId = uint32(ifi.Index)
+		ra.in6.Scope_id = uint32(ifi.Index)
 	}
-	ra.family, ra.sa = syscall.AF_INET6, sa
 	return ra, nil
 }
 
@@ -324,6 +418,12 @@ type tcpConn struct {
 	// closed is set by Close: the poller's error for a closed descriptor
 	// (reached through RawConn) then reads as net.ErrClosed, as os.File's.
 	closed atomic.Bool
+	// delayed: TCP_NODELAY is still to set, before the next write
+	// (beforeWrite); only the dial's whole first write went without it.
+	delayed bool
+	// dialArmed: the dial armed the deadlines for the request it wrote
+	// (sendFirst), so that the first arm, that request's, leaves them.
+	dialArmed bool
 }
 
 func newTCPConn(f *os.File, raddr *net.TCPAddr) *tcpConn {
@@ -383,6 +483,7 @@ func (c *tcpConn) Write(p []byte) (int, error) {
 // writeStep is Write's callback: writes until all of c.wb went, or false
 // to wait for room.
 func (c *tcpConn) writeStep(fd uintptr) bool {
+	c.beforeWrite(fd)
 	for c.wn < len(c.wb) {
 		n, errno := rawIO(syscall.SYS_WRITE, fd, c.wb[c.wn:])
 		switch errno {
@@ -450,6 +551,10 @@ func (c *tcpConn) SetWriteDeadline(t time.Time) error {
 // timers of the runtime, and two clock reads) move every timeout/1024
 // rather than at every request.
 func (c *tcpConn) arm(timeout time.Duration) {
+	if c.dialArmed {
+		c.dialArmed = false
+		return
+	}
 	want := time.Since(monoBase) + timeout
 	if min(c.rdl.Load(), c.wdl.Load()) >= int64(want) {
 		return

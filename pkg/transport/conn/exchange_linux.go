@@ -12,6 +12,9 @@ func (l *Line) exchangeStep(fd uintptr) bool {
 	if x.out != nil {
 		out := x.out
 		x.out = nil
+		if tc, ok := l.c.Raw.(*tcpConn); ok {
+			tc.beforeWrite(fd)
+		}
 		n, errno := rawIO(syscall.SYS_WRITE, fd, out)
 		if l.d.o.Timings {
 			x.wrote = l.now()

@@ -122,9 +122,10 @@ func (l *Line) Route(req *rrpair.Request) Route { return l.d.route(req, &l.last)
 // it nor sent on it unasked (probeIdle, which marks res.Unsolicited).
 // Otherwise a new one is dialed (through the --proxy's tunnel), its TLS
 // handshake offering p.ALPN: res gets Connected, Reconnect and the connect
-// timings. A new plain connection may carry first, the request's first
-// bytes, from the moment it is made (tcpDialer.dial): sent says how many,
-// and res.Sent is set when some were. The kind is result.ErrNone unless the
+// timings. A new plain connection may carry first, a whole request, from
+// the moment it is made (tcpDialer.dial; on Linux it then returns once the
+// answer has begun to come): sent says how many bytes went, and res.Sent
+// is set when some did. The kind is result.ErrNone unless the
 // dial or the handshake failed (why in Failure).
 func (l *Line) Connect(dst *Route, res *result.Result, p *Protocols, first []byte) (cn *Conn, sent int, kind result.ErrorKind) {
 	l.addr, l.err = dst.Addr, nil

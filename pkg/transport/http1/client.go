@@ -167,7 +167,11 @@ func (c *Client) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) 
 		c.wbuf = append(c.wbuf, body...)
 		body = nil
 	}
-	cn, early, kind := c.line.Connect(&dst, res, &plain, c.wbuf)
+	first := c.wbuf // a new connection may carry a whole request as it opens
+	if body != nil {
+		first = nil
+	}
+	cn, early, kind := c.line.Connect(&dst, res, &plain, first)
 	if kind != result.ErrNone {
 		c.headLen = 0 // nothing was sent
 		res.Err = kind
