@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/loopback"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/transport/conn"
