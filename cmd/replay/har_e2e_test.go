@@ -17,10 +17,12 @@ import (
 // blocked request, form params without text, a body not captured), replays
 // it, and checks that every request that went over the network reached
 // the wire as recorded: method, raw target, header order and values, body.
+// The WebSocket entry is left out (--websocket=false, listed as skipped):
+// its session's replay is TestImportHARWebSocket's and pkg/run's subject.
 func TestHARToTheWire(t *testing.T) {
 	dir := t.TempDir()
 	traffic := filepath.Join(dir, "traffic.jsonl")
-	r := runMain(t, context.Background(), "", "import", "har", "../../pkg/har/testdata/mixed-recorders.har", "-o", traffic)
+	r := runMain(t, context.Background(), "", "import", "har", "../../pkg/har/testdata/mixed-recorders.har", "--websocket=false", "-o", traffic)
 	wantSummary := "replay: 8 entries, 5 pairs written (3 recorded as HTTP/2 or 3); skipped 3: cache 1, no-answer 1, websocket 1; " +
 		"dropped 1 request header field, 1 answer header field; 1 body not captured, sent empty (entries 8)\n"
 	if r.code != 0 || !strings.HasPrefix(r.stderr, wantSummary) {
@@ -66,13 +68,18 @@ func TestHARToTheWire(t *testing.T) {
 
 // TestHARStrictCountsOnlyLostEntries: --strict fails on an entry the
 // import lost (one of the wrong shape), not on entries that never reached
-// the network (cache hits, a WebSocket, status 0), which it still lists.
+// the network (cache hits, status 0, a WebSocket left out with
+// --websocket=false), which it still lists.
 func TestHARStrictCountsOnlyLostEntries(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "traffic.jsonl")
 	r := runMain(t, context.Background(), "", "import", "har", "../../pkg/har/testdata/mixed-recorders.har", "--strict", "-o", out)
-	if r.code != 0 || !strings.Contains(r.stderr, "skipped 3 entries:") {
+	if r.code != 0 || !strings.Contains(r.stderr, "skipped 2 entries:") {
 		t.Errorf("off-network entries only: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	r = runMain(t, context.Background(), "", "import", "har", "../../pkg/har/testdata/mixed-recorders.har", "--strict", "--websocket=false", "-o", out)
+	if r.code != 0 || !strings.Contains(r.stderr, "skipped 3 entries:") {
+		t.Errorf("off-network entries and a WebSocket left out: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 	r = runMain(t, context.Background(), "", "import", "har", "../../pkg/har/testdata/chrome-har-params-object.har", "--strict", "-o", filepath.Join(dir, "shape.jsonl"))
 	if r.code != 1 || !strings.Contains(r.stderr, "--strict: 1 entry could not be converted") {

@@ -55,7 +55,7 @@ session's messages in order.`,
 		example: `  replay import har session.har -o traffic.jsonl
   replay import har --websocket chat.har -o traffic.jsonl`,
 		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&flags.WebSockets, "websocket", false, "keep WebSocket entries as their upgrade pairs with the sessions' messages (_webSocketMessages: text, binary, close; pings counted), instead of skipping them")
+			fs.BoolVar(&flags.WebSockets, "websocket", true, "keep WebSocket entries as their upgrade pairs with the sessions' messages (_webSocketMessages: text, binary, close; pings counted); --websocket=false skips them")
 		},
 	})
 }
@@ -94,7 +94,7 @@ WebSocket upgrade's 101 are read into the upgrade pair's session.`,
 			fs.StringVar(&flags.Session, "session", "connection", "the `SESSION` of a pair: connection, header:NAME, cookie:NAME or none")
 			fs.DurationVar(&flags.StreamTimeout, "stream-timeout", 0, "end connections idle this `LONG` in capture time, writing their requests still waiting without an answer (default 2m)")
 			fs.Int64Var(&flags.MaxBuffer, "max-buffer", 0, "bound to `BYTES` what is held for all connections (segments out of order, messages under way); over it the connection holding the most gives them up, counted (default 64 MiB)")
-			fs.BoolVar(&flags.WebSockets, "websocket", false, "keep WebSocket upgrades as their pairs with the sessions' messages, read from the frames after each 101 (text, binary, close; pings counted), instead of passing the connection over")
+			fs.BoolVar(&flags.WebSockets, "websocket", true, "keep WebSocket upgrades as their pairs with the sessions' messages, read from the frames after each 101 (text, binary, close; pings counted); --websocket=false passes the connection over")
 			fs.StringVar(&flags.KeyLog, "keylog", "", "decrypt TLS 1.2 and 1.3 connections with the secrets of this key log `FILE` (the client's SSLKEYLOGFILE: curl, browsers, Go, OpenSSL); a connection whose keys it lacks is counted")
 		},
 	})

@@ -60,7 +60,7 @@ func TestImportPcap(t *testing.T) {
 func TestImportPcapSkips(t *testing.T) {
 	dir := t.TempDir()
 	out, skipped := filepath.Join(dir, "traffic.jsonl"), filepath.Join(dir, "skipped.jsonl")
-	r := runMain(t, context.Background(), "", "import", "pcap", "../../pkg/pcap/testdata/lossy.pcap.gz", "-o", out, "--skipped", skipped)
+	r := runMain(t, context.Background(), "", "import", "pcap", "../../pkg/pcap/testdata/lossy.pcap.gz", "-o", out, "--skipped", skipped, "--websocket=false")
 	for _, want := range []string{
 		"replay: 246 packets, 19 connections, 20 pairs written (HTTP/1.1 IN 16, HTTP/2 IN 4), 8 without an answer (3 lost in the capture); skipped 16: tls 1 (TLS connections not decrypted, port 443), gap 3",
 		"replay: skipped 16 items:\n  packet 4: gap: POST /cut to 10.0.0.2:8080: its body is missing 60 bytes the capture lost, before packet 6\n",
@@ -75,7 +75,7 @@ func TestImportPcapSkips(t *testing.T) {
 		t.Errorf("--skipped: %d lines:\n%s", n, lines)
 	}
 	os.Remove(out)
-	r = runMain(t, context.Background(), "", "import", "pcap", "../../pkg/pcap/testdata/lossy.pcap.gz", "-o", out, "--strict")
+	r = runMain(t, context.Background(), "", "import", "pcap", "../../pkg/pcap/testdata/lossy.pcap.gz", "-o", out, "--strict", "--websocket=false")
 	if r.code != 1 || !strings.Contains(r.stderr, "--strict: 12 items could not be converted") {
 		t.Errorf("--strict: exit %d, stderr:\n%s", r.code, r.stderr)
 	}

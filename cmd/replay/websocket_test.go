@@ -10,12 +10,12 @@ import (
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
-// TestImportHARWebSocket: import har --websocket keeps mitmproxy's
-// WebSocket entry as its upgrade pair with the session's six messages,
-// and inspect counts them.
+// TestImportHARWebSocket: import har keeps mitmproxy's WebSocket entry
+// as its upgrade pair with the session's six messages (by default: a run
+// plays sessions), and inspect counts them; --websocket=false skips it.
 func TestImportHARWebSocket(t *testing.T) {
 	traffic := filepath.Join(t.TempDir(), "traffic.jsonl")
-	r := runMain(t, context.Background(), "", "import", "har", "--websocket", "../../pkg/har/testdata/mitmproxy-websocket.har", "-o", traffic)
+	r := runMain(t, context.Background(), "", "import", "har", "../../pkg/har/testdata/mitmproxy-websocket.har", "-o", traffic)
 	want := "replay: 2 entries, 2 pairs written (0 recorded as HTTP/2 or 3); 1 WebSocket session with 6 messages\n"
 	if r.code != 0 || !strings.HasPrefix(r.stderr, want) {
 		t.Fatalf("import: exit %d, stderr:\n%s\nwant it to start with:\n%s", r.code, r.stderr, want)
@@ -34,10 +34,11 @@ func TestImportHARWebSocket(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.WebSocket.Sessions != 1 || st.WebSocket.Messages.Client != 3 || st.WebSocket.Messages.Server != 3 {
 		t.Errorf("inspect --json: %v %+v", err, st)
 	}
-	// Without --websocket the entry is skipped, as a WebSocket always was.
-	r = runMain(t, context.Background(), "", "import", "har", "../../pkg/har/testdata/mitmproxy-websocket.har", "-o", filepath.Join(t.TempDir(), "plain.jsonl"))
+	// With --websocket=false the entry is skipped, as a WebSocket was
+	// before runs played sessions.
+	r = runMain(t, context.Background(), "", "import", "har", "--websocket=false", "../../pkg/har/testdata/mitmproxy-websocket.har", "-o", filepath.Join(t.TempDir(), "plain.jsonl"))
 	if r.code != 0 || !strings.Contains(r.stderr, "skipped 1: websocket 1") {
-		t.Errorf("import without --websocket: exit %d, stderr:\n%s", r.code, r.stderr)
+		t.Errorf("import with --websocket=false: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
 
