@@ -491,3 +491,43 @@ func TestFrameSize(t *testing.T) {
 		t.Errorf("a forbidden length: %d %v", size, ok)
 	}
 }
+
+// endless is a reader of prefix, then of one byte forever, counting what
+// was read after prefix.
+type endless struct {
+	prefix []byte
+	after  int64
+}
+
+func (e *endless) Read(b []byte) (int, error) {
+	if len(e.prefix) > 0 {
+		n := copy(b, e.prefix)
+		e.prefix = e.prefix[n:]
+		return n, nil
+	}
+	for i := range b {
+		b[i] = 'a'
+	}
+	e.after += int64(len(b))
+	if e.after > 64<<20 {
+		return 0, io.EOF // the bound did not hold: stop the test's peer
+	}
+	return len(b), nil
+}
+
+// TestLengthNearMaxInt64: a continuation frame declaring a length near
+// 2^63 after a message's first bytes is over the bound at once. Adding
+// the length to the bytes held wrapped negative and passed the bound, and
+// the reader then read whatever the peer kept sending.
+func TestLengthNearMaxInt64(t *testing.T) {
+	frames := []byte{0x01, 0x01, 'a', 0x80, 0x7f, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	src := &endless{prefix: frames}
+	r := websocket.NewReader(src, websocket.ReaderOptions{Sender: websocket.Server, MaxMessage: 1 << 20})
+	_, err := r.ReadMessage()
+	if !errors.Is(err, websocket.ErrTooLarge) {
+		t.Fatalf("got %v, want a message over the bound", err)
+	}
+	if src.after > 1<<20 {
+		t.Errorf("read %d bytes past the frame's header before refusing it, want none to speak of", src.after)
+	}
+}

@@ -254,7 +254,11 @@ func (r *Reader) next() (Message, error) {
 			}
 			continue
 		}
-		if size := int64(len(r.msg)) + h.length; size > r.max {
+		if h.length > r.max-int64(len(r.msg)) { // not len+length: a length near 2^63 would wrap past the bound
+			size := int64(len(r.msg)) + h.length
+			if size < 0 {
+				size = math.MaxInt64
+			}
 			r.remain = h.length
 			r.inMessage, r.dropping = !h.fin, !h.fin
 			if r.compressed && r.inf != nil && r.inf.takeover {
