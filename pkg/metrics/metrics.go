@@ -135,7 +135,7 @@ func writeE2E(e expo.Writer, stages []e2e.StageCount) {
 func writeWS(e expo.Writer, ws *recording.LiveWS) {
 	e.Family("replay_ws_sessions_total", "counter", "WebSocket sessions ended (upgrades sent), failed or not.")
 	e.Sample("replay_ws_sessions_total", "", float64(ws.Sessions))
-	e.Family("replay_ws_sessions_failed_total", "counter", "WebSocket sessions failed, by kind (refused, closed_early, timeout, too_large, protocol, error).")
+	e.Family("replay_ws_sessions_failed_total", "counter", "WebSocket sessions failed, by kind (refused, closed_early, timeout, too_large, protocol, close_error, error).")
 	for _, k := range result.WSFailNames() {
 		e.Sample("replay_ws_sessions_failed_total", expo.Label("kind", k), float64(ws.Failed[k]))
 	}

@@ -36,7 +36,7 @@ import (
 //	ws.p99<50ms            WebSocket latency: from each client message's due time to the next
 //	                       server message (also per endpoint)
 //	ws.closed_early<1%     WebSocket sessions failed as this kind (closed_early, refused, timeout,
-//	                       too_large, protocol, error, or failed: any), a share of the sessions or a count
+//	                       too_large, protocol, close_error, error, or failed: any), a share of the sessions or a count
 //	step 3: p99<200ms      the same for one step of --stages (from 1): latency, service,
 //	                       errors, rps, throughput, iteration_rate, dropped, late, status, grpc,
 //	                       e2e latency, e2e pending

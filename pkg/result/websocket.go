@@ -46,6 +46,10 @@ const (
 	WSTooLarge
 	// WSProtocol: the server broke RFC 6455 (a malformed frame).
 	WSProtocol
+	// WSCloseError: the recorded messages were exchanged, then the server
+	// closed with a code that says it failed (1011, 1008...), not the one
+	// it closed with in the recording.
+	WSCloseError
 	// WSError: no session: the upgrade request failed without an answer
 	// (its kind is the request's), or the connection failed during the
 	// session (reset, cancelled).
@@ -57,7 +61,7 @@ const (
 // indexed by kind.
 const NumWSFails = int(numWSFails)
 
-var wsFailNames = [...]string{"", "refused", "closed_early", "timeout", "too_large", "protocol", "error"}
+var wsFailNames = [...]string{"", "refused", "closed_early", "timeout", "too_large", "protocol", "close_error", "error"}
 
 // String is the kind's name as the summary spells it ("" for WSOK).
 func (k WSFail) String() string {

@@ -167,6 +167,18 @@ func TestWebSocketFailures(t *testing.T) {
 			keep(string(p))
 		}
 	})
+	failing := newWSSUT(t, func(c *gorilla.Conn, keep func(string)) { // all answered, then 1011
+		for range threeMessages {
+			op, p, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			keep(string(p))
+			c.WriteMessage(op, p)
+		}
+		c.WriteControl(gorilla.CloseMessage, gorilla.FormatCloseMessage(1011, "internal error"), time.Now().Add(time.Second))
+		c.ReadMessage() // the client's close
+	})
 	line := wsLine(threeMessages, []float64{1, 2, 3})
 	for _, tc := range []struct {
 		name, url, kind string
@@ -175,6 +187,7 @@ func TestWebSocketFailures(t *testing.T) {
 		{"refused", refusing.URL, "refused", "403"},
 		{"closed early", closing.URL, "closed_early", ""},
 		{"timeout", silent.URL, "timeout", ""},
+		{"closed with an error after all", failing.URL, "close_error", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := wsRun(t, tc.url, 4, line, func(o *Options) { o.HTTP.Timeout = 300 * time.Millisecond })

@@ -531,3 +531,33 @@ func TestLengthNearMaxInt64(t *testing.T) {
 		t.Errorf("read %d bytes past the frame's header before refusing it, want none to speak of", src.after)
 	}
 }
+
+// TestWriteCloseStaysValid: a recorded close whose code no close frame
+// may carry (1006, 1015, a reserved 2000) goes as a close without a
+// payload, and a long reason is cut at a character's start: our own
+// Reader, as strict as a browser, takes each close, where the code or
+// the cut character had it fail the connection.
+func TestWriteCloseStaysValid(t *testing.T) {
+	long := strings.Repeat("a", 122) + "é" + "tail"
+	for _, tc := range []struct {
+		code       uint16
+		reason     string
+		wantCode   uint16
+		wantReason string
+	}{
+		{1006, "abnormal", websocket.CloseNoStatus, ""},
+		{1015, "tls", websocket.CloseNoStatus, ""},
+		{2000, "reserved", websocket.CloseNoStatus, ""},
+		{1000, long, 1000, strings.Repeat("a", 122)},
+		{4000, "app", 4000, "app"},
+	} {
+		var buf bytes.Buffer
+		if err := websocket.NewWriter(&buf, websocket.Server).WriteClose(tc.code, tc.reason); err != nil {
+			t.Fatal(err)
+		}
+		m, err := websocket.NewReader(&buf, websocket.ReaderOptions{Sender: websocket.Server}).ReadMessage()
+		if err != nil || m.Opcode != websocket.OpClose || m.Code != tc.wantCode || string(m.Reason) != tc.wantReason {
+			t.Errorf("close %d %q: read %v %d %q, %v; want a close %d %q", tc.code, tc.reason, m.Opcode, m.Code, m.Reason, err, tc.wantCode, tc.wantReason)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"io"
 	"math/rand/v2"
+	"unicode/utf8"
 )
 
 // randomBytes fills b from the system's random source.
@@ -105,11 +106,22 @@ func (w *Writer) WriteMessage(op Opcode, payload []byte) error {
 }
 
 // WriteClose writes a close frame with the code and reason (CloseNoStatus:
-// a close frame without a payload). The reason is cut to the 123 bytes a
-// control frame leaves it.
+// a close frame without a payload). A code no close frame may carry (1005,
+// 1006, 1015, a reserved one: a recording may hold one, as a HAR writes
+// what a browser saw) is sent as a close without a payload, which a peer
+// accepts, where the code would have it fail the connection. The reason is
+// cut to the 123 bytes a control frame leaves it, at a character's start,
+// so that it stays UTF-8.
 func (w *Writer) WriteClose(code uint16, reason string) error {
+	if !validCloseCode(code) {
+		code, reason = CloseNoStatus, ""
+	}
 	if len(reason) > maxControl-2 {
-		reason = reason[:maxControl-2]
+		n := maxControl - 2
+		for n > 0 && !utf8.RuneStart(reason[n]) {
+			n--
+		}
+		reason = reason[:n]
 	}
 	var p [maxControl]byte
 	return w.WriteFrame(true, OpClose, ClosePayload(p[:0], code, reason))

@@ -23,7 +23,7 @@ const (
 // play plays the recorded messages and returns how the session ended.
 func (p *player) play() result.WSFail {
 	msgs := p.s.WS.Messages
-	servers, total := 0, serverMessages(msgs)
+	servers, total := 0, p.total
 	for i := range msgs {
 		m := &msgs[i]
 		if m.From == rrpair.WSServer {
@@ -37,7 +37,7 @@ func (p *player) play() result.WSFail {
 		}
 		w := p.await(m, servers)
 		if w == waitClosed && m.Type == rrpair.WSClose && len(p.arrivals) >= total {
-			return result.WSOK // the server closed first, all said
+			return p.closedAfterAll() // the server closed first, all said
 		}
 		if w != waitOK {
 			return p.failure(w)
@@ -52,7 +52,30 @@ func (p *player) play() result.WSFail {
 		return p.failure(w)
 	}
 	p.end()
-	return result.WSOK
+	return p.closedAfterAll()
+}
+
+// closedAfterAll is how a session whose recorded messages were exchanged
+// ended: WSOK, unless the server closed it with a code that says it
+// failed (1002 and above but 1005, such as 1011, an internal error) that
+// it did not close with in the recording: then WSCloseError, so that a
+// server that answered everything and then failed is not counted sound.
+func (p *player) closedAfterAll() result.WSFail {
+	switch p.code {
+	case 0, websocket.CloseNormal, websocket.CloseGoingAway, websocket.CloseNoStatus, recordedClose(p.s.WS.Messages):
+		return result.WSOK
+	}
+	return result.WSCloseError
+}
+
+// recordedClose is the code of the server's recorded close; 0 without one.
+func recordedClose(msgs []rrpair.WSMessage) uint16 {
+	for i := range msgs {
+		if msgs[i].From == rrpair.WSServer && msgs[i].Type == rrpair.WSClose {
+			return uint16(msgs[i].Code)
+		}
+	}
+	return 0
 }
 
 // serverMessages counts the server's recorded data messages.

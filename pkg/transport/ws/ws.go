@@ -95,6 +95,7 @@ type Conn struct {
 type event struct {
 	at      int64
 	closed  bool
+	code    uint16 // the close's code (websocket.CloseNoStatus: none)
 	err     error
 	typ     rrpair.WSType
 	payload []byte
@@ -110,10 +111,13 @@ type player struct {
 	w   *websocket.Writer
 
 	ev       chan event
+	total    int     // the server's recorded data messages
 	t0       int64   // the 101's arrival
-	arrivals []int64 // of the server's data messages, in order
+	arrivals []int64 // of the server's data messages, in order, up to the recorded count
+	received int     // the server's data messages, all of them
 	pending  []int64 // due times of the client messages not yet answered
 	closed   bool    // the server closed (a close frame or the connection)
+	code     uint16  // the code of the server's close frame; 0 without one
 	err      error   // the direction ended on an error
 	wrote    bool    // the client's close went
 }
@@ -126,7 +130,7 @@ func Play(c *Conn, s *transport.Session, t0 int64, out *result.Result) {
 	if c.Timeout <= 0 {
 		c.Timeout = 30 * time.Second
 	}
-	p := &player{c: c, s: s, out: out, t0: t0, ev: make(chan event, 16)}
+	p := &player{c: c, s: s, out: out, t0: t0, ev: make(chan event, 16), total: serverMessages(s.WS.Messages)}
 	p.w = websocket.NewWriter(c.NC, websocket.Client)
 	ext, _ := websocket.ParseExtensions(c.Get("Sec-WebSocket-Extensions"))
 	c.NC.SetReadDeadline(time.Time{}) // the waits are the player's, on its timers
@@ -152,7 +156,7 @@ func Play(c *Conn, s *transport.Session, t0 int64, out *result.Result) {
 	for len(p.ev) > 0 { // what it sent before it went
 		p.take(<-p.ev)
 	}
-	out.WSReceived = uint32(len(p.arrivals))
+	out.WSReceived = uint32(p.received)
 }
 
 // checkCut keeps the hard stop's deadline when a deadline was just set.
@@ -176,7 +180,7 @@ func (p *player) read(rd *websocket.Reader) {
 			p.write(func(w *websocket.Writer) error { return w.WriteMessage(websocket.OpPong, m.Payload) })
 		case websocket.OpPong:
 		case websocket.OpClose:
-			p.ev <- event{closed: true, at: p.c.Now()}
+			p.ev <- event{closed: true, code: m.Code, at: p.c.Now()}
 			return
 		default:
 			e := event{at: p.c.Now()}
@@ -211,12 +215,15 @@ func (p *player) take(e event) {
 			p.err = e.err
 		}
 	case e.closed:
-		p.closed = true
+		p.closed, p.code = true, e.code
 	default:
 		if p.s.Received != nil {
-			p.s.Received(len(p.arrivals), e.typ, e.payload)
+			p.s.Received(p.received, e.typ, e.payload)
 		}
-		p.arrivals = append(p.arrivals, e.at)
+		p.received++
+		if len(p.arrivals) < p.total { // only the recorded ones pace the client: a chatty server grows nothing
+			p.arrivals = append(p.arrivals, e.at)
+		}
 		for _, due := range p.pending {
 			if p.s.Latency != nil {
 				p.s.Latency(result.Result{WS: result.WSLatency, Due: due, Sent: due, End: e.at})
