@@ -255,16 +255,7 @@ func (r *Reader) next() (Message, error) {
 			continue
 		}
 		if h.length > r.max-int64(len(r.msg)) { // not len+length: a length near 2^63 would wrap past the bound
-			size := int64(len(r.msg)) + h.length
-			if size < 0 {
-				size = math.MaxInt64
-			}
-			r.remain = h.length
-			r.inMessage, r.dropping = !h.fin, !h.fin
-			if r.compressed && r.inf != nil && r.inf.takeover {
-				r.inf.lost = true
-			}
-			return Message{}, &TooLargeError{Opcode: r.op, Size: size, Limit: r.max}
+			return Message{}, r.tooLarge(h)
 		}
 		start := len(r.msg)
 		if err := r.readPayload(h.length); err != nil {
@@ -301,6 +292,21 @@ func (r *Reader) readPayload(n int64) error {
 		n -= int64(step)
 	}
 	return nil
+}
+
+// tooLarge drops the message whose frame h would take it over the bound:
+// the rest of the frame, and of the message, is skipped as it comes.
+func (r *Reader) tooLarge(h header) error {
+	size := int64(len(r.msg)) + h.length
+	if size < 0 { // wrapped: the frame declared a length near 2^63
+		size = math.MaxInt64
+	}
+	r.remain = h.length
+	r.inMessage, r.dropping = !h.fin, !h.fin
+	if r.compressed && r.inf != nil && r.inf.takeover {
+		r.inf.lost = true
+	}
+	return &TooLargeError{Opcode: r.op, Size: size, Limit: r.max}
 }
 
 // finish returns the data message just completed, inflated and checked.
