@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -144,11 +145,38 @@ func (s *Server) upgrade(ctx *fasthttp.RequestCtx, sc *scratch, cs *connState) {
 		rec = &rrpair.WebSocket{}
 	}
 	ss := newWSSession(s, rec, cs)
+	proto := subprotocol(string(ctx.Request.Header.Peek("Sec-WebSocket-Protocol")), string(headerValue(sc.pair.Res.Headers, "sec-websocket-protocol")))
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
 		ss.conn = c
-		ss.run(key)
+		ss.run(key, proto)
 	})
+}
+
+// subprotocol is the subprotocol the 101 names, from the client's offer
+// (a comma-separated list) and the recorded 101's choice: the recorded one
+// when the client offers it, else, when the recorded server chose one,
+// the client's first (a client that offered subprotocols fails a 101
+// that names none, as Node's ws does); "" when the recording chose none or
+// the client offers none.
+func subprotocol(offered, recorded string) string {
+	first := ""
+	for _, p := range strings.Split(offered, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if strings.EqualFold(p, strings.TrimSpace(recorded)) {
+			return p
+		}
+		if first == "" {
+			first = p
+		}
+	}
+	if strings.TrimSpace(recorded) == "" {
+		return ""
+	}
+	return first
 }
 
 // wsSession is one session played to a client.
@@ -181,11 +209,16 @@ func newWSSession(s *Server, rec *rrpair.WebSocket, cs *connState) *wsSession {
 		moved: make(chan struct{}, 1), readDone: make(chan struct{})}
 }
 
-// run answers the 101 and plays the session until it closes.
-func (ss *wsSession) run(key string) {
+// run answers the 101 (naming proto, when not empty) and plays the
+// session until it closes.
+func (ss *wsSession) run(key, proto string) {
 	s := ss.s
 	ss.conn.SetWriteDeadline(time.Now().Add(s.o.IdleTimeout))
-	if _, err := ss.conn.Write(websocket.AppendAnswer(nil, key)); err != nil {
+	var extra []string
+	if proto != "" {
+		extra = append(extra, "Sec-WebSocket-Protocol: "+proto)
+	}
+	if _, err := ss.conn.Write(websocket.AppendAnswer(nil, key, extra...)); err != nil {
 		return
 	}
 	s.ws.sessions.Add(1)

@@ -240,3 +240,39 @@ func TestWebSocketPingAndStop(t *testing.T) {
 		t.Fatalf("passthrough %d, misses %d; want 0 and 1", r.Passthrough, r.Misses)
 	}
 }
+
+// TestWebSocketSubprotocol: the 101 names the subprotocol the recorded
+// server chose when the client offers it (a client that offered
+// subprotocols, as GraphQL and STOMP clients do, fails a 101 naming
+// none), and names none when the recording chose none.
+func TestWebSocketSubprotocol(t *testing.T) {
+	line := string(rrpair.AppendLine(nil, &rrpair.Record{TS: recordedAt, Protocol: "http", Direction: "OUT",
+		Method: "GET", URI: "/graphql", Host: "chat.test",
+		Headers: []rrpair.Field{{Name: "Upgrade", Value: "websocket"}, {Name: "Connection", Value: "Upgrade"},
+			{Name: "Sec-WebSocket-Key", Value: "dGhlIHNhbXBsZSBub25jZQ=="}, {Name: "Sec-WebSocket-Version", Value: "13"},
+			{Name: "Sec-WebSocket-Protocol", Value: "graphql-ws, graphql-transport-ws"}},
+		Status: 101, ResHeaders: []rrpair.Field{{Name: "Upgrade", Value: "websocket"}, {Name: "Connection", Value: "Upgrade"},
+			{Name: "Sec-WebSocket-Accept", Value: "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="}, {Name: "Sec-WebSocket-Protocol", Value: "graphql-transport-ws"}},
+		WebSocket: &rrpair.WebSocket{Messages: []rrpair.WSMessage{}}}))
+	s := start(t, Options{File: writeFile(t, line)})
+	d := gorilla.Dialer{HandshakeTimeout: 5 * time.Second, Subprotocols: []string{"graphql-ws", "graphql-transport-ws"}}
+	c, resp, err := d.Dial("ws://"+s.Addrs()[0]+"/graphql", nil)
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, resp)
+	}
+	defer c.Close()
+	if got := c.Subprotocol(); got != "graphql-transport-ws" {
+		t.Errorf("subprotocol %q, want the recorded graphql-transport-ws", got)
+	}
+	for _, tc := range []struct{ offered, recorded, want string }{
+		{"a, b", "b", "b"},
+		{"a, b", "c", "a"},
+		{"a, b", "", ""},
+		{"", "b", ""},
+		{" B ", "b", "B"},
+	} {
+		if got := subprotocol(tc.offered, tc.recorded); got != tc.want {
+			t.Errorf("subprotocol(%q, %q) = %q, want %q", tc.offered, tc.recorded, got, tc.want)
+		}
+	}
+}
