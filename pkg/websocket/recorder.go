@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -61,9 +62,11 @@ func NewRecorder(start time.Time, opts RecorderOptions) *Recorder {
 
 // Relay copies src to dst as the bytes come (each read written before the
 // next read), reading the frames the side from sent from a copy, until src
-// ends: nil at its end between frames, else the read or write error. A
-// frame the framer refuses ends the recording of the side's messages
-// (Error says why), not the relay: what follows is copied as it comes.
+// ends: nil at its end between frames, else the read or write error, which
+// the session's Error keeps when it cut the side short (a reset, the end
+// in the middle of a frame). A frame the framer refuses ends the recording
+// of the side's messages (Error says why), not the relay: what follows is
+// copied as it comes.
 // Each side is relayed by one goroutine; the two may run at once.
 func (r *Recorder) Relay(dst io.Writer, src io.Reader, from Sender) error {
 	tee := &stampTee{src: src, dst: dst}
@@ -83,9 +86,20 @@ func (r *Recorder) Relay(dst io.Writer, src io.Reader, from Sender) error {
 			_, err = io.Copy(dst, src)
 			return err
 		default:
+			if cut(err) {
+				r.fail(from, err) // a reset, a frame cut short: the session did not end, it was cut
+			}
 			return err
 		}
 	}
+}
+
+// cut says whether err cut a side short: not the connection closed by
+// the relay itself (the other side ended, the recorder stops) nor the
+// idle timeout both sides let pass.
+func cut(err error) bool {
+	var ne net.Error
+	return !errors.Is(err, net.ErrClosed) && !(errors.As(err, &ne) && ne.Timeout())
 }
 
 // stampTee passes what it reads from src to dst before it returns it, and

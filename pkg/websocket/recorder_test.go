@@ -2,6 +2,7 @@ package websocket_test
 
 import (
 	"bytes"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -98,3 +99,35 @@ func TestIsUpgrade(t *testing.T) {
 		}
 	}
 }
+
+// TestRecorderSaysASideWasCut: a side that ends in the middle of a frame
+// leaves the session saying so (Error), where it was written as if it had
+// ended; a side the relay itself closed does not.
+func TestRecorderSaysASideWasCut(t *testing.T) {
+	c := websocket.Client
+	whole := frame(c, true, false, websocket.OpText, "hello")
+	cutShort := frame(c, true, false, websocket.OpText, "a longer message")
+	rec := websocket.NewRecorder(time.Now(), websocket.RecorderOptions{MaxMessage: 256, MaxSession: 4096})
+	var out bytes.Buffer
+	err := rec.Relay(&out, bytes.NewReader(cat(whole, cutShort[:len(cutShort)-4])), c)
+	if err == nil {
+		t.Fatal("a side cut in a frame relayed as if it ended")
+	}
+	ws := rec.Session()
+	if len(ws.Messages) != 1 || !strings.HasPrefix(ws.Error, "client: ") {
+		t.Errorf("%d messages, error %q; want the whole one kept and the cut said", len(ws.Messages), ws.Error)
+	}
+
+	rec = websocket.NewRecorder(time.Now(), websocket.RecorderOptions{MaxMessage: 256, MaxSession: 4096})
+	if err := rec.Relay(&out, closedReader{}, c); err == nil {
+		t.Fatal("want the closed connection's error")
+	}
+	if ws := rec.Session(); ws.Error != "" {
+		t.Errorf("a side the relay closed: error %q, want none", ws.Error)
+	}
+}
+
+// closedReader reads as a connection the relay closed.
+type closedReader struct{}
+
+func (closedReader) Read([]byte) (int, error) { return 0, net.ErrClosed }
