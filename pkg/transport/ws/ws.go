@@ -123,7 +123,8 @@ type player struct {
 }
 
 // Play plays s on c, from t0 (when the 101 arrived), and fills out's
-// WSFail, WSSent and WSReceived. It returns when the session ended, with
+// WSFail, WSSent and WSReceived; a 101 that took an extension the client
+// cannot read (from the recorded offer, sent as it was) is refused. It returns when the session ended, with
 // its reading goroutine gone: the caller closes the connection then, and
 // may reuse c.R.
 func Play(c *Conn, s *transport.Session, t0 int64, out *result.Result) {
@@ -132,7 +133,11 @@ func Play(c *Conn, s *transport.Session, t0 int64, out *result.Result) {
 	}
 	p := &player{c: c, s: s, out: out, t0: t0, ev: make(chan event, 16), total: serverMessages(s.WS.Messages)}
 	p.w = websocket.NewWriter(c.NC, websocket.Client)
-	ext, _ := websocket.ParseExtensions(c.Get("Sec-WebSocket-Extensions"))
+	ext, err := websocket.ParseExtensions(c.Get("Sec-WebSocket-Extensions"))
+	if err != nil { // an extension the 101 took that the client cannot read: the handshake failed
+		out.WSFail = result.WSRefused
+		return
+	}
 	c.NC.SetReadDeadline(time.Time{}) // the waits are the player's, on its timers
 	p.checkCut()
 	rd := websocket.NewReader(c.R, websocket.ReaderOptions{Sender: websocket.Server, MaxMessage: c.MaxMessage, Deflate: ext})

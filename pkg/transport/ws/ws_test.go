@@ -1,10 +1,16 @@
 package ws
 
 import (
+	"bufio"
+	"io"
+	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
+	"github.com/replay-dev/replay/pkg/transport"
 	"github.com/replay-dev/replay/pkg/websocket"
 )
 
@@ -58,5 +64,30 @@ func TestOpened(t *testing.T) {
 		if ok := Opened(&tc.res, get, tc.key, &out); ok != tc.ok || out.WSFail != tc.fail || out.Status != tc.status {
 			t.Errorf("%+v: opened %v, %v %d; want %v, %v %d", tc.res, ok, out.WSFail, out.Status, tc.ok, tc.fail, tc.status)
 		}
+	}
+}
+
+// TestPlayRefusesAnUnreadableExtension: a 101 that took an extension the
+// client cannot read (a window of 99 bits) fails the session as refused
+// before a message goes, rather than as the server's protocol error at
+// its first compressed frame.
+func TestPlayRefusesAnUnreadableExtension(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	defer server.Close()
+	go io.Copy(io.Discard, server)
+	c := &Conn{NC: client, R: bufio.NewReader(client), Timeout: time.Second,
+		Get: func(name string) string {
+			if strings.EqualFold(name, "Sec-WebSocket-Extensions") {
+				return "permessage-deflate; server_max_window_bits=99"
+			}
+			return ""
+		},
+		Now: func() int64 { return time.Now().UnixNano() }, Cut: func() bool { return false }}
+	s := &transport.Session{WS: &rrpair.WebSocket{Messages: []rrpair.WSMessage{{From: rrpair.WSClient, Type: rrpair.WSText, Data: []byte("hi")}}}}
+	var out result.Result
+	Play(c, s, time.Now().UnixNano(), &out)
+	if out.WSFail != result.WSRefused || out.WSSent != 0 {
+		t.Errorf("session %v, %d sent; want refused, nothing sent", out.WSFail, out.WSSent)
 	}
 }
