@@ -110,10 +110,11 @@ var onlyIn = map[string][]string{
 	// Packet captures: the pcap and pcapng readers, the link, IP and TCP
 	// layers, the IP defragmenters.
 	"github.com/gopacket/gopacket": {"pkg/pcap"},
-	// A WebSocket peer independent of pkg/websocket's framer, in tests
-	// only: the framer is the project's own (relayed frames stay as they
-	// came).
-	"github.com/gorilla/websocket": nil,
+	// A WebSocket peer independent of pkg/websocket's framer, for tests
+	// only (the test helper wspeer, and test files): the framer is the
+	// project's own (relayed frames stay as they came), and no command
+	// links a test helper (TestCommandsLinkNoTestHelper).
+	"github.com/gorilla/websocket": {testutil + "/wspeer"},
 }
 
 // testutil is the one roof of the test helpers: the packages only tests

@@ -2,54 +2,15 @@ package main
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	gorilla "github.com/gorilla/websocket"
+
+	"github.com/replay-dev/replay/internal/testutil/wspeer"
 )
-
-// echoSessions is a gorilla WebSocket echo server that keeps the text
-// messages of each session it served, in order.
-type echoSessions struct {
-	*httptest.Server
-	mu       sync.Mutex
-	sessions [][]string
-}
-
-func newEchoSessions(t *testing.T) *echoSessions {
-	s := &echoSessions{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := (&gorilla.Upgrader{}).Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		s.mu.Lock()
-		i := len(s.sessions)
-		s.sessions = append(s.sessions, nil)
-		s.mu.Unlock()
-		for {
-			op, p, err := c.ReadMessage()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.sessions[i] = append(s.sessions[i], string(p))
-			s.mu.Unlock()
-			if c.WriteMessage(op, p) != nil {
-				return
-			}
-		}
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
 
 // TestRunWebSocketRecorded: a client session of three messages recorded
 // through replay record in front of a WebSocket server, replayed by
@@ -57,20 +18,16 @@ func newEchoSessions(t *testing.T) *echoSessions {
 // those three messages in order, and the JSON's websocket section counts
 // 18 messages sent and 18 received.
 func TestRunWebSocketRecorded(t *testing.T) {
-	up := newEchoSessions(t)
+	up := wspeer.Serve(t, wspeer.Echo)
 	recorded, sent := recordEchoSession(t, up.URL)
-	up.mu.Lock()
-	up.sessions = nil // the recording's own session
-	up.mu.Unlock()
+	up.Forget() // the recording's own session
 
 	out := filepath.Join(t.TempDir(), "summary.json")
 	r := runMain(t, context.Background(), "", "run", "-f", recorded, "--target", up.URL, "--vus", "3", "--iterations", "6", "--out", out, "--progress", "off")
 	if r.code != 0 {
 		t.Fatalf("run: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	up.mu.Lock()
-	got := up.sessions
-	up.mu.Unlock()
+	got := up.Sessions()
 	if len(got) != 6 {
 		t.Fatalf("the server received %d sessions, want 6: %q", len(got), got)
 	}

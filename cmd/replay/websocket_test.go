@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/replay-dev/replay/internal/testutil/wspeer"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
 
@@ -48,7 +49,7 @@ func TestImportHARWebSocket(t *testing.T) {
 // holds the upgrade pair with the session: the six messages in order,
 // then the closes.
 func TestRecordWebSocket(t *testing.T) {
-	up := newEchoSessions(t)
+	up := wspeer.Serve(t, wspeer.Echo)
 	recorded, sent := recordEchoSession(t, up.URL)
 
 	f, err := rrpair.Open(recorded, rrpair.Options{})

@@ -13,54 +13,9 @@ import (
 	"time"
 
 	gorilla "github.com/gorilla/websocket"
+
+	"github.com/replay-dev/replay/internal/testutil/wspeer"
 )
-
-// wsSUT is a gorilla WebSocket server that keeps the text messages of each
-// session it served, in order, and answers them as its handle says.
-type wsSUT struct {
-	*httptest.Server
-	mu       sync.Mutex
-	sessions [][]string
-}
-
-// newWSSUT serves upgrades with handle, which gets the connection and a
-// function that keeps a message of the session.
-func newWSSUT(t *testing.T, handle func(c *gorilla.Conn, keep func(string))) *wsSUT {
-	s := &wsSUT{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := (&gorilla.Upgrader{}).Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		s.mu.Lock()
-		i := len(s.sessions)
-		s.sessions = append(s.sessions, nil)
-		s.mu.Unlock()
-		handle(c, func(m string) {
-			s.mu.Lock()
-			s.sessions[i] = append(s.sessions[i], m)
-			s.mu.Unlock()
-		})
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-// echo answers each message with itself until the client closes.
-func echo(c *gorilla.Conn, keep func(string)) {
-	for {
-		op, p, err := c.ReadMessage()
-		if err != nil {
-			return
-		}
-		keep(string(p))
-		if c.WriteMessage(op, p) != nil {
-			return
-		}
-	}
-}
 
 // wsLine is an upgrade pair to /chat with a session of the client
 // messages msgs, each answered by its echo at the offsets given (ms),
@@ -96,16 +51,14 @@ var threeMessages = []string{`{"op":"join","room":"a"}`, "hello", "bye for now"}
 // in order, and the summary counts 18 sent and 18 received, six sessions,
 // none failed, a latency per message.
 func TestWebSocketReplay(t *testing.T) {
-	srv := newWSSUT(t, echo)
+	srv := wspeer.Serve(t, wspeer.Echo)
 	o := options(wsFile(t, wsLine(threeMessages, []float64{1, 2, 3})), srv.URL)
 	o.Load.VUs, o.Load.Iterations, o.Load.Mode = 3, 6, "loop"
 	s, err := execute(t, context.Background(), o, 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.mu.Lock()
-	got := srv.sessions
-	srv.mu.Unlock()
+	got := srv.Sessions()
 	if len(got) != 6 {
 		t.Fatalf("the server saw %d sessions, want 6: %q", len(got), got)
 	}
@@ -149,7 +102,7 @@ func TestWebSocketFailures(t *testing.T) {
 		w.WriteHeader(http.StatusForbidden)
 	}))
 	t.Cleanup(refusing.Close)
-	closing := newWSSUT(t, func(c *gorilla.Conn, keep func(string)) {
+	closing := wspeer.Serve(t, func(c *gorilla.Conn, keep func(string)) {
 		op, p, err := c.ReadMessage()
 		if err != nil {
 			return
@@ -158,7 +111,7 @@ func TestWebSocketFailures(t *testing.T) {
 		c.WriteMessage(op, p)
 		c.WriteControl(gorilla.CloseMessage, gorilla.FormatCloseMessage(1001, "going away"), time.Now().Add(time.Second))
 	})
-	silent := newWSSUT(t, func(c *gorilla.Conn, keep func(string)) {
+	silent := wspeer.Serve(t, func(c *gorilla.Conn, keep func(string)) {
 		for {
 			_, p, err := c.ReadMessage()
 			if err != nil {
@@ -167,7 +120,7 @@ func TestWebSocketFailures(t *testing.T) {
 			keep(string(p))
 		}
 	})
-	failing := newWSSUT(t, func(c *gorilla.Conn, keep func(string)) { // all answered, then 1011
+	failing := wspeer.Serve(t, func(c *gorilla.Conn, keep func(string)) { // all answered, then 1011
 		for range threeMessages {
 			op, p, err := c.ReadMessage()
 			if err != nil {
@@ -207,14 +160,10 @@ func TestWebSocketFailures(t *testing.T) {
 			}
 		})
 	}
-	closing.mu.Lock()
-	defer closing.mu.Unlock()
-	silent.mu.Lock()
-	defer silent.mu.Unlock()
-	if n := len(closing.sessions); n != 4 {
+	if n := len(closing.Sessions()); n != 4 {
 		t.Errorf("the closing server saw %d sessions, want 4", n)
 	}
-	for i, sess := range silent.sessions {
+	for i, sess := range silent.Sessions() {
 		if len(sess) != 1 {
 			t.Errorf("silent server's session %d: %q, want the first message only (the second waits for an answer)", i, sess)
 		}
@@ -228,7 +177,7 @@ func TestWebSocketFailures(t *testing.T) {
 func TestWebSocketPaceRecorded(t *testing.T) {
 	var mu sync.Mutex
 	var arrivals [][]time.Time
-	srv := newWSSUT(t, func(c *gorilla.Conn, keep func(string)) {
+	srv := wspeer.Serve(t, func(c *gorilla.Conn, keep func(string)) {
 		mu.Lock()
 		arrivals = append(arrivals, nil)
 		i := len(arrivals) - 1
@@ -270,7 +219,7 @@ func TestWebSocketPaceRecorded(t *testing.T) {
 // TestWebSocketTransform: the timestamps transform moves a timestamp in a
 // client's text message as it would in a body.
 func TestWebSocketTransform(t *testing.T) {
-	srv := newWSSUT(t, echo)
+	srv := wspeer.Serve(t, wspeer.Echo)
 	msgs := []string{`{"sent_at":"2026-11-01T10:00:00Z","op":"ping"}`}
 	o := wsRun(t, srv.URL, 1, wsLine(msgs, []float64{1}), func(o *Options) {
 		o.Transforms.ShiftTime = true
@@ -280,12 +229,11 @@ func TestWebSocketTransform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	if len(srv.sessions) != 1 || len(srv.sessions[0]) != 1 {
-		t.Fatalf("sessions %q, want one of one message", srv.sessions)
+	sessions := srv.Sessions()
+	if len(sessions) != 1 || len(sessions[0]) != 1 {
+		t.Fatalf("sessions %q, want one of one message", sessions)
 	}
-	got := srv.sessions[0][0]
+	got := sessions[0][0]
 	if got == msgs[0] || !strings.HasPrefix(got, `{"sent_at":"`) || !strings.HasSuffix(got, `Z","op":"ping"}`) {
 		t.Errorf("the server got %s, want the timestamp of %s moved to now, the rest kept", got, msgs[0])
 	}
@@ -298,7 +246,7 @@ func TestWebSocketTransform(t *testing.T) {
 // the recorded one of the same rank: an echo matches all three, a server
 // that shouts them back matches none, and the mismatch keeps an example.
 func TestWebSocketCompare(t *testing.T) {
-	shouting := newWSSUT(t, func(c *gorilla.Conn, keep func(string)) {
+	shouting := wspeer.Serve(t, func(c *gorilla.Conn, keep func(string)) {
 		for {
 			op, p, err := c.ReadMessage()
 			if err != nil {
@@ -313,7 +261,7 @@ func TestWebSocketCompare(t *testing.T) {
 		name    string
 		url     string
 		matched int64
-	}{{"echo", newWSSUT(t, echo).URL, 3}, {"shouting", shouting.URL, 0}} {
+	}{{"echo", wspeer.Serve(t, wspeer.Echo).URL, 3}, {"shouting", shouting.URL, 0}} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := wsRun(t, tc.url, 1, line, func(o *Options) { o.Compare.Mode, o.Load.Mode, o.Load.Iterations = "body", "once", 0 })
 			s, err := execute(t, context.Background(), *o, 20*time.Second)
@@ -335,7 +283,7 @@ func TestWebSocketCompare(t *testing.T) {
 // session as too_large; a ping from the server is answered with a pong,
 // and the session goes on.
 func TestWebSocketBounds(t *testing.T) {
-	huge := newWSSUT(t, func(c *gorilla.Conn, keep func(string)) {
+	huge := wspeer.Serve(t, func(c *gorilla.Conn, keep func(string)) {
 		if _, p, err := c.ReadMessage(); err == nil {
 			keep(string(p))
 			c.WriteMessage(gorilla.TextMessage, []byte(strings.Repeat("x", 64<<10)))
@@ -344,10 +292,10 @@ func TestWebSocketBounds(t *testing.T) {
 	})
 	pong := make(chan struct{})
 	var once sync.Once
-	pinging := newWSSUT(t, func(c *gorilla.Conn, keep func(string)) {
+	pinging := wspeer.Serve(t, func(c *gorilla.Conn, keep func(string)) {
 		c.SetPongHandler(func(string) error { once.Do(func() { close(pong) }); return nil })
 		c.WriteControl(gorilla.PingMessage, []byte("are you there"), time.Now().Add(time.Second))
-		echo(c, keep)
+		wspeer.Echo(c, keep)
 	})
 	line := wsLine(threeMessages, []float64{1, 2, 3})
 	o := wsRun(t, huge.URL, 2, line, func(o *Options) { o.HTTP.MaxAnswerBody = 1024 })
