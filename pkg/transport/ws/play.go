@@ -166,8 +166,8 @@ func (p *player) waitFor(cond func() bool, until int64) wait {
 			timer.Reset(time.Duration(left))
 		}
 		select {
-		case e := <-p.ev:
-			p.take(e)
+		case <-p.in.wake:
+			p.takeAll()
 		case <-timer.C:
 		}
 	}

@@ -90,15 +90,71 @@ type Conn struct {
 }
 
 // event is what the reading goroutine saw: a data message (at, its
-// arrival; with Session.Received, its type and a copy of its payload),
-// the server's close, or the end of the direction (err).
+// arrival; with Session.Received, its type and a copy of its payload), a
+// ping (its payload, for the pong), the server's close, or the end of the
+// direction (err).
 type event struct {
 	at      int64
+	ping    bool
 	closed  bool
 	code    uint16 // the close's code (websocket.CloseNoStatus: none)
 	err     error
 	typ     rrpair.WSType
 	payload []byte
+}
+
+// The reading goroutine queues at most inboxEvents events, or inboxBytes
+// of payload copies (one event whatever its size), before it waits for the
+// VU to take them: a server that writes while the VU writes a message it
+// does not yet read is read on meanwhile, so that neither side's write
+// waits for the other's (RFC 6455 lets both send at once), and what is
+// held stays bounded however chatty the server.
+const (
+	inboxEvents = 4096
+	inboxBytes  = 16 << 20
+)
+
+// inbox hands the reading goroutine's events to the VU's.
+type inbox struct {
+	mu    sync.Mutex
+	q     []event
+	bytes int
+	wake  chan struct{} // something was queued (capacity 1)
+	room  chan struct{} // the queue was emptied (capacity 1)
+}
+
+func newInbox() *inbox {
+	return &inbox{wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+}
+
+// put queues e, first waiting while the queue is full.
+func (in *inbox) put(e event) {
+	in.mu.Lock()
+	for len(in.q) >= inboxEvents || (len(in.q) > 0 && in.bytes+len(e.payload) > inboxBytes) {
+		in.mu.Unlock()
+		<-in.room
+		in.mu.Lock()
+	}
+	in.q = append(in.q, e)
+	in.bytes += len(e.payload)
+	in.mu.Unlock()
+	select {
+	case in.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take moves the events queued into dst (emptied first) and returns it.
+func (in *inbox) take(dst []event) []event {
+	in.mu.Lock()
+	dst, in.q = in.q, dst[:0]
+	in.bytes = 0
+	in.mu.Unlock()
+	select {
+	case in.room <- struct{}{}:
+	default:
+	}
+	return dst
 }
 
 // player is one session under way.
@@ -107,10 +163,11 @@ type player struct {
 	s   *transport.Session
 	out *result.Result
 
-	wmu sync.Mutex // the writer: the session's messages and the pongs
-	w   *websocket.Writer
+	w *websocket.Writer // written on the VU's goroutine only: the messages and the pongs
 
-	ev       chan event
+	in       *inbox
+	batch    []event // the events being taken, kept for the next batch
+	over     bool    // the session is played: pings are no longer answered
 	total    int     // the server's recorded data messages
 	t0       int64   // the 101's arrival
 	arrivals []int64 // of the server's data messages, in order, up to the recorded count
@@ -131,7 +188,7 @@ func Play(c *Conn, s *transport.Session, t0 int64, out *result.Result) {
 	if c.Timeout <= 0 {
 		c.Timeout = 30 * time.Second
 	}
-	p := &player{c: c, s: s, out: out, t0: t0, ev: make(chan event, 16), total: serverMessages(s.WS.Messages)}
+	p := &player{c: c, s: s, out: out, t0: t0, in: newInbox(), total: serverMessages(s.WS.Messages)}
 	p.w = websocket.NewWriter(c.NC, websocket.Client)
 	ext, err := websocket.ParseExtensions(c.Get("Sec-WebSocket-Extensions"))
 	if err != nil { // an extension the 101 took that the client cannot read: the handshake failed
@@ -148,19 +205,18 @@ func Play(c *Conn, s *transport.Session, t0 int64, out *result.Result) {
 	}()
 	out.WSFail = p.play()
 	// The reading goroutine ends on a deadline long past; what it still
-	// sends is drained.
+	// queues is taken (which also frees it when it waits for room).
+	p.over = true
 	c.NC.SetReadDeadline(time.Unix(1, 0))
 	for gone := false; !gone; {
 		select {
-		case e := <-p.ev:
-			p.take(e)
+		case <-p.in.wake:
+			p.takeAll()
 		case <-done:
 			gone = true
 		}
 	}
-	for len(p.ev) > 0 { // what it sent before it went
-		p.take(<-p.ev)
-	}
+	p.takeAll() // what it queued before it went
 	out.WSReceived = uint32(p.received)
 }
 
@@ -172,20 +228,22 @@ func (p *player) checkCut() {
 }
 
 // read is the reading goroutine: server messages until the close, the
-// end of the connection or an error; pings answered as they come.
+// end of the connection or an error. It never writes: a ping is queued
+// for the VU's goroutine to answer, so that a server that does not read
+// while the VU writes cannot stop the reading too.
 func (p *player) read(rd *websocket.Reader) {
 	for {
 		m, err := rd.ReadMessage()
 		if err != nil {
-			p.ev <- event{err: err}
+			p.in.put(event{err: err})
 			return
 		}
 		switch m.Opcode {
 		case websocket.OpPing:
-			p.write(func(w *websocket.Writer) error { return w.WriteMessage(websocket.OpPong, m.Payload) })
+			p.in.put(event{ping: true, payload: append([]byte(nil), m.Payload...)})
 		case websocket.OpPong:
 		case websocket.OpClose:
-			p.ev <- event{closed: true, code: m.Code, at: p.c.Now()}
+			p.in.put(event{closed: true, code: m.Code, at: p.c.Now()})
 			return
 		default:
 			e := event{at: p.c.Now()}
@@ -195,25 +253,38 @@ func (p *player) read(rd *websocket.Reader) {
 					e.typ = rrpair.WSBinary
 				}
 			}
-			p.ev <- e
+			p.in.put(e)
 		}
 	}
 }
 
-// write writes under the writer's lock, with a write deadline of the
-// request timeout.
+// write writes with a write deadline of the request timeout.
 func (p *player) write(f func(w *websocket.Writer) error) error {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
 	p.c.NC.SetWriteDeadline(time.Now().Add(p.c.Timeout))
 	p.checkCut()
 	return f(p.w)
+}
+
+// takeAll folds the events queued into the session, in order.
+func (p *player) takeAll() {
+	p.batch = p.in.take(p.batch)
+	for i := range p.batch {
+		p.take(p.batch[i])
+		p.batch[i] = event{} // its payload is not kept past the batch
+	}
 }
 
 // take folds an event of the reading goroutine into the session: a server
 // data message answers the client messages pending (their latencies).
 func (p *player) take(e event) {
 	switch {
+	case e.ping:
+		// Answered while the session is played, and not after the
+		// client's close (RFC 6455 5.5.1); a failed write is the next
+		// write's or read's to report.
+		if !p.over && !p.wrote {
+			p.write(func(w *websocket.Writer) error { return w.WriteMessage(websocket.OpPong, e.payload) })
+		}
 	case e.err != nil:
 		p.closed = true
 		if !errors.Is(e.err, net.ErrClosed) && !isEOF(e.err) {

@@ -91,3 +91,87 @@ func TestPlayRefusesAnUnreadableExtension(t *testing.T) {
 		t.Errorf("session %v, %d sent; want refused, nothing sent", out.WSFail, out.WSSent)
 	}
 }
+
+// TestPlayReadsWhileItWrites: a server that writes 16 MiB of messages and
+// pings before it reads anything, to a client whose first message is 16
+// MiB too, more than loopback's socket buffers hold. Each side's
+// write then waits for the other to read: the session completes only if
+// the client reads on while it writes (it used to stop after 16 messages,
+// or at the first ping, whose pong waited for the client's own write,
+// and the session failed after its timeout).
+func TestPlayReadsWhileItWrites(t *testing.T) {
+	const msgs, size, pingEvery = 64, 256 << 10, 8
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type seen struct {
+		got   int // bytes of the client's message
+		pongs int
+		err   error
+	}
+	served := make(chan seen, 1)
+	go func() {
+		var s seen
+		defer func() { served <- s }()
+		nc, err := ln.Accept()
+		if err != nil {
+			s.err = err
+			return
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		w := websocket.NewWriter(nc, websocket.Server)
+		for i := range msgs { // all of it before a read
+			if i%pingEvery == 0 {
+				if s.err = w.WriteMessage(websocket.OpPing, []byte{byte(i)}); s.err != nil {
+					return
+				}
+			}
+			if s.err = w.WriteMessage(websocket.OpText, []byte(strings.Repeat("s", size))); s.err != nil {
+				return
+			}
+		}
+		rd := websocket.NewReader(nc, websocket.ReaderOptions{Sender: websocket.Client, MaxMessage: 32 << 20})
+		for {
+			m, err := rd.ReadMessage()
+			if err != nil {
+				s.err = err
+				return
+			}
+			switch m.Opcode {
+			case websocket.OpPong:
+				s.pongs++
+			case websocket.OpClose:
+				w.WriteClose(websocket.CloseNormal, "")
+				return
+			default:
+				s.got += len(m.Payload)
+			}
+		}
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := &Conn{NC: nc, R: bufio.NewReader(nc), Timeout: 5 * time.Second, MaxMessage: size,
+		Get: func(string) string { return "" },
+		Now: func() int64 { return time.Now().UnixNano() }, Cut: func() bool { return false }}
+	big := strings.Repeat("c", 16<<20)
+	rec := []rrpair.WSMessage{{From: rrpair.WSClient, Type: rrpair.WSText, Data: []byte(big)}}
+	for range msgs {
+		rec = append(rec, rrpair.WSMessage{From: rrpair.WSServer, Type: rrpair.WSText, Data: []byte("s")})
+	}
+	s := &transport.Session{WS: &rrpair.WebSocket{Messages: rec}}
+	var out result.Result
+	Play(c, s, time.Now().UnixNano(), &out)
+	got := <-served
+	if out.WSFail != result.WSOK || out.WSSent != 1 || out.WSReceived != msgs {
+		t.Errorf("session %v, %d sent, %d received; want sound, 1 sent, %d received", out.WSFail, out.WSSent, out.WSReceived, msgs)
+	}
+	if got.got != len(big) || got.pongs != msgs/pingEvery || got.err != nil {
+		t.Errorf("the server read %d bytes and %d pongs (%v); want %d and %d, the client's close last", got.got, got.pongs, got.err, len(big), msgs/pingEvery)
+	}
+}
