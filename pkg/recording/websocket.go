@@ -18,6 +18,7 @@ type wsFold struct {
 	failed           [result.NumWSFails]int64
 	refused          map[uint16]int64
 	sent, received   int64
+	pings            int64 // the server's
 	latency          *hdrhistogram.Histogram
 }
 
@@ -55,6 +56,7 @@ func (w *wsFold) add(r *result.Result) {
 	}
 	w.sent += int64(r.WSSent)
 	w.received += int64(r.WSReceived)
+	w.pings += int64(r.WSPings)
 	if r.WSFail == result.WSOK {
 		return
 	}
@@ -69,7 +71,7 @@ func (w *wsFold) add(r *result.Result) {
 
 // counts is w as the summary writes it.
 func (w *wsFold) counts() report.WSCounts {
-	c := report.WSCounts{Sessions: w.sessions, Opened: w.opened, MessagesSent: w.sent, MessagesReceived: w.received,
+	c := report.WSCounts{Sessions: w.sessions, Opened: w.opened, MessagesSent: w.sent, MessagesReceived: w.received, Pings: w.pings,
 		Latency: hist.LatencyOf(w.latency), Histogram: hist.Encode(w.latency)}
 	c.SessionsFailed = w.failedCounts()
 	for st, n := range w.refused {

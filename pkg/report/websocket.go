@@ -47,6 +47,9 @@ type WSCounts struct {
 	// binary; closes, pings and pongs are not messages).
 	MessagesSent     int64 `json:"messages_sent"`
 	MessagesReceived int64 `json:"messages_received"`
+	// Pings are the server's pings, each answered with a pong while the
+	// session was played (none after the client's close).
+	Pings int64 `json:"pings_received"`
 	// Latency runs from each client message's due time to the next server
 	// message; Histogram is its HDR histogram, so that shards merge exactly.
 	Latency   Latency `json:"latency_ms"`
@@ -74,6 +77,7 @@ func (c *WSCounts) merge(o *WSCounts) error {
 	c.Opened += o.Opened
 	c.MessagesSent += o.MessagesSent
 	c.MessagesReceived += o.MessagesReceived
+	c.Pings += o.Pings
 	c.SessionsFailed = addOptCounts(c.SessionsFailed, o.SessionsFailed)
 	c.RefusedStatus = addOptCounts(c.RefusedStatus, o.RefusedStatus)
 	h := hist.New()
@@ -129,8 +133,8 @@ func (w *WebSocket) endpoint(name string) *WSCounts {
 // writeWebSocket writes the text report's WebSocket section: the totals,
 // then a row an endpoint (latencies "-" where no message was answered).
 func writeWebSocket(buf *bytes.Buffer, w *WebSocket) {
-	fmt.Fprintf(buf, "\nWebSocket sessions: %d, opened %d, failed %d (%s); messages sent %d, received %d\n",
-		w.Sessions, w.Opened, w.Failed(), wsFailures(&w.WSCounts), w.MessagesSent, w.MessagesReceived)
+	fmt.Fprintf(buf, "\nWebSocket sessions: %d, opened %d, failed %d (%s); messages sent %d, received %d; server pings %d\n",
+		w.Sessions, w.Opened, w.Failed(), wsFailures(&w.WSCounts), w.MessagesSent, w.MessagesReceived, w.Pings)
 	fmt.Fprintf(buf, "  latency (client message to the next server message), ms: min, mean, p50, p90, p95, p99, p99.9, max: %s\n", formatLatency(w.Latency))
 	rows := [][]string{{"name", "sessions", "opened", "failed", "sent", "received", "p50", "p99", "max", "failures"}}
 	for _, e := range w.Endpoints {

@@ -9,14 +9,15 @@ import (
 )
 
 // wsSummary is a run of 100 sessions on one endpoint, 2 closed early and
-// 1 refused by a 403, with message latencies of 1 to 40 ms.
+// 1 refused by a 403, 7 pings of the server, with message latencies of
+// 1 to 40 ms.
 func wsSummary(t *testing.T) *Summary {
 	t.Helper()
 	h := hist.New()
 	for ms := int64(1); ms <= 40; ms++ {
 		hist.RecordNanos(h, ms*1e6)
 	}
-	c := WSCounts{Sessions: 100, Opened: 99, MessagesSent: 300, MessagesReceived: 297,
+	c := WSCounts{Sessions: 100, Opened: 99, MessagesSent: 300, MessagesReceived: 297, Pings: 7,
 		SessionsFailed: map[string]int64{"closed_early": 2, "refused": 1}, RefusedStatus: map[string]int64{"403": 1},
 		Latency: hist.LatencyOf(h), Histogram: hist.Encode(h)}
 	return &Summary{Version: SummaryVersion, WebSocket: &WebSocket{WSCounts: c, Endpoints: []WSEndpoint{{Name: "GET /chat", WSCounts: c}}}}
@@ -64,7 +65,7 @@ func TestWebSocketTextAndMerge(t *testing.T) {
 	if err := WriteText(&buf, wsSummary(t)); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"WebSocket sessions: 100, opened 99, failed 3 (closed_early:2 refused:1 (403:1)); messages sent 300, received 297",
+	for _, want := range []string{"WebSocket sessions: 100, opened 99, failed 3 (closed_early:2 refused:1 (403:1)); messages sent 300, received 297; server pings 7",
 		"GET /chat", "p99"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, buf.String())
@@ -76,7 +77,7 @@ func TestWebSocketTextAndMerge(t *testing.T) {
 	}
 	ws := m.WebSocket
 	if ws == nil || ws.Sessions != 200 || ws.Opened != 198 || ws.MessagesSent != 600 || ws.SessionsFailed["closed_early"] != 4 || ws.RefusedStatus["403"] != 2 ||
-		len(ws.Endpoints) != 1 || ws.Endpoints[0].MessagesReceived != 594 || ws.Latency.Max < 39 {
+		len(ws.Endpoints) != 1 || ws.Endpoints[0].MessagesReceived != 594 || ws.Pings != 14 || ws.Endpoints[0].Pings != 14 || ws.Latency.Max < 39 {
 		t.Errorf("merged: %+v", ws)
 	}
 }

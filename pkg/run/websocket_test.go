@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -317,5 +318,37 @@ func TestWebSocketBounds(t *testing.T) {
 	case <-pong:
 	case <-time.After(10 * time.Second):
 		t.Error("the server's ping was not answered")
+	}
+}
+
+// TestWebSocketPings: a server that pings before each answer gets a pong
+// for each, and the summary counts its pings, in total and for the
+// endpoint.
+func TestWebSocketPings(t *testing.T) {
+	var pongs atomic.Int64
+	srv := wspeer.Serve(t, func(c *gorilla.Conn, keep func(string)) {
+		c.SetPongHandler(func(string) error { pongs.Add(1); return nil })
+		for {
+			op, p, err := c.ReadMessage() // the pongs are read here too
+			if err != nil {
+				return
+			}
+			keep(string(p))
+			c.WriteControl(gorilla.PingMessage, []byte("are you there"), time.Now().Add(time.Second))
+			c.WriteMessage(op, p)
+		}
+	})
+	o := wsRun(t, srv.URL, 2, wsLine(threeMessages, []float64{1, 2, 3}), nil)
+	s, err := execute(t, context.Background(), *o, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := s.WebSocket
+	if ws == nil || ws.Failed() != 0 || ws.MessagesReceived != 6 || ws.Pings != 6 || len(ws.Endpoints) != 1 || ws.Endpoints[0].Pings != 6 {
+		t.Fatalf("websocket %+v: want 2 sessions of 3 messages and 3 pings each, counted for the endpoint too", ws)
+	}
+	// Each pong goes before the client's next message or its close.
+	if n := pongs.Load(); n != 6 {
+		t.Errorf("the server got %d pongs, want one a ping", n)
 	}
 }

@@ -172,6 +172,7 @@ type player struct {
 	t0       int64   // the 101's arrival
 	arrivals []int64 // of the server's data messages, in order, up to the recorded count
 	received int     // the server's data messages, all of them
+	pings    int     // the server's pings
 	pending  []int64 // due times of the client messages not yet answered
 	closed   bool    // the server closed (a close frame or the connection)
 	code     uint16  // the code of the server's close frame; 0 without one
@@ -181,7 +182,8 @@ type player struct {
 
 // Play plays s on c, from t0 (when the 101 arrived), and fills out's
 // WSFail, WSSent and WSReceived; a 101 that took an extension the client
-// cannot read (from the recorded offer, sent as it was) is refused. It returns when the session ended, with
+// cannot read (from the recorded offer, sent as it was) is refused; and
+// WSPings. It returns when the session ended, with
 // its reading goroutine gone: the caller closes the connection then, and
 // may reuse c.R.
 func Play(c *Conn, s *transport.Session, t0 int64, out *result.Result) {
@@ -217,7 +219,7 @@ func Play(c *Conn, s *transport.Session, t0 int64, out *result.Result) {
 		}
 	}
 	p.takeAll() // what it queued before it went
-	out.WSReceived = uint32(p.received)
+	out.WSReceived, out.WSPings = uint32(p.received), uint32(p.pings)
 }
 
 // checkCut keeps the hard stop's deadline when a deadline was just set.
@@ -279,6 +281,7 @@ func (p *player) takeAll() {
 func (p *player) take(e event) {
 	switch {
 	case e.ping:
+		p.pings++
 		// Answered while the session is played, and not after the
 		// client's close (RFC 6455 5.5.1); a failed write is the next
 		// write's or read's to report.

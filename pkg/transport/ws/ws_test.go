@@ -168,8 +168,8 @@ func TestPlayReadsWhileItWrites(t *testing.T) {
 	var out result.Result
 	Play(c, s, time.Now().UnixNano(), &out)
 	got := <-served
-	if out.WSFail != result.WSOK || out.WSSent != 1 || out.WSReceived != msgs {
-		t.Errorf("session %v, %d sent, %d received; want sound, 1 sent, %d received", out.WSFail, out.WSSent, out.WSReceived, msgs)
+	if out.WSFail != result.WSOK || out.WSSent != 1 || out.WSReceived != msgs || out.WSPings != msgs/pingEvery {
+		t.Errorf("session %v, %d sent, %d received, %d pings; want sound, 1 sent, %d received, %d pings", out.WSFail, out.WSSent, out.WSReceived, out.WSPings, msgs, msgs/pingEvery)
 	}
 	if got.got != len(big) || got.pongs != msgs/pingEvery || got.err != nil {
 		t.Errorf("the server read %d bytes and %d pongs (%v); want %d and %d, the client's close last", got.got, got.pongs, got.err, len(big), msgs/pingEvery)
