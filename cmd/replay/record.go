@@ -91,6 +91,7 @@ Pairs say direction OUT, for replay mock.`,
 	fs.StringArrayVar(&opt.RedactJSON, "redact-json", nil, "record this JSON body field (a dotted path) as REDACTED (repeatable)")
 	fs.Int64Var(&opt.MaxBody, "max-body", 16<<20, "an exchange with a larger request body is passed on but not recorded; a larger answer body is not recorded (`BYTES`)")
 	fs.DurationVar(&duration, "duration", 0, "stop recording after this long (default: when interrupted)")
+	fs.IntVar(&opt.MaxConns, "max-conns", capture.DefaultMaxConns, "serve at most `N` client connections at once (the rest wait to be accepted)")
 	fs.DurationVar(&opt.IdleTimeout, "idle-timeout", 2*time.Minute, "close client connections idle this long: waiting for a request, or no byte of a body for this long (HTTP/2 too)")
 	fs.DurationVar(&opt.HeadTimeout, "head-timeout", capture.DefaultHeadTimeout, "close client connections whose request head is not whole this long after its first byte")
 	fs.DurationVar(&opt.Window, "reorder-window", rrpair.DefaultWindow, "lines go in the order requests began: a finished exchange waits this long at most for earlier ones; one under way longer is written when it ends, counted out_of_order")

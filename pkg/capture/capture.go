@@ -85,7 +85,16 @@ type Options struct {
 	// line and headers) is not whole this long after its first byte
 	// (default 30s; HTTP/2: the time to a stream's headers).
 	HeadTimeout time.Duration
+	// MaxConns bounds the client connections served at once (default
+	// DefaultMaxConns, --max-conns): past it, new ones wait in the listen
+	// queue, so that a flood of connections holds a bounded memory (an
+	// HTTP/2 one its streams' handlers too).
+	MaxConns int
 }
+
+// DefaultMaxConns is how many client connections a recorder serves at
+// once, as many as the mock.
+const DefaultMaxConns = 1024
 
 // DefaultHeadTimeout is the time a request head has to come whole
 // (--head-timeout).
@@ -137,9 +146,14 @@ type Proxy struct {
 	out     *openOutput
 	outPath string
 	wg      sync.WaitGroup // the accept loop
-	conns   connset.Set    // open client connections
-	ups     sync.Map       // net.Conn -> struct{}: the reverse proxy's upstream connections
-	stats   struct {
+	// slots holds a slot per connection served (MaxConns); stopAccept,
+	// closed by Close, ends an accept loop waiting for one.
+	slots      chan struct{}
+	stopAccept chan struct{}
+	stopOnce   sync.Once
+	conns      connset.Set // open client connections
+	ups        sync.Map    // net.Conn -> struct{}: the reverse proxy's upstream connections
+	stats      struct {
 		conns, pairs, errs, large, unreplayable, tunnels, tls, cut, slow, webSockets atomic.Int64
 	}
 	seq atomic.Int64
@@ -158,6 +172,12 @@ func (opt Options) withDefaults() (Options, error) {
 	}
 	if opt.HeadTimeout == 0 {
 		opt.HeadTimeout = DefaultHeadTimeout
+	}
+	if opt.MaxConns == 0 {
+		opt.MaxConns = DefaultMaxConns
+	}
+	if opt.MaxConns < 0 {
+		return opt, fmt.Errorf("--max-conns: want a positive count, got %d", opt.MaxConns)
 	}
 	if opt.IdleTimeout < 0 || opt.HeadTimeout < 0 {
 		return opt, fmt.Errorf("--idle-timeout %v, --head-timeout %v: want positive durations", opt.IdleTimeout, opt.HeadTimeout)
@@ -219,9 +239,12 @@ func listenOn(addr string, w io.Writer, opt Options, fwd *forward) (*Proxy, erro
 
 // serve starts a proxy on ln, its options checked, writing pairs to w.
 func serve(ln *listen.Listener, w io.Writer, opt Options, fwd *forward) *Proxy {
-	p := &Proxy{opt: opt, fwd: fwd, ln: ln, w: rrpair.NewWriterWith(w, rrpair.WriterOptions{Window: opt.Window})}
+	p := &Proxy{opt: opt, fwd: fwd, ln: ln, w: rrpair.NewWriterWith(w, rrpair.WriterOptions{Window: opt.Window}),
+		slots: make(chan struct{}, opt.MaxConns), stopAccept: make(chan struct{})}
 	if fwd != nil {
-		fwd.h2 = h2serve.NewIdle(http.HandlerFunc(p.exchangeH2), opt.IdleTimeout)
+		// At most 100 streams a connection, as the mock: a client that
+		// opens and resets streams at once holds that many handlers.
+		fwd.h2 = h2serve.NewWith(http.HandlerFunc(p.exchangeH2), h2serve.Limits{Idle: opt.IdleTimeout, Streams: 100})
 	}
 	p.wg.Add(1)
 	go p.accept()
@@ -246,12 +269,16 @@ func (p *Proxy) Stats() Stats {
 // writer's error.
 func (p *Proxy) Close(ctx context.Context) error {
 	p.closing.Store(true)
+	p.stopOnce.Do(func() { close(p.stopAccept) })
 	p.ln.Close()
 	p.wg.Wait()
 	// An exchange still waiting on its upstream when ctx ends is cut
 	// there too: Drain closes the client's side only.
 	stop := context.AfterFunc(ctx, func() {
 		p.ups.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
+		if p.fwd != nil { // the HTTP/2 streams' exchanges, which their connections wait for
+			p.fwd.pool.Interrupt()
+		}
 	})
 	defer stop()
 	// Idle connections wait in a read: cut them off now; busy ones get
@@ -278,13 +305,20 @@ func (p *Proxy) Close(ctx context.Context) error {
 func (p *Proxy) accept() {
 	defer p.wg.Done()
 	for {
+		select { // at most --max-conns served at once: the rest wait in the listen queue
+		case p.slots <- struct{}{}:
+		case <-p.stopAccept:
+			return
+		}
 		c, err := p.ln.Accept()
 		if err != nil {
+			<-p.slots
 			return
 		}
 		p.stats.conns.Add(1)
 		h2 := p.conns.Add(c)
 		go func() {
+			defer func() { <-p.slots }()
 			defer p.conns.Done(c)
 			if p.fwd != nil {
 				p.serveForward(c, p.seq.Add(1), h2)

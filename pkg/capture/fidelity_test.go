@@ -4,13 +4,10 @@ import (
 	"bufio"
 	"crypto/tls"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/replay-dev/replay/internal/testutil/fixture"
-	"github.com/replay-dev/replay/pkg/tlsca"
 )
 
 // TestForwardH2ToH1KeepsHeaderSpelling: a client that speaks HTTP/2 to
@@ -19,13 +16,7 @@ import (
 // Set-Cookie twice around another): the pair keeps the answer's names
 // as the upstream spelled them, in its order.
 func TestForwardH2ToH1KeepsHeaderSpelling(t *testing.T) {
-	upCA, err := tlsca.Generate(time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	upCA.Write(dir)
-	leaf, _ := upCA.Leaf("127.0.0.1")
+	leaf, upCAFile := upstreamLeaf(t)
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{*leaf}, NextProtos: []string{"http/1.1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +45,7 @@ func TestForwardH2ToH1KeepsHeaderSpelling(t *testing.T) {
 		}
 	}()
 	var out fixture.Buffer
-	p, ca := forwardProxy(t, &out, filepath.Join(dir, tlsca.CertFile), func(o *ForwardOptions) { o.Redact = RedactNone })
+	p, ca := forwardProxy(t, &out, upCAFile, func(o *ForwardOptions) { o.Redact = RedactNone })
 	resp, err := proxied(p.Addr(), ca, true).Get("https://" + ln.Addr().String() + "/etag")
 	if err != nil {
 		t.Fatal(err)

@@ -271,7 +271,10 @@ func (p *Proxy) serveTunnel(c net.Conn, target, session string, h2 *atomic.Bool)
 	authority := reach.Authority(target, scheme)
 	if ac.Proto == "h2" {
 		h2.Store(true)
-		p.fwd.h2.Serve(ac.Conn, &tunnel{scheme: scheme, authority: authority, session: session}) // the *tls.Conn: net/http tells TLS by its type
+		tn := &tunnel{scheme: scheme, authority: authority, session: session}
+		tn.idle.L = &tn.mu
+		p.fwd.h2.Serve(ac.Conn, tn) // the *tls.Conn: net/http tells TLS by its type
+		tn.wait()
 		return
 	}
 	up := p.fwd.upstream()

@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/replay-dev/replay/internal/h2serve"
@@ -18,8 +20,49 @@ import (
 )
 
 // tunnel is what an HTTP/2 connection inside a CONNECT tunnel carries to
-// its streams' handler.
-type tunnel struct{ scheme, authority, session string }
+// its streams' handler. It counts the handlers under way, which its
+// connection waits for before it gives its slot back (serveTunnel): a
+// client that opens connection after connection, each full of streams,
+// holds no more handlers than its connections hold, and Close finds no
+// exchange still using the upstream pool or the writer it closes.
+type tunnel struct {
+	scheme, authority, session string
+
+	mu       sync.Mutex
+	idle     sync.Cond // signalled when handlers falls to 0
+	handlers int
+	over     bool // the connection is done: a handler that starts now returns at once
+}
+
+// enter counts a handler in; false when the connection is done.
+func (tn *tunnel) enter() bool {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	if tn.over {
+		return false
+	}
+	tn.handlers++
+	return true
+}
+
+// leave counts a handler out.
+func (tn *tunnel) leave() {
+	tn.mu.Lock()
+	if tn.handlers--; tn.handlers == 0 {
+		tn.idle.Broadcast()
+	}
+	tn.mu.Unlock()
+}
+
+// wait marks the connection done and waits for its handlers to return.
+func (tn *tunnel) wait() {
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	tn.over = true
+	for tn.handlers > 0 {
+		tn.idle.Wait()
+	}
+}
 
 // exchangeH2 makes one HTTP/2 stream's exchange again (a client of the
 // pool: HTTP/2 to an upstream that takes it, which a gRPC call needs) and
@@ -28,6 +71,13 @@ func (p *Proxy) exchangeH2(w http.ResponseWriter, r *http.Request) {
 	tn, _ := h2serve.Value(r).(*tunnel)
 	if tn == nil {
 		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	if !tn.enter() {
+		return
+	}
+	defer tn.leave()
+	if r.Context().Err() != nil { // reset (or its connection gone) before it was handled: nothing to pass on
 		return
 	}
 	scheme, authority, session := tn.scheme, tn.authority, tn.session
@@ -47,6 +97,10 @@ func (p *Proxy) exchangeH2(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if r.Context().Err() != nil { // reset while its body came
+		p.fail(seq)
+		return
+	}
 	reqFields, reqHeaders := h2Headers(r.Header)
 	if done, err := p.viaH1(w, r, reqFields, body, tn, seq, start); done {
 		if err != nil {
@@ -57,7 +111,7 @@ func (p *Proxy) exchangeH2(w http.ResponseWriter, r *http.Request) {
 	req := rrpair.Request{Method: []byte(r.Method), URI: []byte(r.RequestURI), Host: []byte(authority),
 		Scheme: []byte(scheme), Headers: reqHeaders, Body: body}
 	pair := rrpair.Pair{Req: req, Version: []byte("2")}
-	reply, err := p.fwd.pool.Do(&req, &pair)
+	reply, err := p.fwd.pool.DoContext(r.Context(), &req, &pair) // cut when the client resets the stream or goes
 	if err != nil {
 		p.fail(seq)
 		w.Header().Set("Content-Type", "text/plain")
@@ -91,7 +145,17 @@ func (p *Proxy) viaH1(w http.ResponseWriter, r *http.Request, headers []rrpair.F
 		return false, nil
 	}
 	u := p.fwd.getUpstream()
-	defer p.fwd.putUpstream(u)
+	// Cut when the client resets the stream or goes (a flood of streams
+	// reset at once holds nothing on the way to the host); an upstream
+	// cut so is spent (a Line's Interrupt is for good).
+	stop := context.AfterFunc(r.Context(), u.line.Interrupt)
+	defer func() {
+		if stop() {
+			p.fwd.putUpstream(u)
+		} else {
+			u.line.Close()
+		}
+	}()
 	dst := u.line.Route(&rrpair.Request{Scheme: []byte(tn.scheme), Host: []byte(tn.authority)})
 	var res result.Result
 	cn, _, kind := u.line.Connect(&dst, &res, &h2OrH1, nil)

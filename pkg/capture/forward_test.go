@@ -264,13 +264,7 @@ func TestForwardPlainInsideConnect(t *testing.T) {
 // tunnel is served HTTP/2, and a grpc-go call is made again over HTTP/2
 // and recorded with its messages and trailers.
 func TestForwardHTTP2AndGRPC(t *testing.T) {
-	upCA, err := tlsca.Generate(time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	upCA.Write(dir)
-	leaf, _ := upCA.Leaf("127.0.0.1")
+	leaf, upCAFile := upstreamLeaf(t)
 	srvTLS := &tls.Config{Certificates: []tls.Certificate{*leaf}}
 
 	gs := grpc.NewServer(grpc.Creds(credentials.NewTLS(srvTLS)))
@@ -294,7 +288,7 @@ func TestForwardHTTP2AndGRPC(t *testing.T) {
 	defer web.Close()
 
 	var out fixture.Buffer
-	p, ca := forwardProxy(t, &out, filepath.Join(dir, tlsca.CertFile), nil)
+	p, ca := forwardProxy(t, &out, upCAFile, nil)
 
 	resp, err := proxied(p.Addr(), ca, true).Get(web.URL + "/h2")
 	if err != nil {

@@ -215,3 +215,44 @@ func byteUpstreamSilent(t *testing.T) (string, net.Listener) {
 	}()
 	return ln.Addr().String(), ln
 }
+
+// TestMaxConns: past MaxConns (--max-conns), a connection waits to be
+// served until one served closes; a negative count is refused by name.
+func TestMaxConns(t *testing.T) {
+	up := rawUpstream(t, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	var out bytes.Buffer
+	if _, err := Listen("127.0.0.1:0", &out, Options{Upstream: up, MaxConns: -1}); err == nil || !strings.Contains(err.Error(), "--max-conns") {
+		t.Fatalf("MaxConns -1: %v, want --max-conns refused", err)
+	}
+	p, err := Listen("127.0.0.1:0", &out, Options{Upstream: up, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeProxy(t, p)
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", p.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held = append(held, c)
+	}
+	third, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	io.WriteString(third, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(third)
+	third.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("a third connection was served with MaxConns 2")
+	}
+	held[0].Close()
+	third.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 200 ") {
+		t.Fatalf("once a slot was free: %q %v, want a 200", line, err)
+	}
+}

@@ -2,7 +2,9 @@ package negotiate
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,10 +38,26 @@ func (t *Transport) Pool() *Pool { return &Pool{t: t} }
 // Do sends req (pair's request, whose version and gRPC-ness it reads) and
 // returns its answer, or why there is none.
 func (p *Pool) Do(req *rrpair.Request, pair *rrpair.Pair) (*Reply, error) {
+	return p.DoContext(context.Background(), req, pair)
+}
+
+// DoContext is Do cut off when ctx ends (the caller's client went: a
+// stream reset, a connection closed), wherever the request is: resolving,
+// connecting, waiting for the answer. The client it took is then spent
+// (its Interrupt is for good): closed, not given back.
+func (p *Pool) DoContext(ctx context.Context, req *rrpair.Request, pair *rrpair.Pair) (*Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	c := p.get()
-	defer p.put(c)
+	stop := context.AfterFunc(ctx, c.Interrupt)
 	var res result.Result
 	ans := c.Do(req, pair, &res)
+	if !stop() {
+		p.drop(c)
+		return nil, ctx.Err()
+	}
+	defer p.put(c) // after the answer is copied out of its buffers
 	if ans == nil {
 		addr, _, _, err := c.Failure()
 		if err != nil {
@@ -79,10 +97,29 @@ func (p *Pool) get() transport.Client {
 	return c
 }
 
+// drop closes c, which is not given back.
+func (p *Pool) drop(c transport.Client) {
+	p.mu.Lock()
+	p.all = slices.DeleteFunc(p.all, func(o transport.Client) bool { return o == c })
+	p.mu.Unlock()
+	c.Close()
+}
+
 func (p *Pool) put(c transport.Client) {
 	p.mu.Lock()
 	p.free = append(p.free, c)
 	p.mu.Unlock()
+}
+
+// Interrupt cuts off the requests in flight (each returns at once,
+// cancelled; its client's later ones too): for a caller that must stop
+// its exchanges before it closes the pool.
+func (p *Pool) Interrupt() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.all {
+		c.Interrupt()
+	}
 }
 
 // Close closes every client's connection. The pool is not used after.
