@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/connset"
+	"github.com/replay-dev/replay/internal/h2answer"
 	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/internal/listen"
 	"github.com/replay-dev/replay/pkg/reach"
@@ -278,7 +279,7 @@ type Server struct {
 	h1     *fasthttp.Server
 	h1ln   *h2serve.Listener // hands the HTTP/1.1 server what was accepted and told apart
 	h1done chan error
-	h2     *h2serve.Server
+	h2     *h2answer.Server
 
 	wg         sync.WaitGroup // the accept loops
 	closeOnce  sync.Once

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/replay-dev/replay/internal/h2answer"
 	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/internal/printflog"
 	"github.com/replay-dev/replay/pkg/tlsca"
@@ -119,7 +119,7 @@ func (s *Server) serve() {
 	// At most 100 streams a connection (RFC 9113's least advice): a client
 	// that opens and resets streams at once holds at most that many
 	// handlers (and net/http's queue of four times as many) per connection.
-	s.h2 = h2serve.NewWith(http.HandlerFunc(s.handleH2), h2serve.Limits{Idle: s.o.IdleTimeout, Read: s.o.IdleTimeout, Write: s.o.IdleTimeout, Streams: 100})
+	s.h2 = h2answer.New(h2Handler{s}, h2answer.Limits{Idle: s.o.IdleTimeout, Streams: 100, HeaderList: 64 << 10})
 	for _, l := range s.lns {
 		s.wg.Add(1)
 		go s.accept(l)
@@ -180,7 +180,7 @@ func (s *Server) speak(pc *tlsca.PeekConn, cs *connState, name string) {
 		}
 		cs.scheme = "https"
 		if ac.Proto == "h2" {
-			s.serveH2(ac.Conn, cs) // the *tls.Conn itself: net/http tells TLS by its type
+			s.serveH2(ac.Conn, cs)
 			return
 		}
 		s.serveH1(ac, cs)
