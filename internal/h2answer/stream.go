@@ -310,12 +310,18 @@ func (c *conn) writeGoAway(code http2.ErrCode) {
 	c.wbuf = appendUint32(c.wbuf, uint32(code))
 }
 
+// flushHook, when set (by a test), sees how much each flush writes.
+var flushHook func(n int)
+
 // flush writes what is buffered; a write blocked for the idle timeout
 // (a client that reads nothing) closes the connection.
 func (c *conn) flush() {
 	if len(c.wbuf) == 0 || c.werr != nil || c.closed {
 		c.wbuf = c.wbuf[:0]
 		return
+	}
+	if flushHook != nil {
+		flushHook(len(c.wbuf))
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(c.s.lim.Idle))
 	_, err := c.nc.Write(c.wbuf)
