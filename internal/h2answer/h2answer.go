@@ -190,6 +190,7 @@ type Stream struct {
 	pend     []byte // the answer's body not sent yet, from poff
 	poff     int
 	trl      []byte // the trailers' block, sent after pend
+	trlBuf   []byte // where Answer encodes it
 	stalled  time.Time
 	block    []byte // the answer's header block
 	bodyBuf  []byte
@@ -218,32 +219,30 @@ func (st *Stream) Answer(status int, fields []Field, body []byte, trailers []Fie
 		b = appendField(b, []byte("content-length"), appendUint(num[:0], uint64(len(body))))
 	}
 	st.block = b
-	var trl []byte
-	if len(trailers) > 0 {
-		trl = st.trl[:0]
-		for _, f := range trailers {
-			trl = appendField(trl, f.Name, f.Value)
-		}
+	trl := st.trlBuf[:0] // the handler's: the reader does not touch it
+	for _, f := range trailers {
+		trl = appendField(trl, f.Name, f.Value)
 	}
+	st.trlBuf = trl
 	c := st.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st.answered = true
-	if st.sentEnd { // reset meanwhile
-		c.finish(st)
-		return
-	}
-	end := len(body) == 0 && len(trl) == 0
-	c.writeHeaders(st.id, st.block, end)
-	if end {
-		st.sentEnd = true
-	} else {
-		st.trl = trl
-		st.pend, st.poff = append(st.pend[:0], body...), 0
-		c.sendPending(st)
+	inReader := st.inReader // st may go back to the pool in finish
+	if !st.sentEnd {        // not reset meanwhile
+		end := len(body) == 0 && len(trl) == 0
+		c.writeHeaders(st.id, st.block, end)
+		if end {
+			st.sentEnd = true
+		} else {
+			st.trl = trl
+			n := c.sendData(st, body, len(trl) == 0)
+			st.pend, st.poff = append(st.pend[:0], body[n:]...), 0 // what the windows hold back
+			c.sendPending(st)
+		}
 	}
 	c.finish(st)
-	if !st.inReader {
+	if !inReader {
 		c.flush()
 	}
 }
@@ -255,8 +254,9 @@ func (st *Stream) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st.answered = true
+	inReader := st.inReader
 	c.resetStream(st, http2.ErrCodeInternal)
-	if !st.inReader {
+	if !inReader {
 		c.flush()
 	}
 }
@@ -631,7 +631,7 @@ func (c *conn) headers(f *http2.HeadersFrame) error {
 		}
 		st = c.s.streams.Get().(*Stream)
 		*st = Stream{c: c, id: id, Length: -1, arena: st.arena[:0], offs: st.offs[:0], Fields: st.Fields[:0],
-			pend: st.pend[:0], trl: st.trl[:0], block: st.block[:0], bodyBuf: st.bodyBuf[:0],
+			pend: st.pend[:0], trlBuf: st.trlBuf[:0], block: st.block[:0], bodyBuf: st.bodyBuf[:0],
 			sendWin: c.initWin, recvWin: defaultWindow}
 		c.hs = st
 	}

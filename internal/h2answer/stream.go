@@ -12,6 +12,15 @@ func (c *conn) opened(st *Stream) error {
 	st.request()
 	c.mu.Lock()
 	switch {
+	case st.big: // 431, as net/http answers; the body is not read
+		st.block = appendStatus(st.block[:0], 431)
+		c.writeHeaders(st.id, st.block, true)
+		if !c.hdrEnd {
+			c.writeRST(st.id, http2.ErrCodeNo)
+		}
+		c.mu.Unlock()
+		c.s.streams.Put(st)
+		return nil
 	case st.bad:
 		c.writeRST(st.id, http2.ErrCodeProtocol)
 		c.mu.Unlock()
@@ -26,15 +35,6 @@ func (c *conn) opened(st *Stream) error {
 	st.opened = time.Now()
 	st.recvDone = c.hdrEnd
 	c.streams[st.id] = st
-	if st.big { // 431, as net/http answers; the body is not read
-		st.served, st.answered = true, true
-		st.block = appendStatus(st.block[:0], 431)
-		c.writeHeaders(st.id, st.block, true)
-		st.sentEnd = true
-		c.finish(st)
-		c.mu.Unlock()
-		return nil
-	}
 	c.mu.Unlock()
 	if !st.recvDone {
 		st.Limit = c.s.h.Limit(st)
@@ -229,36 +229,46 @@ func (c *conn) finish(st *Stream) {
 	}
 }
 
-// sendPending sends what st's answer still holds, as far as the windows
-// let it; the trailers (or END_STREAM) after the last byte.
-func (c *conn) sendPending(st *Stream) {
-	for st.poff < len(st.pend) {
-		n := min(len(st.pend)-st.poff, c.maxFrame, int(min(c.sendWin, st.sendWin)))
+// sendData writes DATA frames of st from p as far as the windows let
+// them, END_STREAM with p's last byte when end; it returns how many bytes
+// went.
+func (c *conn) sendData(st *Stream, p []byte, end bool) int {
+	sent := 0
+	for sent < len(p) {
+		n := min(len(p)-sent, c.maxFrame, int(min(c.sendWin, st.sendWin)))
 		if n <= 0 {
 			if st.stalled.IsZero() {
 				st.stalled = time.Now()
 			}
-			return
+			return sent
 		}
-		st.stalled = time.Time{}
-		end := st.poff+n == len(st.pend) && len(st.trl) == 0
 		var flags http2.Flags
-		if end {
+		if end && sent+n == len(p) {
 			flags = http2.FlagDataEndStream
 		}
 		c.wbuf = appendFrameHeader(c.wbuf, n, http2.FrameData, flags, st.id)
-		c.wbuf = append(c.wbuf, st.pend[st.poff:st.poff+n]...)
-		st.poff += n
+		c.wbuf = append(c.wbuf, p[sent:sent+n]...)
+		sent += n
 		c.sendWin -= int64(n)
 		st.sendWin -= int64(n)
 		if len(c.wbuf) >= flushAt {
 			c.flush()
 		}
 	}
+	return sent
+}
+
+// sendPending sends what st's answer still holds, as far as the windows
+// let it; the trailers (or END_STREAM) after the last byte.
+func (c *conn) sendPending(st *Stream) {
+	st.poff += c.sendData(st, st.pend[st.poff:], len(st.trl) == 0)
+	if st.poff < len(st.pend) {
+		return
+	}
 	st.pend, st.poff = st.pend[:0], 0
 	if len(st.trl) > 0 {
 		c.writeHeaders(st.id, st.trl, true)
-		st.trl = st.trl[:0]
+		st.trl = nil
 	}
 	st.stalled = time.Time{}
 	st.sentEnd = true
