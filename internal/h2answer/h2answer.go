@@ -284,8 +284,6 @@ const (
 	readBufferSize = 16 << 10
 )
 
-var errClosed = errors.New("h2answer: connection closed")
-
 // conn is a connection being served.
 type conn struct {
 	s   *Server
@@ -616,9 +614,12 @@ func (c *conn) headers(f *http2.HeadersFrame) error {
 	st := c.streams[id]
 	switch {
 	case st != nil: // trailers: the body ends
-		if st.recvDone || !f.StreamEnded() {
+		if !f.StreamEnded() {
 			c.mu.Unlock()
 			return http2.ConnectionError(http2.ErrCodeProtocol)
+		}
+		if st.recvDone && !st.rst { // the request had ended: half closed
+			c.resetStream(st, http2.ErrCodeStreamClosed)
 		}
 		c.hdrTrl = true
 	case id <= c.maxID: // a stream closed (reset): decoded, not kept

@@ -8,8 +8,9 @@
 // it is given, pkg/tlsca; plaintext inside a tunnel told by its first
 // byte), or origin-form to a listener that answers as one recorded host
 // (--serve HOST=ADDR; a file with one host needs none). HTTP/1.1 is served
-// by fasthttp, HTTP/2 (ALPN h2, h2c prior knowledge) and gRPC by
-// net/http's server (internal/h2serve).
+// by fasthttp, HTTP/2 (ALPN h2, h2c prior knowledge) and gRPC by a server
+// of the mock's own (internal/h2answer, h2.go): one goroutine a
+// connection, a stream answered on it when its answer needs no waiting.
 //
 // A request is matched by its signature (sig.go): method, host, path,
 // query with parameter order ignored, body (JSON canonically, any other
