@@ -463,12 +463,26 @@ func (c *conn) connError(err error) {
 		code = http2.ErrCode(ce)
 	}
 	c.mu.Lock()
-	if !c.closed {
-		c.writeGoAway(code)
-		c.flush()
+	if c.closed {
+		c.mu.Unlock()
+		return
 	}
+	c.writeGoAway(code)
+	c.flush()
 	c.mu.Unlock()
+	// What the client still sends is read and dropped a while: closed
+	// with bytes unread, the connection would be reset, and the client
+	// could lose the GOAWAY that says why.
+	c.nc.SetReadDeadline(time.Now().Add(lingerTime))
+	io.Copy(io.Discard, io.LimitReader(c.br, lingerBytes))
 }
+
+// lingerTime and lingerBytes bound what is read and dropped after a
+// GOAWAY for a protocol error.
+const (
+	lingerTime  = time.Second
+	lingerBytes = 1 << 20
+)
 
 // goAway sends GOAWAY (the shutdown's): no stream opens from now; the
 // connection ends once those open are answered.
