@@ -23,7 +23,11 @@ func (h h2Handler) Limit(st *h2answer.Stream) int {
 // Serve answers st.
 func (h h2Handler) Serve(st *h2answer.Stream) {
 	if h.s.pool != nil { // a miss goes on to the real host: not on the reading goroutine
-		go h.s.answerH2(st)
+		h.s.h2late.Add(1)
+		go func() {
+			defer h.s.h2late.Done()
+			h.s.answerH2(st)
+		}()
 		return
 	}
 	h.s.answerH2(st)
@@ -77,7 +81,9 @@ func (s *Server) answerH2(st *h2answer.Stream) {
 		return
 	}
 	if o.wait > 0 {
+		s.h2late.Add(1)
 		go func() {
+			defer s.h2late.Done()
 			s.wait(o.wait)
 			s.sendH2(st, o, sc)
 			s.putScratch(sc)

@@ -281,6 +281,10 @@ type Server struct {
 	h1ln   *h2serve.Listener // hands the HTTP/1.1 server what was accepted and told apart
 	h1done chan error
 	h2     *h2answer.Server
+	// h2late counts the HTTP/2 answers given from goroutines of their own
+	// (a wait, --passthrough): they read the mapping, which Close keeps
+	// until they are done.
+	h2late sync.WaitGroup
 
 	wg         sync.WaitGroup // the accept loops
 	closeOnce  sync.Once
@@ -565,6 +569,7 @@ func (s *Server) close(ctx context.Context) error {
 	s.wg.Wait()
 	s.h1.ShutdownWithContext(ctx)
 	s.conns.Drain(ctx)
+	s.h2late.Wait() // a wait ends at once when ctx does (s.cut)
 	s.h1ln.Close()
 	<-s.h1done
 	r := s.report() // the last: the file is unmapped next
