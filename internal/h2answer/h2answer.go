@@ -282,6 +282,7 @@ const (
 	creditAt       = defaultWindow / 2
 	flushAt        = 32 << 10 // buffered output written at once past this
 	readBufferSize = 16 << 10
+	keepBuffer     = 1 << 20 // a stream's buffers past this are dropped, not pooled
 )
 
 // conn is a connection being served.

@@ -218,6 +218,12 @@ func (c *conn) finish(st *Stream) {
 	}
 	delete(c.streams, st.id)
 	st.c, st.Body, st.Fields, st.Method, st.Scheme, st.Authority, st.Path = nil, nil, st.Fields[:0], nil, nil, nil, nil
+	if cap(st.bodyBuf) > keepBuffer {
+		st.bodyBuf = nil // a large body's buffer is not pooled
+	}
+	if cap(st.pend) > keepBuffer {
+		st.pend = nil
+	}
 	c.s.streams.Put(st)
 	if len(c.streams) == 0 {
 		c.lastBusy = time.Now()
