@@ -26,6 +26,7 @@ type scratch struct {
 	out     outcome
 	h2f     []h2answer.Field // an HTTP/2 answer's fields and trailers
 	h2t     []h2answer.Field
+	cookie  []byte // an HTTP/2 request's cookie fields joined
 }
 
 func newScratch(ix *index) *scratch {

@@ -51,9 +51,7 @@ func (s *Server) h2Live(st *h2answer.Stream, sc *scratch) live {
 		}
 	}
 	if s.needHeaders() || grpcType {
-		for _, f := range st.Fields {
-			sc.headers = append(sc.headers, rrpair.Header{Name: f.Name, Value: f.Value})
-		}
+		sc.headers, sc.cookie = h2Headers(sc.headers, sc.cookie[:0], st.Fields)
 	}
 	uri := st.Path
 	if uri == nil { // CONNECT
@@ -62,6 +60,45 @@ func (s *Server) h2Live(st *h2answer.Stream, sc *scratch) live {
 	l.v = view{method: st.Method, host: s.ix.hostOf(sc.host), uri: uri, headers: sc.headers}
 	l.grpc = isGRPC(sc.headers)
 	return l
+}
+
+// h2Headers appends fields to dst as a request's headers: Host left out
+// (the authority is the request's), the cookie fields one Cookie joined
+// by "; " in cookie (RFC 9113 8.2.3), as net/http's server gathered them.
+func h2Headers(dst []rrpair.Header, cookie []byte, fields []h2answer.Field) ([]rrpair.Header, []byte) {
+	cookies := 0
+	for _, f := range fields {
+		switch string(f.Name) {
+		case "host":
+			continue
+		case "cookie":
+			if cookies++; cookies > 1 {
+				continue
+			}
+		}
+		dst = append(dst, rrpair.Header{Name: f.Name, Value: f.Value})
+	}
+	if cookies < 2 {
+		return dst, cookie
+	}
+	at := -1
+	for i, f := range fields {
+		if string(f.Name) != "cookie" {
+			continue
+		}
+		if at < 0 {
+			at = i
+		} else {
+			cookie = append(cookie, "; "...)
+		}
+		cookie = append(cookie, f.Value...)
+	}
+	for i := range dst {
+		if string(dst[i].Name) == "cookie" {
+			dst[i].Value = cookie
+		}
+	}
+	return dst, cookie
 }
 
 // answerH2 matches st and answers it.

@@ -6,9 +6,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/h2answer"
 	"golang.org/x/net/http2"
 )
 
@@ -66,5 +68,19 @@ func TestH2WaitHoldsNoOtherStream(t *testing.T) {
 	<-slow
 	if dials != 1 {
 		t.Errorf("%d connections, want 1", dials)
+	}
+}
+
+// TestH2Headers: an HTTP/2 request's fields are its headers but Host,
+// its cookie fields one Cookie.
+func TestH2Headers(t *testing.T) {
+	f := func(n, v string) h2answer.Field { return h2answer.Field{Name: []byte(n), Value: []byte(v)} }
+	got, _ := h2Headers(nil, nil, []h2answer.Field{f("cookie", "a=1"), f("host", "h"), f("x-k", "v"), f("cookie", "b=2"), f("cookie", "c=3")})
+	var s []string
+	for _, h := range got {
+		s = append(s, string(h.Name)+": "+string(h.Value))
+	}
+	if want := "cookie: a=1; b=2; c=3|x-k: v"; strings.Join(s, "|") != want {
+		t.Errorf("got %q, want %q", strings.Join(s, "|"), want)
 	}
 }
