@@ -353,7 +353,9 @@ func (c *conn) serve() {
 		}
 		f, err := c.fr.ReadFrame()
 		if err != nil {
-			c.readError(err)
+			if c.readError(err) {
+				continue
+			}
 			return
 		}
 		if err := c.frame(f); err != nil {
@@ -408,7 +410,7 @@ func (c *conn) deadline() time.Time {
 	d := now.Add(c.s.lim.Idle)
 	c.mu.Lock()
 	for _, st := range c.streams {
-		if !st.recvDone {
+		if !st.served && !st.recvDone { // a body still due
 			if t := st.opened.Add(c.s.lim.Idle); t.Before(d) {
 				d = t
 			}
@@ -444,16 +446,29 @@ func (c *conn) timedOut() bool {
 	return c.werr == nil
 }
 
-// readError ends the connection after a read failed: a protocol error
-// gets its GOAWAY.
-func (c *conn) readError(err error) {
+// readError handles a frame that could not be read: a stream's error
+// resets the stream, and the connection goes on (true); a protocol error
+// gets its GOAWAY, and the connection ends, as it does when the read
+// failed.
+func (c *conn) readError(err error) bool {
 	var ce http2.ConnectionError
+	var se http2.StreamError
 	switch {
+	case errors.As(err, &se):
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if st := c.streams[se.StreamID]; st != nil {
+			c.resetStream(st, se.Code)
+		} else {
+			c.writeRST(se.StreamID, se.Code)
+		}
+		return true
 	case errors.As(err, &ce):
 		c.connError(ce)
 	case errors.Is(err, http2.ErrFrameTooLarge):
 		c.connError(http2.ConnectionError(http2.ErrCodeFrameSize))
 	}
+	return false
 }
 
 // connError sends GOAWAY with err's code (a connection error) and ends.

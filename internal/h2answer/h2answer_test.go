@@ -601,3 +601,21 @@ func BenchmarkAnswer(b *testing.B) {
 		id += 2
 	}
 }
+
+// TestStreamError: a frame that breaks a stream only (a WINDOW_UPDATE of
+// 0 on it) resets that stream (PROTOCOL_ERROR); the connection goes on.
+func TestStreamError(t *testing.T) {
+	ts := serveTest(t, Limits{})
+	rc, _ := dial(t, ts.addr)
+	rc.request(1, "GET", "/hold", true)
+	rc.fr.WriteRawFrame(http2.FrameWindowUpdate, 0, 1, []byte{0, 0, 0, 0})
+	rc.flush()
+	if r := rc.until("RST_STREAM of stream 1", rstOf(1)).(*http2.RSTStreamFrame); r.ErrCode != http2.ErrCodeProtocol {
+		t.Errorf("RST_STREAM %v, want PROTOCOL_ERROR", r.ErrCode)
+	}
+	rc.request(3, "GET", "/small", true)
+	d := rc.until("DATA of stream 3", func(f http2.Frame) bool { d, ok := f.(*http2.DataFrame); return ok && d.StreamID == 3 })
+	if got := string(d.(*http2.DataFrame).Data()); got != "hello" {
+		t.Errorf("the next stream: %q", got)
+	}
+}
