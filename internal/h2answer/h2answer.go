@@ -283,6 +283,7 @@ const (
 	flushAt        = 32 << 10 // buffered output written at once past this
 	readBufferSize = 16 << 10
 	keepBuffer     = 1 << 20 // a stream's buffers past this are dropped, not pooled
+	keepWrite      = 16 << 10
 )
 
 // conn is a connection being served.

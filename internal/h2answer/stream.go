@@ -342,8 +342,8 @@ func (c *conn) flush() {
 	c.nc.SetWriteDeadline(time.Now().Add(c.s.lim.Idle))
 	_, err := c.nc.Write(c.wbuf)
 	c.wbuf = c.wbuf[:0]
-	if cap(c.wbuf) > 4*flushAt {
-		c.wbuf = nil // a large answer's buffer is not kept
+	if cap(c.wbuf) > keepWrite {
+		c.wbuf = nil // a burst's buffer is not kept: a connection holds keepWrite at rest
 	}
 	if err != nil {
 		c.werr = err
