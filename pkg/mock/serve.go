@@ -116,9 +116,9 @@ func (s *Server) serve() {
 	}
 	s.h1ln = h2serve.NewListener(s.lns[0].ln.Addr())
 	go func() { s.h1done <- s.h1.Serve(s.h1ln) }()
-	// At most 100 streams a connection (RFC 9113's least advice): a client
-	// that opens and resets streams at once holds at most that many
-	// handlers (and net/http's queue of four times as many) per connection.
+	// At most 100 streams a connection (RFC 9113's least advice; the 101st
+	// refused): a client that opens and resets streams at once holds at
+	// most that many answers per connection. A header list at most 64 KiB.
 	s.h2 = h2answer.New(h2Handler{s}, h2answer.Limits{Idle: s.o.IdleTimeout, Streams: 100, HeaderList: 64 << 10})
 	for _, l := range s.lns {
 		s.wg.Add(1)
