@@ -22,6 +22,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -216,7 +217,7 @@ func (st *Stream) Answer(status int, fields []Field, body []byte, trailers []Fie
 		body = nil
 	} else {
 		var num [20]byte
-		b = appendField(b, []byte("content-length"), appendUint(num[:0], uint64(len(body))))
+		b = appendField(b, []byte("content-length"), strconv.AppendUint(num[:0], uint64(len(body)), 10))
 	}
 	st.block = b
 	trl := st.trlBuf[:0] // the handler's: the reader does not touch it
@@ -261,19 +262,6 @@ func (st *Stream) Reset() {
 	}
 }
 
-func appendUint(b []byte, v uint64) []byte {
-	var d [20]byte
-	i := len(d)
-	for {
-		i--
-		d[i] = byte('0' + v%10)
-		v /= 10
-		if v == 0 {
-			break
-		}
-	}
-	return append(b, d[i:]...)
-}
 
 const (
 	defaultWindow  = 65535

@@ -369,7 +369,8 @@ func appendWindowUpdate(b []byte, id, n uint32) []byte {
 	return appendUint32(appendFrameHeader(b, 4, http2.FrameWindowUpdate, 0, id), n)
 }
 
-// parseUint reads a decimal Content-Length.
+// parseUint reads a decimal Content-Length (strconv's would take a
+// string, a copy of b).
 func parseUint(b []byte) (int64, bool) {
 	if len(b) == 0 || len(b) > 18 {
 		return 0, false
