@@ -262,7 +262,6 @@ func (st *Stream) Reset() {
 	}
 }
 
-
 const (
 	defaultWindow  = 65535
 	maxWindow      = 1<<31 - 1
