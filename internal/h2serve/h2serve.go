@@ -1,7 +1,8 @@
 // Package h2serve serves single connections as HTTP/2 with net/http's
 // server, for the servers that accept connections themselves and tell
 // their protocols apart by the first bytes (the forward recorder inside
-// CONNECT tunnels, the mock): a *tls.Conn whose handshake chose "h2" by
+// CONNECT tunnels; the mock answers HTTP/2 with internal/h2answer and
+// feeds its HTTP/1.1 server with Listener): a *tls.Conn whose handshake chose "h2" by
 // ALPN, or a cleartext connection that begins with the HTTP/2 preface
 // (h2c by prior knowledge). Each connection carries a value of its own to
 // the handler (Value), and Shutdown ends them gracefully (GOAWAY, then

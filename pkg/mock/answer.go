@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/replay-dev/replay/internal/h2answer"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
@@ -23,6 +24,9 @@ type scratch struct {
 	body    []byte         // the live request's body, as far as it was read
 	ans     rrpair.Request // the answer as the transforms see it
 	out     outcome
+	h2f     []h2answer.Field // an HTTP/2 answer's fields and trailers
+	h2t     []h2answer.Field
+	cookie  []byte // an HTTP/2 request's cookie fields joined
 }
 
 func newScratch(ix *index) *scratch {

@@ -4,10 +4,8 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"time"
 
-	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/pkg/reach"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/valyala/fasthttp"
@@ -113,83 +111,6 @@ func (s *Server) readH1Body(ctx *fasthttp.RequestCtx, limit int, sc *scratch) ([
 // reads its headers (otherwise they are not gathered).
 func (s *Server) needHeaders() bool {
 	return len(s.ix.match) > 0 || s.chain != nil || s.pool != nil || s.order.kind != ""
-}
-
-// handleH2 answers an HTTP/2 stream.
-func (s *Server) handleH2(w http.ResponseWriter, r *http.Request) {
-	cs, _ := h2serve.Value(r).(*connState)
-	sc := s.getScratch()
-	defer s.putScratch(sc)
-	l := live{cs: cs, scheme: cs.scheme, version: "2", authority: []byte(r.Host)}
-	if cs.host != nil {
-		l.authority = cs.host
-	}
-	sc.host = normHost(sc.host, l.authority)
-	sc.headers = s.h2Headers(sc.headers[:0], r)
-	l.v = view{method: []byte(r.Method), host: s.ix.hostOf(sc.host), uri: []byte(r.RequestURI), headers: sc.headers}
-	l.grpc = isGRPC(sc.headers)
-	var o *outcome
-	limit := s.bodyLimit(&l.v, sc)
-	body, err := readBody(r.Body, r.ContentLength, limit, sc.body)
-	sc.body = body
-	switch {
-	case errors.Is(err, errBodyOverLimit):
-		o = s.overLimit(&l, sc, limit) // the stream is reset when the handler returns, its body unread
-	case err != nil:
-		return
-	default:
-		l.v.body = body
-		o = s.answer(&l, sc)
-	}
-	if o.reset {
-		panic(http.ErrAbortHandler) // RST_STREAM
-	}
-	s.wait(o.wait)
-	if o.ws { // RFC 8441's extended CONNECT is not served
-		s.ws.refused.Add(1)
-		w.WriteHeader(501)
-		io.WriteString(w, "replay mock: a WebSocket session is played over HTTP/1.1 only")
-		return
-	}
-	writeH2(w, r, o)
-}
-
-// h2Headers appends r's header fields to dst when matching, answering or
-// a gRPC call reads them, as HTTP/1.1 gathers them; else dst as it is.
-func (s *Server) h2Headers(dst []rrpair.Header, r *http.Request) []rrpair.Header {
-	if !s.needHeaders() && len(r.Header.Get("Content-Type")) < len("application/grpc") {
-		return dst
-	}
-	for name, vs := range r.Header {
-		for _, v := range vs {
-			dst = append(dst, rrpair.Header{Name: []byte(name), Value: []byte(v)})
-		}
-	}
-	return dst
-}
-
-// writeH2 writes the answer o on an HTTP/2 stream: its fields but
-// Content-Length (the server frames what it sends), no field added, its
-// body, its trailers.
-func writeH2(w http.ResponseWriter, r *http.Request, o *outcome) {
-	wh := w.Header()
-	for _, h := range o.headers {
-		if !rrpair.EqualFold(h.Name, "content-length") {
-			wh.Add(string(h.Name), string(h.Value))
-		}
-	}
-	for _, name := range []string{"Content-Type", "Date"} {
-		if _, ok := wh[name]; !ok {
-			wh[name] = nil // sniffed or added by nobody: the answer is as recorded
-		}
-	}
-	w.WriteHeader(o.status)
-	if r.Method != http.MethodHead {
-		w.Write(o.body)
-	}
-	for _, t := range o.trailers {
-		wh.Add(http.TrailerPrefix+string(t.Name), string(t.Value))
-	}
 }
 
 // wait sleeps d, the recorded duration and any delay injected, or

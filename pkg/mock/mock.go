@@ -8,8 +8,9 @@
 // it is given, pkg/tlsca; plaintext inside a tunnel told by its first
 // byte), or origin-form to a listener that answers as one recorded host
 // (--serve HOST=ADDR; a file with one host needs none). HTTP/1.1 is served
-// by fasthttp, HTTP/2 (ALPN h2, h2c prior knowledge) and gRPC by
-// net/http's server (internal/h2serve).
+// by fasthttp, HTTP/2 (ALPN h2, h2c prior knowledge) and gRPC by a server
+// of the mock's own (internal/h2answer, h2.go): one goroutine a
+// connection, a stream answered on it when its answer needs no waiting.
 //
 // A request is matched by its signature (sig.go): method, host, path,
 // query with parameter order ignored, body (JSON canonically, any other
@@ -40,6 +41,7 @@ import (
 	"time"
 
 	"github.com/replay-dev/replay/internal/connset"
+	"github.com/replay-dev/replay/internal/h2answer"
 	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/internal/listen"
 	"github.com/replay-dev/replay/pkg/reach"
@@ -278,7 +280,11 @@ type Server struct {
 	h1     *fasthttp.Server
 	h1ln   *h2serve.Listener // hands the HTTP/1.1 server what was accepted and told apart
 	h1done chan error
-	h2     *h2serve.Server
+	h2     *h2answer.Server
+	// h2late counts the HTTP/2 answers given from goroutines of their own
+	// (a wait, --passthrough): they read the mapping, which Close keeps
+	// until they are done.
+	h2late sync.WaitGroup
 
 	wg         sync.WaitGroup // the accept loops
 	closeOnce  sync.Once
@@ -563,6 +569,7 @@ func (s *Server) close(ctx context.Context) error {
 	s.wg.Wait()
 	s.h1.ShutdownWithContext(ctx)
 	s.conns.Drain(ctx)
+	s.h2late.Wait() // a wait ends at once when ctx does (s.cut)
 	s.h1ln.Close()
 	<-s.h1done
 	r := s.report() // the last: the file is unmapped next

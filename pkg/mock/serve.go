@@ -5,11 +5,11 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/replay-dev/replay/internal/h2answer"
 	"github.com/replay-dev/replay/internal/h2serve"
 	"github.com/replay-dev/replay/internal/printflog"
 	"github.com/replay-dev/replay/pkg/tlsca"
@@ -116,10 +116,10 @@ func (s *Server) serve() {
 	}
 	s.h1ln = h2serve.NewListener(s.lns[0].ln.Addr())
 	go func() { s.h1done <- s.h1.Serve(s.h1ln) }()
-	// At most 100 streams a connection (RFC 9113's least advice): a client
-	// that opens and resets streams at once holds at most that many
-	// handlers (and net/http's queue of four times as many) per connection.
-	s.h2 = h2serve.NewWith(http.HandlerFunc(s.handleH2), h2serve.Limits{Idle: s.o.IdleTimeout, Read: s.o.IdleTimeout, Write: s.o.IdleTimeout, Streams: 100})
+	// At most 100 streams a connection (RFC 9113's least advice; the 101st
+	// refused): a client that opens and resets streams at once holds at
+	// most that many answers per connection. A header list at most 64 KiB.
+	s.h2 = h2answer.New(h2Handler{s}, h2answer.Limits{Idle: s.o.IdleTimeout, Streams: 100, HeaderList: 64 << 10})
 	for _, l := range s.lns {
 		s.wg.Add(1)
 		go s.accept(l)
@@ -180,7 +180,7 @@ func (s *Server) speak(pc *tlsca.PeekConn, cs *connState, name string) {
 		}
 		cs.scheme = "https"
 		if ac.Proto == "h2" {
-			s.serveH2(ac.Conn, cs) // the *tls.Conn itself: net/http tells TLS by its type
+			s.serveH2(ac.Conn, cs)
 			return
 		}
 		s.serveH1(ac, cs)

@@ -1,0 +1,86 @@
+package mock
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/replay-dev/replay/internal/h2answer"
+	"golang.org/x/net/http2"
+)
+
+// TestH2WaitHoldsNoOtherStream: over one HTTP/2 connection, an answer
+// that waits for its recorded duration does not hold the streams that
+// follow it (each answered at once, from the connection's goroutine).
+func TestH2WaitHoldsNoOtherStream(t *testing.T) {
+	s, err := Start(Options{Listen: "127.0.0.1:0", Latency: "recorded", File: file(t,
+		rec{method: "GET", uri: "/slow", host: "dep.test", status: 200, resBody: `"slow"`, duration: time.Hour},
+		rec{method: "GET", uri: "/fast", host: "dep.test", status: 200, resBody: `"fast"`})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dials int
+	c := &http.Client{Transport: &http2.Transport{AllowHTTP: true,
+		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+			dials++
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}}}
+	get := func(path string) (int, string, error) {
+		req, _ := http.NewRequest("GET", "http://"+s.Addrs()[0]+path, nil)
+		req.Host = "dep.test"
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
+	slow := make(chan string, 1)
+	go func() {
+		st, body, err := get("/slow")
+		if err != nil {
+			slow <- err.Error()
+			return
+		}
+		slow <- http.StatusText(st) + " " + body
+	}()
+	for range 5 {
+		st, body, err := get("/fast")
+		if err != nil || st != 200 || body != `"fast"` {
+			t.Fatalf("/fast beside a waiting answer: %d %q %v", st, body, err)
+		}
+	}
+	select {
+	case got := <-slow:
+		t.Fatalf("/slow answered before its wait was cut: %s", got)
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	s.Close(ctx) // the wait is cut; its answer may go or meet the connection's close
+	<-slow
+	if dials != 1 {
+		t.Errorf("%d connections, want 1", dials)
+	}
+}
+
+// TestH2Headers: an HTTP/2 request's fields are its headers but Host,
+// its cookie fields one Cookie.
+func TestH2Headers(t *testing.T) {
+	f := func(n, v string) h2answer.Field { return h2answer.Field{Name: []byte(n), Value: []byte(v)} }
+	got, _ := h2Headers(nil, nil, []h2answer.Field{f("cookie", "a=1"), f("host", "h"), f("x-k", "v"), f("cookie", "b=2"), f("cookie", "c=3")})
+	var s []string
+	for _, h := range got {
+		s = append(s, string(h.Name)+": "+string(h.Value))
+	}
+	if want := "cookie: a=1; b=2; c=3|x-k: v"; strings.Join(s, "|") != want {
+		t.Errorf("got %q, want %q", strings.Join(s, "|"), want)
+	}
+}
