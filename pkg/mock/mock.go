@@ -560,7 +560,12 @@ func (s *Server) Close(ctx context.Context) error {
 func (s *Server) close(ctx context.Context) error {
 	s.closing.Store(true)
 	close(s.stopAccept)
-	stop := context.AfterFunc(ctx, func() { close(s.cut) })
+	stop := context.AfterFunc(ctx, func() {
+		close(s.cut)
+		if s.pool != nil { // calls passed through still under way end now, cancelled
+			s.pool.Interrupt()
+		}
+	})
 	defer stop()
 	for _, l := range s.lns {
 		l.ln.Close()

@@ -158,3 +158,41 @@ func TestMaxConns(t *testing.T) {
 		t.Fatalf("once a slot was free: %v %v, want 200", resp, err)
 	}
 }
+
+// TestCloseCutsPassthrough: a miss passed through to a real host that
+// accepts and never answers does not hold Close past its grace: the call
+// is cut then (it held Close for the pool's own timeout).
+func TestCloseCutsPassthrough(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	host := silent.Addr().String()
+	s := start(t, Options{File: file(t, rec{method: "GET", uri: "/known", host: host, status: 200, resBody: "x"}), Passthrough: true, AllowUpstream: []string{"127.0.0.0/8"}})
+	c, err := net.Dial("tcp", s.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET http://"+host+"/other HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
+	for deadline := time.Now().Add(10 * time.Second); s.Report().Passthrough == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // until the call is under way
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	s.Close(ctx)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Close took %v with a grace of 300ms and a call passed through under way", took)
+	}
+}
