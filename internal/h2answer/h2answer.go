@@ -103,6 +103,12 @@ func (s *Server) Serve(nc net.Conn, val any) {
 	s.mu.Unlock()
 	c.serve()
 	nc.Close()
+	c.mu.Lock()
+	c.closed = true
+	for _, st := range c.streams { // those still waiting for their answers: it cannot go
+		st.cancelCtx()
+	}
+	c.mu.Unlock()
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
@@ -195,12 +201,40 @@ type Stream struct {
 	stalled  time.Time
 	block    []byte // the answer's header block
 	bodyBuf  []byte
+	ctx      context.Context    // made by Context, for a handler that waits on a call elsewhere
+	cancel   context.CancelFunc // ends ctx: the stream reset, its connection gone, or released
 }
 
 type fieldOff struct{ n0, n1, v0, v1 int32 }
 
 // Value is the value the stream's connection was served with.
 func (st *Stream) Value() any { return st.c.val }
+
+// Context is done once the stream's answer can no longer go: the client
+// reset it, or its connection ended (or is shutting down past its
+// grace). For a handler that answers from a goroutine of its own after a
+// call elsewhere (the mock's --passthrough), to cut that call short.
+// Made at the first call (no cost to the streams that never ask); call it
+// before the answer.
+func (st *Stream) Context() context.Context {
+	c := st.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.ctx == nil {
+		st.ctx, st.cancel = context.WithCancel(context.Background())
+		if st.rst || c.closed || c.werr != nil {
+			st.cancel()
+		}
+	}
+	return st.ctx
+}
+
+// cancelCtx ends st's Context, if one was made.
+func (st *Stream) cancelCtx() {
+	if st.cancel != nil {
+		st.cancel()
+	}
+}
 
 // Answer sends the answer: status, fields (none of the connection's,
 // nor Content-Length: the length sent is added unless the method is

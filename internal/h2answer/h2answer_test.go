@@ -28,6 +28,7 @@ var bigBody = bytes.Repeat([]byte("0123456789abcdef"), 64<<10/16*4) // 256 KiB
 // (from a goroutine at once); a body over testLimit gets 413.
 type testHandler struct {
 	hold chan struct{}
+	gone chan string // /ctx: the path, once the stream's Context is done
 }
 
 func (h *testHandler) Limit(*Stream) int { return testLimit }
@@ -56,6 +57,13 @@ func (h *testHandler) Serve(st *Stream) {
 		}()
 	case "/wait":
 		go st.Answer(200, nil, []byte("waited"), nil)
+	case "/ctx", "/ctx2":
+		ctx, path := st.Context(), string(st.Path)
+		go func() {
+			<-ctx.Done()
+			h.gone <- path
+			st.Answer(200, nil, []byte("too late"), nil)
+		}()
 	default:
 		st.Answer(404, nil, nil, nil)
 	}
@@ -76,7 +84,7 @@ func serveTest(t testing.TB, lim Limits) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &testHandler{hold: make(chan struct{})}
+	h := &testHandler{hold: make(chan struct{}), gone: make(chan string, 4)}
 	ts := &testServer{s: New(h, lim), h: h, addr: ln.Addr().String(), ended: make(chan struct{}, 100)}
 	var wg sync.WaitGroup
 	go func() {
@@ -618,4 +626,40 @@ func TestStreamError(t *testing.T) {
 	if got := string(d.(*http2.DataFrame).Data()); got != "hello" {
 		t.Errorf("the next stream: %q", got)
 	}
+}
+
+// TestContextEnds: a stream's Context ends when the client resets the
+// stream, and when its connection ends, so that a handler waiting on a
+// call elsewhere can cut it short; the stream beside it is not touched.
+func TestContextEnds(t *testing.T) {
+	ts := serveTest(t, Limits{})
+	rc, _ := dial(t, ts.addr)
+	rc.request(1, "GET", "/ctx", true)
+	rc.request(3, "GET", "/ctx2", true)
+	rc.flush()
+	rc.fr.WriteRSTStream(1, http2.ErrCodeCancel)
+	rc.flush()
+	select {
+	case p := <-ts.h.gone:
+		if p != "/ctx" {
+			t.Fatalf("%s's context ended first, want /ctx's (reset)", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reset stream's context did not end")
+	}
+	select {
+	case p := <-ts.h.gone:
+		t.Fatalf("%s's context ended with its connection still up", p)
+	case <-time.After(100 * time.Millisecond):
+	}
+	rc.c.Close()
+	select {
+	case p := <-ts.h.gone:
+		if p != "/ctx2" {
+			t.Fatalf("%s's context ended, want /ctx2's (its connection closed)", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the context of a stream whose connection closed did not end")
+	}
+	ts.waitEnded(t)
 }

@@ -199,6 +199,7 @@ func (c *conn) resetStream(st *Stream, code http2.ErrCode) {
 	}
 	st.rst, st.sentEnd, st.recvDone = true, true, true
 	st.pend, st.poff, st.trl = st.pend[:0], 0, nil
+	st.cancelCtx()
 	c.finish(st)
 }
 
@@ -217,6 +218,8 @@ func (c *conn) finish(st *Stream) {
 		return
 	}
 	delete(c.streams, st.id)
+	st.cancelCtx()
+	st.ctx, st.cancel = nil, nil
 	st.c, st.Body, st.Fields, st.Method, st.Scheme, st.Authority, st.Path = nil, nil, st.Fields[:0], nil, nil, nil, nil
 	if cap(st.bodyBuf) > keepBuffer {
 		st.bodyBuf = nil // a large body's buffer is not pooled

@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,6 +61,10 @@ type live struct {
 	// --passthrough sends it.
 	authority []byte
 	version   string // "1.1", "2"
+	// gone, when not nil, ends once the client can no longer take the
+	// answer (an HTTP/2 stream reset, its connection closed): a call
+	// passed through is cut then.
+	gone interface{ Context() context.Context }
 }
 
 // orderBy is how the k-th call of a signature is counted.

@@ -38,7 +38,7 @@ func (h h2Handler) Serve(st *h2answer.Stream) {
 // them).
 func (s *Server) h2Live(st *h2answer.Stream, sc *scratch) live {
 	cs := st.Value().(*connState)
-	l := live{cs: cs, scheme: cs.scheme, version: "2", authority: st.Authority}
+	l := live{cs: cs, scheme: cs.scheme, version: "2", authority: st.Authority, gone: st}
 	if cs.host != nil {
 		l.authority = cs.host
 	}

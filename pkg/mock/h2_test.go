@@ -84,3 +84,56 @@ func TestH2Headers(t *testing.T) {
 		t.Errorf("got %q, want %q", strings.Join(s, "|"), want)
 	}
 }
+
+// TestH2ResetCutsPassthrough: an HTTP/2 stream passed through to a real
+// host that never answers, reset by its client, cuts the call to that
+// host at once (its connection closed), where it waited out the pool's
+// timeout: a flood of streams opened and reset cannot pile calls up on
+// the real host.
+func TestH2ResetCutsPassthrough(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := silent.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	host := silent.Addr().String()
+	s := start(t, Options{File: file(t, rec{method: "GET", uri: "/known", host: host, status: 200, resBody: "x"}),
+		Passthrough: true, AllowUpstream: []string{"127.0.0.0/8"}})
+	c := &http.Client{Transport: &http2.Transport{AllowHTTP: true,
+		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+s.Addrs()[0]+"/other", nil)
+	req.Host = host
+	done := make(chan error, 1)
+	go func() {
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	var up net.Conn
+	select {
+	case up = <-accepted:
+		defer up.Close()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call never reached the real host")
+	}
+	cancel() // the client resets its stream
+	<-done
+	up.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, up); err != nil {
+		t.Errorf("the call to the real host went on after its stream was reset: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"context"
 	"time"
 
 	"github.com/replay-dev/replay/pkg/rrpair"
@@ -33,7 +34,11 @@ func (s *Server) passthrough(l *live, sc *scratch) *outcome {
 	}
 	start := s.o.Now()
 	pair := rrpair.Pair{Req: req, Version: []byte(l.version)}
-	reply, err := s.pool.Do(&req, &pair)
+	ctx := context.Background()
+	if l.gone != nil {
+		ctx = l.gone.Context()
+	}
+	reply, err := s.pool.DoContext(ctx, &req, &pair)
 	o := &sc.out
 	if err != nil {
 		s.st.passErrors.Add(1)
