@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,10 +25,10 @@ func TestH2WaitHoldsNoOtherStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dials int
+	var dials atomic.Int32
 	c := &http.Client{Transport: &http2.Transport{AllowHTTP: true,
 		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-			dials++
+			dials.Add(1)
 			var d net.Dialer
 			return d.DialContext(ctx, network, addr)
 		}}}
@@ -42,6 +43,11 @@ func TestH2WaitHoldsNoOtherStream(t *testing.T) {
 		b, err := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b), err
 	}
+	// The connection first, so that /slow and the rest share it (two
+	// requests begun at once may each dial one).
+	if st, _, err := get("/fast"); err != nil || st != 200 {
+		t.Fatalf("/fast: %d %v", st, err)
+	}
 	slow := make(chan string, 1)
 	go func() {
 		st, body, err := get("/slow")
@@ -51,6 +57,9 @@ func TestH2WaitHoldsNoOtherStream(t *testing.T) {
 		}
 		slow <- http.StatusText(st) + " " + body
 	}()
+	for deadline := time.Now().Add(10 * time.Second); s.Report().Hits < 2 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond) // until /slow is matched and waiting
+	}
 	for range 5 {
 		st, body, err := get("/fast")
 		if err != nil || st != 200 || body != `"fast"` {
@@ -66,8 +75,8 @@ func TestH2WaitHoldsNoOtherStream(t *testing.T) {
 	defer cancel()
 	s.Close(ctx) // the wait is cut; its answer may go or meet the connection's close
 	<-slow
-	if dials != 1 {
-		t.Errorf("%d connections, want 1", dials)
+	if n := dials.Load(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
 	}
 }
 
