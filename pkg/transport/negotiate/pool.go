@@ -17,12 +17,18 @@ import (
 // the forward recorder making a client's HTTP/2 streams again, the mock
 // passing a miss through. Each request takes a client of its own (one
 // connection each, kept alive for the next request that takes it) and
-// gives it back; a Reply is copied out of the client's buffers.
+// gives it back; a Reply is copied out of the client's buffers. At most
+// MaxIdle clients are kept for later: past them a client given back is
+// closed, so that what a burst made (its buffers, its connections) is
+// not held for the rest of a server's life.
 type Pool struct {
 	t         *Transport
 	mu        sync.Mutex // guards free, all
 	free, all []transport.Client
 }
+
+// MaxIdle is how many clients a Pool keeps between requests.
+const MaxIdle = 64
 
 // Reply is an answer copied out of a client's buffers: its own.
 type Reply struct {
@@ -107,8 +113,13 @@ func (p *Pool) drop(c transport.Client) {
 
 func (p *Pool) put(c transport.Client) {
 	p.mu.Lock()
-	p.free = append(p.free, c)
+	if len(p.free) < MaxIdle {
+		p.free = append(p.free, c)
+		p.mu.Unlock()
+		return
+	}
 	p.mu.Unlock()
+	p.drop(c)
 }
 
 // Interrupt cuts off the requests in flight (each returns at once,

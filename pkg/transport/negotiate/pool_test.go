@@ -3,11 +3,13 @@ package negotiate
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/replay-dev/replay/pkg/rrpair"
 )
@@ -60,4 +62,78 @@ func TestPool(t *testing.T) {
 	if _, err := pool.Do(&req, &rrpair.Pair{Req: req}); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Errorf("nowhere to connect: %v, want an error naming the address", err)
 	}
+}
+
+// TestPoolKeepsMaxIdle: after a burst of more callers than MaxIdle, the
+// pool keeps MaxIdle clients, and has closed the others (their
+// connections with them).
+func TestPoolKeepsMaxIdle(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release // every caller in flight at once
+		io.WriteString(w, "ok")
+	}))
+	open := make(map[string]bool)
+	var mu sync.Mutex
+	srv.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch st {
+		case http.StateNew:
+			open[c.RemoteAddr().String()] = true
+		case http.StateClosed:
+			delete(open, c.RemoteAddr().String())
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	tr, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := tr.Pool()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	const callers = MaxIdle + 16
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := rrpair.Request{Method: []byte("GET"), URI: []byte("/"), Host: []byte(host), Scheme: []byte("http")}
+			if _, err := pool.Do(&req, &rrpair.Pair{Req: req}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(open)
+		mu.Unlock()
+		if n == callers {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections open, want %d callers in flight", n, callers)
+		}
+	}
+	close(release)
+	wg.Wait()
+	pool.mu.Lock()
+	kept, all := len(pool.free), len(pool.all)
+	pool.mu.Unlock()
+	if kept != MaxIdle || all != MaxIdle {
+		t.Errorf("%d clients kept of %d, want %d of %d", kept, all, MaxIdle, MaxIdle)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(open)
+		mu.Unlock()
+		if n == MaxIdle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still open, want the %d kept", n, MaxIdle)
+		}
+	}
+	pool.Close()
 }
