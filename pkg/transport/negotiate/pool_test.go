@@ -105,17 +105,20 @@ func TestPoolKeepsMaxIdle(t *testing.T) {
 			}
 		}()
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		mu.Lock()
-		n := len(open)
-		mu.Unlock()
-		if n == callers {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections open, want %d callers in flight", n, callers)
+	untilOpen := func(want int, what string) { // within 10 s
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			n := len(open)
+			mu.Unlock()
+			if n == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d connections open, want %d (%s)", n, want, what)
+			}
 		}
 	}
+	untilOpen(callers, "every caller in flight")
 	close(release)
 	wg.Wait()
 	pool.mu.Lock()
@@ -124,16 +127,6 @@ func TestPoolKeepsMaxIdle(t *testing.T) {
 	if kept != MaxIdle || all != MaxIdle {
 		t.Errorf("%d clients kept of %d, want %d of %d", kept, all, MaxIdle, MaxIdle)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		mu.Lock()
-		n := len(open)
-		mu.Unlock()
-		if n == MaxIdle {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections still open, want the %d kept", n, MaxIdle)
-		}
-	}
+	untilOpen(MaxIdle, "the clients kept")
 	pool.Close()
 }
