@@ -1,7 +1,8 @@
 // Package listen is the listening side the servers share (replay mock,
 // replay record, replay record --forward): where they may listen, whom
 // they answer, which upstreams they may reach for a client, and an accept
-// loop that outlives the machine's resource errors. It imports nothing of
+// loop that outlives the machine's resource errors, and the slots that bound the
+// connections served at once (Slots). It imports nothing of
 // the project.
 //
 // A server faces the network for hours. Three rules keep it from harm:
@@ -144,9 +145,7 @@ type Listener struct {
 	sleep  func(time.Duration)
 	now    func() time.Time
 
-	mu      sync.Mutex // guards lastLog and unlogged: one Accept caller at a time in practice
-	lastLog time.Time
-	unlog   int64
+	errLog everySecond // the temporary accept errors' warnings
 
 	retried atomic.Int64
 	refused atomic.Int64
@@ -202,16 +201,32 @@ func (l *Listener) Accept() (net.Conn, error) {
 // note logs a temporary accept error at most once a second, with how
 // many there were since the last line.
 func (l *Listener) note(err error, delay time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.unlog++
-	now := l.now()
-	if !l.lastLog.IsZero() && now.Sub(l.lastLog) < time.Second {
-		return
+	if n, ok := l.errLog.due(l.now()); ok {
+		l.log.Warn().Err(err).Str("server", l.what).Int64("errors", n).Dur("retry_in", delay).
+			Msg("accept failed for want of a resource (descriptors, buffers); still listening, trying again")
 	}
-	l.log.Warn().Err(err).Str("server", l.what).Int64("errors", l.unlog).Dur("retry_in", delay).
-		Msg("accept failed for want of a resource (descriptors, buffers); still listening, trying again")
-	l.lastLog, l.unlog = now, 0
+}
+
+// everySecond lets a warning out at most once a second, with how many
+// times it was due since the last one went.
+type everySecond struct {
+	mu    sync.Mutex
+	last  time.Time
+	count int64
+}
+
+// due counts one more occasion at now, and says whether a line goes now
+// and for how many occasions.
+func (e *everySecond) due(now time.Time) (int64, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.count++
+	if !e.last.IsZero() && now.Sub(e.last) < time.Second {
+		return 0, false
+	}
+	n := e.count
+	e.last, e.count = now, 0
+	return n, true
 }
 
 // Temporary reports whether err, returned by Accept, is one a server

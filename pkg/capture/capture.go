@@ -127,8 +127,9 @@ type Stats struct {
 	Slow int64
 	// AcceptRetries are accepts that failed for a lack of resources
 	// (descriptors, buffers) and were tried again; PublicRefused the
-	// clients from public addresses closed (internal/listen).
-	AcceptRetries, PublicRefused int64
+	// clients from public addresses closed (internal/listen);
+	// ConnWaits the connections that waited for a --max-conns slot.
+	AcceptRetries, PublicRefused, ConnWaits int64
 	// OutOfOrder are lines written out of the order their requests began
 	// in: exchanges under way longer than the reorder window (Window), or
 	// while MaxWaiting later ones were done, written when they ended.
@@ -146,9 +147,9 @@ type Proxy struct {
 	out     *openOutput
 	outPath string
 	wg      sync.WaitGroup // the accept loop
-	// slots holds a slot per connection served (MaxConns); stopAccept,
-	// closed by Close, ends an accept loop waiting for one.
-	slots      chan struct{}
+	// slots bounds the connections served (MaxConns); stopAccept, closed
+	// by Close, ends an accept loop waiting for one.
+	slots      *listen.Slots
 	stopAccept chan struct{}
 	stopOnce   sync.Once
 	conns      connset.Set // open client connections
@@ -240,7 +241,7 @@ func listenOn(addr string, w io.Writer, opt Options, fwd *forward) (*Proxy, erro
 // serve starts a proxy on ln, its options checked, writing pairs to w.
 func serve(ln *listen.Listener, w io.Writer, opt Options, fwd *forward) *Proxy {
 	p := &Proxy{opt: opt, fwd: fwd, ln: ln, w: rrpair.NewWriterWith(w, rrpair.WriterOptions{Window: opt.Window}),
-		slots: make(chan struct{}, opt.MaxConns), stopAccept: make(chan struct{})}
+		slots: listen.NewSlots(opt.MaxConns, "record", opt.Log), stopAccept: make(chan struct{})}
 	if fwd != nil {
 		// At most 100 streams a connection, as the mock: a client that
 		// opens and resets streams at once holds that many handlers.
@@ -260,7 +261,7 @@ func (p *Proxy) Stats() Stats {
 		TooLarge: p.stats.large.Load(), Unreplayable: p.stats.unreplayable.Load(),
 		Tunnels: p.stats.tunnels.Load(), TLS: p.stats.tls.Load(), Cut: p.stats.cut.Load(), Slow: p.stats.slow.Load(),
 		WebSockets:    p.stats.webSockets.Load(),
-		AcceptRetries: p.ln.Retried(), PublicRefused: p.ln.Refused(),
+		AcceptRetries: p.ln.Retried(), PublicRefused: p.ln.Refused(), ConnWaits: p.slots.Waited(),
 		OutOfOrder: p.w.OutOfOrder()}
 }
 
@@ -305,20 +306,18 @@ func (p *Proxy) Close(ctx context.Context) error {
 func (p *Proxy) accept() {
 	defer p.wg.Done()
 	for {
-		select { // at most --max-conns served at once: the rest wait in the listen queue
-		case p.slots <- struct{}{}:
-		case <-p.stopAccept:
+		if !p.slots.Take(p.stopAccept) { // at most --max-conns served at once: the rest wait in the listen queue
 			return
 		}
 		c, err := p.ln.Accept()
 		if err != nil {
-			<-p.slots
+			p.slots.Give()
 			return
 		}
 		p.stats.conns.Add(1)
 		h2 := p.conns.Add(c)
 		go func() {
-			defer func() { <-p.slots }()
+			defer p.slots.Give()
 			defer p.conns.Done(c)
 			if p.fwd != nil {
 				p.serveForward(c, p.seq.Add(1), h2)
@@ -431,5 +430,5 @@ func reverseOptions(upstream string, fo ForwardOptions) (Options, error) {
 func (s Stats) MarshalZerologObject(e *zerolog.Event) {
 	e.Int64("pairs", s.Pairs).Int64("connections", s.Connections).Int64("tunnels", s.Tunnels).Int64("errors", s.Errors).
 		Int64("websockets", s.WebSockets).Int64("too_large", s.TooLarge).Int64("answers_cut", s.Cut).Int64("slow_heads", s.Slow).Int64("unreplayable", s.Unreplayable).Int64("out_of_order", s.OutOfOrder).
-		Int64("accept_retries", s.AcceptRetries).Int64("public_refused", s.PublicRefused)
+		Int64("accept_retries", s.AcceptRetries).Int64("public_refused", s.PublicRefused).Int64("conn_waits", s.ConnWaits)
 }

@@ -249,6 +249,9 @@ func TestMaxConns(t *testing.T) {
 	if _, err := br.ReadByte(); err == nil {
 		t.Fatal("a third connection was served with MaxConns 2")
 	}
+	if n := p.Stats().ConnWaits; n != 1 {
+		t.Errorf("conn_waits %d, want the third connection counted", n)
+	}
 	held[0].Close()
 	third.SetReadDeadline(time.Now().Add(10 * time.Second))
 	line, err := br.ReadString('\n')

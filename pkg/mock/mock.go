@@ -294,7 +294,7 @@ type Server struct {
 	connSeq    atomic.Uint64
 	closing    atomic.Bool
 	cut        chan struct{} // closed when Close's grace is over: answers still waiting go at once
-	connSlots  chan struct{} // a slot per connection served (--max-conns)
+	connSlots  *listen.Slots // bounds the connections served (--max-conns), across the listeners
 	stopAccept chan struct{} // closed by Close: accept loops waiting for a slot end
 
 	scratch  sync.Pool
@@ -340,7 +340,7 @@ func Start(o Options) (*Server, error) {
 	if s.o.MaxConns == 0 {
 		s.o.MaxConns = DefaultMaxConns
 	}
-	s.connSlots = make(chan struct{}, s.o.MaxConns)
+	s.connSlots = listen.NewSlots(s.o.MaxConns, "mock", s.o.Log)
 	ups, _ := listen.ParseUpstreams(o.AllowUpstream)
 	s.policy = listen.Policy{AllowRemote: o.AllowRemote, AllowPublicClients: o.AllowPublicClients, Upstreams: ups}
 	s.latency, _ = parseLatency(o.Latency)

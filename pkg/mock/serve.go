@@ -129,19 +129,17 @@ func (s *Server) serve() {
 func (s *Server) accept(l served) {
 	defer s.wg.Done()
 	for {
-		select { // at most --max-conns served at once: the rest wait in the listen queue
-		case s.connSlots <- struct{}{}:
-		case <-s.stopAccept:
+		if !s.connSlots.Take(s.stopAccept) { // at most --max-conns served at once: the rest wait in the listen queue
 			return
 		}
 		c, err := l.ln.Accept()
 		if err != nil {
-			<-s.connSlots
+			s.connSlots.Give()
 			return
 		}
 		h2 := s.conns.Add(c)
 		go func() {
-			defer func() { <-s.connSlots }()
+			defer s.connSlots.Give()
 			s.handleConn(c, l.host, h2)
 		}()
 	}
