@@ -19,6 +19,7 @@ type wsFold struct {
 	refused          map[uint16]int64
 	sent, received   int64
 	pings            int64 // the server's
+	unanswered       int64 // client messages the server did not answer
 	latency          *hdrhistogram.Histogram
 }
 
@@ -57,6 +58,7 @@ func (w *wsFold) add(r *result.Result) {
 	w.sent += int64(r.WSSent)
 	w.received += int64(r.WSReceived)
 	w.pings += int64(r.WSPings)
+	w.unanswered += int64(r.WSUnanswered)
 	if r.WSFail == result.WSOK {
 		return
 	}
@@ -71,7 +73,7 @@ func (w *wsFold) add(r *result.Result) {
 
 // counts is w as the summary writes it.
 func (w *wsFold) counts() report.WSCounts {
-	c := report.WSCounts{Sessions: w.sessions, Opened: w.opened, MessagesSent: w.sent, MessagesReceived: w.received, Pings: w.pings,
+	c := report.WSCounts{Sessions: w.sessions, Opened: w.opened, MessagesSent: w.sent, MessagesReceived: w.received, Pings: w.pings, Unanswered: w.unanswered,
 		Latency: hist.LatencyOf(w.latency), Histogram: hist.Encode(w.latency)}
 	c.SessionsFailed = w.failedCounts()
 	for st, n := range w.refused {

@@ -40,6 +40,16 @@ type census struct {
 	// event reached it, or no such stage), and stages those it lists.
 	at     string
 	stages []string
+	// noun names what was counted: "events" when empty ("messages" for
+	// WebSocket messages).
+	noun string
+}
+
+func (c census) nouns() string {
+	if c.noun == "" {
+		return "events"
+	}
+	return c.noun
 }
 
 // unseenWord is what e calls an event not seen: lost where its sinks
@@ -76,14 +86,16 @@ func (c census) note(value float64) string {
 	switch {
 	case c.seen == 0 && len(c.stages) > 0:
 		return fmt.Sprintf("no event seen (%d %s); no event reached %q, the run's stages: %s", c.unseen, c.word, c.at, strings.Join(c.stages, ", "))
+	case c.seen == 0 && c.noun != "":
+		return fmt.Sprintf("none answered (%d %s %s)", c.unseen, c.noun, c.word)
 	case c.seen == 0:
 		return fmt.Sprintf("no event seen (%d %s)", c.unseen, c.word)
 	case c.unseen == 0:
 		return ""
 	case math.IsInf(value, 1):
-		return fmt.Sprintf("slower than any bound: %d of %d events %s", c.unseen, c.seen+c.unseen, c.word)
+		return fmt.Sprintf("slower than any bound: %d of %d %s %s", c.unseen, c.seen+c.unseen, c.nouns(), c.word)
 	}
-	return fmt.Sprintf("%d of %d events %s, counted as slower", c.unseen, c.seen+c.unseen, c.word)
+	return fmt.Sprintf("%d of %d %s %s, counted as slower", c.unseen, c.seen+c.unseen, c.nouns(), c.word)
 }
 
 // censoredStat is statistic stat (latencyStats) of the end-to-end latency
@@ -91,23 +103,30 @@ func (c census) note(value float64) string {
 // counted as slower than any bound: +Inf when the statistic falls among
 // them, NaN when there is no event at all (none seen, none accepted).
 func censoredStat(st *e2e.Stage, stat string) float64 {
-	c := stageCensus(st)
+	return censoredOf(st.Latency, st.Histogram, stageCensus(st), stat)
+}
+
+// censoredOf is statistic stat of a latency (its statistics l, its
+// encoded histogram hist) over the c.seen measured and the c.unseen that
+// never came, ranked after them: the end-to-end latency's events never
+// seen, the WebSocket messages never answered.
+func censoredOf(l Latency, hist string, c census, stat string) float64 {
 	switch {
 	case c.seen == 0 && c.unseen == 0:
 		return math.NaN()
 	case c.unseen == 0:
-		return statOf(st.Latency, stat)
+		return statOf(l, stat)
 	case c.seen == 0:
 		return math.Inf(1)
 	}
 	switch stat {
 	case "min":
-		return st.Latency.Min
+		return l.Min
 	case "mean", "max":
 		return math.Inf(1)
 	}
 	q := quantileOf(stat)
-	if h, err := DecodeHistogram(st.Histogram); err == nil && h.TotalCount() > 0 {
+	if h, err := DecodeHistogram(hist); err == nil && h.TotalCount() > 0 {
 		n := h.TotalCount()
 		r := censoredRank(q, n, c.unseen)
 		if r > n {
@@ -123,7 +142,7 @@ func censoredStat(st *e2e.Stage, stat string) float64 {
 	if r > c.seen {
 		return math.Inf(1)
 	}
-	return atOrAbove(st.Latency, 100*float64(r)/float64(c.seen))
+	return atOrAbove(l, 100*float64(r)/float64(c.seen))
 }
 
 // censoredRank is the rank (from 1) that percentile q has among seen

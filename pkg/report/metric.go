@@ -42,7 +42,7 @@ var metrics = []metric{
 	{name: "duplicates", unit: "events", scopes: onRun | onStage,
 		measure: overStages(func(st *e2e.Stage, _ query) float64 { return float64(st.Duplicates) }, bySum)},
 	{name: "ws", stat: true, label: "WebSocket latency", example: "ws.p99", unit: "ms", scopes: onRun | onEndpoint, aside: true,
-		measure: wsLatency},
+		measure: wsLatency, census: wsCensus},
 	{name: "ws", arg: &wsFailArg, percent: share, unit: "sessions", scopes: onRun | onEndpoint, aside: true, measure: wsFailedShare},
 }
 

@@ -47,6 +47,10 @@ type WSCounts struct {
 	// binary; closes, pings and pongs are not messages).
 	MessagesSent     int64 `json:"messages_sent"`
 	MessagesReceived int64 `json:"messages_received"`
+	// Unanswered are the client messages sent that the recording has an
+	// answer to (a server message after them) and that no server message
+	// followed: counted against the ws latency thresholds.
+	Unanswered int64 `json:"messages_unanswered"`
 	// Pings are the server's pings, each answered with a pong while the
 	// session was played (none after the client's close).
 	Pings int64 `json:"pings_received"`
@@ -78,6 +82,7 @@ func (c *WSCounts) merge(o *WSCounts) error {
 	c.MessagesSent += o.MessagesSent
 	c.MessagesReceived += o.MessagesReceived
 	c.Pings += o.Pings
+	c.Unanswered += o.Unanswered
 	c.SessionsFailed = addOptCounts(c.SessionsFailed, o.SessionsFailed)
 	c.RefusedStatus = addOptCounts(c.RefusedStatus, o.RefusedStatus)
 	h := hist.New()
@@ -189,10 +194,32 @@ var wsFailArg = argument{placeholder: "KIND", want: "a kind of failed session: f
 // wsLatency measures the WebSocket latency's statistic; nothing without a
 // client message answered.
 func wsLatency(v *view, q query) (float64, string) {
-	if v.ws == nil || v.ws.Latency == (Latency{}) {
+	c := wsCensus(v, q)
+	if c.seen == 0 && c.unseen == 0 {
 		return math.NaN(), "ms (no WebSocket message was answered)"
 	}
-	return statOf(v.ws.Latency, q.stat), ""
+	return censoredOf(v.ws.Latency, v.ws.Histogram, c, q.stat), ""
+}
+
+// wsCensus is what a WebSocket latency is measured over: the client
+// messages answered (the histogram's count) and those sent that the
+// recording had answered and the server did not, ranked after them as
+// slower than any bound, so that a server that stops answering never
+// makes ws.p99 look faster.
+func wsCensus(v *view, _ query) census {
+	if v.ws == nil {
+		return census{}
+	}
+	c := census{unseen: v.ws.Unanswered, word: "unanswered", noun: "messages"}
+	if h, err := DecodeHistogram(v.ws.Histogram); err == nil {
+		c.seen = h.TotalCount()
+	} else if v.ws.Latency != (Latency{}) {
+		c.seen = 1 // a summary without its histogram: answered, how many unknown
+	}
+	if c.seen == 0 && c.unseen == 0 {
+		return census{}
+	}
+	return c
 }
 
 // wsFailedShare measures the sessions failed as the kind q.arg (any kind:

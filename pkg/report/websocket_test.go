@@ -95,3 +95,27 @@ func TestWebSocketHTML(t *testing.T) {
 		}
 	}
 }
+
+// TestWebSocketUnansweredCensored: client messages the server never
+// answered rank after the answered ones, slower than any bound: a p99
+// that falls among them fails whatever its bound, with a note saying
+// why; a p50 among the answered is measured; shards add them up.
+func TestWebSocketUnansweredCensored(t *testing.T) {
+	s := wsSummary(t) // 40 messages answered in 1 to 40 ms
+	s.WebSocket.Unanswered = 1
+	p99, _ := ParseThreshold("ws.p99<50ms")
+	if Evaluate(s, []Threshold{p99}) {
+		t.Errorf("ws.p99<50ms passed with 1 of 41 messages unanswered (%s)", s.Thresholds[0].MeasuredText(3))
+	}
+	if got := s.Thresholds[0].Note; !strings.Contains(got, "1 of 41 messages unanswered") {
+		t.Errorf("note %q, want it to say 1 of 41 messages unanswered", got)
+	}
+	p50, _ := ParseThreshold("ws.p50<50ms")
+	if !Evaluate(s, []Threshold{p50}) {
+		t.Errorf("ws.p50<50ms failed with 40 of 41 answered within 40 ms (%s)", s.Thresholds[0].MeasuredText(3))
+	}
+	m, err := Merge([]*Summary{s, s})
+	if err != nil || m.WebSocket.Unanswered != 2 {
+		t.Errorf("merged unanswered %v (%v), want 2", m.WebSocket, err)
+	}
+}

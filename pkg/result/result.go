@@ -117,12 +117,14 @@ type Result struct {
 	// WS says what a WebSocket result is (websocket.go): WSNone for a
 	// request, WSSession or WSLatency otherwise. A session's WSFail,
 	// WSSent and WSReceived are its outcome and its data messages,
-	// WSPings the server's pings.
-	WS         uint8
-	WSFail     WSFail
-	WSSent     uint32
-	WSReceived uint32
-	WSPings    uint32
+	// WSPings the server's pings, WSUnanswered the client messages sent
+	// that the recording answered and the server did not.
+	WS           uint8
+	WSFail       WSFail
+	WSSent       uint32
+	WSReceived   uint32
+	WSPings      uint32
+	WSUnanswered uint32
 
 	// Phase timings, in ns, with Config.Timings (0 otherwise): dialing and
 	// the TLS handshake (requests that opened a connection), writing the

@@ -16,6 +16,7 @@ import (
 	gorilla "github.com/gorilla/websocket"
 
 	"github.com/replay-dev/replay/internal/testutil/wspeer"
+	"github.com/replay-dev/replay/pkg/report"
 )
 
 // wsLine is an upgrade pair to /chat with a session of the client
@@ -137,11 +138,12 @@ func TestWebSocketFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name, url, kind string
 		status          string
+		unanswered      int64 // client messages sent that the server did not answer, 1 a session
 	}{
-		{"refused", refusing.URL, "refused", "403"},
-		{"closed early", closing.URL, "closed_early", ""},
-		{"timeout", silent.URL, "timeout", ""},
-		{"closed with an error after all", failing.URL, "close_error", ""},
+		{"refused", refusing.URL, "refused", "403", 0},
+		{"closed early", closing.URL, "closed_early", "", 4},
+		{"timeout", silent.URL, "timeout", "", 4},
+		{"closed with an error after all", failing.URL, "close_error", "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := wsRun(t, tc.url, 4, line, func(o *Options) { o.HTTP.Timeout = 300 * time.Millisecond })
@@ -158,6 +160,13 @@ func TestWebSocketFailures(t *testing.T) {
 			}
 			if tc.status == "" && ws.Opened != 4 {
 				t.Errorf("%d sessions opened, want 4", ws.Opened)
+			}
+			// A message never answered counts against the latency bound:
+			// ws.p99 passes only when every message sent was answered.
+			th, _ := report.ParseThreshold("ws.p99<10s")
+			pass := report.Evaluate(s, []report.Threshold{th})
+			if ws.Unanswered != tc.unanswered || pass != (tc.unanswered == 0 && ws.Latency.Max > 0) {
+				t.Errorf("%d unanswered, ws.p99<10s pass %v (%s): want %d unanswered, pass only when none", ws.Unanswered, pass, s.Thresholds[0].MeasuredText(3), tc.unanswered)
 			}
 		})
 	}

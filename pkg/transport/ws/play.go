@@ -24,6 +24,7 @@ const (
 func (p *player) play() result.WSFail {
 	msgs := p.s.WS.Messages
 	servers, total := 0, p.total
+	last := lastServerMessage(msgs)
 	for i := range msgs {
 		m := &msgs[i]
 		if m.From == rrpair.WSServer {
@@ -44,6 +45,9 @@ func (p *player) play() result.WSFail {
 		}
 		if err := p.send(m); err != nil {
 			return p.failure(waitError)
+		}
+		if i < last && m.Type != rrpair.WSClose {
+			p.expecting++ // the recording has it answered
 		}
 	}
 	// After the last message: the server's recorded messages, or its close.
@@ -76,6 +80,17 @@ func recordedClose(msgs []rrpair.WSMessage) uint16 {
 		}
 	}
 	return 0
+}
+
+// lastServerMessage is the index of the server's last recorded data
+// message; -1 without one.
+func lastServerMessage(msgs []rrpair.WSMessage) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].From == rrpair.WSServer && msgs[i].Type != rrpair.WSClose {
+			return i
+		}
+	}
+	return -1
 }
 
 // serverMessages counts the server's recorded data messages.

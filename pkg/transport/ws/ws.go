@@ -173,11 +173,14 @@ type player struct {
 	arrivals []int64 // of the server's data messages, in order, up to the recorded count
 	received int     // the server's data messages, all of them
 	pings    int     // the server's pings
-	pending  []int64 // due times of the client messages not yet answered
-	closed   bool    // the server closed (a close frame or the connection)
-	code     uint16  // the code of the server's close frame; 0 without one
-	err      error   // the direction ended on an error
-	wrote    bool    // the client's close went
+	// expecting counts the client messages sent since the server's last
+	// data message that the recording has answered: unanswered at the end.
+	expecting int
+	pending   []int64 // due times of the client messages not yet answered
+	closed    bool    // the server closed (a close frame or the connection)
+	code      uint16  // the code of the server's close frame; 0 without one
+	err       error   // the direction ended on an error
+	wrote     bool    // the client's close went
 }
 
 // Play plays s on c, from t0 (when the 101 arrived), and fills out's
@@ -219,7 +222,7 @@ func Play(c *Conn, s *transport.Session, t0 int64, out *result.Result) {
 		}
 	}
 	p.takeAll() // what it queued before it went
-	out.WSReceived, out.WSPings = uint32(p.received), uint32(p.pings)
+	out.WSReceived, out.WSPings, out.WSUnanswered = uint32(p.received), uint32(p.pings), uint32(p.expecting)
 }
 
 // checkCut keeps the hard stop's deadline when a deadline was just set.
@@ -309,5 +312,6 @@ func (p *player) take(e event) {
 			}
 		}
 		p.pending = p.pending[:0]
+		p.expecting = 0
 	}
 }
