@@ -11,7 +11,8 @@
 // with bounds: streams open a connection (REFUSED_STREAM beyond), the
 // header list (431 beyond, decoded but not kept), the request body (the
 // handler's limit: past it the stream is answered and reset, the rest
-// unread), writes buffered (a client that reads nothing is cut after the
+// unread), the bodies a connection's streams hold at once (Limits.Bodies:
+// past it, windows held back), writes buffered (a client that reads nothing is cut after the
 // idle timeout of a blocked write), and time (an idle connection closed
 // with GOAWAY, a request body that does not arrive resets its stream).
 package h2answer
@@ -58,6 +59,12 @@ type Limits struct {
 	// HeaderList bounds a request's header list (advertised; the size
 	// HTTP/2 counts: names, values and 32 bytes a field). 0: 64 KiB.
 	HeaderList int
+	// Bodies bounds the request bodies a connection holds at once for
+	// its streams other than the first still receiving (which reads on,
+	// up to the handler's Limit, as an HTTP/1.1 connection reads its one
+	// body): past it their windows are not given back until bodies are
+	// answered, or their stream is first. 0: 16 MiB.
+	Bodies int
 }
 
 // Server serves connections handed to it as HTTP/2.
@@ -83,6 +90,9 @@ func New(h Handler, lim Limits) *Server {
 	}
 	if lim.HeaderList <= 0 {
 		lim.HeaderList = 64 << 10
+	}
+	if lim.Bodies <= 0 {
+		lim.Bodies = 16 << 20
 	}
 	s := &Server{h: h, lim: lim, conns: map[*conn]struct{}{}, idle: make(chan struct{}, 1)}
 	s.streams.New = func() any { return new(Stream) }
@@ -194,6 +204,7 @@ type Stream struct {
 	sendWin  int64  // what the client lets us send on the stream
 	recvWin  int64  // what the client may send us
 	credit   int64  // bytes read and not yet given back by WINDOW_UPDATE
+	held     int64  // the bytes of bodyBuf counted in the connection's held
 	pend     []byte // the answer's body not sent yet, from poff
 	poff     int
 	trl      []byte // the trailers' block, sent after pend
@@ -332,7 +343,9 @@ type conn struct {
 	maxFrame int   // the client's SETTINGS_MAX_FRAME_SIZE
 	recvWin  int64 // what the client may still send on the connection
 	credit   int64
-	going    bool // GOAWAY sent (or received): no stream opens
+	held     int64 // request body bytes its streams hold
+	withheld bool  // a stream's window is held back (Limits.Bodies)
+	going    bool  // GOAWAY sent (or received): no stream opens
 	closed   bool
 	lastBusy time.Time // when the last stream ended
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,7 +32,15 @@ type testHandler struct {
 	gone chan string // /ctx: the path, once the stream's Context is done
 }
 
-func (h *testHandler) Limit(*Stream) int { return testLimit }
+// uploadLimit is the test handler's limit on the body of /upload.
+const uploadLimit = 2 << 20
+
+func (h *testHandler) Limit(st *Stream) int {
+	if string(st.Path) == "/upload" {
+		return uploadLimit
+	}
+	return testLimit
+}
 
 func (h *testHandler) Serve(st *Stream) {
 	if st.Over {
@@ -48,6 +57,8 @@ func (h *testHandler) Serve(st *Stream) {
 			[]Field{{[]byte("grpc-status"), []byte("0")}})
 	case "/echo":
 		st.Answer(200, nil, st.Body, nil)
+	case "/upload":
+		st.Answer(200, nil, strconv.AppendInt(nil, int64(len(st.Body)), 10), nil)
 	case "/reset":
 		st.Reset()
 	case "/hold":
@@ -662,4 +673,131 @@ func TestContextEnds(t *testing.T) {
 		t.Fatal("the context of a stream whose connection closed did not end")
 	}
 	ts.waitEnded(t)
+}
+
+// flowSender sends request bodies within the windows the server gives,
+// and keeps the answers' bodies.
+type flowSender struct {
+	rc      *rawClient
+	conn    int64
+	streams map[uint32]int64 // the stream windows (the default until moved)
+	answers map[uint32]string
+	zeros   [16384]byte
+}
+
+func newFlowSender(rc *rawClient) *flowSender {
+	return &flowSender{rc: rc, conn: 65535, streams: map[uint32]int64{}, answers: map[uint32]string{}}
+}
+
+func (fs *flowSender) window(id uint32) int64 {
+	if _, ok := fs.streams[id]; !ok {
+		fs.streams[id] = 65535
+	}
+	return fs.streams[id]
+}
+
+// send sends n bytes of stream id's body (END_STREAM with the last when
+// end), waiting for the server's windows; it gives up when they stay
+// shut for patience, and returns how much went.
+func (fs *flowSender) send(id uint32, n int64, end bool, patience time.Duration) int64 {
+	sent := int64(0)
+	for sent < n {
+		w := min(fs.conn, fs.window(id), int64(len(fs.zeros)), n-sent)
+		if w <= 0 {
+			if !fs.await(patience) {
+				return sent
+			}
+			continue
+		}
+		fs.rc.fr.WriteData(id, end && sent+w == n, fs.zeros[:w])
+		fs.rc.flush()
+		fs.conn -= w
+		fs.streams[id] -= w
+		sent += w
+	}
+	if end && n == 0 {
+		fs.rc.fr.WriteData(id, true, nil)
+		fs.rc.flush()
+	}
+	return sent
+}
+
+// await reads one frame, at most patience: false when none came.
+func (fs *flowSender) await(patience time.Duration) bool {
+	fs.rc.t.Helper()
+	fs.rc.c.SetReadDeadline(time.Now().Add(patience))
+	f, err := fs.rc.fr.ReadFrame()
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		return false
+	}
+	if err != nil {
+		fs.rc.t.Fatalf("read: %v", err)
+	}
+	switch f := f.(type) {
+	case *http2.WindowUpdateFrame:
+		if f.StreamID == 0 {
+			fs.conn += int64(f.Increment)
+		} else {
+			fs.streams[f.StreamID] = fs.window(f.StreamID) + int64(f.Increment)
+		}
+	case *http2.DataFrame:
+		fs.answers[f.StreamID] += string(f.Data())
+	case *http2.RSTStreamFrame:
+		fs.rc.t.Fatalf("stream %d reset: %v", f.StreamID, f.ErrCode)
+	case *http2.GoAwayFrame:
+		fs.rc.t.Fatalf("GOAWAY: %v", f.ErrCode)
+	}
+	return true
+}
+
+// answer waits for stream id's answer body, at most 10s.
+func (fs *flowSender) answer(id uint32, want string) {
+	fs.rc.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for fs.answers[id] != want && time.Now().Before(deadline) {
+		fs.await(100 * time.Millisecond)
+	}
+	if got := fs.answers[id]; got != want {
+		fs.rc.t.Fatalf("stream %d's answer: %q, want %q", id, got, want)
+	}
+}
+
+// TestBodiesHeldBounded: the request bodies a connection's streams hold
+// at once are bounded (Limits.Bodies): past it only the stream opened
+// first gets its window back, so a client that opens streams and sends
+// each its body's first part holds no more than the bound and the
+// windows it had, not a body limit a stream; and every body still
+// arrives whole, one stream after another.
+func TestBodiesHeldBounded(t *testing.T) {
+	const bound = 100 << 10
+	const body = 1 << 20
+	ts := serveTest(t, Limits{Bodies: bound})
+	rc, _ := dial(t, ts.addr)
+	fs := newFlowSender(rc)
+	rc.request(1, "POST", "/upload", false)
+	others := []uint32{3, 5, 7, 9}
+	for _, id := range others {
+		rc.request(id, "POST", "/upload", false)
+	}
+	sent := map[uint32]int64{}
+	var held int64
+	for _, id := range others {
+		sent[id] = fs.send(id, body, false, 300*time.Millisecond)
+		held += sent[id]
+	}
+	// The bound, with the windows the streams had when it was passed.
+	if most := int64(bound + len(others)*2*65535); held > most {
+		t.Errorf("the other streams sent %d bytes of bodies while the first sent none; at most %d should be let in", held, most)
+	}
+	if got := fs.send(1, 300<<10, false, 5*time.Second); got != 300<<10 {
+		t.Fatalf("the stream opened first sent %d of 300 KiB: it must read on past the bound", got)
+	}
+	fs.send(1, 0, true, 5*time.Second)
+	fs.answer(1, strconv.Itoa(300<<10))
+	for _, id := range others {
+		if got := fs.send(id, body-sent[id], true, 5*time.Second); got != body-sent[id] {
+			t.Fatalf("stream %d sent %d of the %d left once the streams before it were answered", id, got, body-sent[id])
+		}
+		fs.answer(id, strconv.Itoa(body))
+	}
 }

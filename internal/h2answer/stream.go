@@ -122,8 +122,10 @@ func (c *conn) data(f *http2.DataFrame) error {
 	st.credit += n
 	if !st.served {
 		st.bodyBuf = append(st.bodyBuf, f.Data()...)
+		c.hold(st, int64(len(st.bodyBuf)))
 		if len(st.bodyBuf) > st.Limit {
 			st.Over, st.bodyBuf = true, st.bodyBuf[:0]
+			c.hold(st, 0)
 		}
 	}
 	if f.StreamEnded() {
@@ -137,6 +139,9 @@ func (c *conn) data(f *http2.DataFrame) error {
 	}
 	c.giveBack(st)
 	now := !st.served && (st.recvDone || st.Over)
+	if now {
+		c.release() // st no longer receives: another may be first
+	}
 	c.mu.Unlock()
 	if now {
 		st.Body = st.bodyBuf
@@ -169,6 +174,7 @@ func (c *conn) trailersDone(id uint32) {
 	}
 	st.recvDone = true
 	now := !st.served
+	c.release()
 	c.mu.Unlock()
 	if now {
 		st.Body = st.bodyBuf
@@ -177,17 +183,70 @@ func (c *conn) trailersDone(id uint32) {
 }
 
 // giveBack sends WINDOW_UPDATE for what was read, the connection's and
-// st's (nil: none), once it is half a window.
+// st's (nil: none), once it is half a window. st's is held back while
+// the connection holds more than Limits.Bodies of bodies and st is not
+// the first stream receiving (release gives it later).
 func (c *conn) giveBack(st *Stream) {
 	if c.credit >= creditAt {
 		c.wbuf = appendWindowUpdate(c.wbuf, 0, uint32(c.credit))
 		c.recvWin += c.credit
 		c.credit = 0
 	}
-	if st != nil && !st.recvDone && !st.Over && st.credit >= creditAt {
-		c.wbuf = appendWindowUpdate(c.wbuf, st.id, uint32(st.credit))
-		st.recvWin += st.credit
-		st.credit = 0
+	if st != nil && receiving(st) && st.credit >= creditAt {
+		if c.held > int64(c.s.lim.Bodies) && st != c.first() {
+			c.withheld = true
+			return
+		}
+		c.credit1(st)
+	}
+}
+
+// credit1 gives st back what was read of it.
+func (c *conn) credit1(st *Stream) {
+	c.wbuf = appendWindowUpdate(c.wbuf, st.id, uint32(st.credit))
+	st.recvWin += st.credit
+	st.credit = 0
+}
+
+// receiving reports a stream whose request body is still being read.
+func receiving(st *Stream) bool { return !st.recvDone && !st.Over && !st.served }
+
+// first is the stream receiving that opened first: it reads on whatever
+// the others hold, so that the bodies held back always end.
+func (c *conn) first() *Stream {
+	var f *Stream
+	for _, st := range c.streams {
+		if receiving(st) && (f == nil || st.id < f.id) {
+			f = st
+		}
+	}
+	return f
+}
+
+// hold counts n bytes of body held by st.
+func (c *conn) hold(st *Stream, n int64) {
+	c.held += n - st.held
+	st.held = n
+}
+
+// release gives back the windows held back, as far as the bodies the
+// connection holds now let it: called when a body is let go or a stream
+// stops receiving.
+func (c *conn) release() {
+	if !c.withheld {
+		return
+	}
+	c.withheld = false
+	first := c.first()
+	for _, st := range c.streams {
+		if !receiving(st) || st.credit == 0 {
+			continue
+		}
+		if c.held > int64(c.s.lim.Bodies) && st != first {
+			c.withheld = true
+			continue
+		}
+		c.credit1(st)
 	}
 }
 
@@ -201,6 +260,7 @@ func (c *conn) resetStream(st *Stream, code http2.ErrCode) {
 	st.pend, st.poff, st.trl = st.pend[:0], 0, nil
 	st.cancelCtx()
 	c.finish(st)
+	c.release()
 }
 
 // finish releases st once its answer is sent (or it was reset) and no
@@ -218,6 +278,8 @@ func (c *conn) finish(st *Stream) {
 		return
 	}
 	delete(c.streams, st.id)
+	c.hold(st, 0)
+	c.release()
 	st.cancelCtx()
 	st.ctx, st.cancel = nil, nil
 	st.c, st.Body, st.Fields, st.Method, st.Scheme, st.Authority, st.Path = nil, nil, st.Fields[:0], nil, nil, nil, nil
