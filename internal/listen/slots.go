@@ -11,9 +11,9 @@ import (
 // (--max-conns), across all its listeners: a connection takes a slot
 // before it is accepted and gives it back when it is done; past the bound,
 // new connections wait in the listen queue. A server that reaches its
-// bound says so (a warning at most once a second, with how many
-// connections waited since), since its clients then wait without being
-// told why.
+// bound says so (a warning at most once a second, with how many times
+// it was reached since), since its clients then wait without being told
+// why.
 type Slots struct {
 	c      chan struct{}
 	what   string
@@ -48,13 +48,16 @@ func (s *Slots) Take(stop <-chan struct{}) bool {
 // Give gives a slot back.
 func (s *Slots) Give() { <-s.c }
 
-// Waited counts the connections that waited for a slot.
+// Waited counts the times a slot was wanted and every one was taken: the
+// bound reached, the connections arriving then left in the listen queue
+// (accepting takes a slot before the next connection is known, so a wait
+// may hold back several connections, or none).
 func (s *Slots) Waited() int64 { return s.waited.Load() }
 
 // note logs that the bound was reached, at most once a second.
 func (s *Slots) note() {
 	if n, ok := s.full.due(time.Now()); ok {
-		s.log.Warn().Str("server", s.what).Int("max_conns", cap(s.c)).Int64("waited", n).
+		s.log.Warn().Str("server", s.what).Int("max_conns", cap(s.c)).Int64("times_full", n).
 			Msg("every --max-conns connection is being served: new ones wait to be accepted until one closes")
 	}
 }

@@ -128,7 +128,8 @@ type Stats struct {
 	// AcceptRetries are accepts that failed for a lack of resources
 	// (descriptors, buffers) and were tried again; PublicRefused the
 	// clients from public addresses closed (internal/listen);
-	// ConnWaits the connections that waited for a --max-conns slot.
+	// ConnWaits the times accepting waited for a --max-conns slot
+	// (listen.Slots.Waited).
 	AcceptRetries, PublicRefused, ConnWaits int64
 	// OutOfOrder are lines written out of the order their requests began
 	// in: exchanges under way longer than the reorder window (Window), or

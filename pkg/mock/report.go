@@ -121,6 +121,10 @@ type Report struct {
 	Faults            map[string]int64 `json:"faults"`
 	Tunnels           int64            `json:"tunnels"`
 	TLSErrors         int64            `json:"tls_errors"`
+	// ConnWaits are the times accepting waited for one of the
+	// --max-conns slots: the bound reached, connections arriving then
+	// left in the listen queue (listen.Slots.Waited).
+	ConnWaits int64 `json:"conn_waits"`
 	// UnusedAnswers are recorded answers never given.
 	UnusedAnswers int64           `json:"unused_answers"`
 	Endpoints     []EndpointStats `json:"endpoints"`
@@ -185,7 +189,7 @@ func (s *Server) report() Report {
 		Started: s.started, DurationS: s.o.Now().Sub(s.started).Seconds(),
 		Hits: st.hits.Load(), HitsLoose: st.loose.Load(), Misses: st.misses.Load(), BodiesOverLimit: st.overLimit.Load(), Passthrough: st.passed.Load(),
 		PassthroughErrors: st.passErrors.Load(), Faults: map[string]int64{}, Tunnels: st.tunnels.Load(), TLSErrors: st.tlsErrors.Load(),
-		RewriteFailed: st.rewriteFailed.Load(), WebSocket: s.ws.report()}
+		RewriteFailed: st.rewriteFailed.Load(), WebSocket: s.ws.report(), ConnWaits: s.connSlots.Waited()}
 	r.Skipped = r.SkippedKinds.Total() + r.SkippedKinds.Unsendable
 	r.Requests = r.Hits + r.Misses + r.Passthrough + st.broken.Load()
 	for k, name := range faultNames {
@@ -297,6 +301,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if r.TLSErrors > 0 || r.RewriteFailed > 0 {
 		fmt.Fprintf(&b, "TLS handshakes failed: %d; answers the transforms could not rewrite: %d\n", r.TLSErrors, r.RewriteFailed)
+	}
+	if r.ConnWaits > 0 {
+		fmt.Fprintf(&b, "--max-conns reached %s: connections arriving then waited to be accepted\n", plural.Count(int(r.ConnWaits), "time"))
 	}
 	if r.WebSocket != nil {
 		b.WriteString(r.WebSocket.text())

@@ -127,7 +127,7 @@ func withLocalAddr(ctx context.Context, local *string) context.Context {
 }
 
 // TestMaxConns: past --max-conns, a connection waits to be served until
-// one served closes.
+// one served closes, and the report counts it.
 func TestMaxConns(t *testing.T) {
 	s := start(t, Options{File: file(t, rec{method: "GET", uri: "/x", host: "dep.test", status: 200, resBody: "x"}), MaxConns: 2})
 	addr := s.Addrs()[0]
@@ -156,6 +156,15 @@ func TestMaxConns(t *testing.T) {
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("once a slot was free: %v %v, want 200", resp, err)
+	}
+	r := s.Report()
+	if r.ConnWaits < 1 {
+		t.Errorf("conn_waits %d, want at least 1: the third connection waited", r.ConnWaits)
+	}
+	var text strings.Builder
+	r.WriteText(&text)
+	if !strings.Contains(text.String(), "--max-conns reached") {
+		t.Errorf("the text report does not say a connection waited:\n%s", text.String())
 	}
 }
 
