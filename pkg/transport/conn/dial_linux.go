@@ -53,6 +53,10 @@ type tcpDialer struct {
 	done     bool
 	werr     error
 
+	// spare is the socket of the last connection recycled: its close
+	// under way, to connect again (recycle.go).
+	spare *tcpConn
+
 	check  func(netip.Addr) error // Options.Allow; nil: any address
 	clock  func() int64           // the run's clock
 	sentAt int64                  // when the last dial wrote its first bytes
@@ -150,21 +154,25 @@ func (d *tcpDialer) dialOne(ra remoteAddr, deadline time.Time, first []byte) (ne
 	fail := func(call string, err error) error {
 		return &net.OpError{Op: "dial", Net: "tcp", Addr: ra.tcp, Err: os.NewSyscallError(call, err)}
 	}
-	fd, err := syscall.Socket(ra.family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, syscall.IPPROTO_TCP)
-	if err != nil {
-		return nil, 0, fail("socket", err)
+	c := d.takeSpare(ra)
+	if c == nil {
+		fd, err := syscall.Socket(ra.family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, syscall.IPPROTO_TCP)
+		if err != nil {
+			return nil, 0, fail("socket", err)
+		}
+		// The socket joins the poller before it connects, so that the
+		// request written early can wait for its answer there (sendFirst).
+		c = newTCPConn(os.NewFile(uintptr(fd), "tcp"), fd, ra)
 	}
-	// The socket joins the poller before it connects, so that the
-	// request written early can wait for its answer there (sendFirst).
-	f := os.NewFile(uintptr(fd), "tcp")
+	f, fd := c.f, c.fd
 	switch errno := ra.connect(fd); errno {
 	case 0, syscall.EINPROGRESS, syscall.EALREADY, syscall.EINTR:
 	default:
 		f.Close()
 		return nil, 0, fail("connect", errno)
 	}
-	c := newTCPConn(f, ra.tcp)
 	sent, done := 0, false
+	var err error
 	if len(first) > 0 {
 		if sent, done, err = d.sendFirst(c, first); err != nil {
 			f.Close()
@@ -402,9 +410,11 @@ func newRemoteAddr(ap netip.AddrPort) (remoteAddr, error) {
 // socket, the runtime's poller to wait), with callbacks bound once, so
 // that Line.Exchange and the idle probe share its descriptor.
 type tcpConn struct {
-	f     *os.File
-	rc    syscall.RawConn
-	raddr *net.TCPAddr
+	f      *os.File
+	fd     int // f's descriptor
+	family int // its address family
+	rc     syscall.RawConn
+	raddr  *net.TCPAddr
 
 	// The callbacks of Read and Write, bound once, and their state: the
 	// buffer, how much went, the error. Read and Write may run at once.
@@ -415,8 +425,10 @@ type tcpConn struct {
 	// rdl and wdl are the read and write deadlines set (monoOf), which
 	// arm reads; Interrupt sets them from another goroutine.
 	rdl, wdl atomic.Int64
-	// closed is set by Close: the poller's error for a closed descriptor
-	// (reached through RawConn) then reads as net.ErrClosed, as os.File's.
+	// closed is set by Close (and recycle): the poller's error for a
+	// closed descriptor (reached through RawConn) then reads as
+	// net.ErrClosed, as os.File's, and a recycled connection's socket,
+	// carrying another connection, is no longer reached through it.
 	closed atomic.Bool
 	// delayed: TCP_NODELAY is still to set, before the next write
 	// (beforeWrite); only the dial's whole first write went without it.
@@ -426,11 +438,17 @@ type tcpConn struct {
 	dialArmed bool
 }
 
-func newTCPConn(f *os.File, raddr *net.TCPAddr) *tcpConn {
-	c := &tcpConn{f: f, raddr: raddr}
+// newTCPConn is the connection on f (descriptor fd) to ra.
+func newTCPConn(f *os.File, fd int, ra remoteAddr) *tcpConn {
+	rc, _ := f.SyscallConn() // an error only for a closed file
+	return newTCPConnRC(f, fd, ra, rc)
+}
+
+// newTCPConnRC is newTCPConn with f's RawConn.
+func newTCPConnRC(f *os.File, fd int, ra remoteAddr, rc syscall.RawConn) *tcpConn {
+	c := &tcpConn{f: f, fd: fd, family: ra.family, rc: rc, raddr: ra.tcp}
 	c.rdl.Store(math.MinInt64) // the dial's write deadline may be set: arm at the first request
 	c.wdl.Store(math.MinInt64)
-	c.rc, _ = f.SyscallConn() // an error only for a closed file
 	c.readFn, c.writeFn = c.readStep, c.writeStep
 	return c
 }
@@ -438,6 +456,9 @@ func newTCPConn(f *os.File, raddr *net.TCPAddr) *tcpConn {
 func (c *tcpConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if c.closed.Load() {
+		return 0, c.opError("read", net.ErrClosed)
 	}
 	c.rb, c.rn, c.rerr = p, 0, 0
 	err := c.rc.Read(c.readFn)
@@ -466,6 +487,9 @@ func (c *tcpConn) readStep(fd uintptr) bool {
 func (c *tcpConn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if c.closed.Load() {
+		return 0, c.opError("write", net.ErrClosed)
 	}
 	c.wb, c.wn, c.werr = p, 0, 0
 	err := c.rc.Write(c.writeFn)
@@ -500,7 +524,9 @@ func (c *tcpConn) writeStep(fd uintptr) bool {
 }
 
 func (c *tcpConn) Close() error {
-	c.closed.Store(true)
+	if c.closed.Swap(true) {
+		return c.opError("close", net.ErrClosed) // recycled: its socket is another's
+	}
 	if err := c.f.Close(); err != nil {
 		return c.opError("close", err)
 	}
@@ -510,12 +536,11 @@ func (c *tcpConn) Close() error {
 func (c *tcpConn) RemoteAddr() net.Addr { return c.raddr }
 
 func (c *tcpConn) LocalAddr() net.Addr {
-	rc, err := c.f.SyscallConn()
-	if err != nil {
+	if c.closed.Load() {
 		return &net.TCPAddr{}
 	}
 	var sa syscall.Sockaddr
-	rc.Control(func(fd uintptr) { sa, _ = syscall.Getsockname(int(fd)) })
+	c.rc.Control(func(fd uintptr) { sa, _ = syscall.Getsockname(int(fd)) })
 	switch sa := sa.(type) {
 	case *syscall.SockaddrInet4:
 		return &net.TCPAddr{IP: sa.Addr[:], Port: sa.Port}
@@ -526,6 +551,9 @@ func (c *tcpConn) LocalAddr() net.Addr {
 }
 
 func (c *tcpConn) SetDeadline(t time.Time) error {
+	if c.closed.Load() {
+		return c.opError("set", net.ErrClosed)
+	}
 	err := c.f.SetDeadline(t)
 	c.rdl.Store(monoOf(t))
 	c.wdl.Store(monoOf(t))
@@ -533,12 +561,18 @@ func (c *tcpConn) SetDeadline(t time.Time) error {
 }
 
 func (c *tcpConn) SetReadDeadline(t time.Time) error {
+	if c.closed.Load() {
+		return c.opError("set", net.ErrClosed)
+	}
 	err := c.f.SetReadDeadline(t)
 	c.rdl.Store(monoOf(t))
 	return err
 }
 
 func (c *tcpConn) SetWriteDeadline(t time.Time) error {
+	if c.closed.Load() {
+		return c.opError("set", net.ErrClosed)
+	}
 	err := c.f.SetWriteDeadline(t)
 	c.wdl.Store(monoOf(t))
 	return err

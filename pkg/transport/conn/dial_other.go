@@ -47,3 +47,8 @@ func (d *tcpDialer) allow(check func(netip.Addr) error) {
 		return check(ap.Addr())
 	}
 }
+
+// recycle keeps no socket here: nc is closed as usual (false).
+func (d *tcpDialer) recycle(net.Conn) bool { return false }
+
+func (d *tcpDialer) closeSpare() {}

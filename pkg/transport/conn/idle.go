@@ -49,8 +49,8 @@ func (l *Line) probeIdle(res *result.Result) {
 		st = l.readIdle()
 	}
 	switch st {
-	case idleClosed:
-		l.closeConn()
+	case idleClosed: // the SUT closed it: ended cleanly
+		l.endConn(true)
 	case idleData:
 		res.Unsolicited = true
 		l.closeConn()

@@ -36,6 +36,9 @@ type Conn struct {
 
 	opened int64 // Unix ns on the run's clock
 	last   int64 // when its last answer ended (Idle; the run's clock)
+	// detached: a goroutine other than the VU's may read it (Detach):
+	// closed when dropped, never recycled.
+	detached bool
 	// rc is the TCP connection's raw descriptor, for probeIdle where the
 	// platform has a probe; nil otherwise.
 	rc syscall.RawConn
@@ -140,7 +143,7 @@ func (l *Line) Connect(dst *Route, res *result.Result, p *Protocols, first []byt
 // is too old, and probed when it sat idle (probeIdle).
 func (l *Line) kept(dst *Route, res *result.Result, p *Protocols) *Conn {
 	if c := l.c; c != nil && l.stale(c, dst, p) {
-		l.closeConn()
+		l.endConn(true) // idle: it ends cleanly
 	}
 	if c := l.c; c != nil && (p.Settles == "" || c.Proto != p.Settles) && l.now()-c.last >= int64(idleProbe) {
 		l.probeIdle(res)
@@ -299,8 +302,13 @@ func (l *Line) Drop(err error) {
 	if err != nil {
 		l.err = err
 	}
-	l.closeConn()
+	l.endConn(err == nil)
 }
+
+// Detach marks cn as read from a goroutine other than the VU's (a
+// WebSocket session's reader): when dropped it is closed, which ends a
+// read under way, rather than recycled.
+func (cn *Conn) Detach() { cn.detached = true }
 
 // Idle records that the connection finished an answer at end (the run's
 // clock), for the idle probe's clock.
@@ -387,14 +395,26 @@ func (l *Line) Interrupt() {
 // VU is done: the Line is not used after.
 func (l *Line) Close() {
 	l.closeConn()
+	l.dialer.closeSpare()
 	l.cancel()
 }
 
-func (l *Line) closeConn() {
-	if l.c == nil {
+// closeConn closes the connection, if any.
+func (l *Line) closeConn() { l.endConn(false) }
+
+// endConn ends the connection, if any: with clean (it ended with its
+// answer, nothing amiss), a plain TCP one only the VU reads goes back to
+// the dialer, its socket to connect again (recycle_linux.go); any other
+// is closed.
+func (l *Line) endConn(clean bool) {
+	cn := l.c
+	if cn == nil {
 		return
 	}
 	l.active.Store(nil)
-	l.c.NC.Close()
 	l.c = nil
+	if clean && !cn.detached && cn.NC == cn.Raw && l.dialer.recycle(cn.Raw) {
+		return
+	}
+	cn.NC.Close()
 }

@@ -404,6 +404,7 @@ func (c *Client) Upgrade(req *rrpair.Request, pair *rrpair.Pair, res *result.Res
 // the reader that holds what the server sent after the 101's head (its
 // first frames, maybe), counted in the connection's bytes (BytesIn).
 func (c *Client) Upgraded() (nc net.Conn, r *bufio.Reader) {
+	c.cn.Detach() // the session's reader reads it
 	return c.cn.NC, c.br
 }
 
