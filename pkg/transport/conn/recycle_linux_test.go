@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"github.com/replay-dev/replay/pkg/result"
 )
 
@@ -22,51 +23,55 @@ type peerEnd struct {
 
 // endServer is a loopback server that reads a 4-byte request on each
 // connection, answers it, and then, by then: "close" closes its side at
-// once (a FIN); "hold" reads the client's end and holds its side open until the
-// test ends; "reset" reads the client's end, then resets. Each
+// once (a FIN); "hold" reads the client's end and holds its side open
+// until the test ends; "reset" reads the client's end, then resets. Each
 // connection's end goes to the channel returned once its read ended.
 func endServer(t *testing.T, then string) (string, <-chan peerEnd) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ends := make(chan peerEnd, 16)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4)
-				if _, err := io.ReadFull(c, buf); err != nil {
-					return
-				}
-				c.Write(buf)
-				if then == "close" {
-					c.(*net.TCPConn).CloseWrite() // its FIN
-				}
-				_, err := c.Read(buf)
-				if errors.Is(err, io.EOF) {
-					err = nil
-				}
-				ends <- peerEnd{port: c.RemoteAddr().(*net.TCPAddr).Port, err: err}
-				switch then {
-				case "hold":
-					<-stop
-				case "reset":
-					c.(*net.TCPConn).SetLinger(0)
-				}
-			}()
+	addr, _ := loopback.ServeClosing(t, func(c net.Conn, quit <-chan struct{}) {
+		buf := make([]byte, 4)
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return
 		}
-	}()
-	t.Cleanup(func() { close(stop); ln.Close(); <-done })
-	return ln.Addr().String(), ends
+		c.Write(buf)
+		if then == "close" {
+			c.(*net.TCPConn).CloseWrite()
+		}
+		_, err := c.Read(buf)
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		ends <- peerEnd{port: c.RemoteAddr().(*net.TCPAddr).Port, err: err}
+		switch then {
+		case "hold":
+			<-quit
+		case "reset":
+			c.(*net.TCPConn).SetLinger(0)
+		}
+	})
+	return addr, ends
+}
+
+// served is a connection d dialed to addr, after one round trip.
+func served(t *testing.T, d *tcpDialer, addr string) net.Conn {
+	t.Helper()
+	c := dialed(t, d, addr)
+	roundTrip(t, c)
+	return c
+}
+
+// waitClosed waits, at most 5s, until the connection on fd has ended both
+// ways (TCP_CLOSE).
+func waitClosed(t *testing.T, fd int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for tcpState(fd) != tcpClose {
+		if time.Now().After(deadline) {
+			t.Fatalf("the connection on socket %d did not end: state %d", fd, tcpState(fd))
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // roundTrip writes a 4-byte request on c and reads its echo.
@@ -104,8 +109,7 @@ func TestRecycledSocket(t *testing.T) {
 	addr, ends := endServer(t, "close")
 	d := newTCPDialer(new(atomic.Bool), nanotime)
 	t.Cleanup(d.closeSpare)
-	c1 := dialed(t, d, addr)
-	roundTrip(t, c1)
+	c1 := served(t, d, addr)
 	if !d.recycle(c1) {
 		t.Fatal("a plain TCP connection was not recycled")
 	}
@@ -113,6 +117,7 @@ func TestRecycledSocket(t *testing.T) {
 	if e1.err != nil {
 		t.Fatalf("the server's read after the answer: %v, want EOF (the client's FIN)", e1.err)
 	}
+	waitClosed(t, socketOf(c1))
 	c2 := dialed(t, d, addr)
 	defer c2.Close()
 	if socketOf(c2) != socketOf(c1) {
@@ -148,9 +153,8 @@ func TestSpareNotClosedByPeer(t *testing.T) {
 	addr, ends := endServer(t, "hold")
 	d := newTCPDialer(new(atomic.Bool), nanotime)
 	t.Cleanup(d.closeSpare)
-	c1 := dialed(t, d, addr)
+	c1 := served(t, d, addr)
 	fd1 := socketOf(c1)
-	roundTrip(t, c1)
 	d.recycle(c1)
 	if e := waitEnd(t, ends); e.err != nil {
 		t.Fatalf("the server's read after the answer: %v, want EOF", e.err)
@@ -175,14 +179,10 @@ func TestSpareAfterReset(t *testing.T) {
 	addr, ends := endServer(t, "reset")
 	d := newTCPDialer(new(atomic.Bool), nanotime)
 	t.Cleanup(d.closeSpare)
-	c1 := dialed(t, d, addr)
-	roundTrip(t, c1)
+	c1 := served(t, d, addr)
 	d.recycle(c1)
 	waitEnd(t, ends)
-	deadline := time.Now().Add(5 * time.Second)
-	for tcpState(c1.(*tcpConn).fd) != tcpClose && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	waitClosed(t, socketOf(c1))
 	c2 := dialed(t, d, addr)
 	defer c2.Close()
 	if socketOf(c2) != socketOf(c1) {
