@@ -54,7 +54,7 @@ type tcpDialer struct {
 	werr     error
 
 	// spare is the socket of the last connection recycled: its close
-	// under way, to connect again (recycle.go).
+	// under way, to connect again (recycle_linux.go).
 	spare *tcpConn
 
 	check  func(netip.Addr) error // Options.Allow; nil: any address
