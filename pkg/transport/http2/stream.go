@@ -205,7 +205,7 @@ func (c *Client) answer(res *result.Result, grpc bool) result.Answer {
 	if status < 100 || status > 599 {
 		res.Err = result.ErrOther
 		c.lastErr = errStatus
-		c.line.Drop(nil)
+		c.line.Drop(errStatus) // not a clean end: closed, not recycled
 		return nil
 	}
 	res.Status = uint16(status)
