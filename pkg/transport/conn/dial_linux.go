@@ -54,8 +54,11 @@ type tcpDialer struct {
 	werr     error
 
 	// spare is the socket of the last connection recycled: its close
-	// under way, to connect again (recycle_linux.go).
+	// under way, to connect again (recycle_linux.go); skip counts the
+	// connections still to close rather than recycle after one that was
+	// not ready.
 	spare *tcpConn
+	skip  int
 
 	check  func(netip.Addr) error // Options.Allow; nil: any address
 	clock  func() int64           // the run's clock

@@ -18,20 +18,37 @@ import (
 // a reset: unconnecting drops them). That spares the kernel
 // making and freeing a socket (its inode, file and memory) and the
 // runtime the poller's registration, an os.File and its finalizer: about
-// a fifth of a request's CPU with --no-connection-reuse. A spare whose
-// close is not complete (the peer has not closed its side) is closed then,
-// as it would have been at once.
+// a fifth of a request's CPU with --no-connection-reuse on loopback.
+//
+// A spare whose close is not complete is closed then, as it would have
+// been at once: the peer has not closed its side, or has not yet
+// acknowledged the client's FIN, a round trip after it went. Over a
+// network a closed loop dials again sooner than that, so there a spare is
+// seldom ready; after one that was not, the next recycleSkip connections
+// are closed at once, so that a miss (a state read and a shutdown for
+// nothing) costs a VU at most one connection in recycleSkip.
 
 // tcpClose is TCP_CLOSE, the state of a socket whose connection has
 // ended both ways (tcp_info's tcpi_state).
 const tcpClose = 7
+
+// recycleSkip is how many connections are closed rather than recycled
+// after a spare that was not ready.
+const recycleSkip = 64
 
 // recycle keeps nc's socket as the dialer's spare, shut down: true when
 // it did. nc is then closed for its holders (net.ErrClosed); only
 // a connection no other goroutine reads may go (Line.closeConn).
 func (d *tcpDialer) recycle(nc net.Conn) bool {
 	c, ok := nc.(*tcpConn)
-	if !ok || c.closed.Swap(true) {
+	if !ok {
+		return false
+	}
+	if d.skip > 0 {
+		d.skip--
+		return false
+	}
+	if c.closed.Swap(true) {
 		return false
 	}
 	_, _, errno := syscall.RawSyscall(syscall.SYS_SHUTDOWN, uintptr(c.fd), syscall.SHUT_WR, 0)
@@ -54,6 +71,7 @@ func (d *tcpDialer) takeSpare(ra remoteAddr) *tcpConn {
 	d.spare = nil
 	if sp.family != ra.family || tcpState(sp.fd) != tcpClose || disconnect(sp.fd) != 0 {
 		sp.f.Close()
+		d.skip = recycleSkip
 		return nil
 	}
 	// A reset after the shutdown left its error on the socket, which the

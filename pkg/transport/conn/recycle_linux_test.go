@@ -148,7 +148,9 @@ func TestRecycledSocket(t *testing.T) {
 
 // TestSpareNotClosedByPeer: a spare whose peer has not closed its side is
 // closed at the next dial, as it would have been (the peer saw the FIN,
-// and no reset), and the dial takes a new socket.
+// and no reset), and the dial takes a new socket; the next recycleSkip
+// connections are then closed, not recycled, and the one after is
+// recycled again.
 func TestSpareNotClosedByPeer(t *testing.T) {
 	addr, ends := endServer(t, "hold")
 	d := newTCPDialer(new(atomic.Bool), nanotime)
@@ -168,6 +170,14 @@ func TestSpareNotClosedByPeer(t *testing.T) {
 		t.Error("the dial reused a socket whose connection had not ended")
 	}
 	roundTrip(t, c2)
+	for i := range recycleSkip {
+		if d.recycle(c2) {
+			t.Fatalf("connection %d after a spare that was not ready was recycled", i+1)
+		}
+	}
+	if !d.recycle(c2) {
+		t.Errorf("the connection after %d closed was not recycled", recycleSkip)
+	}
 }
 
 // TestSpareAfterReset: a connection reset by its peer after its FIN
