@@ -38,7 +38,7 @@ const recycleSkip = 64
 
 // recycle keeps nc's socket as the dialer's spare, shut down: true when
 // it did. nc is then closed for its holders (net.ErrClosed); only
-// a connection no other goroutine reads may go (Line.closeConn).
+// a connection no other goroutine reads may go (Line.endConn).
 func (d *tcpDialer) recycle(nc net.Conn) bool {
 	c, ok := nc.(*tcpConn)
 	if !ok {
@@ -69,7 +69,11 @@ func (d *tcpDialer) takeSpare(ra remoteAddr) *tcpConn {
 		return nil
 	}
 	d.spare = nil
-	if sp.family != ra.family || tcpState(sp.fd) != tcpClose || disconnect(sp.fd) != 0 {
+	if sp.family != ra.family { // another address family: not a miss
+		sp.f.Close()
+		return nil
+	}
+	if tcpState(sp.fd) != tcpClose || disconnect(sp.fd) != 0 {
 		sp.f.Close()
 		d.skip = recycleSkip
 		return nil

@@ -61,6 +61,23 @@ func served(t *testing.T, d *tcpDialer, addr string) net.Conn {
 	return c
 }
 
+// spareReady is a dialer whose spare is ready: a connection to an
+// endServer (then) served, recycled, and ended both ways; addr is the
+// server's, c1 the connection recycled.
+func spareReady(t *testing.T, then string) (d *tcpDialer, addr string, c1 net.Conn) {
+	t.Helper()
+	addr, ends := endServer(t, then)
+	d = newTCPDialer(new(atomic.Bool), nanotime)
+	t.Cleanup(d.closeSpare)
+	c1 = served(t, d, addr)
+	if !d.recycle(c1) {
+		t.Fatal("a plain TCP connection was not recycled")
+	}
+	waitEnd(t, ends)
+	waitClosed(t, socketOf(c1))
+	return d, addr, c1
+}
+
 // waitClosed waits, at most 5s, until the connection on fd has ended both
 // ways (TCP_CLOSE).
 func waitClosed(t *testing.T, fd int) {
@@ -186,13 +203,7 @@ func TestSpareNotClosedByPeer(t *testing.T) {
 // connect clears it), which a handshake still under way would read as
 // its own failure (handshake).
 func TestSpareAfterReset(t *testing.T) {
-	addr, ends := endServer(t, "reset")
-	d := newTCPDialer(new(atomic.Bool), nanotime)
-	t.Cleanup(d.closeSpare)
-	c1 := served(t, d, addr)
-	d.recycle(c1)
-	waitEnd(t, ends)
-	waitClosed(t, socketOf(c1))
+	d, addr, c1 := spareReady(t, "reset")
 	c2 := dialed(t, d, addr)
 	defer c2.Close()
 	if socketOf(c2) != socketOf(c1) {
@@ -248,5 +259,25 @@ func TestLineRecyclesOnlyWhatEndedCleanly(t *testing.T) {
 	}
 	if l.dialer.spare == cn.Raw {
 		t.Error("a detached connection was recycled")
+	}
+}
+
+// TestSpareOfAnotherFamily: an IPv4 spare is not connected to an IPv6
+// address: it is closed, a socket of the family made, and that is no
+// miss (the connections after are recycled still).
+func TestSpareOfAnotherFamily(t *testing.T) {
+	ln6, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("SKIP: no IPv6 loopback here (%v); a spare of another family is not tested", err)
+	}
+	defer ln6.Close() // the kernel completes the handshake: nothing to accept
+	d, _, _ := spareReady(t, "close")
+	c2 := dialed(t, d, ln6.Addr().String())
+	defer c2.Close()
+	if fam := c2.(*tcpConn).family; fam != syscall.AF_INET6 {
+		t.Fatalf("a dial to %s made a socket of family %d", ln6.Addr(), fam)
+	}
+	if d.skip != 0 {
+		t.Errorf("a spare of another family counted as a miss: %d connections to close", d.skip)
 	}
 }
