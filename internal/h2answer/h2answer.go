@@ -12,9 +12,10 @@
 // header list (431 beyond, decoded but not kept), the request body (the
 // handler's limit: past it the stream is answered and reset, the rest
 // unread), the bodies a connection's streams hold at once (Limits.Bodies:
-// past it, windows held back), writes buffered (a client that reads nothing is cut after the
-// idle timeout of a blocked write), and time (an idle connection closed
-// with GOAWAY, a request body that does not arrive resets its stream).
+// past it, windows held back), writes buffered (a client that reads
+// nothing is cut after the idle timeout of a blocked write), and time (an
+// idle connection closed with GOAWAY, a request body that does not arrive
+// resets its stream).
 package h2answer
 
 import (
