@@ -801,3 +801,31 @@ func TestBodiesHeldBounded(t *testing.T) {
 		fs.answer(id, strconv.Itoa(body))
 	}
 }
+
+// TestBodyPastItsLength: a body longer than the content-length its
+// request announced is malformed (RFC 9113 §8.1.1): its stream is reset
+// as soon as it passes the length, not at its end, and so is one that
+// ends short of it; the connection goes on.
+func TestBodyPastItsLength(t *testing.T) {
+	ts := serveTest(t, Limits{})
+	rc, _ := dial(t, ts.addr)
+	rc.request(1, "POST", "/echo", false, "content-length", "5")
+	rc.fr.WriteData(1, false, []byte("0123456789")) // past 5, and not ended
+	rc.flush()
+	if r := rc.until("RST_STREAM of stream 1", rstOf(1)).(*http2.RSTStreamFrame); r.ErrCode != http2.ErrCodeProtocol {
+		t.Errorf("a body past its length: RST_STREAM %v, want PROTOCOL_ERROR", r.ErrCode)
+	}
+	rc.request(3, "POST", "/echo", false, "content-length", "5")
+	rc.fr.WriteData(3, true, []byte("012"))
+	rc.flush()
+	if r := rc.until("RST_STREAM of stream 3", rstOf(3)).(*http2.RSTStreamFrame); r.ErrCode != http2.ErrCodeProtocol {
+		t.Errorf("a body short of its length: RST_STREAM %v, want PROTOCOL_ERROR", r.ErrCode)
+	}
+	rc.request(5, "POST", "/echo", false, "content-length", "5")
+	rc.fr.WriteData(5, true, []byte("01234"))
+	rc.flush()
+	d := rc.until("DATA of stream 5", func(f http2.Frame) bool { d, ok := f.(*http2.DataFrame); return ok && d.StreamID == 5 })
+	if got := string(d.(*http2.DataFrame).Data()); got != "01234" {
+		t.Errorf("a body of its length: echo %q", got)
+	}
+}

@@ -128,14 +128,16 @@ func (c *conn) data(f *http2.DataFrame) error {
 			c.hold(st, 0)
 		}
 	}
+	// Not the length announced: past it as soon as it is, short of it at
+	// the end (RFC 9113 §8.1.1).
+	if got := int64(len(st.bodyBuf)); !st.Over && st.Length >= 0 && (got > st.Length || f.StreamEnded() && got != st.Length) {
+		c.resetStream(st, http2.ErrCodeProtocol)
+		c.giveBack(nil)
+		c.mu.Unlock()
+		return nil
+	}
 	if f.StreamEnded() {
 		st.recvDone = true
-		if !st.Over && st.Length >= 0 && st.Length != int64(len(st.bodyBuf)) {
-			c.resetStream(st, http2.ErrCodeProtocol) // not the length announced
-			c.giveBack(nil)
-			c.mu.Unlock()
-			return nil
-		}
 	}
 	c.giveBack(st)
 	now := !st.served && (st.recvDone || st.Over)
