@@ -120,18 +120,7 @@ func (c *conn) data(f *http2.DataFrame) error {
 		return nil
 	}
 	st.credit += n
-	if !st.served {
-		st.bodyBuf = append(st.bodyBuf, f.Data()...)
-		c.hold(st, int64(len(st.bodyBuf)))
-		if len(st.bodyBuf) > st.Limit {
-			st.Over, st.bodyBuf = true, st.bodyBuf[:0]
-			c.hold(st, 0)
-		}
-	}
-	// Not the length announced: past it as soon as it is, short of it at
-	// the end (RFC 9113 §8.1.1).
-	if got := int64(len(st.bodyBuf)); !st.Over && st.Length >= 0 && (got > st.Length || f.StreamEnded() && got != st.Length) {
-		c.resetStream(st, http2.ErrCodeProtocol)
+	if c.keep(st, f) {
 		c.giveBack(nil)
 		c.mu.Unlock()
 		return nil
@@ -150,6 +139,27 @@ func (c *conn) data(f *http2.DataFrame) error {
 		c.hand(st)
 	}
 	return nil
+}
+
+// keep keeps f's data in st's body, up to its limit, and resets st when
+// the body is not the length its request announced (RFC 9113 §8.1.1):
+// at once when it is past it, at its end when it is short of it; true
+// when it reset st.
+func (c *conn) keep(st *Stream, f *http2.DataFrame) bool {
+	if !st.served {
+		st.bodyBuf = append(st.bodyBuf, f.Data()...)
+		c.hold(st, int64(len(st.bodyBuf)))
+		if len(st.bodyBuf) > st.Limit {
+			st.Over, st.bodyBuf = true, st.bodyBuf[:0]
+			c.hold(st, 0)
+		}
+	}
+	got := int64(len(st.bodyBuf))
+	if !st.Over && st.Length >= 0 && (got > st.Length || f.StreamEnded() && got != st.Length) {
+		c.resetStream(st, http2.ErrCodeProtocol)
+		return true
+	}
+	return false
 }
 
 // dataClosed takes DATA on a stream not receiving (st nil: gone): an
