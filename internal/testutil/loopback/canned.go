@@ -16,7 +16,9 @@ import (
 // Canned is a loopback HTTP/1.1 server that answers every request with the
 // same bytes and allocates nothing per request, so that the allocations a
 // benchmark reports are the client's. It frames requests by Content-Length
-// (spelled "Content-Length"), which is all a replay of this project sends.
+// (spelled "Content-Length"), which is all a replay of this project sends,
+// and closes a connection after the answer to a request that says
+// "Connection: close", as servers do.
 type Canned struct {
 	ln     net.Listener
 	answer []byte
@@ -78,8 +80,14 @@ func (s *Canned) accept() {
 	}
 }
 
+// buffers are Canned's connections' read buffers, reused, so that a
+// connection per request allocates none.
+var buffers = sync.Pool{New: func() any { return new([256 << 10]byte) }}
+
 func (s *Canned) serve(c net.Conn) {
-	buf := make([]byte, 256<<10)
+	b := buffers.Get().(*[256 << 10]byte)
+	defer buffers.Put(b)
+	buf := b[:]
 	n := 0
 	for {
 		m, err := c.Read(buf[n:])
@@ -100,6 +108,9 @@ func (s *Canned) serve(c net.Conn) {
 				break
 			}
 			if _, err := c.Write(s.answer); err != nil {
+				return
+			}
+			if bytes.Contains(buf[:end], []byte("\r\nConnection: close\r\n")) {
 				return
 			}
 			n = copy(buf, buf[size:n])
