@@ -16,7 +16,7 @@ func (h h2Handler) Limit(st *h2answer.Stream) int {
 	s := h.s
 	sc := s.getScratch()
 	defer s.putScratch(sc)
-	l := s.h2Live(st, sc)
+	l := s.h2Route(st, sc)
 	return s.bodyLimit(&l.v, sc)
 }
 
@@ -37,12 +37,7 @@ func (h h2Handler) Serve(st *h2answer.Stream) {
 // matching, answering or a gRPC call reads them (as HTTP/1.1 gathers
 // them).
 func (s *Server) h2Live(st *h2answer.Stream, sc *scratch) live {
-	cs := st.Value().(*connState)
-	l := live{cs: cs, scheme: cs.scheme, version: "2", authority: st.Authority, gone: st}
-	if cs.host != nil {
-		l.authority = cs.host
-	}
-	sc.host = normHost(sc.host, l.authority)
+	l := s.h2Route(st, sc)
 	sc.headers = sc.headers[:0]
 	grpcType := false
 	for _, f := range st.Fields {
@@ -53,12 +48,26 @@ func (s *Server) h2Live(st *h2answer.Stream, sc *scratch) live {
 	if s.needHeaders() || grpcType {
 		sc.headers, sc.cookie = h2Headers(sc.headers, sc.cookie[:0], st.Fields)
 	}
+	l.v.headers = sc.headers
+	l.grpc = isGRPC(sc.headers)
+	return l
+}
+
+// h2Route is st as a live request with only its method, host and URI in
+// its view: what its body's limit needs (Limit), and where h2Live
+// begins.
+func (s *Server) h2Route(st *h2answer.Stream, sc *scratch) live {
+	cs := st.Value().(*connState)
+	l := live{cs: cs, scheme: cs.scheme, version: "2", authority: st.Authority, gone: st}
+	if cs.host != nil {
+		l.authority = cs.host
+	}
+	sc.host = normHost(sc.host, l.authority)
 	uri := st.Path
 	if uri == nil { // CONNECT
 		uri = st.Authority
 	}
-	l.v = view{method: st.Method, host: s.ix.hostOf(sc.host), uri: uri, headers: sc.headers}
-	l.grpc = isGRPC(sc.headers)
+	l.v = view{method: st.Method, host: s.ix.hostOf(sc.host), uri: uri}
 	return l
 }
 
