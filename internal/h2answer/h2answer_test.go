@@ -650,29 +650,29 @@ func TestContextEnds(t *testing.T) {
 	rc.flush()
 	rc.fr.WriteRSTStream(1, http2.ErrCodeCancel)
 	rc.flush()
-	select {
-	case p := <-ts.h.gone:
-		if p != "/ctx" {
-			t.Fatalf("%s's context ended first, want /ctx's (reset)", p)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the reset stream's context did not end")
-	}
+	ts.contextEnds(t, "/ctx", "reset")
 	select {
 	case p := <-ts.h.gone:
 		t.Fatalf("%s's context ended with its connection still up", p)
 	case <-time.After(100 * time.Millisecond):
 	}
 	rc.c.Close()
+	ts.contextEnds(t, "/ctx2", "its connection closed")
+	ts.waitEnded(t)
+}
+
+// contextEnds waits, at most 10s, for the next stream whose Context
+// ended, which must be path's (why says why it should).
+func (ts *testServer) contextEnds(t *testing.T, path, why string) {
+	t.Helper()
 	select {
 	case p := <-ts.h.gone:
-		if p != "/ctx2" {
-			t.Fatalf("%s's context ended, want /ctx2's (its connection closed)", p)
+		if p != path {
+			t.Fatalf("%s's context ended, want %s's (%s)", p, path, why)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the context of a stream whose connection closed did not end")
+		t.Fatalf("%s's context did not end (%s)", path, why)
 	}
-	ts.waitEnded(t)
 }
 
 // flowSender sends request bodies within the windows the server gives,
