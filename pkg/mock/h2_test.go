@@ -60,6 +60,9 @@ func TestH2WaitHoldsNoOtherStream(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); s.Report().Hits < 2 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond) // until /slow is matched and waiting
 	}
+	if s.Report().Hits < 2 {
+		t.Fatal("/slow was not matched: nothing waits beside the streams to come")
+	}
 	for range 5 {
 		st, body, err := get("/fast")
 		if err != nil || st != 200 || body != `"fast"` {

@@ -197,6 +197,9 @@ func TestCloseCutsPassthrough(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); s.Report().Passthrough == 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond) // until the call is under way
 	}
+	if s.Report().Passthrough == 0 {
+		t.Fatal("the miss was not passed through: Close has nothing under way to cut")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
