@@ -106,6 +106,7 @@ func addHTTPFlags(fs *pflag.FlagSet, o *run.HTTP) {
 	fs.IntVar(&o.MaxHeaderBytes, "max-header-bytes", o.MaxHeaderBytes, "an answer's status line and headers must fit in this many `BYTES`; a longer head fails the request")
 	fs.StringVar(&o.HTTP2, "http2", o.HTTP2, "HTTP/2 over TLS, chosen per connection by ALPN: auto (offer h2 when the file holds HTTP/2 or gRPC pairs), on (always offer it) or off (HTTP/1.1 only)")
 	fs.BoolVar(&o.H2C, "h2c", o.H2C, "speak cleartext HTTP/2 (prior knowledge) to http:// targets")
+	fs.IntVar(&o.Streams, "streams", o.Streams, "HTTP/2: `N` VUs share each connection, each with its one request in flight as a stream of it (h2load's -m N); 1: a connection each")
 	fs.DurationVar(&o.MaxConnDuration, "max-conn-duration", o.MaxConnDuration, "close and reopen a VU's connection once it is this old, to spread load over the pods behind a Service")
 }
 

@@ -29,7 +29,7 @@ func vuConfig(o *Options, load schedule.Load, log zerolog.Logger) vu.Config {
 // elsewhere).
 func transportOptions(o *Options, hostMap map[string]string) negotiate.Options {
 	h := &o.HTTP
-	return negotiate.Options{HTTP2: h.HTTP2, H2C: h.H2C, Conn: conn.Options{
+	return negotiate.Options{HTTP2: h.HTTP2, H2C: h.H2C, Streams: h.Streams, Conn: conn.Options{
 		Target: o.Load.Target, HostMap: hostMap, KeepHost: h.KeepHost, NoConnectionReuse: h.NoConnectionReuse,
 		Timeout: h.Timeout, Insecure: h.Insecure, CA: h.CA, Cert: h.Cert, Key: h.Key, ServerName: h.ServerName,
 		Proxy: h.Proxy, Timings: h.Timings, MaxConnDuration: h.MaxConnDuration,

@@ -151,6 +151,9 @@ type HTTP struct {
 	// cleartext HTTP/2 by prior knowledge to http:// targets.
 	HTTP2 string
 	H2C   bool
+	// Streams, above 1, has that many VUs share each HTTP/2 connection,
+	// each with its one request in flight as a stream of it.
+	Streams int
 	// MaxAnswerBody bounds the answer body kept for those who read it
 	// (--compare body, correlate, --dump-failures): a longer answer fails
 	// as "other". When nothing reads bodies they are dropped as they

@@ -14,6 +14,7 @@ import (
 // list, an encoder on a new table, and its interned strings.
 func encodingClient() *Client {
 	c := &Client{strs: make(map[string]string)}
+	c.useOwn()
 	c.enc = hpack.NewEncoder(&c.hb)
 	c.blocks.changed()
 	return c
@@ -60,8 +61,8 @@ func TestBlockCacheSameBytes(t *testing.T) {
 		if _, ok := c.blocks.lookup(&c.fl); ok {
 			hits++
 		}
-		c.encode()
-		ref.encodeFields()
+		c.encode(&c.fl)
+		ref.encodeFields(&ref.fl)
 		if !bytes.Equal(c.hb.b, ref.hb.b) {
 			t.Fatalf("request %d: block %x, the encoder writes %x", i, c.hb.b, ref.hb.b)
 		}
@@ -94,7 +95,7 @@ func BenchmarkEncode(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		enc  func(c *Client)
-	}{{"encoder", func(c *Client) { c.encodeFields() }}, {"cached", (*Client).encode}} {
+	}{{"encoder", func(c *Client) { c.encodeFields(&c.fl) }}, {"cached", func(c *Client) { c.encode(&c.fl) }}} {
 		b.Run(bc.name, func(b *testing.B) {
 			c, host := encodingClient(), []byte("127.0.0.1:8080")
 			b.ReportAllocs()

@@ -68,10 +68,16 @@ type Client struct {
 	// below it, REFUSED_STREAM): it may be sent again, once.
 	unprocessed bool
 
-	fl  fieldList
-	ans answer
-	cs  connState
-	st  stream
+	fl fieldList
+	cs connState
+	// st and ans are the stream the connection is acting on and its
+	// answer: own's, the one stream open, unless the connection is
+	// shared (shared.go), where they are the stream of the frame read.
+	st  *stream
+	ans *answer
+	own slot
+	// mux is the shared connection's state, nil on a VU's own.
+	mux *mux
 
 	cr   countingReader
 	br   *bufio.Reader
@@ -112,8 +118,12 @@ func NewClient(l *conn.Line, a transport.AnswerOptions) *Client {
 	o := l.Options()
 	c := &Client{line: l, now: l.Clock(), a: a.WithDefaults(), noReuse: o.NoConnectionReuse, timings: o.Timings, strs: make(map[string]string)}
 	c.br = bufio.NewReaderSize(&c.cr, 32<<10)
+	c.useOwn()
 	return c
 }
+
+// useOwn makes the client act on its own stream.
+func (c *Client) useOwn() { c.st, c.ans = &c.own.st, &c.own.ans }
 
 // outBuf is an io.Writer that appends: the framer and the HPACK encoder
 // write into it, and it goes out in one write.

@@ -13,7 +13,8 @@ import (
 // ending the stream or not.
 func takeHead(c *Client, block []byte, end bool) error {
 	c.ans.reset(c.a.MaxBody, true)
-	c.st = stream{id: 1, length: -1}
+	*c.st = stream{id: 1, length: -1}
+	c.cs.nextID = 3 // stream 1 opened
 	return c.onHeaders(1, end, true, block)
 }
 
@@ -42,6 +43,7 @@ func fieldsText(fields []hpack.HeaderField) []byte {
 // taken from the kept one.
 func TestHeadCacheSameFields(t *testing.T) {
 	c := &Client{a: transport.AnswerOptions{}.WithDefaults()}
+	c.useOwn()
 	c.dec = hpack.NewDecoder(ourTableSize, c.onField)
 	c.dec.SetMaxStringLength(c.a.MaxHeaderBytes)
 	var sb bytes.Buffer
@@ -102,6 +104,7 @@ func BenchmarkHead(b *testing.B) {
 	}{{"decoder", false}, {"kept", true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			c := &Client{a: transport.AnswerOptions{}.WithDefaults()}
+			c.useOwn()
 			c.dec = hpack.NewDecoder(ourTableSize, c.onField)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -137,6 +140,7 @@ func nginxHead(date string) []byte {
 // the table.
 func TestHeadCacheKeepsTableInStep(t *testing.T) {
 	c := &Client{a: transport.AnswerOptions{}.WithDefaults()}
+	c.useOwn()
 	c.dec = hpack.NewDecoder(ourTableSize, c.onField)
 	ref := hpack.NewDecoder(ourTableSize, nil)
 	// :status 200, entries 62 (the last added) and 68 (the date of the

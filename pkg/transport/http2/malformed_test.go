@@ -194,11 +194,13 @@ func TestDataPastWindow(t *testing.T) {
 		return f.(*http2.DataFrame)
 	}
 	c := &Client{a: transport.AnswerOptions{DiscardBodies: true}.WithDefaults()}
-	c.st = stream{id: 1, gotHeaders: true, length: -1, recvUnacked: ourStreamWindow - 100}
+	c.useOwn()
+	c.cs.nextID = 3 // stream 1 opened
+	*c.st = stream{id: 1, gotHeaders: true, length: -1, recvUnacked: ourStreamWindow - 100}
 	if err := c.data(frame(1, 200)); err != errStreamWindow {
 		t.Errorf("past the stream window: %v, want %v", err, errStreamWindow)
 	}
-	c.st = stream{id: 1, gotHeaders: true, length: -1}
+	*c.st = stream{id: 1, gotHeaders: true, length: -1}
 	c.cs.recvConn = ourConnWindow - 100
 	if err := c.data(frame(1, 200)); err != errConnWindow {
 		t.Errorf("past the connection window: %v, want %v", err, errConnWindow)

@@ -51,6 +51,13 @@ type stream struct {
 	received    int64 // DATA payload received
 }
 
+// slot is a stream and its answer: a client's own, or a VU's on a shared
+// connection.
+type slot struct {
+	st  stream
+	ans answer
+}
+
 // open starts HTTP/2 on a new connection: the preface, the client's
 // SETTINGS and its connection window, buffered to go with the first
 // request.
@@ -94,9 +101,9 @@ var (
 // exchange sends req on a new stream of cn and reads its answer.
 func (c *Client) exchange(cn *conn.Conn, host []byte, req *rrpair.Request, pair *rrpair.Pair, res *result.Result, grpc bool) result.Answer {
 	c.openStream(req, pair, res, grpc)
-	st := &c.st
+	st := c.st
 	c.fl.build(req, cn.HTTPS, host)
-	c.encode()
+	c.encode(&c.fl)
 	body := req.Body
 	c.writeHeaders(len(body) == 0)
 	c.headOut = true
@@ -126,7 +133,7 @@ func (c *Client) openStream(req *rrpair.Request, pair *rrpair.Pair, res *result.
 	cs := &c.cs
 	c.line.Arm()
 	c.ans.reset(c.a.MaxBody, c.a.DiscardBodies)
-	c.st = stream{id: cs.nextID, sendWin: cs.peerWindow, head: string(req.Method) == "HEAD", length: -1}
+	*c.st = stream{id: cs.nextID, sendWin: cs.peerWindow, head: string(req.Method) == "HEAD", length: -1}
 	cs.nextID += 2
 	c.cr.n = 0
 	res.Proto = result.ProtoHTTP2
@@ -137,7 +144,7 @@ func (c *Client) openStream(req *rrpair.Request, pair *rrpair.Pair, res *result.
 // windows let it (reading the SUT's frames while they are shut), and
 // stops sending when the stream ends or the SUT will not process it.
 func (c *Client) sendBody(body []byte, res *result.Result) error {
-	st := &c.st
+	st := c.st
 	body = c.writeData(body)
 	err := c.flush(res)
 	for err == nil && len(body) > 0 && !st.ended && !st.reset && !c.unprocessedNow() {
@@ -169,7 +176,7 @@ func (c *Client) sendBody(body []byte, res *result.Result) error {
 // process it (it may go again), the answer broke the protocol, the
 // connection failed, or the SUT reset the stream.
 func (c *Client) failed(err error, res *result.Result) bool {
-	cs, st := &c.cs, &c.st
+	cs, st := &c.cs, c.st
 	refusal, _ := err.(*protoError)
 	switch {
 	case c.unprocessedNow(): // whatever else went wrong, it may go again
@@ -211,7 +218,7 @@ func (c *Client) answer(res *result.Result, grpc bool) result.Answer {
 	res.Status = uint16(status)
 	if grpc {
 		res.GRPC = true
-		res.GRPCStatus = result.AnswerGRPCStatus(&c.ans)
+		res.GRPCStatus = result.AnswerGRPCStatus(c.ans)
 	}
 	c.drainBuffered()
 	cs.last = res.End
@@ -221,7 +228,7 @@ func (c *Client) answer(res *result.Result, grpc bool) result.Answer {
 		c.line.Idle(res.End)
 	}
 	c.answered = true
-	return &c.ans
+	return c.ans
 }
 
 // refuse fails the request for what e found, as the RFC classes it: a
@@ -332,28 +339,28 @@ func (c *Client) failKind(err error) result.ErrorKind {
 	return result.ErrOther
 }
 
-// encode writes the header list of c.fl into c.hb as an HPACK block: the
+// encode writes the header list fl into c.hb as an HPACK block: the
 // block kept for the list when the encoder's table has not changed since
 // (blocks.go), or the encoder's, kept in turn when it left the table as
 // it was.
-func (c *Client) encode() {
-	if block, ok := c.blocks.lookup(&c.fl); ok {
+func (c *Client) encode(fl *fieldList) {
+	if block, ok := c.blocks.lookup(fl); ok {
 		c.hb.b = append(c.hb.b[:0], block...)
 		return
 	}
-	if c.encodeFields() {
+	if c.encodeFields(fl) {
 		c.blocks.changed()
 		return
 	}
 	c.blocks.keep(c.hb.b)
 }
 
-// encodeFields writes the header list of c.fl into c.hb with the HPACK
+// encodeFields writes the header list fl into c.hb with the HPACK
 // encoder, and says whether that changed the encoder's table.
-func (c *Client) encodeFields() (changed bool) {
+func (c *Client) encodeFields(fl *fieldList) (changed bool) {
 	c.hb.b = c.hb.b[:0]
-	for i := range c.fl.fields {
-		f := &c.fl.fields[i]
+	for i := range fl.fields {
+		f := &fl.fields[i]
 		name, _ := c.intern(f.name)
 		value, sensitive := c.intern(f.value)
 		at := len(c.hb.b)
@@ -416,9 +423,11 @@ func (c *Client) writeData(body []byte) []byte {
 	return body
 }
 
-// flush writes what is buffered; wfailed records that a write failed.
+// flush writes what is buffered; wfailed records that a write failed. On
+// a shared connection the reader's frames (acknowledgements, windows) wait
+// for the reader's flush after the frames it has buffered (readShared).
 func (c *Client) flush(res *result.Result) error {
-	if len(c.out.b) == 0 {
+	if len(c.out.b) == 0 || c.mux != nil {
 		return nil
 	}
 	n, err := c.cs.cn.NC.Write(c.out.b)
@@ -477,7 +486,7 @@ func (c *Client) step() error {
 // onHeaders begins a header block: the stream's answer (or its trailers)
 // when it is on the stream open, one to decode and drop otherwise.
 func (c *Client) onHeaders(id uint32, endStream, endHeaders bool, frag []byte) error {
-	st := &c.st
+	st := c.st
 	if c.idle(id) {
 		return errIdleStream
 	}
@@ -527,7 +536,7 @@ func (c *Client) onSettings(f *http2.SettingsFrame) error {
 // the largest window the protocol allows.
 func (c *Client) onWindowUpdate(id, inc uint32) error {
 	const maxWindow = 1<<31 - 1
-	cs, st := &c.cs, &c.st
+	cs, st := &c.cs, c.st
 	switch {
 	case id == 0:
 		if cs.sendConn += int64(inc); cs.sendConn > maxWindow {
@@ -545,7 +554,7 @@ func (c *Client) onWindowUpdate(id, inc uint32) error {
 
 // onRSTStream notes the SUT's reset of the stream open.
 func (c *Client) onRSTStream(f *http2.RSTStreamFrame) error {
-	st := &c.st
+	st := c.st
 	if c.idle(f.StreamID) {
 		return errIdleStream
 	}
@@ -593,7 +602,7 @@ func (c *Client) frameDetail(err error) string {
 // open). A frame on it, other than PRIORITY, is a connection error
 // (RFC 9113 §5.1).
 func (c *Client) idle(id uint32) bool {
-	return id != 0 && (id > c.st.id || id%2 == 0)
+	return id != 0 && (id >= c.cs.nextID || id%2 == 0)
 }
 
 // fragment decodes a fragment of a header block (the first says it opens
@@ -649,8 +658,13 @@ func (c *Client) setting(s http2.Setting) error {
 	case http2.SettingMaxFrameSize:
 		c.cs.maxFrame = s.Val
 	case http2.SettingInitialWindowSize:
-		// A change applies to the open stream's window too (§6.9.2).
-		c.st.sendWin += int64(s.Val) - c.cs.peerWindow
+		// A change applies to the open streams' windows too (§6.9.2).
+		d := int64(s.Val) - c.cs.peerWindow
+		if c.mux != nil {
+			c.mux.widen(d)
+		} else {
+			c.st.sendWin += d
+		}
 		c.cs.peerWindow = int64(s.Val)
 	case http2.SettingHeaderTableSize:
 		c.enc.SetMaxDynamicTableSizeLimit(s.Val)
@@ -663,7 +677,7 @@ func (c *Client) setting(s http2.Setting) error {
 // SUT must keep to: DATA past a window, or past the answer's
 // content-length, is refused.
 func (c *Client) data(f *http2.DataFrame) error {
-	cs, st := &c.cs, &c.st
+	cs, st := &c.cs, c.st
 	if c.idle(f.StreamID) {
 		return errIdleStream
 	}
@@ -687,7 +701,7 @@ func (c *Client) data(f *http2.DataFrame) error {
 // stream open: the answer's body, within the stream's window, the
 // answer's content-length and --max-answer-body.
 func (c *Client) streamData(f *http2.DataFrame, n int64) error {
-	st := &c.st
+	st := c.st
 	if !st.gotHeaders {
 		return errDataFirst
 	}
@@ -728,7 +742,7 @@ func (c *Client) endBlock() error {
 		return nil
 	}
 	c.capture = false
-	st := &c.st
+	st := c.st
 	switch {
 	case c.oversize:
 		return errHeadLong
@@ -748,7 +762,7 @@ func (c *Client) endBlock() error {
 // headBlock judges a header block with a :status: an interim answer is
 // dropped, the final one makes the answer's head.
 func (c *Client) headBlock() error {
-	st := &c.st
+	st := c.st
 	switch s := c.ans.status; {
 	case s == 101:
 		return errStatus101
@@ -774,7 +788,7 @@ func (c *Client) headBlock() error {
 // endStream ends the answer at the SUT's END_STREAM: its DATA must add up
 // to its content-length, unless it has no content (RFC 9113 §8.1.1).
 func (c *Client) endStream() error {
-	st := &c.st
+	st := c.st
 	st.ended = true
 	if !st.noContent && st.length >= 0 && st.received != st.length {
 		return errLengthShorter

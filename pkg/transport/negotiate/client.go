@@ -20,6 +20,7 @@ const (
 	tookHTTP1             // HTTP/1.1
 	tookHTTP2             // HTTP/2
 	tookNoH2              // none: a gRPC call the connection could not carry
+	tookShared            // HTTP/2, on the group's shared connection
 )
 
 // client is one VU's transport.Client: its Line, and the HTTP/1.1 and
@@ -31,6 +32,9 @@ type client struct {
 	line *conn.Line
 	h1   *http1.Client
 	h2   *http2.Client // made when a request first may go as HTTP/2
+	// member is the VU's place on its group's shared HTTP/2 connection
+	// (--streams), nil without.
+	member *http2.Member
 
 	// The last request, for Failure and Redirect: which protocol took it,
 	// its body, and why a gRPC call was refused.
@@ -45,6 +49,9 @@ var _ transport.Client = (*client)(nil)
 // it, else over HTTP/1.1. A request the SUT declared unprocessed is sent
 // again, once, on a new connection (res.Retried).
 func (c *client) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) result.Answer {
+	if c.member != nil {
+		return c.doShared(req, pair, res)
+	}
 	if !c.t.offer && !c.t.h2c {
 		// Check saw no gRPC call (or refused the file): HTTP/1.1 only.
 		c.took = tookHTTP1
@@ -60,6 +67,20 @@ func (c *client) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) 
 		c.line.Drop(nil)
 		again(res)
 		ans = c.try(req, pair, res, grpc)
+		res.Retried = true
+	}
+	return ans
+}
+
+// doShared is Do on the group's shared connection (--streams).
+func (c *client) doShared(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) result.Answer {
+	c.took, c.body = tookShared, req.Body
+	grpc := pair.IsGRPC()
+	res.BytesOut, res.BytesIn, res.Written = 0, 0, false // the attempts add theirs
+	ans := c.member.Do(req, pair, res, grpc)
+	if c.member.Unprocessed() && !c.line.Cut() {
+		again(res)
+		ans = c.member.Do(req, pair, res, grpc)
 		res.Retried = true
 	}
 	return ans
@@ -108,6 +129,8 @@ func (c *client) Redirect(req *rrpair.Request) bool {
 		return c.h1.Redirect(req)
 	case tookHTTP2:
 		return c.h2.Redirect(req)
+	case tookShared:
+		return c.member.Redirect(req)
 	}
 	return false
 }
@@ -120,6 +143,8 @@ func (c *client) Failure() (addr string, head, body []byte, err error) {
 		return c.h1.Failure()
 	case tookHTTP2:
 		return c.h2.Failure()
+	case tookShared:
+		return c.member.Failure()
 	}
 	addr, err = c.line.Failure()
 	if c.took == tookNoH2 {
@@ -128,11 +153,22 @@ func (c *client) Failure() (addr string, head, body []byte, err error) {
 	return addr, nil, c.body, err
 }
 
-// Interrupt implements transport.Client: the Line's.
-func (c *client) Interrupt() { c.line.Interrupt() }
+// Interrupt implements transport.Client: the Line's, and with --streams
+// the shared connection's: the hard stop reaches every VU of the group.
+func (c *client) Interrupt() {
+	c.line.Interrupt()
+	if c.member != nil {
+		c.member.Interrupt()
+	}
+}
 
 // Close implements transport.Client.
-func (c *client) Close() { c.line.Close() }
+func (c *client) Close() {
+	c.line.Close()
+	if c.member != nil {
+		c.member.Close()
+	}
+}
 
 var _ transport.Sessions = (*client)(nil)
 

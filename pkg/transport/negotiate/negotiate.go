@@ -15,6 +15,7 @@ package negotiate
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transport"
@@ -40,6 +41,10 @@ type Options struct {
 	HTTP2 string
 	// H2C speaks cleartext HTTP/2 with prior knowledge to http:// targets.
 	H2C bool
+	// Streams, above 1, has that many VUs share each HTTP/2 connection,
+	// each with its one stream open on it (http2.Shared); 0 or 1, each VU
+	// has a connection of its own.
+	Streams int
 }
 
 // Validate checks o without reading any file or changing o. Its errors
@@ -53,6 +58,14 @@ func (o *Options) Validate() error {
 	}
 	if o.H2C && o.HTTP2 == Off {
 		errs = append(errs, errors.New("--h2c and --http2 off: cleartext HTTP/2 is HTTP/2; drop one"))
+	}
+	switch {
+	case o.Streams < 0:
+		errs = append(errs, fmt.Errorf("--streams: want 1 or more VUs to a connection, got %d", o.Streams))
+	case o.Streams > 1 && o.HTTP2 == Off:
+		errs = append(errs, errors.New("--streams and --http2 off: VUs share HTTP/2 connections only; drop one"))
+	case o.Streams > 1 && o.Conn.NoConnectionReuse:
+		errs = append(errs, errors.New("--streams and --no-connection-reuse: a shared connection carries the requests of several VUs; drop one"))
 	}
 	return errors.Join(errs...)
 }
@@ -72,6 +85,12 @@ type Transport struct {
 	// way cleartext HTTP/2 with --h2c, and an HTTP/2 connection settled by
 	// its client rather than probed.
 	offering, plain conn.Protocols
+
+	// streams is --streams (at least 1); groups are the shared
+	// connections of its groups of VUs, by vu/streams.
+	streams  int
+	groupsMu sync.Mutex
+	groups   map[int]*http2.Shared
 }
 
 var _ transport.Transport = (*Transport)(nil)
@@ -89,7 +108,8 @@ func New(o Options) (*Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Transport{d: d, a: o.Answer.WithDefaults(), noReuse: o.Conn.NoConnectionReuse, mode: o.HTTP2, h2c: o.H2C}
+	t := &Transport{d: d, a: o.Answer.WithDefaults(), noReuse: o.Conn.NoConnectionReuse, mode: o.HTTP2, h2c: o.H2C,
+		streams: max(o.Streams, 1), groups: make(map[int]*http2.Shared)}
 	if t.mode == "" {
 		t.mode = Auto
 	}
@@ -111,6 +131,11 @@ func New(o Options) (*Transport, error) {
 func (t *Transport) Check(f *rrpair.File) error {
 	if err := t.d.Check(f); err != nil {
 		return err
+	}
+	if t.streams > 1 {
+		if err := t.checkShared(f); err != nil {
+			return err
+		}
 	}
 	if t.mode == On && t.h2c {
 		return nil // every request may go as HTTP/2: nothing to learn
@@ -139,10 +164,60 @@ func (t *Transport) Check(f *rrpair.File) error {
 	return nil
 }
 
-// NewClient implements transport.Transport.
+// checkShared refuses, before traffic, a file whose requests --streams
+// could not share connections for: one that would not go as HTTP/2 (an
+// http:// destination without --h2c), or requests to more than one place
+// (a shared connection goes to one). A WebSocket session goes as HTTP/1.1
+// on its VU's own connection, as without --streams.
+func (t *Transport) checkShared(f *rrpair.File) error {
+	cur := f.NewCursor()
+	var p rrpair.Pair
+	var first conn.Route
+	firstLine := 0
+	for i := range f.Len() {
+		if err := cur.Decode(i, &p); err != nil {
+			return err
+		}
+		if p.WebSocketRaw != nil {
+			continue
+		}
+		r := t.d.Route(&p.Req)
+		switch {
+		case !r.HTTPS && !t.h2c:
+			return fmt.Errorf("%s:%d: --streams %d shares HTTP/2 connections, and this request goes to http://%s: add --h2c (the SUT must speak cleartext HTTP/2), or give an https --target", f.Name(), p.Line, t.streams, r.Addr)
+		case firstLine == 0:
+			first, firstLine = r, p.Line
+		case r.Addr != first.Addr || r.HTTPS != first.HTTPS:
+			return fmt.Errorf("%s:%d: --streams %d shares a connection to one place, and this request goes to %s where line %d's goes to %s: give one --target", f.Name(), p.Line, t.streams, r.Addr, firstLine, first.Addr)
+		}
+	}
+	return nil
+}
+
+// NewClient implements transport.Transport. With --streams N, VU vu
+// shares the connection of its group, vu/N.
 func (t *Transport) NewClient(vu int, now func() int64) transport.Client {
 	l := t.d.NewLine(now)
-	return &client{t: t, now: now, line: l, h1: http1.NewClient(l, t.a)}
+	c := &client{t: t, now: now, line: l, h1: http1.NewClient(l, t.a)}
+	if t.streams > 1 {
+		c.member = t.join(vu/t.streams, now)
+	}
+	return c
+}
+
+// join makes a Member of group g's shared connection, a new one when
+// the group has none, or one that is over.
+func (t *Transport) join(g int, now func() int64) *http2.Member {
+	t.groupsMu.Lock()
+	defer t.groupsMu.Unlock()
+	if s := t.groups[g]; s != nil {
+		if m := s.Join(); m != nil {
+			return m
+		}
+	}
+	s := http2.NewShared(t.d, t.a, now)
+	t.groups[g] = s
+	return s.Join()
 }
 
 // AppendWire implements transport.Transport: a request that would go as
