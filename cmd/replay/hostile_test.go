@@ -32,7 +32,8 @@ type hostileTally struct {
 	cases  []string
 }
 
-// hostilePeer starts the fuzzed peer of proto ("h1" or "h2") with its
+// hostilePeer starts the fuzzed peer of proto ("h1", "h2", or
+// "h2-shared": h2c with the VUs sharing one connection) with its
 // choices from src: its URL, the flags a run needs to speak to it, and a
 // function that reads its tally.
 func hostilePeer(t *testing.T, proto string, src loopback.Source) (url string, flags []string, tally func() hostileTally) {
@@ -43,9 +44,13 @@ func hostilePeer(t *testing.T, proto string, src loopback.Source) (url string, f
 		}
 		return out
 	}
-	if proto == "h2" {
+	if proto == "h2" || proto == "h2-shared" {
 		s := h2peer.NewHostileH2(t, h2peer.H2Cases, src)
-		return s.URL(), []string{"--h2c"}, func() hostileTally { return read(&s.Tally) }
+		flags := []string{"--h2c"}
+		if proto == "h2-shared" { // the VUs' streams on one connection at once
+			flags = append(flags, "--streams", "4")
+		}
+		return s.URL(), flags, func() hostileTally { return read(&s.Tally) }
 	}
 	s := loopback.NewHostileH1(t, loopback.H1Cases, src)
 	return s.URL(), nil, func() hostileTally { return read(&s.Tally) }
@@ -165,7 +170,8 @@ const hostileSeeds = 10
 var hostileSuiteLoad = hostileLoad{vus: 4, iterations: 60, duration: 10 * time.Second, timeout: 300 * time.Millisecond}
 
 // TestHostilePeers runs replay against the fuzzed peer, seed after seed,
-// over HTTP/1.1 and HTTP/2 (h2c), and holds each run to what
+// over HTTP/1.1, HTTP/2 (h2c), and HTTP/2 with the VUs' streams sharing
+// a connection (--streams), and holds each run to what
 // hostileRun asserts. REPLAY_HOSTILE_SEED=N runs seed N alone (what a
 // failing seed's report says to run).
 func TestHostilePeers(t *testing.T) {
@@ -182,7 +188,7 @@ func TestHostilePeers(t *testing.T) {
 	}
 	start := time.Now()
 	var answers int64
-	for _, proto := range []string{"h1", "h2"} {
+	for _, proto := range []string{"h1", "h2", "h2-shared"} {
 		for _, seed := range seeds {
 			t.Run(fmt.Sprintf("%s/seed=%d", proto, seed), func(t *testing.T) {
 				repro := fmt.Sprintf("REPLAY_HOSTILE_SEED=%d go test -race -run 'TestHostilePeers/%s/seed=%d$' ./cmd/replay", seed, proto, seed)
@@ -190,7 +196,7 @@ func TestHostilePeers(t *testing.T) {
 			})
 		}
 	}
-	t.Logf("%d seeds, %d hostile answers in %v", 2*len(seeds), answers, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d seeds, %d hostile answers in %v", 3*len(seeds), answers, time.Since(start).Round(time.Millisecond))
 }
 
 // FuzzHostilePeers drives the fuzzed peer's catalogue with the fuzzer's

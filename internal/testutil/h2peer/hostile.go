@@ -350,7 +350,9 @@ var H2Cases = []H2Case{
 		return w.ok(badS)
 	}),
 	h2("idle-stream", loopback.Bad, 1, func(w *H2Writer) bool {
-		w.Headers(w.ID+2, w.Block(":status", badS), true)
+		// Far above the request's stream: VUs that share the connection
+		// (--streams) have theirs open beside it, just above.
+		w.Headers(w.ID+idleAbove, w.Block(":status", badS), true)
 		return w.ok(badS)
 	}),
 	h2("data-on-stream-0", loopback.Bad, 1, func(w *H2Writer) bool {
@@ -394,6 +396,10 @@ var H2Cases = []H2Case{
 	h2("tcp-close", loopback.NoAnswer, 1, func(w *H2Writer) bool { return false }),
 	h2("silent", loopback.NoAnswer, 1, func(w *H2Writer) bool { return true }),
 }
+
+// idleAbove is how far above a request's stream the idle-stream case
+// answers: past the streams of the VUs of a test sharing a connection.
+const idleAbove = 2 << 10
 
 // HostileH2 is the fuzzed HTTP/2 peer: a cleartext HTTP/2 server (prior
 // knowledge) that answers the nth request it reads with a case of Cases
