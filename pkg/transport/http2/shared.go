@@ -532,23 +532,7 @@ func (c *Client) stepShared(h []byte) bool {
 	}
 	goaway := c.cs.goaway
 	c.useOwn()
-	var pe *protoError
-	switch {
-	case err == nil:
-	case m != nil && errors.As(err, &pe) && !pe.conn, m != nil && (err == errLong || err == errHeadLong):
-		code := http2.ErrCodeCancel
-		if pe != nil {
-			code = pe.code
-		}
-		m.slot.st.reset = true
-		c.fr.WriteRSTStream(id, code)
-		c.end(m, err)
-	default:
-		if errors.As(err, &pe) && pe.conn {
-			c.fr.WriteGoAway(0, pe.code, nil)
-			x.flush(c)
-		}
-		c.closeShared(err)
+	if err != nil && !c.refuseShared(m, err) {
 		return false
 	}
 	if m != nil && m.c != nil && (m.slot.st.ended || m.slot.st.reset) {
@@ -562,6 +546,32 @@ func (c *Client) stepShared(h []byte) bool {
 	}
 	x.wakeStalled()
 	return !x.closed
+}
+
+// refuseShared acts on err, what a frame for m's stream (nil: none open)
+// broke (s.mu held), as refuse does on a VU's own connection: a malformed
+// answer, or one past a limit, resets its stream and fails its request
+// alone; anything else fails the connection, after a GOAWAY for a
+// connection error. It says whether the connection goes on.
+func (c *Client) refuseShared(m *Member, err error) bool {
+	var pe *protoError
+	isProto := errors.As(err, &pe)
+	if m != nil && (isProto && !pe.conn || err == errLong || err == errHeadLong) {
+		code := http2.ErrCodeCancel
+		if isProto {
+			code = pe.code
+		}
+		m.slot.st.reset = true
+		c.fr.WriteRSTStream(m.slot.st.id, code)
+		c.end(m, err)
+		return true
+	}
+	if isProto && pe.conn {
+		c.fr.WriteGoAway(0, pe.code, nil)
+		c.mux.flush(c)
+	}
+	c.closeShared(err)
+	return false
 }
 
 // goAway acts on the SUT's GOAWAY (s.mu held): the streams above its

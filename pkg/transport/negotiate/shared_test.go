@@ -1,7 +1,9 @@
 package negotiate
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -126,5 +128,107 @@ func TestStreamsRefused(t *testing.T) {
 		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--streams") {
 			t.Errorf("Validate(%+v): %v, want an error naming --streams", o, err)
 		}
+	}
+}
+
+// connKey is where sharedServer's handlers find their connection.
+type connKey struct{}
+
+// sharedServer serves cleartext HTTP/2 on loopback, each request through
+// b (nil: none) to h, which may reach its connection through connKey;
+// its Seen counts connections and requests.
+func sharedServer(t *testing.T, b *barrier, h func(w http.ResponseWriter, r *http.Request) bool) (string, *h2peer.Seen) {
+	seen := h2peer.NewSeen()
+	next := func(w http.ResponseWriter, r *http.Request) {
+		if h(w, r) {
+			seen.Handler(w, r)
+		}
+	}
+	handler := http.HandlerFunc(next)
+	if b != nil {
+		handler = b.handler(next)
+	}
+	srv := &http.Server{Handler: handler, ConnState: seen.ConnState,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
+	return h2peer.ServeH2C(t, srv), seen
+}
+
+// kinds counts results by error kind.
+func kinds(res []result.Result) map[result.ErrorKind]int {
+	n := map[result.ErrorKind]int{}
+	for _, r := range res {
+		n[r.Err]++
+	}
+	return n
+}
+
+// TestStreamsOneStreamFails holds a stream the SUT resets, or leaves
+// unanswered past --timeout, to failing its own request: the VUs beside
+// it on the connection are answered.
+func TestStreamsOneStreamFails(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		uri  string
+		h    func(w http.ResponseWriter, r *http.Request)
+		want result.ErrorKind
+	}{
+		{"reset", "/r/5", func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }, result.ErrStreamReset},
+		{"stalled", "/r/5", func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+		}, result.ErrTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target, seen := sharedServer(t, nil, func(w http.ResponseWriter, r *http.Request) bool {
+				if r.RequestURI == tc.uri {
+					tc.h(w, r)
+					return false
+				}
+				return true
+			})
+			sink, err := runPool(t, 10, Options{Conn: conn.Options{Target: target, Timeout: 300 * time.Millisecond}, H2C: true, Streams: 10}, sharedLines(30)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := kinds(sink.Results())
+			if got[tc.want] != 1 || got[result.ErrNone] != 29 {
+				t.Errorf("results by error: %v, want one %v and 29 answered", got, tc.want)
+			}
+			if tc.want == result.ErrStreamReset && seen.Conns.Load() != 1 {
+				t.Errorf("%d connections, want the one: a reset stream leaves its connection open", seen.Conns.Load())
+			}
+		})
+	}
+}
+
+// TestStreamsConnectionLost closes the shared connection under the first
+// ten streams: every request in flight on it fails (none waits for its
+// timeout), and the next go on a new connection.
+func TestStreamsConnectionLost(t *testing.T) {
+	b := &barrier{n: 10, conns: map[string]*barrierConn{}}
+	target, seen := sharedServer(t, b, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.RequestURI == "/r/0" {
+			r.Context().Value(connKey{}).(net.Conn).Close()
+			return false
+		}
+		return true
+	})
+	start := time.Now()
+	sink, err := runPool(t, 10, Options{Conn: conn.Options{Target: target, Timeout: 5 * time.Second}, H2C: true, Streams: 10}, sharedLines(30)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("the run took %v: a request waited for its timeout", took)
+	}
+	got := kinds(sink.Results())
+	lost := got[result.ErrEOF] + got[result.ErrReset]
+	if lost < 1 || lost > 10 || lost+got[result.ErrNone] != 30 {
+		t.Errorf("results by error: %v, want 1 to 10 lost with the connection (eof, reset), the rest answered", got)
+	}
+	if n := seen.Conns.Load(); n < 2 {
+		t.Errorf("%d connections, want a new one after the first was lost", n)
 	}
 }
