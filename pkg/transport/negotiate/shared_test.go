@@ -1,6 +1,7 @@
 package negotiate
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -230,5 +231,34 @@ func TestStreamsConnectionLost(t *testing.T) {
 	}
 	if n := seen.Conns.Load(); n < 2 {
 		t.Errorf("%d connections, want a new one after the first was lost", n)
+	}
+}
+
+// TestStreamsBodiesShareWindows sends bodies larger than the windows the
+// SUT opens at first from ten VUs on one connection: each waits for the
+// windows its body needs, and every body arrives whole.
+func TestStreamsBodiesShareWindows(t *testing.T) {
+	target, seen := sharedServer(t, nil, func(http.ResponseWriter, *http.Request) bool { return true })
+	body := bytes.Repeat([]byte("0123456789abcdef"), 100<<10/16)
+	lines := make([]string, 30)
+	for i := range lines {
+		lines[i] = h2peer.PairLine("POST", fmt.Sprintf("/b/%d", i), "2", `{"Content-Type":["application/octet-stream"]}`, body)
+	}
+	sink, err := runPool(t, 10, Options{Conn: conn.Options{Target: target, Timeout: 5 * time.Second}, H2C: true, Streams: 10}, lines...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range sink.Results() {
+		if r.Err != result.ErrNone || r.Status != 200 || r.BytesOut < int64(len(body)) {
+			t.Errorf("POST: status %d, error %v, %d bytes out; want 200 and the body's %d bytes", r.Status, r.Err, r.BytesOut, len(body))
+		}
+	}
+	for i := range lines {
+		if got := seen.Bodies[fmt.Sprintf("/b/%d", i)]; got != string(body) {
+			t.Errorf("/b/%d: the server read %d bytes, want the body's %d", i, len(got), len(body))
+		}
+	}
+	if n := seen.Conns.Load(); n != 1 {
+		t.Errorf("%d connections, want 1", n)
 	}
 }
