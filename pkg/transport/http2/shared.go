@@ -125,15 +125,15 @@ func (s *Shared) Join() *Member {
 }
 
 // Do sends req (the request of pair, rewritten; grpc says it is a gRPC
-// call) on a new stream of the shared connection and waits for its
-// answer, filling res as transport.Client's Do says. A stream the SUT
-// declared unprocessed fails as result.ErrGoAway or result.ErrStreamReset,
-// and Unprocessed then says so.
-func (m *Member) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result, grpc bool) result.Answer {
+// call) to dst (where the VU's Line routes it) on a new stream of the
+// shared connection and waits for its answer, filling res as
+// transport.Client's Do says. A stream the SUT declared unprocessed fails
+// as result.ErrGoAway or result.ErrStreamReset, and Unprocessed then
+// says so.
+func (m *Member) Do(dst *conn.Route, req *rrpair.Request, pair *rrpair.Pair, res *result.Result, grpc bool) result.Answer {
 	s := m.s
 	m.answered, m.lastErr, m.unprocessed, m.headOut, m.err, m.bytesIn = false, nil, false, false, nil, 0
 	m.body = req.Body
-	dst := s.d.Route(req)
 	m.addr = dst.Addr
 	res.Proto = result.ProtoHTTP2
 	res.Upgraded = !pair.IsHTTP2() && !grpc // gRPC is HTTP/2, whatever the file says
@@ -141,7 +141,7 @@ func (m *Member) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result, 
 	m.timer.Reset(s.timeout)
 	defer m.timer.Stop()
 	s.mu.Lock()
-	c, kind := s.connect(&dst, res)
+	c, kind := s.connect(dst, res)
 	if kind != result.ErrNone {
 		m.lastErr = s.dialErr
 		s.mu.Unlock()
@@ -278,7 +278,7 @@ func (m *Member) outcome(c *Client, err error, res *result.Result, grpc bool) re
 		res.WaitNs = st.first - (res.Sent + res.SendNs)
 		res.ReceiveNs = res.End - st.first
 	}
-	var pe *protoError
+	pe, _ := err.(*protoError) // errors.As would have pe escape, at every request
 	switch {
 	case m.unprocessed:
 		res.Err = result.ErrGoAway
@@ -290,7 +290,7 @@ func (m *Member) outcome(c *Client, err error, res *result.Result, grpc bool) re
 		res.Err, m.lastErr = result.ErrTimeout, err
 	case s.cut.Load():
 		res.Err, m.lastErr = result.ErrCancelled, errSharedCut
-	case errors.As(err, &pe):
+	case pe != nil:
 		res.Err, m.lastErr = pe.kind, pe
 	case errors.Is(err, errNotH2):
 		res.Err, m.lastErr = result.ErrNoHTTP2, err
@@ -554,8 +554,7 @@ func (c *Client) stepShared(h []byte) bool {
 // alone; anything else fails the connection, after a GOAWAY for a
 // connection error. It says whether the connection goes on.
 func (c *Client) refuseShared(m *Member, err error) bool {
-	var pe *protoError
-	isProto := errors.As(err, &pe)
+	pe, isProto := err.(*protoError)
 	if m != nil && (isProto && !pe.conn || err == errLong || err == errHeadLong) {
 		code := http2.ErrCodeCancel
 		if isProto {

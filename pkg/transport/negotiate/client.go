@@ -77,10 +77,11 @@ func (c *client) doShared(req *rrpair.Request, pair *rrpair.Pair, res *result.Re
 	c.took, c.body = tookShared, req.Body
 	grpc := pair.IsGRPC()
 	res.BytesOut, res.BytesIn, res.Written = 0, 0, false // the attempts add theirs
-	ans := c.member.Do(req, pair, res, grpc)
+	dst := c.line.Route(req)
+	ans := c.member.Do(&dst, req, pair, res, grpc)
 	if c.member.Unprocessed() && !c.line.Cut() {
 		again(res)
-		ans = c.member.Do(req, pair, res, grpc)
+		ans = c.member.Do(&dst, req, pair, res, grpc)
 		res.Retried = true
 	}
 	return ans
