@@ -58,6 +58,9 @@ type mux struct {
 	// writing: a flush is under way outside the mutex; frames buffered
 	// meanwhile go with its next write.
 	writing bool
+	// wrote is signalled when a flush ends (its L is the Shared's mutex):
+	// a body waits on it while the buffer is full and another writes.
+	wrote   sync.Cond
 	spare   []byte
 	werr    error
 	wdl     time.Time // the write deadline set
@@ -227,6 +230,10 @@ func (m *Member) sendRest(c *Client, body []byte, res *result.Result) error {
 			if err != nil {
 				return err
 			}
+			continue
+		}
+		if c.mux.writing && len(c.out.b) >= flushAt {
+			c.mux.wrote.Wait() // the writer under way takes what is buffered
 			continue
 		}
 		at := len(c.out.b)
@@ -401,6 +408,7 @@ func (s *Shared) connect(dst *conn.Route, res *result.Result) (*Client, result.E
 	cn.Raw.SetDeadline(time.Time{})
 	c := NewClient(l, s.a)
 	c.mux = &mux{s: s, streams: make(map[uint32]*Member), opened: s.now()}
+	c.mux.wrote.L = &s.mu
 	c.open(cn)
 	s.cur = c
 	s.live[c] = struct{}{}
@@ -434,6 +442,7 @@ func (x *mux) flush(c *Client) error {
 	}
 	c.out.b = c.out.b[:0]
 	x.writing = false
+	x.wrote.Broadcast()
 	return x.werr
 }
 
