@@ -14,7 +14,10 @@ import (
 	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/replay-dev/replay/internal/testutil/h2peer"
 	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/transport/conn"
+	"github.com/replay-dev/replay/pkg/vu"
+	"github.com/rs/zerolog"
 )
 
 // barrier holds the first n requests of each connection until n are in
@@ -260,5 +263,39 @@ func TestStreamsBodiesShareWindows(t *testing.T) {
 	}
 	if n := seen.Conns.Load(); n != 1 {
 		t.Errorf("%d connections, want 1", n)
+	}
+}
+
+// TestStreamsHardStop stops a run whose streams all wait on a SUT that
+// never answers: the grace passes, the hard stop cuts every stream of
+// both shared connections, and each request in flight is counted as
+// cancelled.
+func TestStreamsHardStop(t *testing.T) {
+	target, _ := sharedServer(t, nil, func(_ http.ResponseWriter, r *http.Request) bool {
+		<-r.Context().Done()
+		return false
+	})
+	tr, err := New(Options{Conn: conn.Options{Target: target, Timeout: 20 * time.Second}, H2C: true, Streams: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &fixture.Collect{}
+	p := &vu.Pool{File: fixture.OpenLines(t, sharedLines(6)...), Sink: sink, Transport: tr,
+		Config: vu.Config{Load: schedule.Load{VUs: 6, Walk: schedule.Loop}, Grace: 300 * time.Millisecond, Log: zerolog.Nop()}}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	st, err := p.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the stop took %v, want about the grace", took)
+	}
+	if !st.Interrupted {
+		t.Error("Interrupted is false")
+	}
+	if got := kinds(sink.Results()); got[result.ErrCancelled] != 6 || len(sink.Results()) != 6 {
+		t.Errorf("results by error: %v, want the 6 in flight cancelled", got)
 	}
 }
