@@ -28,23 +28,27 @@ func TestCheckOpenFiles(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		cfg        vu.Config
+		streams    int
 		userMax    int
 		limit      fileLimit
 		wantErr    []string // all in the error; none: no error
 		wantMaxVUs int
 	}{
-		{"fits", vu.Config{Load: schedule.Load{VUs: 100}}, 0, limit(1024, 4096), nil, 0},
-		{"closed too many", vu.Config{Load: schedule.Load{VUs: 2000}}, 0, limit(1024, 4096), []string{"--vus:", "2000 VUs", "1024", "ulimit -n 2064", "container"}, 0},
-		{"hard too low", vu.Config{Load: schedule.Load{VUs: 2000}}, 0, limit(1024, 1024), []string{"--vus:", "hard limit is 1024"}, 0},
-		{"stages", vu.Config{Load: schedule.Load{VUs: 1, Stages: []schedule.Stage{{Duration: time.Second, Target: 5000}}}}, 0, limit(1024, 4096), []string{"--stages:", "5000 VUs"}, 0},
-		{"rate max-vus given", vu.Config{Load: schedule.Load{Model: schedule.Rate, Rate: 10, VUs: 10, MaxVUs: 5000}}, 5000, limit(1024, 4096), []string{"--max-vus:", "5000 VUs"}, 0},
-		{"rate default cap lowered", vu.Config{Load: schedule.Load{Model: schedule.Rate, Rate: 10, VUs: 10, MaxVUs: 1000}}, 0, limit(512, 512), nil, 512 - fdMargin},
-		{"rate vus too many", vu.Config{Load: schedule.Load{Model: schedule.Rate, Rate: 10, VUs: 1000, MaxVUs: 1000}}, 0, limit(512, 512), []string{"--vus:"}, 0},
-		{"unknown limit", vu.Config{Load: schedule.Load{VUs: 1 << 20}}, 0, func() (uint64, uint64, bool) { return 0, 0, false }, nil, 0},
+		{"fits", vu.Config{Load: schedule.Load{VUs: 100}}, 0, 0, limit(1024, 4096), nil, 0},
+		{"closed too many", vu.Config{Load: schedule.Load{VUs: 2000}}, 0, 0, limit(1024, 4096), []string{"--vus:", "2000 VUs", "1024", "ulimit -n 2064", "container"}, 0},
+		{"hard too low", vu.Config{Load: schedule.Load{VUs: 2000}}, 0, 0, limit(1024, 1024), []string{"--vus:", "hard limit is 1024"}, 0},
+		{"stages", vu.Config{Load: schedule.Load{VUs: 1, Stages: []schedule.Stage{{Duration: time.Second, Target: 5000}}}}, 0, 0, limit(1024, 4096), []string{"--stages:", "5000 VUs"}, 0},
+		{"rate max-vus given", vu.Config{Load: schedule.Load{Model: schedule.Rate, Rate: 10, VUs: 10, MaxVUs: 5000}}, 0, 5000, limit(1024, 4096), []string{"--max-vus:", "5000 VUs"}, 0},
+		{"rate default cap lowered", vu.Config{Load: schedule.Load{Model: schedule.Rate, Rate: 10, VUs: 10, MaxVUs: 1000}}, 0, 0, limit(512, 512), nil, 512 - fdMargin},
+		{"rate vus too many", vu.Config{Load: schedule.Load{Model: schedule.Rate, Rate: 10, VUs: 1000, MaxVUs: 1000}}, 0, 0, limit(512, 512), []string{"--vus:"}, 0},
+		{"streams fit", vu.Config{Load: schedule.Load{VUs: 10000}}, 100, 0, limit(1024, 4096), nil, 0},
+		{"streams too many", vu.Config{Load: schedule.Load{VUs: 100000}}, 100, 0, limit(1024, 4096), []string{"--vus:", "100000 VUs", "one connection each 100 (--streams)", "ulimit -n 1064"}, 0},
+		{"streams rate cap", vu.Config{Load: schedule.Load{Model: schedule.Rate, Rate: 10, VUs: 10, MaxVUs: 100000}}, 10, 0, limit(512, 512), nil, (512 - fdMargin) * 10},
+		{"unknown limit", vu.Config{Load: schedule.Load{VUs: 1 << 20}}, 0, 0, func() (uint64, uint64, bool) { return 0, 0, false }, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
-			err := checkOpenFiles(&cfg, tc.userMax, tc.limit, zerolog.Nop())
+			err := checkOpenFiles(&cfg, tc.streams, tc.userMax, tc.limit, zerolog.Nop())
 			if len(tc.wantErr) == 0 {
 				if err != nil {
 					t.Fatalf("got %v, want no error", err)

@@ -193,7 +193,7 @@ func (pr *Prepared) newRunner(pass Pass, dry bool) (*runner, error) {
 		}
 	}
 	if !dry {
-		if err := checkOpenFiles(&cfg, userMaxVUs, vu.OpenFileLimit, log); err != nil {
+		if err := checkOpenFiles(&cfg, o.HTTP.Streams, userMaxVUs, vu.OpenFileLimit, log); err != nil {
 			return nil, err
 		}
 	}
@@ -296,6 +296,10 @@ func (r *runner) logStart() {
 		Int("pairs", f.Len()).Int("filtered_out", f.Filtered()).Int("iterations", f.Iterations()).
 		Int("vus", cfg.VUs).Str("walk", cfg.Walk.String()).Dur("duration", cfg.Duration).
 		Str("target", r.o.Load.Target).Msg("replaying")
+	if n := r.o.HTTP.Streams; n > 1 {
+		log.Info().Int("vus", cfg.VUs).Int("streams", n).Int("connections", (cfg.VUs+n-1)/n).
+			Msg("VUs share HTTP/2 connections (--streams): each VU's request in flight is a stream of its group's connection")
+	}
 	if sh := r.pr.p.shard; sh.Count > 1 {
 		log.Info().Int("shard", sh.Index).Int("shards", sh.Count).Int("vus", cfg.VUs).Float64("rate", cfg.Rate).Msg("sharded")
 	}
