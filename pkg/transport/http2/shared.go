@@ -55,6 +55,12 @@ type mux struct {
 	s       *Shared
 	streams map[uint32]*Member
 	stalled int // open streams waiting for a window to send their body
+	// woken counts the streams the reader ended whose Members have not
+	// yet taken them (outcome): while some have not, a request written
+	// waits in the buffer for theirs, to go out in one write with them
+	// (as h2load writes a connection's streams); the last to take its
+	// answer writes what waits.
+	woken int
 	// writing: a flush is under way outside the mutex; frames buffered
 	// meanwhile go with its next write.
 	writing bool
@@ -166,7 +172,10 @@ func (m *Member) Do(dst *conn.Route, req *rrpair.Request, pair *rrpair.Pair, res
 	body = c.writeData(body)
 	res.BytesOut += int64(len(c.out.b) - at)
 	c.useOwn()
-	err := c.mux.flush(c)
+	var err error
+	if len(body) > 0 || c.mux.woken == 0 {
+		err = c.mux.flush(c)
+	}
 	res.Written = err == nil
 	if err == nil && len(body) > 0 {
 		err = m.sendRest(c, body, res)
@@ -276,6 +285,10 @@ func (m *Member) outcome(c *Client, err error, res *result.Result, grpc bool) re
 		c.abandon(m, err == errSharedTimeout)
 	} else {
 		err = m.err
+	}
+	x := c.mux
+	if x.woken--; x.woken == 0 && len(c.out.b) > 0 && !x.closed {
+		x.flush(c) // the requests that waited for this answer's Member
 	}
 	st := &m.slot.st
 	s.mu.Unlock()
@@ -599,11 +612,16 @@ func (c *Client) goAway() {
 func (c *Client) end(m *Member, err error) {
 	x := c.mux
 	delete(x.streams, m.slot.st.id)
-	if m.slot.st.stalled {
+	if m.slot.st.stalled { // its body waits for a window no longer needed
 		m.slot.st.stalled = false
 		x.stalled--
+		select {
+		case m.wake <- struct{}{}:
+		default:
+		}
 	}
 	m.c, m.err = nil, err
+	x.woken++
 	select {
 	case m.done <- struct{}{}:
 	default:

@@ -299,3 +299,31 @@ func TestStreamsHardStop(t *testing.T) {
 		t.Errorf("results by error: %v, want the 6 in flight cancelled", got)
 	}
 }
+
+// TestStreamsAnsweredBeforeBody has the SUT answer bodies larger than its
+// windows without reading them: each VU whose body waits for a window
+// takes its answer at once, rather than at its timeout.
+func TestStreamsAnsweredBeforeBody(t *testing.T) {
+	target, _ := sharedServer(t, nil, func(w http.ResponseWriter, r *http.Request) bool {
+		w.WriteHeader(http.StatusAccepted)
+		return false
+	})
+	body := bytes.Repeat([]byte("x"), 1<<20)
+	lines := make([]string, 20)
+	for i := range lines {
+		lines[i] = h2peer.PairLine("POST", fmt.Sprintf("/b/%d", i), "2", "", body)
+	}
+	start := time.Now()
+	sink, err := runPool(t, 10, Options{Conn: conn.Options{Target: target, Timeout: 10 * time.Second}, H2C: true, Streams: 10}, lines...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the run took %v: a body waited for its timeout", took)
+	}
+	for _, r := range sink.Results() {
+		if r.Status != http.StatusAccepted {
+			t.Errorf("POST: status %d, error %v; want 202, answered before its body went", r.Status, r.Err)
+		}
+	}
+}
