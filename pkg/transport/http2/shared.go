@@ -276,11 +276,28 @@ func (m *Member) wait() error {
 }
 
 // outcome completes res from how the stream ended: err is the Member's
-// own (a write failed, the timeout, the stop); a stream still open is
-// reset and closed from here.
+// own (a write failed, the timeout, the stop).
 func (m *Member) outcome(c *Client, err error, res *result.Result, grpc bool) result.Answer {
 	s := m.s
+	err = m.take(c, err)
+	res.End = s.now()
+	res.BytesIn += m.bytesIn
+	if st := &m.slot.st; s.timings && st.first != 0 {
+		res.WaitNs = st.first - (res.Sent + res.SendNs)
+		res.ReceiveNs = res.End - st.first
+	}
+	return m.judge(err, res, grpc)
+}
+
+// take ends the Member's part in its stream on c, and returns why the
+// stream failed (nil: it did not): a stream still open is reset and
+// closed from here, for err; one the reader ended failed for what it
+// found. The last Member to take its answer writes the requests that
+// waited for it (mux.woken).
+func (m *Member) take(c *Client, err error) error {
+	s := m.s
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if m.c != nil { // still open: the Member gives up on it
 		c.abandon(m, err == errSharedTimeout)
 	} else {
@@ -288,16 +305,14 @@ func (m *Member) outcome(c *Client, err error, res *result.Result, grpc bool) re
 	}
 	x := c.mux
 	if x.woken--; x.woken == 0 && len(c.out.b) > 0 && !x.closed {
-		x.flush(c) // the requests that waited for this answer's Member
+		x.flush(c)
 	}
+	return err
+}
+
+// judge completes res from err, why the stream failed, and the answer.
+func (m *Member) judge(err error, res *result.Result, grpc bool) result.Answer {
 	st := &m.slot.st
-	s.mu.Unlock()
-	res.End = s.now()
-	res.BytesIn += m.bytesIn
-	if s.timings && st.first != 0 {
-		res.WaitNs = st.first - (res.Sent + res.SendNs)
-		res.ReceiveNs = res.End - st.first
-	}
 	pe, _ := err.(*protoError) // errors.As would have pe escape, at every request
 	switch {
 	case m.unprocessed:
@@ -308,7 +323,7 @@ func (m *Member) outcome(c *Client, err error, res *result.Result, grpc bool) re
 		m.lastErr = fmt.Errorf("stream %d not processed by the SUT (GOAWAY below it, or REFUSED_STREAM)", st.id)
 	case err == errSharedTimeout:
 		res.Err, m.lastErr = result.ErrTimeout, err
-	case s.cut.Load():
+	case m.s.cut.Load():
 		res.Err, m.lastErr = result.ErrCancelled, errSharedCut
 	case pe != nil:
 		res.Err, m.lastErr = pe.kind, pe
