@@ -9,7 +9,7 @@ MODULES     := $(shell find . -name go.mod -not -path './.git/*' -exec dirname {
 # The platforms replay builds for (go build and go vet, tests included, in
 # CI: a Unix-only call cannot land); the tests run on Linux.
 PLATFORMS   := linux/amd64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64 freebsd/amd64
-.PHONY: help build cross release test lint fuzz bench demo bigfile bigcapture mockbench mockpeers peers image
+.PHONY: help build cross release test lint fuzz bench demo bigfile bigcapture mockbench mockpeers streampeers peers image
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -58,6 +58,9 @@ mockpeers: build ## replay mock against Hoverfly on the same 1,000 JSON exchange
 image: ## build the container image replay:dev (needs a Docker engine)
 	@docker info >/dev/null 2>&1 || { echo "make image: no Docker engine here (docker info fails); the Dockerfile builds where one runs"; exit 1; }
 	docker build -t replay:dev --build-arg VERSION=$$(git describe --always --dirty 2>/dev/null || echo dev) .
+
+streampeers: build ## replay --streams N against h2load -m N on one nginx: CPU a request, interleaved rounds (not run in CI)
+	scripts/streampeers.sh bin/replay
 
 peers: build ## compare CPU per request with wrk, k6, hey, oha... (../shared/bench)
 	REPLAY_BIN=$(CURDIR)/bin/replay ../shared/bench/peers.sh
