@@ -77,13 +77,14 @@ type mux struct {
 }
 
 // NewShared makes the connection a group of VUs will share, dialing with
-// d (cleartext connections by prior knowledge, TLS ones offering only h2:
-// a connection that cannot carry several streams is refused) and keeping
-// of each answer what a says.
+// d (cleartext connections by prior knowledge; TLS ones offering h2, and
+// http/1.1 so that a SUT without h2 says so rather than failing the
+// handshake: a connection that cannot carry several streams is refused)
+// and keeping of each answer what a says.
 func NewShared(d *conn.Dialer, a transport.AnswerOptions, now func() int64) *Shared {
 	o := d.Options()
 	return &Shared{d: d, a: a.WithDefaults(), now: now, timeout: o.Timeout, timings: o.Timings,
-		protos: conn.Protocols{ALPN: []string{Proto}, Cleartext: Proto, Settles: Proto},
+		protos: conn.Protocols{ALPN: []string{Proto, "http/1.1"}, Cleartext: Proto, Settles: Proto},
 		live:   make(map[*Client]struct{}), cutCh: make(chan struct{})}
 }
 
@@ -416,18 +417,8 @@ func (s *Shared) connect(dst *conn.Route, res *result.Result) (*Client, result.E
 		s.dialErr = errSharedCut
 		return nil, result.ErrCancelled
 	}
-	l := s.d.NewLine(s.now)
-	s.dialing.Store(l)
-	cn, _, kind := l.Connect(dst, res, &s.protos, nil)
-	s.dialing.Store(nil)
-	if kind == result.ErrNone && cn.Proto != Proto {
-		s.dialErr = fmt.Errorf("the SUT at %s did not take HTTP/2 (ALPN chose %q): --streams shares HTTP/2 connections only", cn.Addr, cn.Proto)
-		kind = result.ErrNoHTTP2
-	} else if kind != result.ErrNone {
-		_, s.dialErr = l.Failure()
-	}
+	l, cn, kind := s.dial(dst, res)
 	if kind != result.ErrNone {
-		l.Close()
 		return nil, kind
 	}
 	res.Reconnect = s.hadConn
@@ -445,6 +436,29 @@ func (s *Shared) connect(dst *conn.Route, res *result.Result) (*Client, result.E
 		l.Interrupt()
 	}
 	return c, result.ErrNone
+}
+
+// dial opens a connection to dst on a Line of its own (s.mu held): one
+// that speaks HTTP/2, or none, why in s.dialErr.
+func (s *Shared) dial(dst *conn.Route, res *result.Result) (*conn.Line, *conn.Conn, result.ErrorKind) {
+	l := s.d.NewLine(s.now)
+	s.dialing.Store(l)
+	if s.cut.Load() { // an Interrupt that looked for a dial before this one
+		l.Interrupt()
+	}
+	cn, _, kind := l.Connect(dst, res, &s.protos, nil)
+	s.dialing.Store(nil)
+	if kind == result.ErrNone && cn.Proto != Proto {
+		s.dialErr = fmt.Errorf("the SUT at %s did not take HTTP/2 (ALPN chose %q): --streams shares HTTP/2 connections only", cn.Addr, cn.Proto)
+		kind = result.ErrNoHTTP2
+	} else if kind != result.ErrNone {
+		_, s.dialErr = l.Failure()
+	}
+	if kind != result.ErrNone {
+		l.Close()
+		return nil, nil, kind
+	}
+	return l, cn, result.ErrNone
 }
 
 // flush writes what c has buffered (s.mu held, released while it writes),
@@ -522,7 +536,13 @@ func (c *Client) readShared() {
 		h, err := c.br.Peek(9)
 		if err == nil {
 			if n := int(h[0])<<16 | int(h[1])<<8 | int(h[2]); n <= ourMaxFrame {
-				_, err = c.br.Peek(9 + n) // the step below reads nothing more
+				// The whole frame, so that the step below reads nothing
+				// more; its header again, as filling the buffer may
+				// have moved it.
+				var f []byte
+				if f, err = c.br.Peek(9 + n); err == nil {
+					h = f[:9]
+				}
 			}
 		}
 		s.mu.Lock()

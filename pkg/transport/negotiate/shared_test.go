@@ -14,6 +14,7 @@ import (
 	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/replay-dev/replay/internal/testutil/h2peer"
 	"github.com/replay-dev/replay/pkg/result"
+	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/transport/conn"
 	"github.com/replay-dev/replay/pkg/vu"
@@ -325,5 +326,100 @@ func TestStreamsAnsweredBeforeBody(t *testing.T) {
 		if r.Status != http.StatusAccepted {
 			t.Errorf("POST: status %d, error %v; want 202, answered before its body went", r.Status, r.Err)
 		}
+	}
+}
+
+// TestStreamsAnswersAcrossReads has ten streams a connection answered
+// with bodies of uneven lengths, so that frames straddle the reader's
+// buffer: each answer reaches its own VU, whole.
+func TestStreamsAnswersAcrossReads(t *testing.T) {
+	target, _ := sharedServer(t, nil, func(w http.ResponseWriter, r *http.Request) bool {
+		n := 1000 + 37*len(r.RequestURI)*len(r.RequestURI)
+		w.Header().Set("X-Want", fmt.Sprint(n))
+		w.Write(bytes.Repeat([]byte{'a' + byte(len(r.RequestURI)%26)}, n))
+		return false
+	})
+	tr, err := New(Options{Conn: conn.Options{Target: target, Timeout: 5 * time.Second}, H2C: true, Streams: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fixture.OpenLines(t, sharedLines(400)...)
+	if err := tr.Check(f); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	clock := func() int64 { return time.Now().UnixNano() }
+	for v := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := tr.NewClient(v, clock)
+			defer c.Close()
+			cur := f.NewCursor()
+			for i := v; i < f.Len(); i += 20 {
+				var p rrpair.Pair
+				if err := cur.Decode(i, &p); err != nil {
+					t.Error(err)
+					return
+				}
+				var res result.Result
+				a := c.Do(&p.Req, &p, &res)
+				if a == nil {
+					t.Errorf("%s: no answer: %v", p.Req.URI, res.Err)
+					continue
+				}
+				want := 1000 + 37*len(p.Req.URI)*len(p.Req.URI)
+				if body := a.RawBody(); len(body) != want || body[0] != 'a'+byte(len(p.Req.URI)%26) {
+					t.Errorf("%s: %d bytes of %q, want %d", p.Req.URI, len(body), body[:1], want)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestStreamsOverTLS shares connections over TLS: a SUT that takes h2 by
+// ALPN carries the groups' streams; one that chooses HTTP/1.1 fails each
+// request as no_http2, saying what ALPN chose.
+func TestStreamsOverTLS(t *testing.T) {
+	for _, h2 := range []bool{true, false} {
+		t.Run(fmt.Sprintf("h2=%v", h2), func(t *testing.T) {
+			seen := h2peer.NewSeen()
+			target := h2peer.TLSServer(t, seen, h2)
+			tr, err := New(Options{Conn: conn.Options{Target: target, Insecure: true, Timeout: 5 * time.Second}, Streams: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sink, err := h2peer.RunPool(t, tr, 8, sharedLines(16)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := kinds(sink.Results())
+			if h2 {
+				if got[result.ErrNone] != 16 || seen.Conns.Load() != 2 || seen.Protos[2] != 16 {
+					t.Errorf("results by error %v, %d connections, %d requests over HTTP/2; want 16 answered on 2", got, seen.Conns.Load(), seen.Protos[2])
+				}
+				return
+			}
+			if got[result.ErrNoHTTP2] != 16 {
+				t.Errorf("results by error %v, want 16 no_http2", got)
+			}
+			tr2, _ := New(Options{Conn: conn.Options{Target: target, Insecure: true, Timeout: 5 * time.Second}, Streams: 4})
+			f := fixture.OpenLines(t, sharedLines(1)...)
+			if err := tr2.Check(f); err != nil {
+				t.Fatal(err)
+			}
+			var p rrpair.Pair
+			if err := f.NewCursor().Decode(0, &p); err != nil {
+				t.Fatal(err)
+			}
+			c := tr2.NewClient(0, func() int64 { return time.Now().UnixNano() })
+			defer c.Close()
+			var res result.Result
+			c.Do(&p.Req, &p, &res)
+			if _, _, _, err := c.Failure(); err == nil || !strings.Contains(err.Error(), `ALPN chose "http/1.1"`) {
+				t.Errorf("failure: %v, want it to say what ALPN chose", err)
+			}
+		})
 	}
 }
