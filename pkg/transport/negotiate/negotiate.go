@@ -234,10 +234,11 @@ func (t *Transport) AppendWire(dst []byte, req *rrpair.Request) (string, []byte)
 }
 
 // speaks2 says whether a request may go as HTTP/2: cleartext with --h2c,
-// over TLS when handshakes offer h2; a gRPC call always tries.
+// over TLS when handshakes offer h2 (always under --streams); a gRPC call
+// always tries.
 func (t *Transport) speaks2(https, grpc bool) bool {
 	if https {
-		return t.offer || grpc && t.mode != Off
+		return t.offer || t.streams > 1 || grpc && t.mode != Off
 	}
 	return t.h2c
 }

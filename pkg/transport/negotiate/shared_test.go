@@ -396,8 +396,10 @@ func TestStreamsOverTLS(t *testing.T) {
 			}
 			got := kinds(sink.Results())
 			if h2 {
-				if got[result.ErrNone] != 16 || seen.Conns.Load() != 2 || seen.Protos[2] != 16 {
-					t.Errorf("results by error %v, %d connections, %d requests over HTTP/2; want 16 answered on 2", got, seen.Conns.Load(), seen.Protos[2])
+				// A connection a group that got work: the run spreads 16
+				// iterations over the VUs as they come.
+				if n := seen.Conns.Load(); got[result.ErrNone] != 16 || n < 1 || n > 2 || seen.Protos[2] != 16 {
+					t.Errorf("results by error %v, %d connections, %d requests over HTTP/2; want 16 answered on at most 2", got, n, seen.Protos[2])
 				}
 				return
 			}
