@@ -40,3 +40,39 @@ func TestGRPCOverTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestGRPCStreamsShared: gRPC calls on a connection VUs share (--streams)
+// read their status from their own stream's trailers.
+func TestGRPCStreamsShared(t *testing.T) {
+	gs := grpc.NewServer()
+	hs := health.NewServer()
+	hs.SetServingStatus("svc", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+	srv := httptest.NewUnstartedServer(gs)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	tr, err := New(Options{Conn: conn.Options{Target: srv.URL, Insecure: true, Timeout: 5 * time.Second}, Streams: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for range 20 {
+		lines = append(lines, h2peer.GRPCLine("/grpc.health.v1.Health/Check", h2peer.HealthRequest("svc")),
+			h2peer.GRPCLine("/grpc.health.v1.Health/Check", h2peer.HealthRequest("nope")))
+	}
+	sink, err := h2peer.RunPool(t, tr, 8, lines...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := map[uint8]int{}
+	for _, r := range sink.Results() {
+		if r.Err != result.ErrNone || !r.GRPC || r.Proto != result.ProtoHTTP2 {
+			t.Errorf("call: %+v; want a gRPC answer over HTTP/2", r)
+		}
+		status[r.GRPCStatus]++
+	}
+	if status[0] != 20 || status[5] != 20 {
+		t.Errorf("gRPC statuses %v, want 20 OK (0) and 20 NOT_FOUND (5)", status)
+	}
+}
