@@ -16,11 +16,11 @@ import (
 type took uint8
 
 const (
-	tookNone  took = iota // none: the connection failed first
-	tookHTTP1             // HTTP/1.1
-	tookHTTP2             // HTTP/2
-	tookNoH2              // none: a gRPC call the connection could not carry
-	tookShared            // HTTP/2, on the group's shared connection
+	tookNone   took = iota // none: the connection failed first
+	tookHTTP1              // HTTP/1.1
+	tookHTTP2              // HTTP/2
+	tookNoH2               // none: a gRPC call the connection could not carry
+	tookShared             // HTTP/2, on the group's shared connection
 )
 
 // client is one VU's transport.Client: its Line, and the HTTP/1.1 and

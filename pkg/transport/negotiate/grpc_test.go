@@ -15,9 +15,9 @@ import (
 	"google.golang.org/grpc/health"
 )
 
-// TestGRPCOverTLS: with --http2 auto, a file of gRPC calls has the TLS
-// handshake offer h2 (grpc-go's handler behind Go's TLS HTTP/2 server).
-func TestGRPCOverTLS(t *testing.T) {
+// healthOverTLS serves grpc-go's health service (service "svc" serving)
+// behind Go's TLS HTTP/2 server until the test ends.
+func healthOverTLS(t *testing.T) *httptest.Server {
 	gs := grpc.NewServer()
 	hs := health.NewServer()
 	hs.SetServingStatus("svc", healthpb.HealthCheckResponse_SERVING)
@@ -26,6 +26,13 @@ func TestGRPCOverTLS(t *testing.T) {
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestGRPCOverTLS: with --http2 auto, a file of gRPC calls has the TLS
+// handshake offer h2 (grpc-go's handler behind Go's TLS HTTP/2 server).
+func TestGRPCOverTLS(t *testing.T) {
+	srv := healthOverTLS(t)
 	tr, err := New(Options{Conn: conn.Options{Target: srv.URL, Insecure: true, Timeout: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
@@ -44,14 +51,7 @@ func TestGRPCOverTLS(t *testing.T) {
 // TestGRPCStreamsShared: gRPC calls on a connection VUs share (--streams)
 // read their status from their own stream's trailers.
 func TestGRPCStreamsShared(t *testing.T) {
-	gs := grpc.NewServer()
-	hs := health.NewServer()
-	hs.SetServingStatus("svc", healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(gs, hs)
-	srv := httptest.NewUnstartedServer(gs)
-	srv.EnableHTTP2 = true
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
+	srv := healthOverTLS(t)
 	tr, err := New(Options{Conn: conn.Options{Target: srv.URL, Insecure: true, Timeout: 5 * time.Second}, Streams: 8})
 	if err != nil {
 		t.Fatal(err)
