@@ -573,6 +573,7 @@ func (c *Client) stepShared(h []byte) bool {
 	x := c.mux
 	id := (uint32(h[5])<<24 | uint32(h[6])<<16 | uint32(h[7])<<8 | uint32(h[8])) & (1<<31 - 1)
 	size := 9 + int64(int(h[0])<<16|int(h[1])<<8|int(h[2]))
+	isGoAway := http2.FrameType(h[3]) == http2.FrameGoAway
 	m := x.streams[id]
 	if m != nil {
 		c.st, c.ans = &m.slot.st, &m.slot.ans
@@ -587,7 +588,7 @@ func (c *Client) stepShared(h []byte) bool {
 	if m != nil {
 		m.bytesIn += size
 	}
-	goaway := c.cs.goaway
+	goaway := isGoAway && c.cs.goaway
 	c.useOwn()
 	if err != nil && !c.refuseShared(m, err) {
 		return false
@@ -598,7 +599,7 @@ func (c *Client) stepShared(h []byte) bool {
 		}
 		c.end(m, nil)
 	}
-	if goaway && !x.retired {
+	if goaway { // each GOAWAY: a second may lower the last stream
 		c.goAway()
 	}
 	x.wakeStalled()

@@ -13,12 +13,14 @@ import (
 
 	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/replay-dev/replay/internal/testutil/h2peer"
+	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/schedule"
 	"github.com/replay-dev/replay/pkg/transport/conn"
 	"github.com/replay-dev/replay/pkg/vu"
 	"github.com/rs/zerolog"
+	"golang.org/x/net/http2"
 )
 
 // barrier holds the first n requests of each connection until n are in
@@ -423,5 +425,43 @@ func TestStreamsOverTLS(t *testing.T) {
 				t.Errorf("failure: %v, want it to say what ALPN chose", err)
 			}
 		})
+	}
+}
+
+// TestStreamsGoAway has the SUT answer the fourth request it reads with a
+// GOAWAY below that request's stream (and keep the connection open, so
+// that no reset loses the GOAWAY): the request, and any of the group's
+// streams above the GOAWAY's last, go again once on a new connection, and
+// every request is answered.
+func TestStreamsGoAway(t *testing.T) {
+	var ok h2peer.H2Case
+	for _, c := range h2peer.H2Cases {
+		if c.Name == "ok" {
+			ok = c
+		}
+	}
+	ok.Weight = 1
+	goaway := h2peer.H2Case{Name: "goaway-below-kept-open", Class: loopback.NoAnswer, Weight: 1, Answer: func(w *h2peer.H2Writer) bool {
+		w.Fr.WriteGoAway(w.ID-2, http2.ErrCodeNo, nil)
+		return w.Flush()
+	}}
+	script := make(loopback.Script, 200)
+	script[3] = 1
+	s := h2peer.NewHostileH2(t, []h2peer.H2Case{ok, goaway}, script)
+	sink, err := runPool(t, 4, Options{Conn: conn.Options{Target: s.URL(), Timeout: 5 * time.Second}, H2C: true, Streams: 4}, sharedLines(40)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retried := 0
+	for _, r := range sink.Results() {
+		if r.Err != result.ErrNone || r.Status != 200 {
+			t.Errorf("request: status %d, error %v; want each answered, sent again when the GOAWAY left it unprocessed", r.Status, r.Err)
+		}
+		if r.Retried {
+			retried++
+		}
+	}
+	if retried < 1 || retried > 4 || s.Conns() != 2 {
+		t.Errorf("%d requests sent again on %d connections; want 1 to 4 (those above the GOAWAY's last stream) on 2", retried, s.Conns())
 	}
 }
