@@ -34,8 +34,11 @@ func TestPreparedRunsAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.Requests != 14 || srv.count.Load() != 14 || srv.conns.Load() != 2 {
-		t.Fatalf("first run: %d requests (the SUT read %d on %d connections), want 14 on the 2 VUs' connections", first.Requests, srv.count.Load(), srv.conns.Load())
+	// A connection a VU that got work: the 7 sessions go to the VUs as
+	// they come, and one may take them all before the other starts.
+	firstConns := srv.conns.Load()
+	if first.Requests != 14 || srv.count.Load() != 14 || firstConns < 1 || firstConns > 2 {
+		t.Fatalf("first run: %d requests (the SUT read %d on %d connections), want 14 on the 2 VUs' connections at most", first.Requests, srv.count.Load(), firstConns)
 	}
 	if len(first.Thresholds) != 1 || !first.Thresholds[0].Pass {
 		t.Errorf("first run's verdict %+v, want errors<1 passed", first.Thresholds)
@@ -50,8 +53,8 @@ func TestPreparedRunsAgain(t *testing.T) {
 	if second.Model != "rate" || second.Requests == 0 || second.Requests != srv.count.Load()-14 {
 		t.Errorf("second run: model %s, %d requests; the SUT read %d in all: want a rate run counting only its own", second.Model, second.Requests, srv.count.Load())
 	}
-	if srv.conns.Load() < 3 {
-		t.Errorf("the SUT saw %d connections in all: the second run reused the first's", srv.conns.Load())
+	if srv.conns.Load() <= firstConns {
+		t.Errorf("the SUT saw %d connections in all, %d of them the first run's: the second run reused the first's", srv.conns.Load(), firstConns)
 	}
 	if len(second.Thresholds) != 0 {
 		t.Errorf("an unjudged run has a verdict: %+v", second.Thresholds)
