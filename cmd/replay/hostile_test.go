@@ -200,7 +200,8 @@ func TestHostilePeers(t *testing.T) {
 }
 
 // FuzzHostilePeers drives the fuzzed peer's catalogue with the fuzzer's
-// bytes: the first chooses the protocol, the rest each case and its
+// bytes: the first chooses the protocol (HTTP/1.1, HTTP/2, or HTTP/2 on
+// a connection the VUs share), the rest each case and its
 // choices, request after request (0 once they run out: the catalogue's
 // first case, "ok"). Each input is a short run held to what hostileRun
 // asserts.
@@ -208,11 +209,12 @@ func FuzzHostilePeers(f *testing.F) {
 	f.Add([]byte{0, 17, 200, 3, 99, 150, 42, 250, 7, 128, 64})
 	f.Add([]byte{1, 17, 200, 3, 99, 150, 42, 250, 7, 128, 64})
 	f.Add([]byte(strings.Repeat("\x01\xff\x80", 12)))
+	f.Add([]byte{3, 17, 200, 3, 99, 150, 42, 250, 7, 128, 64})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) == 0 {
 			return
 		}
-		proto := map[bool]string{true: "h2", false: "h1"}[b[0]%2 == 1]
+		proto := [...]string{"h1", "h2", "h1", "h2-shared"}[b[0]%4] // the seeds' 0 and 1 as before
 		repro := "go test -run 'FuzzHostilePeers/...' ./cmd/replay (the input is in testdata/fuzz/FuzzHostilePeers)"
 		hostileRun(t, proto, loopback.NewFuzzBytes(b[1:]), hostileLoad{vus: 2, iterations: 12, duration: 5 * time.Second, timeout: 300 * time.Millisecond}, repro)
 	})
