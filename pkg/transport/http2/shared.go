@@ -69,6 +69,10 @@ type mux struct {
 	wrote   sync.Cond
 	spare   []byte
 	werr    error
+	// taken counts the bytes handed to writes since the connection began,
+	// sent those written: a Member's frames begin at its start in that
+	// count, and reached the wire once sent passes it.
+	taken, sent int64
 	wdl     time.Time // the write deadline set
 	retired bool      // no new stream opens on it
 	closed  bool
@@ -106,6 +110,7 @@ type Member struct {
 	err         error // the connection failed, or the answer broke the protocol
 	unprocessed bool  // the SUT declared it unprocessed (GOAWAY below it, REFUSED_STREAM)
 	bytesIn     int64
+	start       int64 // where its request's frames begin in its connection's bytes (mux.taken)
 
 	// The last request, for Failure and Redirect.
 	answered bool
@@ -167,6 +172,7 @@ func (m *Member) Do(dst *conn.Route, req *rrpair.Request, pair *rrpair.Pair, res
 	if res.Connected {
 		at = 0 // the preface and the client's SETTINGS go with it
 	}
+	m.start = c.mux.taken + int64(at)
 	c.writeHeaders(len(body) == 0)
 	m.headOut = true
 	res.Sent = s.now()
@@ -177,7 +183,6 @@ func (m *Member) Do(dst *conn.Route, req *rrpair.Request, pair *rrpair.Pair, res
 	if len(body) > 0 || c.mux.woken == 0 {
 		err = c.mux.flush(c)
 	}
-	res.Written = err == nil
 	if err == nil && len(body) > 0 {
 		err = m.sendRest(c, body, res)
 	}
@@ -280,7 +285,7 @@ func (m *Member) wait() error {
 // own (a write failed, the timeout, the stop).
 func (m *Member) outcome(c *Client, err error, res *result.Result, grpc bool) result.Answer {
 	s := m.s
-	err = m.take(c, err)
+	res.Written, err = m.take(c, err)
 	res.End = s.now()
 	res.BytesIn += m.bytesIn
 	if st := &m.slot.st; s.timings && st.first != 0 {
@@ -290,12 +295,13 @@ func (m *Member) outcome(c *Client, err error, res *result.Result, grpc bool) re
 	return m.judge(err, res, grpc)
 }
 
-// take ends the Member's part in its stream on c, and returns why the
-// stream failed (nil: it did not): a stream still open is reset and
-// closed from here, for err; one the reader ended failed for what it
-// found. The last Member to take its answer writes the requests that
-// waited for it (mux.woken).
-func (m *Member) take(c *Client, err error) error {
+// take ends the Member's part in its stream on c, and returns whether a
+// byte of its request reached the wire, and why the stream failed (nil:
+// it did not): a stream still open is reset and closed from here,
+// for err; one the reader ended failed for what it found. The last
+// Member to take its answer writes the requests that waited for it
+// (mux.woken).
+func (m *Member) take(c *Client, err error) (bool, error) {
 	s := m.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -308,7 +314,10 @@ func (m *Member) take(c *Client, err error) error {
 	if x.woken--; x.woken == 0 && len(c.out.b) > 0 && !x.closed {
 		x.flush(c)
 	}
-	return err
+	for x.writing && m.start >= x.sent && m.start < x.taken {
+		x.wrote.Wait() // its frames are in the write under way: whether they went
+	}
+	return x.sent > m.start, err
 }
 
 // judge completes res from err, why the stream failed, and the answer.
@@ -472,10 +481,13 @@ func (x *mux) flush(c *Client) error {
 	for len(c.out.b) > 0 && x.werr == nil {
 		buf := c.out.b
 		c.out.b = x.spare[:0]
+		at := x.taken
+		x.taken += int64(len(buf))
 		x.armWrite(c)
 		x.s.mu.Unlock()
-		_, err := c.cs.cn.NC.Write(buf)
+		n, err := c.cs.cn.NC.Write(buf)
 		x.s.mu.Lock()
+		x.sent = at + int64(n)
 		x.spare = buf
 		if err != nil {
 			x.werr = err
