@@ -296,8 +296,8 @@ func (m *Member) outcome(c *Client, err error, res *result.Result, grpc bool) re
 }
 
 // take ends the Member's part in its stream on c, and returns whether a
-// byte of its request reached the wire, and why the stream failed (nil:
-// it did not): a stream still open is reset and closed from here,
+// byte of its request reached the wire (or waits in the buffer, to go
+// with the next write), and why the stream failed (nil: it did not): a stream still open is reset and closed from here,
 // for err; one the reader ended failed for what it found. The last
 // Member to take its answer writes the requests that waited for it
 // (mux.woken).
@@ -317,7 +317,10 @@ func (m *Member) take(c *Client, err error) (bool, error) {
 	for x.writing && m.start >= x.sent && m.start < x.taken {
 		x.wrote.Wait() // its frames are in the write under way: whether they went
 	}
-	return x.sent > m.start, err
+	// Frames still buffered go with the next write (they cannot be taken
+	// back: the HPACK table moved with them) unless the connection fails.
+	queued := m.start >= x.taken && !x.closed && x.werr == nil
+	return x.sent > m.start || queued, err
 }
 
 // judge completes res from err, why the stream failed, and the answer.
@@ -539,8 +542,8 @@ func (x *mux) wakeStalled() {
 // readShared is a shared connection's reader: it reads each frame whole
 // outside the mutex, then acts on it under the mutex for the stream it
 // belongs to (step, on the stream's slot), ends the streams it ends, and
-// writes what acting on the frames buffered once the read buffer is
-// empty. It returns when the connection fails or is closed.
+// writes what acting on the frames buffered. It returns when the
+// connection fails or is closed.
 func (c *Client) readShared() {
 	x := c.mux
 	s := x.s
@@ -572,7 +575,14 @@ func (c *Client) readShared() {
 			s.mu.Unlock()
 			return
 		}
-		if len(c.out.b) > 0 && c.br.Buffered() == 0 {
+		// What acting on frames buffered (acknowledgements, windows) goes
+		// once the read buffer is empty, or once it fills flushAt: then
+		// the reader reads no more until it went, so that a SUT that
+		// sends PINGs and reads nothing cannot grow it.
+		for x.writing && len(c.out.b) >= flushAt && !x.closed {
+			x.wrote.Wait()
+		}
+		if len(c.out.b) > 0 && (c.br.Buffered() == 0 || len(c.out.b) >= flushAt) {
 			x.flush(c)
 		}
 		s.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"net/http"
 	"strings"
 	"sync"
@@ -463,5 +464,55 @@ func TestStreamsGoAway(t *testing.T) {
 	}
 	if retried < 1 || retried > 4 || s.Conns() != 2 {
 		t.Errorf("%d requests sent again on %d connections; want 1 to 4 (those above the GOAWAY's last stream) on 2", retried, s.Conns())
+	}
+}
+
+// TestStreamsPingFloodBounded has a SUT open its windows wide, read
+// nothing, and send PINGs without end, while a VU's 16 MiB body is being
+// written: the write blocks, and the acknowledgements the reader owes
+// wait for it, the reader reading no more meanwhile, so that what the
+// client holds stays bounded while the SUT would send far more.
+func TestStreamsPingFloodBounded(t *testing.T) {
+	const flood = 200 << 20 // bytes of PING frames the SUT tries to send
+	var sent atomic.Int64
+	addr, _ := loopback.ServeClosing(t, func(c net.Conn, quit <-chan struct{}) {
+		fr := http2.NewFramer(c, nil)
+		if fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 30}) != nil || fr.WriteWindowUpdate(0, 1<<30) != nil {
+			return
+		}
+		buf := bytes.Buffer{}
+		bfr := http2.NewFramer(&buf, nil)
+		for range 1 << 12 {
+			bfr.WritePing(false, [8]byte{1})
+		}
+		for sent.Load() < flood {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			n, err := c.Write(buf.Bytes())
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	})
+	body := bytes.Repeat([]byte("x"), 16<<20)
+	sink, err := runPool(t, 1, Options{Conn: conn.Options{Target: "http://" + addr, Timeout: 2 * time.Second}, H2C: true, Streams: 2},
+		h2peer.PairLine("POST", "/big", "2", "", body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := sink.Results(); len(res) != 1 || res[0].Err == result.ErrNone {
+		t.Errorf("results %+v, want the one request failed", res)
+	}
+	// What the client read and did not write back, it holds: the socket
+	// buffers take a few MiB of the flood, the client no more than 64 KiB.
+	if s := sent.Load(); s > 32<<20 {
+		t.Errorf("the SUT sent %d MiB of PINGs: the client read on, holding the acknowledgements it could not write", s>>20)
+	} else {
+		t.Logf("the SUT sent %d MiB of PINGs before the client stopped reading", s>>20)
 	}
 }
