@@ -66,18 +66,18 @@ type mux struct {
 	writing bool
 	// wrote is signalled when a flush ends (its L is the Shared's mutex):
 	// a body waits on it while the buffer is full and another writes.
-	wrote   sync.Cond
-	spare   []byte
-	werr    error
+	wrote sync.Cond
+	spare []byte
+	werr  error
 	// taken counts the bytes handed to writes since the connection began,
 	// sent those written: a Member's frames begin at its start in that
 	// count, and reached the wire once sent passes it.
 	taken, sent int64
-	wdl     time.Time // the write deadline set
-	retired bool      // no new stream opens on it
-	closed  bool
-	opened  int64 // when it was made (the run's clock)
-	heard   int64 // when the reader last read a frame
+	wdl         time.Time // the write deadline set
+	retired     bool      // no new stream opens on it
+	closed      bool
+	opened      int64 // when it was made (the run's clock)
+	heard       int64 // when the reader last read a frame
 }
 
 // NewShared makes the connection a group of VUs will share, dialing with

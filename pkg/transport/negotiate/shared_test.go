@@ -5,10 +5,10 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync/atomic"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
