@@ -49,21 +49,18 @@ var _ transport.Client = (*client)(nil)
 // it, else over HTTP/1.1. A request the SUT declared unprocessed is sent
 // again, once, on a new connection (res.Retried).
 func (c *client) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) result.Answer {
-	if c.member != nil {
-		return c.doShared(req, pair, res)
-	}
-	if !c.t.offer && !c.t.h2c {
+	if c.member == nil && !c.t.offer && !c.t.h2c {
 		// Check saw no gRPC call (or refused the file): HTTP/1.1 only.
 		c.took = tookHTTP1
 		return c.h1.Do(req, pair, res)
 	}
-	if c.h2 == nil {
+	if c.member == nil && c.h2 == nil {
 		c.h2 = http2.NewClient(c.line, c.t.a)
 	}
 	grpc := pair.IsGRPC()
 	res.BytesOut, res.BytesIn, res.Written = 0, 0, false // the attempts add theirs
 	ans := c.try(req, pair, res, grpc)
-	if c.took == tookHTTP2 && c.h2.Unprocessed() && !c.line.Cut() {
+	if c.unprocessed() && !c.line.Cut() {
 		c.line.Drop(nil)
 		again(res)
 		ans = c.try(req, pair, res, grpc)
@@ -72,19 +69,16 @@ func (c *client) Do(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) 
 	return ans
 }
 
-// doShared is Do on the group's shared connection (--streams).
-func (c *client) doShared(req *rrpair.Request, pair *rrpair.Pair, res *result.Result) result.Answer {
-	c.took, c.body = tookShared, req.Body
-	grpc := pair.IsGRPC()
-	res.BytesOut, res.BytesIn, res.Written = 0, 0, false // the attempts add theirs
-	dst := c.line.Route(req)
-	ans := c.member.Do(&dst, req, pair, res, grpc)
-	if c.member.Unprocessed() && !c.line.Cut() {
-		again(res)
-		ans = c.member.Do(&dst, req, pair, res, grpc)
-		res.Retried = true
+// unprocessed reports that the SUT declared the last attempt's stream
+// unprocessed: it may go again, once, on a new connection.
+func (c *client) unprocessed() bool {
+	switch c.took {
+	case tookHTTP2:
+		return c.h2.Unprocessed()
+	case tookShared:
+		return c.member.Unprocessed()
 	}
-	return ans
+	return false
 }
 
 // again clears what an attempt filled in res, for the retry; the bytes
@@ -94,15 +88,20 @@ func again(res *result.Result) {
 	res.ConnectNs, res.TLSNs, res.SendNs, res.WaitNs, res.ReceiveNs = 0, 0, 0, 0, 0
 }
 
-// try is one attempt: connect (or keep the connection), and exchange the
-// request in the protocol the connection speaks.
+// try is one attempt: on the group's shared connection (--streams), or
+// connect (or keep the connection) and exchange the request in the
+// protocol the connection speaks.
 func (c *client) try(req *rrpair.Request, pair *rrpair.Pair, res *result.Result, grpc bool) result.Answer {
 	c.took, c.body = tookNone, req.Body
+	dst := c.line.Route(req)
+	if c.member != nil { // --streams: the group's connection
+		c.took = tookShared
+		return c.member.Do(&dst, req, pair, res, grpc)
+	}
 	p := &c.t.plain
 	if c.t.offer || grpc && c.t.mode != Off {
 		p = &c.t.offering
 	}
-	dst := c.line.Route(req)
 	cn, kind := c.h2.Connect(&dst, res, p)
 	switch {
 	case kind != result.ErrNone:
