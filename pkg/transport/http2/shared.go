@@ -77,7 +77,7 @@ type mux struct {
 	retired     bool      // no new stream opens on it
 	closed      bool
 	opened      int64 // when it was made (the run's clock)
-	heard       int64 // when the reader last read a frame
+	frames      int64 // frames the reader has read
 }
 
 // NewShared makes the connection a group of VUs will share, dialing with
@@ -111,6 +111,7 @@ type Member struct {
 	unprocessed bool  // the SUT declared it unprocessed (GOAWAY below it, REFUSED_STREAM)
 	bytesIn     int64
 	start       int64 // where its request's frames begin in its connection's bytes (mux.taken)
+	framesAt    int64 // the frames its connection had read when its stream opened
 
 	// The last request, for Failure and Redirect.
 	answered bool
@@ -203,7 +204,7 @@ func (m *Member) open(c *Client, req *rrpair.Request) {
 	m.slot.st = stream{id: cs.nextID, sendWin: cs.peerWindow, head: string(req.Method) == "HEAD", length: -1}
 	cs.nextID += 2
 	c.mux.streams[m.slot.st.id] = m
-	m.c = c
+	m.c, m.framesAt = c, c.mux.frames
 	select { // a signal left by a stream that ended as it timed out
 	case <-m.done:
 	default:
@@ -605,7 +606,7 @@ func (c *Client) stepShared(h []byte) bool {
 		c.own.ans.reset(0, true)
 		c.useOwn()
 	}
-	x.heard = x.s.now()
+	x.frames++
 	err := c.step()
 	if m != nil {
 		m.bytesIn += size
@@ -691,12 +692,12 @@ func (c *Client) end(m *Member, err error) {
 
 // abandon closes m's stream from the client's side (s.mu held): its
 // request timed out (timedOut) or the run stopped. A connection that
-// heard nothing from the SUT for as long as the stream waited carries no
-// new stream.
+// read no frame from the SUT since the stream opened, a whole --timeout
+// ago, carries no new stream.
 func (c *Client) abandon(m *Member, timedOut bool) {
 	id := m.slot.st.id
 	m.slot.st.reset = true
-	if timedOut && c.mux.heard < m.s.now()-int64(m.s.timeout) {
+	if timedOut && c.mux.frames == m.framesAt {
 		c.retire()
 	}
 	c.end(m, nil)
