@@ -52,14 +52,7 @@ type Client struct {
 	noReuse bool                    // --no-connection-reuse: a connection per request
 	timings bool
 
-	// The last request, for Failure and Redirect.
-	answered bool
-	addr     string
-	body     []byte
-	lastErr  error
-	headOut  bool // its header list was written
-	wire     []byte
-	redir    transport.Redirector
+	last last // the last request, for Failure and Redirect
 
 	// wfailed: the last write failed (the SUT closed the connection).
 	wfailed bool
@@ -186,8 +179,8 @@ func (c *Client) Connect(dst *conn.Route, res *result.Result, p *conn.Protocols)
 // fails as result.ErrGoAway or result.ErrStreamReset, and Unprocessed
 // then says so.
 func (c *Client) Do(cn *conn.Conn, host []byte, req *rrpair.Request, pair *rrpair.Pair, res *result.Result, grpc bool) result.Answer {
-	c.answered, c.lastErr, c.unprocessed, c.headOut = false, nil, false, false
-	c.addr, c.body = cn.Addr, req.Body
+	c.last.begin(req.Body)
+	c.last.addr, c.unprocessed = cn.Addr, false
 	if cn != c.cs.cn {
 		c.open(cn)
 	}
@@ -201,19 +194,41 @@ func (c *Client) Unprocessed() bool { return c.unprocessed }
 
 // Redirect is transport.Client's, for a request the last Do sent: the
 // redirect rule (transport.Redirector) on its answer.
-func (c *Client) Redirect(req *rrpair.Request) bool {
-	if !c.answered {
-		return false
-	}
-	return c.redir.Follow(req, c.ans.status, c.ans.Header("location"))
-}
+func (c *Client) Redirect(req *rrpair.Request) bool { return c.last.redirect(req, c.ans) }
 
 // Failure is transport.Client's, for a request the last Do sent: the head
 // is the header list as AppendRequest shows it.
 func (c *Client) Failure() (addr string, head, body []byte, err error) {
-	if c.headOut {
-		c.wire = c.fl.appendTo(c.wire[:0])
-		head = c.wire
+	return c.last.failure(&c.fl)
+}
+
+// last is what Redirect and Failure need of a client's last request, on
+// a VU's own connection (Client) or a shared one (Member).
+type last struct {
+	answered bool
+	addr     string
+	body     []byte
+	err      error
+	headOut  bool // its header list (fl) was written
+	wire     []byte
+	redir    transport.Redirector
+}
+
+// begin readies l for a request whose body is body.
+func (l *last) begin(body []byte) {
+	l.answered, l.err, l.headOut, l.body = false, nil, false, body
+}
+
+// redirect is Redirect on a, the answer of the last request.
+func (l *last) redirect(req *rrpair.Request, a *answer) bool {
+	return l.answered && l.redir.Follow(req, a.status, a.Header("location"))
+}
+
+// failure is Failure, fl being the last request's header list.
+func (l *last) failure(fl *fieldList) (addr string, head, body []byte, err error) {
+	if l.headOut {
+		l.wire = fl.appendTo(l.wire[:0])
+		head = l.wire
 	}
-	return c.addr, head, c.body, c.lastErr
+	return l.addr, head, l.body, l.err
 }

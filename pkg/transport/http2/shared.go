@@ -113,14 +113,7 @@ type Member struct {
 	start       int64 // where its request's frames begin in its connection's bytes (mux.taken)
 	framesAt    int64 // the frames its connection had read when its stream opened
 
-	// The last request, for Failure and Redirect.
-	answered bool
-	addr     string
-	body     []byte
-	lastErr  error
-	headOut  bool
-	wire     []byte
-	redir    transport.Redirector
+	last last // the last request, for Failure and Redirect
 }
 
 // Join makes a VU's Member of s, or returns nil when s is over: its
@@ -148,9 +141,9 @@ func (s *Shared) Join() *Member {
 // says so.
 func (m *Member) Do(dst *conn.Route, req *rrpair.Request, pair *rrpair.Pair, res *result.Result, grpc bool) result.Answer {
 	s := m.s
-	m.answered, m.lastErr, m.unprocessed, m.headOut, m.err, m.bytesIn = false, nil, false, false, nil, 0
-	m.body = req.Body
-	m.addr = dst.Addr
+	m.last.begin(req.Body)
+	m.last.addr = dst.Addr
+	m.unprocessed, m.err, m.bytesIn = false, nil, 0
 	res.Proto = result.ProtoHTTP2
 	res.Upgraded = !pair.IsHTTP2() && !grpc // gRPC is HTTP/2, whatever the file says
 	m.fl.build(req, dst.HTTPS, dst.Host)
@@ -159,7 +152,7 @@ func (m *Member) Do(dst *conn.Route, req *rrpair.Request, pair *rrpair.Pair, res
 	s.mu.Lock()
 	c, kind := s.connect(dst, res)
 	if kind != result.ErrNone {
-		m.lastErr = s.dialErr
+		m.last.err = s.dialErr
 		s.mu.Unlock()
 		res.Err = kind
 		res.End = s.now()
@@ -175,7 +168,7 @@ func (m *Member) Do(dst *conn.Route, req *rrpair.Request, pair *rrpair.Pair, res
 	}
 	m.start = c.mux.taken + int64(at)
 	c.writeHeaders(len(body) == 0)
-	m.headOut = true
+	m.last.headOut = true
 	res.Sent = s.now()
 	body = c.writeData(body)
 	res.BytesOut += int64(len(c.out.b) - at)
@@ -334,29 +327,29 @@ func (m *Member) judge(err error, res *result.Result, grpc bool) result.Answer {
 		if st.reset {
 			res.Err = result.ErrStreamReset
 		}
-		m.lastErr = fmt.Errorf("stream %d not processed by the SUT (GOAWAY below it, or REFUSED_STREAM)", st.id)
+		m.last.err = fmt.Errorf("stream %d not processed by the SUT (GOAWAY below it, or REFUSED_STREAM)", st.id)
 	case err == errSharedTimeout:
-		res.Err, m.lastErr = result.ErrTimeout, err
+		res.Err, m.last.err = result.ErrTimeout, err
 	case m.s.cut.Load():
-		res.Err, m.lastErr = result.ErrCancelled, errSharedCut
+		res.Err, m.last.err = result.ErrCancelled, errSharedCut
 	case pe != nil:
-		res.Err, m.lastErr = pe.kind, pe
+		res.Err, m.last.err = pe.kind, pe
 	case errors.Is(err, errNotH2):
-		res.Err, m.lastErr = result.ErrNoHTTP2, err
+		res.Err, m.last.err = result.ErrNoHTTP2, err
 	case err != nil:
-		res.Err, m.lastErr = conn.KindOf(err), err
+		res.Err, m.last.err = conn.KindOf(err), err
 	case st.reset:
 		res.Err = result.ErrStreamReset
-		m.lastErr = fmt.Errorf("stream %d reset by the SUT: RST_STREAM %v", st.id, st.code)
+		m.last.err = fmt.Errorf("stream %d reset by the SUT: RST_STREAM %v", st.id, st.code)
 	case m.slot.ans.status < 100 || m.slot.ans.status > 599:
-		res.Err, m.lastErr = result.ErrOther, errStatus
+		res.Err, m.last.err = result.ErrOther, errStatus
 	default:
 		res.Status = uint16(m.slot.ans.status)
 		if grpc {
 			res.GRPC = true
 			res.GRPCStatus = result.AnswerGRPCStatus(&m.slot.ans)
 		}
-		m.answered = true
+		m.last.answered = true
 		return &m.slot.ans
 	}
 	return nil
@@ -367,21 +360,12 @@ func (m *Member) judge(err error, res *result.Result, grpc bool) result.Answer {
 func (m *Member) Unprocessed() bool { return m.unprocessed }
 
 // Redirect is transport.Client's, for a request the last Do sent.
-func (m *Member) Redirect(req *rrpair.Request) bool {
-	if !m.answered {
-		return false
-	}
-	return m.redir.Follow(req, m.slot.ans.status, m.slot.ans.Header("location"))
-}
+func (m *Member) Redirect(req *rrpair.Request) bool { return m.last.redirect(req, &m.slot.ans) }
 
 // Failure is transport.Client's, for a request the last Do sent: the head
 // is the header list as AppendRequest shows it.
 func (m *Member) Failure() (addr string, head, body []byte, err error) {
-	if m.headOut {
-		m.wire = m.fl.appendTo(m.wire[:0])
-		head = m.wire
-	}
-	return m.addr, head, m.body, m.lastErr
+	return m.last.failure(&m.fl)
 }
 
 // Close leaves the Shared: the last Member to leave closes its

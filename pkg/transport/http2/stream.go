@@ -106,7 +106,7 @@ func (c *Client) exchange(cn *conn.Conn, host []byte, req *rrpair.Request, pair 
 	c.encode(&c.fl)
 	body := req.Body
 	c.writeHeaders(len(body) == 0)
-	c.headOut = true
+	c.last.headOut = true
 	res.Sent = c.now()
 	err := c.sendBody(body, res)
 	for err == nil && !st.ended && !st.reset && !c.unprocessedNow() {
@@ -182,20 +182,20 @@ func (c *Client) failed(err error, res *result.Result) bool {
 	case c.unprocessedNow(): // whatever else went wrong, it may go again
 		c.unprocessed = true
 		res.Err = result.ErrGoAway
-		c.lastErr = fmt.Errorf("GOAWAY (%v, last stream %d) before stream %d was processed", cs.goCode, cs.lastID, st.id)
+		c.last.err = fmt.Errorf("GOAWAY (%v, last stream %d) before stream %d was processed", cs.goCode, cs.lastID, st.id)
 		c.line.Drop(nil)
 		return true
 	case refusal != nil && !c.line.Cut():
 		c.refuse(refusal, res)
 		return true
 	case err != nil:
-		c.lastErr = err
+		c.last.err = err
 		res.Err = c.failKind(err) // may name the error better
-		c.line.Drop(c.lastErr)
+		c.line.Drop(c.last.err)
 		return true
 	case st.reset:
 		res.Err = result.ErrStreamReset
-		c.lastErr = fmt.Errorf("stream %d reset by the SUT: RST_STREAM %v", st.id, st.code)
+		c.last.err = fmt.Errorf("stream %d reset by the SUT: RST_STREAM %v", st.id, st.code)
 		if st.code == http2.ErrCodeRefusedStream {
 			c.unprocessed = true
 		}
@@ -211,7 +211,7 @@ func (c *Client) answer(res *result.Result, grpc bool) result.Answer {
 	status := c.ans.status
 	if status < 100 || status > 599 {
 		res.Err = result.ErrOther
-		c.lastErr = errStatus
+		c.last.err = errStatus
 		c.line.Drop(errStatus) // not a clean end: closed, not recycled
 		return nil
 	}
@@ -227,7 +227,7 @@ func (c *Client) answer(res *result.Result, grpc bool) result.Answer {
 	} else {
 		c.line.Idle(res.End)
 	}
-	c.answered = true
+	c.last.answered = true
 	return c.ans
 }
 
@@ -236,7 +236,7 @@ func (c *Client) answer(res *result.Result, grpc bool) result.Answer {
 // answer resets its stream, and the connection stays in use (the frames
 // of the stream still on their way are read and dropped).
 func (c *Client) refuse(e *protoError, res *result.Result) {
-	res.Err, c.lastErr = e.kind, e
+	res.Err, c.last.err = e.kind, e
 	if e.conn {
 		c.fr.WriteGoAway(0, e.code, nil)
 		c.flush(nil)
@@ -322,7 +322,7 @@ func (c *Client) failKind(err error) result.ErrorKind {
 	case !c.cs.settled && (errors.Is(err, http2.ErrFrameTooLarge) || errors.As(err, &ce) || c.line.Kind(err) == result.ErrEOF):
 		// Not a word of HTTP/2 from the SUT: an HTTP/1.1 answer to the
 		// preface reads as a frame too large, or a close.
-		c.lastErr = errNotH2
+		c.last.err = errNotH2
 		return result.ErrNoHTTP2
 	case c.cs.goaway:
 		return result.ErrGoAway
