@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replay-dev/replay/internal/testutil/fixture"
 	"github.com/replay-dev/replay/internal/testutil/h2peer"
 	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"github.com/replay-dev/replay/pkg/result"
-	"github.com/replay-dev/replay/pkg/rrpair"
 	"github.com/replay-dev/replay/pkg/transport/conn"
 )
 
@@ -92,18 +90,9 @@ func TestRetryThatCannotConnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := fixture.OpenLines(t, h2peer.PairLine("GET", "/p", "", "", nil))
-	if err := tr.Check(f); err != nil {
-		t.Fatal(err)
-	}
-	var p rrpair.Pair
-	if err := f.NewCursor().Decode(0, &p); err != nil {
-		t.Fatal(err)
-	}
-	c := tr.NewClient(0, func() int64 { return time.Now().UnixNano() })
-	defer c.Close()
+	c, p := pairClient(t, tr, h2peer.PairLine("GET", "/p", "", "", nil))
 	var res result.Result
-	if a := c.Do(&p.Req, &p, &res); a != nil || res.Err != result.ErrConnect || !res.Retried {
+	if a := c.Do(&p.Req, p, &res); a != nil || res.Err != result.ErrConnect || !res.Retried {
 		t.Errorf("got %+v; want a connect error on the retry", res)
 	}
 	if gotAddr, head, _, err := c.Failure(); gotAddr != addr || head != nil || !errors.Is(err, syscall.ECONNREFUSED) {

@@ -409,19 +409,9 @@ func TestStreamsOverTLS(t *testing.T) {
 			if got[result.ErrNoHTTP2] != 16 {
 				t.Errorf("results by error %v, want 16 no_http2", got)
 			}
-			tr2, _ := New(Options{Conn: conn.Options{Target: target, Insecure: true, Timeout: 5 * time.Second}, Streams: 4})
-			f := fixture.OpenLines(t, sharedLines(1)...)
-			if err := tr2.Check(f); err != nil {
-				t.Fatal(err)
-			}
-			var p rrpair.Pair
-			if err := f.NewCursor().Decode(0, &p); err != nil {
-				t.Fatal(err)
-			}
-			c := tr2.NewClient(0, func() int64 { return time.Now().UnixNano() })
-			defer c.Close()
+			c, p := pairClient(t, tr, sharedLines(1)[0])
 			var res result.Result
-			c.Do(&p.Req, &p, &res)
+			c.Do(&p.Req, p, &res)
 			if _, _, _, err := c.Failure(); err == nil || !strings.Contains(err.Error(), `ALPN chose "http/1.1"`) {
 				t.Errorf("failure: %v, want it to say what ALPN chose", err)
 			}
