@@ -23,7 +23,13 @@ var benchLines = []struct{ name, line string }{
 // checked against line, with its pair.
 func benchClient(t testing.TB, newTransport func(target string) transport.Transport, line string) (transport.Client, *rrpair.Pair) {
 	addr, _ := loopback.Serve(t, CannedH2)
-	tr := newTransport("http://" + addr)
+	return PairClient(t, newTransport("http://"+addr), line)
+}
+
+// PairClient checks line against tr, as a run does, and returns its pair
+// with a client of tr (VU 0), closed when the test ends.
+func PairClient(t testing.TB, tr transport.Transport, line string) (transport.Client, *rrpair.Pair) {
+	t.Helper()
 	f := fixture.OpenLines(t, line)
 	if err := tr.Check(f); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,6 @@ import (
 	"github.com/replay-dev/replay/internal/testutil/loopback"
 	"github.com/replay-dev/replay/pkg/result"
 	"github.com/replay-dev/replay/pkg/rrpair"
-	"github.com/replay-dev/replay/pkg/transport"
 	"github.com/replay-dev/replay/pkg/transport/conn"
 )
 
@@ -31,23 +30,6 @@ func runPool(t testing.TB, vus int, o Options, lines ...string) (*fixture.Collec
 		t.Fatal(err)
 	}
 	return h2peer.RunPool(t, tr, vus, lines...)
-}
-
-// pairClient checks line against tr, as a run does, and returns its pair
-// with a client of tr, closed when the test ends.
-func pairClient(t *testing.T, tr *Transport, line string) (transport.Client, *rrpair.Pair) {
-	t.Helper()
-	f := fixture.OpenLines(t, line)
-	if err := tr.Check(f); err != nil {
-		t.Fatal(err)
-	}
-	p := &rrpair.Pair{}
-	if err := f.NewCursor().Decode(0, p); err != nil {
-		t.Fatal(err)
-	}
-	c := tr.NewClient(0, func() int64 { return time.Now().UnixNano() })
-	t.Cleanup(c.Close)
-	return c, p
 }
 
 func TestTLSChoosesByALPN(t *testing.T) {

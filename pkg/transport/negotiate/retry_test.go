@@ -90,7 +90,7 @@ func TestRetryThatCannotConnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, p := pairClient(t, tr, h2peer.PairLine("GET", "/p", "", "", nil))
+	c, p := h2peer.PairClient(t, tr, h2peer.PairLine("GET", "/p", "", "", nil))
 	var res result.Result
 	if a := c.Do(&p.Req, p, &res); a != nil || res.Err != result.ErrConnect || !res.Retried {
 		t.Errorf("got %+v; want a connect error on the retry", res)

@@ -409,7 +409,7 @@ func TestStreamsOverTLS(t *testing.T) {
 			if got[result.ErrNoHTTP2] != 16 {
 				t.Errorf("results by error %v, want 16 no_http2", got)
 			}
-			c, p := pairClient(t, tr, sharedLines(1)[0])
+			c, p := h2peer.PairClient(t, tr, sharedLines(1)[0])
 			var res result.Result
 			c.Do(&p.Req, p, &res)
 			if _, _, _, err := c.Failure(); err == nil || !strings.Contains(err.Error(), `ALPN chose "http/1.1"`) {
