@@ -88,7 +88,7 @@ type mux struct {
 func NewShared(d *conn.Dialer, a transport.AnswerOptions, now func() int64) *Shared {
 	o := d.Options()
 	return &Shared{d: d, a: a.WithDefaults(), now: now, timeout: o.Timeout, timings: o.Timings,
-		protos: conn.Protocols{ALPN: []string{Proto, "http/1.1"}, Cleartext: Proto, Settles: Proto},
+		protos: conn.Protocols{ALPN: []string{Proto, "http/1.1"}, Cleartext: Proto},
 		live:   make(map[*Client]struct{}), cutCh: make(chan struct{})}
 }
 
